@@ -1,0 +1,1 @@
+//! Hayate controller connections and OpenFlow session state. Not built yet.

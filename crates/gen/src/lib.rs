@@ -1,0 +1,1 @@
+//! Hayate traffic generator and analyzer. Not built yet.

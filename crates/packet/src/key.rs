@@ -1,0 +1,430 @@
+//! The flow key: a fixed layout of [`KEY_WORDS`] `u64` words that describes one packet.
+//!
+//! Every stage that classifies packets (exact-match cache, megaflow classifier, OpenFlow
+//! tables) works on this struct. Masks have the same type and layout, so masking, hashing and
+//! comparing are word loops. Each matchable field lives at a fixed word and bit range given by
+//! [`Field::spec`]; values are stored as host integers of the field's network value (an IPv4
+//! address `10.0.0.1` is `0x0a00_0001`).
+//!
+//! | word | bits 63..0 |
+//! |---|---|
+//! | 0 | `parsed` (16) · `dl_type` (16) · `in_port` (32) |
+//! | 1 | `metadata` |
+//! | 2 | `tun_id` |
+//! | 3 | `eth_dst` (48) · `vlan_tci` (16; outer tag, bit 12 = tag present) |
+//! | 4 | `eth_src` (48) · `cvlan_tci` (16; inner tag of QinQ, bit 12 = present) |
+//! | 5 | `ipv4_src` / `arp_spa` (32) · `ipv4_dst` / `arp_tpa` (32) |
+//! | 6 | `ip_proto` (8) · `ip_tos` (dscp 6 · ecn 2) · `ip_ttl` (8) · `ip_frag` (8) · `tp_src` (16) · `tp_dst` (16) |
+//! | 7–8 | `ipv6_src` |
+//! | 9–10 | `ipv6_dst` |
+//! | 11 | `arp_sha` / `nd_sll` (48) · `arp_op` (16) |
+//! | 12 | `arp_tha` / `nd_tll` (48) · `tcp_flags` (16) |
+//! | 13–14 | `nd_target` |
+//! | 15 | unused (32) · `ipv6_label` (20 of 32) |
+//!
+//! ICMP and ICMPv6 type and code live in the low bytes of `tp_src` and `tp_dst`, as in Open
+//! vSwitch, so that an L4 mask covers them.
+
+/// Number of `u64` words in a key.
+pub const KEY_WORDS: usize = 16;
+
+/// A flow key (or a mask of one): see the module documentation for the layout.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(C, align(64))]
+pub struct FlowKey {
+    /// The words.
+    pub w: [u64; KEY_WORDS],
+}
+
+const _: () = assert!(std::mem::size_of::<FlowKey>() == 128);
+const _: () = assert!(std::mem::align_of::<FlowKey>() == 64);
+
+impl std::fmt::Debug for FlowKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut l = f.debug_map();
+        for field in Field::ALL {
+            let v = self.get(*field);
+            if v != 0 {
+                l.entry(&field.name(), &format_args!("{v:#x}"));
+            }
+        }
+        l.finish()
+    }
+}
+
+/// Bits of the `parsed` field (word 0, bits 48..64): which layers key extraction understood.
+pub mod parsed {
+    /// An Ethernet header was read.
+    pub const ETH: u16 = 1 << 0;
+    /// At least one VLAN tag (802.1Q or 802.1ad) was read.
+    pub const VLAN: u16 = 1 << 1;
+    /// Two VLAN tags (QinQ) were read.
+    pub const QINQ: u16 = 1 << 2;
+    /// An L3 header (IPv4, IPv6 or ARP) was read completely.
+    pub const L3: u16 = 1 << 3;
+    /// An L4 header (TCP, UDP, SCTP, ICMP, ICMPv6) was read completely.
+    pub const L4: u16 = 1 << 4;
+    /// IPv4 options were present (and skipped).
+    pub const IP_OPTIONS: u16 = 1 << 5;
+    /// IPv6 extension headers were present (and skipped).
+    pub const IPV6_EXT: u16 = 1 << 6;
+    /// The frame ended inside a header the type fields announced (counted as malformed).
+    pub const TRUNCATED: u16 = 1 << 7;
+    /// A header had an impossible value (bad IHL, version mismatch, …).
+    pub const MALFORMED: u16 = 1 << 8;
+}
+
+/// Values of the `ip_frag` field (word 6): bit 0 = is a fragment, bit 1 = a later fragment.
+pub mod frag {
+    /// The packet is a fragment (first or later).
+    pub const ANY: u8 = 1;
+    /// The packet is a fragment other than the first (no L4 header).
+    pub const LATER: u8 = 2;
+}
+
+/// Where a field lives in the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldSpec {
+    /// First (most significant) word; 128-bit fields span `word` and `word + 1`.
+    pub word: u8,
+    /// Lowest bit within the word (for fields of at most 64 bits).
+    pub shift: u8,
+    /// Width in bits (1..=64, or 128).
+    pub bits: u8,
+}
+
+macro_rules! fields {
+    ($( $(#[$doc:meta])* $name:ident = ($word:expr, $shift:expr, $bits:expr, $text:expr); )*) => {
+        /// A matchable and (where an action allows) writable field of the flow key.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Field {
+            $( $(#[$doc])* $name, )*
+        }
+
+        impl Field {
+            /// Every field, in layout order.
+            pub const ALL: &'static [Field] = &[ $( Field::$name, )* ];
+
+            /// Where the field lives.
+            #[inline(always)]
+            pub const fn spec(self) -> FieldSpec {
+                match self {
+                    $( Field::$name => FieldSpec { word: $word, shift: $shift, bits: $bits }, )*
+                }
+            }
+
+            /// The name used in flow syntax (as `ovs-ofctl` spells it, OpenFlow 1.3 names).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( Field::$name => $text, )*
+                }
+            }
+        }
+    };
+}
+
+fields! {
+    /// OpenFlow ingress port.
+    InPort = (0, 0, 32, "in_port");
+    /// Ethernet type (after VLAN tags).
+    EthType = (0, 32, 16, "eth_type");
+    /// Which layers were parsed (see [`parsed`]); not an OpenFlow field.
+    Parsed = (0, 48, 16, "parsed");
+    /// OpenFlow metadata register.
+    Metadata = (1, 0, 64, "metadata");
+    /// Tunnel id (VNI for VXLAN/Geneve).
+    TunnelId = (2, 0, 64, "tun_id");
+    /// Ethernet destination.
+    EthDst = (3, 16, 48, "eth_dst");
+    /// Outer VLAN TCI with bit 12 meaning "tag present" (OpenFlow's OFPVID_PRESENT).
+    VlanTci = (3, 0, 16, "vlan_tci");
+    /// VLAN id with the present bit (13 bits: OFPVID_PRESENT | vid).
+    VlanVid = (3, 0, 13, "vlan_vid");
+    /// VLAN priority.
+    VlanPcp = (3, 13, 3, "vlan_pcp");
+    /// Ethernet source.
+    EthSrc = (4, 16, 48, "eth_src");
+    /// Inner VLAN TCI of a QinQ frame, bit 12 = present.
+    CvlanTci = (4, 0, 16, "cvlan_tci");
+    /// IPv4 source (also ARP sender protocol address).
+    Ipv4Src = (5, 32, 32, "ipv4_src");
+    /// IPv4 destination (also ARP target protocol address).
+    Ipv4Dst = (5, 0, 32, "ipv4_dst");
+    /// IP protocol / IPv6 next header (after extension headers).
+    IpProto = (6, 56, 8, "ip_proto");
+    /// DSCP (6 bits).
+    IpDscp = (6, 50, 6, "ip_dscp");
+    /// ECN (2 bits).
+    IpEcn = (6, 48, 2, "ip_ecn");
+    /// IPv4 TTL / IPv6 hop limit.
+    IpTtl = (6, 40, 8, "nw_ttl");
+    /// Fragment bits (see [`frag`]).
+    IpFrag = (6, 32, 8, "ip_frag");
+    /// L4 source port (TCP/UDP/SCTP).
+    TpSrc = (6, 16, 16, "tp_src");
+    /// L4 destination port (TCP/UDP/SCTP).
+    TpDst = (6, 0, 16, "tp_dst");
+    /// ICMP / ICMPv6 type (low byte of `tp_src`).
+    IcmpType = (6, 16, 8, "icmp_type");
+    /// ICMP / ICMPv6 code (low byte of `tp_dst`).
+    IcmpCode = (6, 0, 8, "icmp_code");
+    /// IPv6 source.
+    Ipv6Src = (7, 0, 128, "ipv6_src");
+    /// IPv6 destination.
+    Ipv6Dst = (9, 0, 128, "ipv6_dst");
+    /// ARP sender hardware address (also ND source link-layer address).
+    ArpSha = (11, 16, 48, "arp_sha");
+    /// ARP opcode.
+    ArpOp = (11, 0, 16, "arp_op");
+    /// ARP target hardware address (also ND target link-layer address).
+    ArpTha = (12, 16, 48, "arp_tha");
+    /// TCP flags (12 bits).
+    TcpFlags = (12, 0, 16, "tcp_flags");
+    /// IPv6 neighbour discovery target.
+    NdTarget = (13, 0, 128, "nd_target");
+    /// IPv6 flow label (20 bits).
+    Ipv6Label = (15, 0, 20, "ipv6_label");
+}
+
+impl Field {
+    /// Mask of the field's bits within its word (for fields of at most 64 bits).
+    #[inline(always)]
+    pub const fn word_mask(self) -> u64 {
+        let s = self.spec();
+        if s.bits >= 64 {
+            u64::MAX
+        } else {
+            ((1u64 << s.bits) - 1) << s.shift
+        }
+    }
+
+    /// The largest value the field can hold.
+    pub const fn max_value(self) -> u128 {
+        let b = self.spec().bits;
+        if b >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << b) - 1
+        }
+    }
+
+    /// Looks a field up by its [`Field::name`].
+    pub fn from_name(name: &str) -> Option<Field> {
+        Field::ALL.iter().copied().find(|f| f.name() == name)
+    }
+}
+
+impl FlowKey {
+    /// The all-zero key (also the all-wildcard mask).
+    pub const ZERO: FlowKey = FlowKey { w: [0; KEY_WORDS] };
+    /// The all-ones mask (exact match on every bit).
+    pub const ONES: FlowKey = FlowKey {
+        w: [u64::MAX; KEY_WORDS],
+    };
+
+    /// Reads a field.
+    #[inline(always)]
+    pub fn get(&self, f: Field) -> u128 {
+        let s = f.spec();
+        let w = s.word as usize;
+        if s.bits == 128 {
+            ((self.w[w] as u128) << 64) | self.w[w + 1] as u128
+        } else {
+            ((self.w[w] & f.word_mask()) >> s.shift) as u128
+        }
+    }
+
+    /// Writes a field (bits above the field's width are ignored).
+    #[inline(always)]
+    pub fn set(&mut self, f: Field, v: u128) {
+        let s = f.spec();
+        let w = s.word as usize;
+        if s.bits == 128 {
+            self.w[w] = (v >> 64) as u64;
+            self.w[w + 1] = v as u64;
+        } else {
+            let m = f.word_mask();
+            self.w[w] = (self.w[w] & !m) | (((v as u64) << s.shift) & m);
+        }
+    }
+
+    /// Sets every bit of a field (for building masks).
+    #[inline]
+    pub fn set_all(&mut self, f: Field) {
+        self.set(f, u128::MAX);
+    }
+
+    /// `self & mask`, word by word.
+    #[inline(always)]
+    pub fn masked(&self, mask: &FlowKey) -> FlowKey {
+        let mut out = FlowKey::ZERO;
+        for i in 0..KEY_WORDS {
+            out.w[i] = self.w[i] & mask.w[i];
+        }
+        out
+    }
+
+    /// `self |= other`, word by word (union of masks).
+    #[inline(always)]
+    pub fn or_assign(&mut self, other: &FlowKey) {
+        for i in 0..KEY_WORDS {
+            self.w[i] |= other.w[i];
+        }
+    }
+
+    /// Whether `self & mask == value` (where `value` is already masked).
+    #[inline(always)]
+    pub fn matches(&self, value: &FlowKey, mask: &FlowKey) -> bool {
+        let mut diff = 0u64;
+        for i in 0..KEY_WORDS {
+            diff |= (self.w[i] & mask.w[i]) ^ value.w[i];
+        }
+        diff == 0
+    }
+
+    /// Whether every bit set in `self` is also set in `other` (mask inclusion).
+    #[inline]
+    pub fn is_subset_of(&self, other: &FlowKey) -> bool {
+        (0..KEY_WORDS).all(|i| self.w[i] & !other.w[i] == 0)
+    }
+
+    /// A 32-bit hash of the whole key. Word loop with independent multiplies, so it
+    /// pipelines well; not cryptographic.
+    #[inline(always)]
+    pub fn hash(&self) -> u32 {
+        let mut acc = [0u64; 4];
+        for i in 0..KEY_WORDS {
+            acc[i & 3] = acc[i & 3].wrapping_add(mix(self.w[i] ^ HASH_SEEDS[i]));
+        }
+        finish(acc[0] ^ acc[1].rotate_left(17) ^ acc[2].rotate_left(31) ^ acc[3].rotate_left(47))
+    }
+
+    /// A 32-bit hash of `self & mask` over the listed words only (the words a mask uses).
+    /// Equal to [`FlowKey::hash_words`] of the masked key with the same word list.
+    #[inline(always)]
+    pub fn masked_hash(&self, mask: &FlowKey, words: &[u8]) -> u32 {
+        let mut acc = [0u64; 4];
+        for (j, &i) in words.iter().enumerate() {
+            let i = i as usize;
+            acc[j & 3] = acc[j & 3].wrapping_add(mix((self.w[i] & mask.w[i]) ^ HASH_SEEDS[i]));
+        }
+        finish(acc[0] ^ acc[1].rotate_left(17) ^ acc[2].rotate_left(31) ^ acc[3].rotate_left(47))
+    }
+
+    /// A 32-bit hash over the listed words (of a key that is already masked).
+    #[inline(always)]
+    pub fn hash_words(&self, words: &[u8]) -> u32 {
+        self.masked_hash(&FlowKey::ONES, words)
+    }
+
+    /// Indices of the words that have any bit set (for a mask: the words a lookup must read).
+    pub fn nonzero_words(&self) -> arrayvec::ArrayVec<u8, KEY_WORDS> {
+        (0..KEY_WORDS as u8)
+            .filter(|&i| self.w[i as usize] != 0)
+            .collect()
+    }
+}
+
+const HASH_SEEDS: [u64; KEY_WORDS] = [
+    0x9e37_79b9_7f4a_7c15,
+    0xc2b2_ae3d_27d4_eb4f,
+    0x1656_67b1_9e37_79f9,
+    0x85eb_ca77_c2b2_ae63,
+    0x27d4_eb2f_1656_67c5,
+    0x94d0_49bb_1331_11eb,
+    0xbf58_476d_1ce4_e5b9,
+    0xd6e8_feb8_6659_fd93,
+    0xa076_1d64_78bd_642f,
+    0xe703_7ed1_a0b4_28db,
+    0x8ebc_6af0_9c88_c6e3,
+    0x5899_65cc_7537_4cc3,
+    0x1d8e_4e27_c47d_124f,
+    0x2d35_8dcc_aa6c_78a5,
+    0x4f1b_bcdc_bfa5_4418,
+    0x7a4b_1c5f_3f7c_2e59,
+];
+
+#[inline(always)]
+fn mix(x: u64) -> u64 {
+    let m = (x as u128).wrapping_mul(0x9fb2_1c65_1e98_df25u128);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
+#[inline(always)]
+fn finish(x: u64) -> u32 {
+    let x = mix(x ^ (x >> 29));
+    (x ^ (x >> 32)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_fit_their_words_and_do_not_overlap_unless_aliases() {
+        // Aliases share bits on purpose (vlan_vid/vlan_pcp within vlan_tci, icmp in tp_*).
+        let aliases = [
+            Field::VlanVid,
+            Field::VlanPcp,
+            Field::IcmpType,
+            Field::IcmpCode,
+        ];
+        let mut used = [0u64; KEY_WORDS];
+        for f in Field::ALL {
+            let s = f.spec();
+            if s.bits == 128 {
+                assert!((s.word as usize) + 1 < KEY_WORDS);
+                continue;
+            }
+            assert!(s.shift as u32 + s.bits as u32 <= 64, "{f:?} overflows its word");
+            if aliases.contains(f) {
+                continue;
+            }
+            let m = f.word_mask();
+            assert_eq!(used[s.word as usize] & m, 0, "{f:?} overlaps another field");
+            used[s.word as usize] |= m;
+        }
+    }
+
+    #[test]
+    fn set_get_roundtrip_every_field() {
+        for f in Field::ALL {
+            let mut k = FlowKey::ZERO;
+            let v = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128 & f.max_value();
+            k.set(*f, v);
+            assert_eq!(k.get(*f), v, "{f:?}");
+            k.set(*f, 0);
+            assert_eq!(k, FlowKey::ZERO, "{f:?} left bits behind");
+        }
+    }
+
+    #[test]
+    fn vlan_aliases_line_up_with_tci() {
+        let mut k = FlowKey::ZERO;
+        k.set(Field::VlanTci, 0xa000 | 0x1000 | 100);
+        assert_eq!(k.get(Field::VlanVid), 0x1000 | 100);
+        assert_eq!(k.get(Field::VlanPcp), 5);
+    }
+
+    #[test]
+    fn masked_hash_equals_hash_of_masked_key() {
+        let mut k = FlowKey::ZERO;
+        k.set(Field::Ipv4Src, 0x0a00_0001);
+        k.set(Field::TpDst, 80);
+        k.set(Field::EthDst, 0x0200_0000_0001);
+        let mut m = FlowKey::ZERO;
+        m.set_all(Field::Ipv4Src);
+        m.set_all(Field::TpDst);
+        let words = m.nonzero_words();
+        assert_eq!(
+            k.masked_hash(&m, &words),
+            k.masked(&m).hash_words(&words)
+        );
+        assert!(k.matches(&k.masked(&m), &m));
+        let mut other = k;
+        other.set(Field::EthDst, 7);
+        assert!(other.matches(&k.masked(&m), &m));
+        other.set(Field::TpDst, 81);
+        assert!(!other.matches(&k.masked(&m), &m));
+    }
+}

@@ -1,0 +1,572 @@
+//! Buffer pool of fixed-size frames and the [`Packet`] handle that owns one frame.
+//!
+//! A [`Pool`] is one contiguous memory region cut into `frames` slots of [`FRAME_SIZE`] bytes
+//! (the layout an AF_XDP UMEM needs, so the same region can later be registered as one). A
+//! frame is named by its index; its byte offset in the region is `index * FRAME_SIZE`.
+//!
+//! Free frames live in two tiers:
+//! - a [`PoolCache`] per owner (a polling thread, a port queue, a generator) — a plain stack
+//!   with no atomics, touched per packet;
+//! - the pool's shared stack behind a mutex, touched once per [`CACHE_CHUNK`] frames when a
+//!   cache runs empty or full.
+//!
+//! A [`Packet`] is move-only and owns its frame exclusively until it is given back with
+//! [`PoolCache::free`] (or a whole batch with [`crate::Batch::free_into`]). A packet that is
+//! never given back is leaked, not freed twice: the pool's memory is unmapped only when every
+//! frame is back in the shared stack, so no packet can outlive the memory it points into.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Size of one frame (slot) in bytes, headroom included.
+pub const FRAME_SIZE: usize = 2048;
+/// Bytes kept free in front of a received packet, so that VLAN tags and tunnel headers can
+/// be pushed without moving the payload.
+pub const HEADROOM: usize = 128;
+/// Frames moved at once between a [`PoolCache`] and the pool's shared stack.
+pub const CACHE_CHUNK: usize = 64;
+
+/// How to build a [`Pool`].
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// Number of frames.
+    pub frames: u32,
+    /// Try to back the region with 2 MiB huge pages (falls back to normal pages).
+    pub hugepages: bool,
+    /// Touch every page at creation (no page faults on the fast path later).
+    pub populate: bool,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            frames: 16384,
+            hugepages: false,
+            populate: false,
+        }
+    }
+}
+
+/// Per-packet metadata carried beside the bytes (not inside the frame).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// OpenFlow port number the packet arrived on (0 when not yet known).
+    pub in_port: u32,
+    /// Flow hash (RSS hash from the port, or computed from the flow key).
+    pub hash: u32,
+    /// Offset of the L3 header from the start of data, or 0 when not parsed.
+    pub l3_off: u16,
+    /// Offset of the L4 header from the start of data, or 0 when not parsed.
+    pub l4_off: u16,
+    /// Free for the stage that owns the packet (e.g. a queue id set by set-queue).
+    pub user: u32,
+}
+
+/// The shared part of a pool.
+struct PoolInner {
+    base: NonNull<u8>,
+    map_len: usize,
+    frames: u32,
+    huge: bool,
+    free: Mutex<Vec<u32>>,
+    leaked_warning: AtomicU64,
+}
+
+// SAFETY: the region is plain memory; access to any frame is exclusive to the single
+// `Packet` that owns it, and the free stack is behind a mutex.
+unsafe impl Send for PoolInner {}
+unsafe impl Sync for PoolInner {}
+
+impl Drop for PoolInner {
+    fn drop(&mut self) {
+        let free = self.free.get_mut().map(|v| v.len()).unwrap_or(0);
+        if free == self.frames as usize {
+            // SAFETY: every frame is back, so no `Packet` points into the region.
+            unsafe { libc::munmap(self.base.as_ptr().cast(), self.map_len) };
+        } else {
+            // Packets are still out there (leaked by their owner): keep the memory mapped so
+            // they never dangle.
+            self.leaked_warning.store(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A pool of packet frames. Cheap to clone (a reference count).
+#[derive(Clone)]
+pub struct Pool {
+    inner: Arc<PoolInner>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("frames", &self.inner.frames)
+            .field("hugepages", &self.inner.huge)
+            .finish()
+    }
+}
+
+/// Error creating a pool.
+#[derive(Debug)]
+pub struct PoolError(pub std::io::Error);
+
+impl std::fmt::Display for PoolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot map packet buffer pool: {}", self.0)
+    }
+}
+
+impl std::error::Error for PoolError {}
+
+impl Pool {
+    /// Maps a new pool. Huge pages are used when asked for and available.
+    pub fn new(cfg: &PoolConfig) -> Result<Pool, PoolError> {
+        assert!(cfg.frames > 0, "a pool needs at least one frame");
+        let len = cfg.frames as usize * FRAME_SIZE;
+        let mut huge = false;
+        let mut ptr = libc::MAP_FAILED;
+        if cfg.hugepages {
+            let huge_len = len.div_ceil(2 << 20) * (2 << 20);
+            // SAFETY: anonymous private mapping, no file, checked below.
+            ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    huge_len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+                    -1,
+                    0,
+                )
+            };
+            if ptr != libc::MAP_FAILED {
+                huge = true;
+            }
+        }
+        let map_len = if huge {
+            len.div_ceil(2 << 20) * (2 << 20)
+        } else {
+            len
+        };
+        if ptr == libc::MAP_FAILED {
+            let mut flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+            if cfg.populate {
+                flags |= libc::MAP_POPULATE;
+            }
+            // SAFETY: anonymous private mapping, checked below.
+            ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    map_len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    flags,
+                    -1,
+                    0,
+                )
+            };
+        }
+        if ptr == libc::MAP_FAILED {
+            return Err(PoolError(std::io::Error::last_os_error()));
+        }
+        let base = NonNull::new(ptr.cast::<u8>()).expect("mmap returned null");
+        // Hand out low indices first (they are the pages touched first).
+        let free: Vec<u32> = (0..cfg.frames).rev().collect();
+        Ok(Pool {
+            inner: Arc::new(PoolInner {
+                base,
+                map_len,
+                frames: cfg.frames,
+                huge,
+                free: Mutex::new(free),
+                leaked_warning: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// A pool with `frames` frames on normal pages, for tests and tools.
+    pub fn with_frames(frames: u32) -> Pool {
+        Pool::new(&PoolConfig {
+            frames,
+            ..PoolConfig::default()
+        })
+        .expect("mapping a small packet pool")
+    }
+
+    /// Number of frames in the pool.
+    pub fn frames(&self) -> u32 {
+        self.inner.frames
+    }
+
+    /// Whether the region is backed by huge pages.
+    pub fn hugepages(&self) -> bool {
+        self.inner.huge
+    }
+
+    /// Start of the region (for registering it as an AF_XDP UMEM).
+    pub fn region(&self) -> (NonNull<u8>, usize) {
+        (self.inner.base, self.inner.frames as usize * FRAME_SIZE)
+    }
+
+    /// Frames currently in the shared stack (not in any cache, not in any packet).
+    pub fn shared_free(&self) -> usize {
+        self.inner.free.lock().map(|v| v.len()).unwrap_or(0)
+    }
+
+    /// A new cache owned by the caller.
+    pub fn cache(&self) -> PoolCache {
+        PoolCache {
+            pool: self.inner.clone(),
+            local: Vec::with_capacity(2 * CACHE_CHUNK),
+        }
+    }
+
+    /// Wraps a frame index as a packet. Used by ports whose rings name frames by index
+    /// (AF_XDP). The caller must own the frame (it was taken out with [`PoolCache::take_frame`]).
+    ///
+    /// # Safety
+    /// `frame` must be a frame of this pool that no other `Packet` owns.
+    pub unsafe fn packet_from_frame(&self, frame: u32, data_off: u16, len: u16) -> Packet {
+        debug_assert!(frame < self.inner.frames);
+        debug_assert!(data_off as usize + len as usize <= FRAME_SIZE);
+        Packet {
+            base: NonNull::new_unchecked(
+                self.inner.base.as_ptr().add(frame as usize * FRAME_SIZE),
+            ),
+            frame,
+            data_off,
+            len,
+            meta: Meta::default(),
+        }
+    }
+}
+
+/// A frame owner's private stack of free frames. Not shared between threads; no atomics.
+pub struct PoolCache {
+    pool: Arc<PoolInner>,
+    local: Vec<u32>,
+}
+
+impl std::fmt::Debug for PoolCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolCache")
+            .field("local", &self.local.len())
+            .finish()
+    }
+}
+
+impl PoolCache {
+    /// Takes a free frame index, refilling from the shared stack when empty.
+    #[inline]
+    pub fn take_frame(&mut self) -> Option<u32> {
+        if let Some(f) = self.local.pop() {
+            return Some(f);
+        }
+        self.refill();
+        self.local.pop()
+    }
+
+    #[cold]
+    fn refill(&mut self) {
+        let mut shared = self.pool.free.lock().unwrap_or_else(|e| e.into_inner());
+        let n = shared.len().min(CACHE_CHUNK);
+        let at = shared.len() - n;
+        self.local.extend_from_slice(&shared[at..]);
+        shared.truncate(at);
+    }
+
+    #[cold]
+    fn spill(&mut self) {
+        let mut shared = self.pool.free.lock().unwrap_or_else(|e| e.into_inner());
+        let at = self.local.len() - CACHE_CHUNK;
+        shared.extend_from_slice(&self.local[at..]);
+        self.local.truncate(at);
+    }
+
+    /// Gives a frame index back (the counterpart of [`PoolCache::take_frame`]).
+    #[inline]
+    pub fn put_frame(&mut self, frame: u32) {
+        debug_assert!(frame < self.pool.frames);
+        if self.local.len() >= 2 * CACHE_CHUNK {
+            self.spill();
+        }
+        self.local.push(frame);
+    }
+
+    /// Allocates an empty packet with [`HEADROOM`] bytes of headroom, or `None` when the pool
+    /// is exhausted.
+    #[inline]
+    pub fn alloc(&mut self) -> Option<Packet> {
+        let frame = self.take_frame()?;
+        // SAFETY: the frame came out of the free stacks, so nobody else owns it.
+        Some(unsafe {
+            Packet {
+                base: NonNull::new_unchecked(
+                    self.pool.base.as_ptr().add(frame as usize * FRAME_SIZE),
+                ),
+                frame,
+                data_off: HEADROOM as u16,
+                len: 0,
+                meta: Meta::default(),
+            }
+        })
+    }
+
+    /// Allocates a packet holding a copy of `bytes` (at most `FRAME_SIZE - HEADROOM` bytes;
+    /// longer input is refused with `None`).
+    #[inline]
+    pub fn alloc_from(&mut self, bytes: &[u8]) -> Option<Packet> {
+        if bytes.len() > FRAME_SIZE - HEADROOM {
+            return None;
+        }
+        let mut p = self.alloc()?;
+        p.len = bytes.len() as u16;
+        p.data_mut().copy_from_slice(bytes);
+        Some(p)
+    }
+
+    /// Gives a packet's frame back.
+    #[inline]
+    pub fn free(&mut self, pkt: Packet) {
+        debug_assert!(self.owns(&pkt), "packet freed into a cache of another pool");
+        self.put_frame(pkt.frame);
+    }
+
+    /// Whether `pkt` belongs to this cache's pool.
+    pub fn owns(&self, pkt: &Packet) -> bool {
+        let base = self.pool.base.as_ptr() as usize;
+        let p = pkt.base.as_ptr() as usize;
+        p >= base && p < base + self.pool.frames as usize * FRAME_SIZE
+    }
+
+    /// Frames held by this cache.
+    pub fn cached(&self) -> usize {
+        self.local.len()
+    }
+
+    /// The pool this cache draws from.
+    pub fn pool(&self) -> Pool {
+        Pool {
+            inner: self.pool.clone(),
+        }
+    }
+}
+
+impl Drop for PoolCache {
+    fn drop(&mut self) {
+        let mut shared = self.pool.free.lock().unwrap_or_else(|e| e.into_inner());
+        shared.extend_from_slice(&self.local);
+        self.local.clear();
+    }
+}
+
+/// One packet: exclusive owner of one pool frame, plus [`Meta`].
+///
+/// Bytes `data_off .. data_off + len` of the frame are the packet; the bytes before are
+/// headroom, the bytes after tailroom.
+pub struct Packet {
+    base: NonNull<u8>,
+    frame: u32,
+    data_off: u16,
+    len: u16,
+    /// Metadata carried with the packet.
+    pub meta: Meta,
+}
+
+// SAFETY: a packet exclusively owns its frame; moving it to another thread moves that
+// ownership. The pool memory it points into is never unmapped while it exists.
+unsafe impl Send for Packet {}
+
+impl std::fmt::Debug for Packet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packet")
+            .field("frame", &self.frame)
+            .field("len", &self.len)
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl Packet {
+    /// The packet's bytes.
+    #[inline(always)]
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: data_off + len <= FRAME_SIZE is an invariant of every constructor and
+        // mutator; the frame is exclusively ours.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base.as_ptr().add(self.data_off as usize),
+                self.len as usize,
+            )
+        }
+    }
+
+    /// The packet's bytes, writable.
+    #[inline(always)]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `data`, and `&mut self` gives exclusive access.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.base.as_ptr().add(self.data_off as usize),
+                self.len as usize,
+            )
+        }
+    }
+
+    /// Length in bytes.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the packet has no bytes.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Frame index in its pool (an AF_XDP UMEM address is `frame * FRAME_SIZE + data_off`).
+    #[inline(always)]
+    pub fn frame(&self) -> u32 {
+        self.frame
+    }
+
+    /// Offset of the first byte within the frame.
+    #[inline(always)]
+    pub fn data_offset(&self) -> u16 {
+        self.data_off
+    }
+
+    /// Bytes free in front of the data.
+    #[inline(always)]
+    pub fn headroom(&self) -> usize {
+        self.data_off as usize
+    }
+
+    /// Bytes free after the data.
+    #[inline(always)]
+    pub fn tailroom(&self) -> usize {
+        FRAME_SIZE - self.data_off as usize - self.len as usize
+    }
+
+    /// Replaces the contents with `bytes`, keeping the current start. Returns `false` (and
+    /// changes nothing) when they do not fit.
+    #[inline]
+    pub fn set_data(&mut self, bytes: &[u8]) -> bool {
+        if self.data_off as usize + bytes.len() > FRAME_SIZE {
+            return false;
+        }
+        self.len = bytes.len() as u16;
+        self.data_mut().copy_from_slice(bytes);
+        true
+    }
+
+    /// Sets the length (growing exposes whatever the frame held). Returns `false` when the
+    /// frame is too short.
+    #[inline]
+    pub fn set_len(&mut self, len: usize) -> bool {
+        if self.data_off as usize + len > FRAME_SIZE {
+            return false;
+        }
+        self.len = len as u16;
+        true
+    }
+
+    /// Moves the start `n` bytes earlier (into the headroom) and returns the new front bytes.
+    /// `None` when the headroom is too small.
+    #[inline]
+    pub fn push_front(&mut self, n: usize) -> Option<&mut [u8]> {
+        if n > self.data_off as usize {
+            return None;
+        }
+        self.data_off -= n as u16;
+        self.len += n as u16;
+        Some(&mut self.data_mut()[..n])
+    }
+
+    /// Drops the first `n` bytes. Returns `false` (and changes nothing) when shorter.
+    #[inline]
+    pub fn pull_front(&mut self, n: usize) -> bool {
+        if n > self.len as usize {
+            return false;
+        }
+        self.data_off += n as u16;
+        self.len -= n as u16;
+        true
+    }
+
+    /// Resets to an empty packet with the default headroom and default metadata.
+    #[inline]
+    pub fn reset(&mut self) {
+        self.data_off = HEADROOM as u16;
+        self.len = 0;
+        self.meta = Meta::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_free_roundtrip_keeps_every_frame() {
+        let pool = Pool::with_frames(300);
+        let mut cache = pool.cache();
+        let mut pkts = Vec::new();
+        while let Some(p) = cache.alloc() {
+            pkts.push(p);
+        }
+        assert_eq!(pkts.len(), 300);
+        let mut frames: Vec<u32> = pkts.iter().map(|p| p.frame()).collect();
+        frames.sort_unstable();
+        frames.dedup();
+        assert_eq!(frames.len(), 300, "a frame was handed out twice");
+        for p in pkts {
+            cache.free(p);
+        }
+        drop(cache);
+        assert_eq!(pool.shared_free(), 300);
+    }
+
+    #[test]
+    fn headroom_push_and_pull() {
+        let pool = Pool::with_frames(4);
+        let mut cache = pool.cache();
+        let mut p = cache.alloc_from(&[1, 2, 3, 4]).unwrap();
+        assert_eq!(p.headroom(), HEADROOM);
+        p.push_front(2).unwrap().copy_from_slice(&[9, 8]);
+        assert_eq!(p.data(), &[9, 8, 1, 2, 3, 4]);
+        assert!(p.pull_front(3));
+        assert_eq!(p.data(), &[2, 3, 4]);
+        assert!(!p.pull_front(4));
+        assert!(p.push_front(HEADROOM + 10).is_none());
+        cache.free(p);
+    }
+
+    #[test]
+    fn oversize_copy_is_refused() {
+        let pool = Pool::with_frames(2);
+        let mut cache = pool.cache();
+        assert!(cache.alloc_from(&[0u8; FRAME_SIZE]).is_none());
+        assert_eq!(cache.cached() + pool.shared_free(), 2);
+    }
+
+    #[test]
+    fn caches_spill_and_refill_across_owners() {
+        let pool = Pool::with_frames(1000);
+        let mut rx = pool.cache();
+        let mut tx = pool.cache();
+        for _ in 0..50 {
+            let mut batch = Vec::new();
+            for _ in 0..32 {
+                batch.push(rx.alloc().unwrap());
+            }
+            for p in batch {
+                tx.free(p);
+            }
+        }
+        assert!(tx.cached() <= 2 * CACHE_CHUNK);
+        drop(rx);
+        drop(tx);
+        assert_eq!(pool.shared_free(), 1000);
+    }
+}

@@ -1,0 +1,169 @@
+//! Hayate ports: one batched, non-blocking [`Port`] trait and one module per backend.
+//!
+//! A port is opened once and then split into queues: each [`RxQueue`] and [`TxQueue`] is owned
+//! by exactly one polling thread, so the data path needs no lock. The control side of a port
+//! (name, queue counts, statistics, capabilities) stays on the [`Port`] object, which is shared.
+//!
+//! Ownership rules, the same for every backend:
+//! - `recv` appends packets to the caller's batch and returns how many it appended;
+//! - `send` sends from the front of the batch and returns how many it sent; those are removed
+//!   from the batch, and the ones not sent stay in it (the caller frees them and counts drops).
+
+#![deny(missing_docs)]
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use packet::Batch;
+
+/// Errors opening or configuring a port.
+#[derive(Debug)]
+pub struct PortError {
+    /// The port's name.
+    pub port: String,
+    /// What went wrong and how to fix it.
+    pub what: String,
+}
+
+impl std::fmt::Display for PortError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "port {}: {}", self.port, self.what)
+    }
+}
+
+impl std::error::Error for PortError {}
+
+impl PortError {
+    /// A new error for `port`.
+    pub fn new(port: impl Into<String>, what: impl Into<String>) -> PortError {
+        PortError {
+            port: port.into(),
+            what: what.into(),
+        }
+    }
+}
+
+/// Counters of one port, summed over its queues.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Packets the port could not deliver to the switch (ring full, no buffer).
+    pub rx_dropped: u64,
+    /// Malformed frames seen on receive.
+    pub rx_errors: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Packets the port could not send (counted by the port when it drops them itself).
+    pub tx_dropped: u64,
+    /// Errors on send.
+    pub tx_errors: u64,
+}
+
+/// What a port can do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Number of receive queues.
+    pub rx_queues: u16,
+    /// Number of transmit queues.
+    pub tx_queues: u16,
+    /// Packets carry a virtio-net header with checksum/TSO offload information.
+    pub vnet_hdr: bool,
+    /// Largest frame the port accepts, in bytes.
+    pub max_frame: u32,
+}
+
+/// The receive side of one queue of a port. Owned by one thread.
+pub trait RxQueue: Send {
+    /// Appends up to `batch.room()` received packets to `batch`; returns how many.
+    /// Never blocks.
+    fn recv(&mut self, batch: &mut Batch) -> usize;
+
+    /// A file descriptor that becomes readable when packets wait, so an idle thread can
+    /// sleep in `poll` instead of spinning. `None` when the backend has none.
+    fn readiness_fd(&self) -> Option<RawFd> {
+        None
+    }
+}
+
+/// The transmit side of one queue of a port. Owned by one thread.
+pub trait TxQueue: Send {
+    /// Sends packets from the front of `batch`; returns how many were sent (and removed).
+    /// Packets not sent stay in `batch`. Never blocks.
+    fn send(&mut self, batch: &mut Batch) -> usize;
+
+    /// Pushes out anything the queue buffered (for backends that coalesce). Default: nothing.
+    fn flush(&mut self) {}
+}
+
+/// A port: a source and sink of packets, split into queues.
+pub trait Port: Send + Sync {
+    /// The port's name (interface name, file name, ring name).
+    fn name(&self) -> &str;
+
+    /// What the port can do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Opens receive queue `queue` (each queue can be opened once).
+    fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError>;
+
+    /// Opens transmit queue `queue` (each queue can be opened once).
+    fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError>;
+
+    /// Counters summed over the queues.
+    fn stats(&self) -> PortStats;
+}
+
+/// Counters one queue owns and a port sums on read. Written by the owning thread with
+/// relaxed stores (no read-modify-write atomics on the data path); read by anyone.
+#[derive(Debug, Default)]
+pub struct QueueCounters {
+    /// Packets.
+    pub packets: AtomicU64,
+    /// Bytes.
+    pub bytes: AtomicU64,
+    /// Drops.
+    pub dropped: AtomicU64,
+    /// Errors.
+    pub errors: AtomicU64,
+}
+
+impl QueueCounters {
+    /// Adds to the counters. Only the owning thread may call this (load + store, not an
+    /// atomic add).
+    #[inline(always)]
+    pub fn add(&self, packets: u64, bytes: u64) {
+        self.packets
+            .store(self.packets.load(Ordering::Relaxed) + packets, Ordering::Relaxed);
+        self.bytes
+            .store(self.bytes.load(Ordering::Relaxed) + bytes, Ordering::Relaxed);
+    }
+
+    /// Adds drops (owning thread only).
+    #[inline(always)]
+    pub fn add_dropped(&self, n: u64) {
+        self.dropped
+            .store(self.dropped.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    /// Adds errors (owning thread only).
+    #[inline(always)]
+    pub fn add_errors(&self, n: u64) {
+        self.errors
+            .store(self.errors.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    /// Reads (packets, bytes, dropped, errors).
+    pub fn read(&self) -> (u64, u64, u64, u64) {
+        (
+            self.packets.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed),
+            self.errors.load(Ordering::Relaxed),
+        )
+    }
+}
