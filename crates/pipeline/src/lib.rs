@@ -8,5 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod dpaction;
+pub mod model;
 
-pub use dpaction::{DpAction, Translation};
+pub use dpaction::{DpAction, FlowCounters, PacketInReason, Translation};
+pub use model::{Action, FlowMod, FlowModCommand, Instruction, Match};
