@@ -1,1 +1,55 @@
-fn main() {}
+//! `hayate`: the one binary of the Hayate virtual switch.
+//!
+//! - `hayate run` — run bridges from a TOML config, or one standalone (L2 learning) bridge on
+//!   the ports named with `--port`;
+//! - `hayate bench` — named in-process benchmark scenarios on null ports, one pinned thread.
+
+mod bench;
+mod config;
+mod pin;
+mod run;
+mod switch;
+mod tsc;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Hayate: a userspace OpenFlow virtual switch.
+#[derive(Parser, Debug)]
+#[command(name = "hayate", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the switch: bridges from a config file, or one standalone bridge on --port specs.
+    Run(run::RunArgs),
+    /// Run benchmark scenarios (null ports, one pinned thread) and print Mpps, Gbit/s and
+    /// cycles per packet.
+    Bench(bench::BenchArgs),
+    /// Check a config file and print the bridges, ports and flows it describes.
+    Check {
+        /// The TOML config.
+        config: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Bench(args) => bench::main(args),
+        Command::Check { config } => run::check(&config),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hayate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

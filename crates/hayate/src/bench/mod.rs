@@ -1,0 +1,107 @@
+//! `hayate bench`: named scenarios run in this process on null ports with one pinned thread.
+//!
+//! Each scenario builds a bridge whose ports are null ports (endless sources of a UDP
+//! template, and sinks), installs its flows, drives one poll-mode thread inline on a pinned
+//! core, and counts what the sinks received over a measured window after a warm-up. The
+//! figures are Mpps, Gbit/s on the wire and time-stamp-counter cycles per packet.
+
+mod report;
+mod runner;
+mod scenario;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+pub use report::Row;
+
+/// Options of `hayate bench`.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Scenarios to run (default: all). `hayate bench --list` names them.
+    pub scenarios: Vec<String>,
+    /// List the scenarios and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Frame sizes in bytes, FCS included (default: 64..1518 for size-sensitive scenarios,
+    /// 64 for the others).
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Vec<usize>,
+    /// Length of each measured window, in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub seconds: f64,
+    /// Warm-up before each window (caches fill, flows are set up), in seconds.
+    #[arg(long, default_value_t = 0.5)]
+    pub warmup: f64,
+    /// Core to pin the switch thread to (default: the last core).
+    #[arg(long)]
+    pub core: Option<usize>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `hayate bench`.
+pub fn main(args: BenchArgs) -> Result<()> {
+    if args.list {
+        for s in scenario::all() {
+            println!("{:<14} {}", s.name, s.about);
+        }
+        return Ok(());
+    }
+    if !(args.seconds > 0.0 && args.seconds <= 600.0) {
+        bail!("--seconds must be in (0, 600]");
+    }
+    if !(args.warmup >= 0.0 && args.warmup <= 600.0) {
+        bail!("--warmup must be in [0, 600]");
+    }
+    for &s in &args.sizes {
+        if !(64..=1518).contains(&s) {
+            bail!("frame size {s} is out of range; use 64..=1518");
+        }
+    }
+    let scenarios = scenario::select(&args.scenarios).map_err(anyhow::Error::msg)?;
+    let core = args
+        .core
+        .unwrap_or_else(|| crate::pin::available_cores().saturating_sub(1));
+    let hz = crate::tsc::tsc_hz(std::time::Duration::from_millis(100));
+    let mut rows = Vec::new();
+    for sc in &scenarios {
+        let sizes: Vec<usize> = if !args.sizes.is_empty() {
+            args.sizes.clone()
+        } else if sc.size_sensitive {
+            scenario::FRAME_SIZES.to_vec()
+        } else {
+            vec![64]
+        };
+        for &size in &sizes {
+            let opts = runner::Opts {
+                frame_len: size,
+                seconds: args.seconds,
+                warmup: args.warmup,
+                core,
+                tsc_hz: hz,
+            };
+            let row = runner::run(sc, &opts)?;
+            if !args.json {
+                eprint!(
+                    "\r{:<14} {:>5} B  {:>8.2} Mpps  {:>6.1} cyc/pkt          ",
+                    row.scenario, row.frame_len, row.mpps, row.cycles_per_packet
+                );
+            }
+            rows.push(row);
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        eprintln!("\r{:<80}", "");
+        print!("{}", report::table(&rows));
+        println!(
+            "(one thread pinned to core {core}; TSC {:.2} GHz; {} s windows after {} s warm-up)",
+            hz / 1e9,
+            args.seconds,
+            args.warmup
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! Benchmark results: one row per (scenario, frame size), printed as a table or JSON.
+
+use serde::Serialize;
+
+/// One measured run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Scenario name.
+    pub scenario: String,
+    /// Frame length in bytes, FCS included (the buffer holds `frame_len - 4` bytes).
+    pub frame_len: usize,
+    /// Million packets per second delivered to the sink ports.
+    pub mpps: f64,
+    /// Gigabits per second on the wire (frame + 20 bytes of preamble and inter-frame gap).
+    pub gbps: f64,
+    /// Time-stamp-counter cycles per delivered packet on the switch's thread.
+    pub cycles_per_packet: f64,
+    /// Flow setups (megaflow installs) per second, for setup-rate scenarios.
+    pub setups_per_sec: Option<f64>,
+    /// Packets delivered during the measured window.
+    pub packets: u64,
+    /// Length of the measured window in seconds.
+    pub seconds: f64,
+    /// Measured TSC rate in GHz.
+    pub tsc_ghz: f64,
+    /// Cache behaviour during the window: exact-match hits, megaflow hits, upcalls.
+    pub emc_hits: u64,
+    /// Megaflow classifier hits.
+    pub megaflow_hits: u64,
+    /// Translations through the OpenFlow tables.
+    pub upcalls: u64,
+    /// Packets dropped by the switch during the window (any reason).
+    pub drops: u64,
+    /// Core the switch thread ran on.
+    pub core: usize,
+}
+
+/// Wire bits per frame of `frame_len` bytes (FCS included): the frame, preamble and
+/// inter-frame gap.
+pub fn wire_bits(frame_len: usize) -> f64 {
+    ((frame_len + 20) * 8) as f64
+}
+
+/// Renders rows as an aligned text table.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>10} {:>9}\n",
+        "scenario", "bytes", "Mpps", "Gbit/s", "cyc/pkt", "setups/s", "emc hits", "mflow hits", "upcalls", "drops"
+    ));
+    for r in rows {
+        let setups = r
+            .setups_per_sec
+            .map(|s| format!("{:.0}", s))
+            .unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "{:<14} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>10} {:>9}\n",
+            r.scenario,
+            r.frame_len,
+            r.mpps,
+            r.gbps,
+            r.cycles_per_packet,
+            setups,
+            r.emc_hits,
+            r.megaflow_hits,
+            r.upcalls,
+            r.drops
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_rate_of_64_byte_frames() {
+        // 14.88 Mpps of 64-byte frames fill 10 Gbit/s.
+        let bits = wire_bits(64);
+        assert!((14.88e6 * bits / 1e9 - 10.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn table_has_one_line_per_row_plus_header() {
+        let r = Row {
+            scenario: "p2p-1flow".into(),
+            frame_len: 64,
+            mpps: 50.0,
+            gbps: 36.0,
+            cycles_per_packet: 40.0,
+            setups_per_sec: None,
+            packets: 1,
+            seconds: 1.0,
+            tsc_ghz: 2.0,
+            emc_hits: 1,
+            megaflow_hits: 0,
+            upcalls: 1,
+            drops: 0,
+            core: 1,
+        };
+        let t = table(&[r.clone(), r]);
+        assert_eq!(t.lines().count(), 3);
+        assert!(t.contains("p2p-1flow"));
+    }
+}

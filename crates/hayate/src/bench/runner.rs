@@ -1,0 +1,215 @@
+//! Runs one scenario at one frame size: builds the bridge on null ports, drives one poll-mode
+//! thread inline on a pinned core, and measures a window after a warm-up.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use packet::{Pool, PoolConfig};
+use port::null::{NullConfig, NullPort, Vary};
+use port::Port;
+
+use super::report::{wire_bits, Row};
+use super::scenario::{Scenario, Traffic};
+use crate::switch::{Switch, SwitchPort};
+
+/// How to run one measurement.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    /// Frame length, FCS included.
+    pub frame_len: usize,
+    /// Measured window, seconds.
+    pub seconds: f64,
+    /// Warm-up, seconds.
+    pub warmup: f64,
+    /// Core for the switch thread.
+    pub core: usize,
+    /// TSC rate in Hz.
+    pub tsc_hz: f64,
+}
+
+const MAC_A: u64 = 0x0200_0000_0001;
+const MAC_B: u64 = 0x0200_0000_0002;
+const IP_A: u32 = 0x0a00_0001;
+const IP_B: u32 = 0x0a00_0002;
+
+// Byte offsets in an untagged Ethernet/IPv4/UDP frame.
+const OFF_ETH_DST_LO: usize = 2;
+const OFF_ETH_SRC_LO: usize = 8;
+const OFF_IP_SRC: usize = 26;
+
+/// The UDP template and the fields a source varies for `traffic`.
+fn source(traffic: Traffic, frame_len: usize) -> NullConfig {
+    let buf_len = frame_len - 4;
+    let udp = |src_mac: u64, dst_mac: u64, src_ip: u32| {
+        packet::builder::PacketSpec::udp4(
+            mac(src_mac),
+            mac(dst_mac),
+            src_ip,
+            IP_B,
+            1024,
+            1024,
+            buf_len,
+        )
+        .build()
+    };
+    match traffic {
+        Traffic::OneFlow => NullConfig {
+            template: udp(MAC_A, MAC_B, IP_A),
+            vary: vec![],
+            limit: None,
+        },
+        Traffic::Flows(n) => NullConfig {
+            template: udp(MAC_A, MAC_B, 0x0a00_0000),
+            vary: if n > 1 {
+                vec![Vary {
+                    offset: OFF_IP_SRC,
+                    width: 4,
+                    base: 0x0a00_0000,
+                    count: n,
+                    random: false,
+                }]
+            } else {
+                vec![]
+            },
+            limit: None,
+        },
+        Traffic::Macs { n, side } => {
+            let (src_base, dst_base) = if side == 0 {
+                (0x0a00_0000u32, 0x0b00_0000u32)
+            } else {
+                (0x0b00_0000, 0x0a00_0000)
+            };
+            NullConfig {
+                template: udp(0x0200_0000_0000 | src_base as u64, 0x0200_0000_0000 | dst_base as u64, IP_A),
+                vary: vec![
+                    Vary {
+                        offset: OFF_ETH_SRC_LO,
+                        width: 4,
+                        base: src_base,
+                        count: n,
+                        random: false,
+                    },
+                    Vary {
+                        offset: OFF_ETH_DST_LO,
+                        width: 4,
+                        base: dst_base,
+                        count: n,
+                        random: false,
+                    },
+                ],
+                limit: None,
+            }
+        }
+        Traffic::NewFlows => NullConfig {
+            template: udp(MAC_A, MAC_B, 0),
+            vary: vec![Vary {
+                offset: OFF_IP_SRC,
+                width: 4,
+                base: 0,
+                count: u32::MAX,
+                random: false,
+            }],
+            limit: None,
+        },
+    }
+}
+
+fn mac(v: u64) -> [u8; 6] {
+    let b = v.to_be_bytes();
+    [b[2], b[3], b[4], b[5], b[6], b[7]]
+}
+
+/// Runs `sc` once with `opts`.
+pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
+    let pool = Pool::new(&PoolConfig {
+        frames: 32 * 1024,
+        hugepages: true,
+        populate: true,
+    })
+    .context("packet pool for the benchmark")?;
+    let mut ports = Vec::new();
+    let mut sinks: Vec<Arc<NullPort>> = Vec::new();
+    for (i, src) in sc.sources.iter().enumerate() {
+        let cfg = match src {
+            Some(t) => source(*t, opts.frame_len),
+            None => NullConfig {
+                template: Vec::new(),
+                vary: vec![],
+                limit: Some(0),
+            },
+        };
+        let name = format!("null{}", i + 1);
+        let p = Arc::new(
+            NullPort::new(&name, cfg, &pool)
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .with_context(|| format!("scenario {}", sc.name))?,
+        );
+        sinks.push(p.clone());
+        ports.push(SwitchPort {
+            ofport: i as u32 + 1,
+            name,
+            port: p as Arc<dyn Port>,
+        });
+    }
+    let mut sw = Switch::new(&sc.name, pool, ports, &sc.flows)
+        .with_context(|| format!("setting up scenario {}", sc.name))?;
+    if sc.setups {
+        sw.config.max_megaflows = 4 << 20;
+    }
+    let mut pmds = sw.build_pmds(&[Some(opts.core)])?;
+    let pmd = &mut pmds[0];
+    if let Err(e) = crate::pin::pin_current(opts.core) {
+        eprintln!("hayate bench: {e}; running unpinned");
+    }
+    let delivered = || sinks.iter().map(|s| s.stats().tx_packets).sum::<u64>();
+
+    let t_warm = Instant::now();
+    while t_warm.elapsed() < Duration::from_secs_f64(opts.warmup) {
+        for _ in 0..64 {
+            pmd.poll_once();
+        }
+    }
+    let s0 = pmd.stats();
+    let d0 = delivered();
+    let t0 = Instant::now();
+    let c0 = crate::tsc::rdtsc();
+    let window = Duration::from_secs_f64(opts.seconds);
+    loop {
+        for _ in 0..256 {
+            pmd.poll_once();
+        }
+        if t0.elapsed() >= window {
+            break;
+        }
+    }
+    let c1 = crate::tsc::rdtsc();
+    let secs = t0.elapsed().as_secs_f64();
+    let d1 = delivered();
+    let s1 = pmd.stats();
+    drop(pmds);
+    let packets = d1 - d0;
+    let pps = packets as f64 / secs;
+    let upcalls = s1.upcalls - s0.upcalls;
+    let installs = s1.megaflow_installs - s0.megaflow_installs;
+    Ok(Row {
+        scenario: sc.name.clone(),
+        frame_len: opts.frame_len,
+        mpps: pps / 1e6,
+        gbps: pps * wire_bits(opts.frame_len) / 1e9,
+        cycles_per_packet: if packets > 0 {
+            c1.wrapping_sub(c0) as f64 / packets as f64
+        } else {
+            f64::INFINITY
+        },
+        setups_per_sec: sc.setups.then(|| installs as f64 / secs),
+        packets,
+        seconds: secs,
+        tsc_ghz: opts.tsc_hz / 1e9,
+        emc_hits: s1.emc_hits - s0.emc_hits,
+        megaflow_hits: s1.megaflow_hits - s0.megaflow_hits,
+        upcalls,
+        drops: s1.drops() - s0.drops(),
+        core: opts.core,
+    })
+}

@@ -1,0 +1,201 @@
+//! The named benchmark scenarios: which ports produce what traffic, and which flows the
+//! switch runs. Each is one in-process topology on null ports and one pinned thread.
+
+/// Frame sizes every size-sensitive scenario runs at (bytes on the wire, FCS included, as
+/// RFC 2544 counts them: a 64-byte frame is a 60-byte buffer).
+pub const FRAME_SIZES: &[usize] = &[64, 128, 256, 512, 1024, 1518];
+
+/// How one source port varies its packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traffic {
+    /// The same UDP frame 10.0.0.1:1024 → 10.0.0.2:1024, 02:..:01 → 02:..:02.
+    OneFlow,
+    /// `n` distinct 5-tuples (IPv4 source 10.0.0.0 + i, UDP source port 1024 + i % 4096).
+    Flows(u32),
+    /// `n` MAC pairs: source MACs 02:00:00:00:SS:ii, destination MACs of the peer side.
+    Macs {
+        /// Distinct MACs per side.
+        n: u32,
+        /// Which side (0 or 1): flips source and destination.
+        side: u8,
+    },
+    /// Every packet a new 5-tuple (IPv4 source counts up through 2^32 addresses).
+    NewFlows,
+}
+
+/// One benchmark scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Name on the command line and in reports.
+    pub name: String,
+    /// One line on what it measures.
+    pub about: String,
+    /// Traffic each port produces (ports are numbered 1..; `None` = a pure sink).
+    pub sources: Vec<Option<Traffic>>,
+    /// Flows in ovs-ofctl syntax.
+    pub flows: Vec<String>,
+    /// Whether the figure depends on frame size (then all [`FRAME_SIZES`] run by default).
+    pub size_sensitive: bool,
+    /// Report flow setups per second (upcalls that installed a megaflow) as the main figure.
+    pub setups: bool,
+}
+
+fn sc(name: &str, about: &str, sources: Vec<Option<Traffic>>, flows: Vec<String>) -> Scenario {
+    Scenario {
+        name: name.to_string(),
+        about: about.to_string(),
+        sources,
+        flows,
+        size_sensitive: false,
+        setups: false,
+    }
+}
+
+/// The `acl-M` rule set: `masks` rules with distinct masks — IPv4 source prefixes of length
+/// 32, 31, … crossed with an exact or a wildcarded UDP destination port — each around an
+/// address inside the traffic's range, so packets are decided by rules of many different
+/// masks. Longer prefixes get higher priorities (longest-prefix-match order), so a lookup
+/// has to look past the specific rules before it reaches the broad ones.
+pub fn acl_flows(masks: usize) -> Vec<String> {
+    let mut flows = Vec::new();
+    for r in 0..masks {
+        let plen = 32 - (r % 32) as u32;
+        let exact_port = r < 32;
+        let prio = 1000 + plen * 2 + exact_port as u32;
+        let host = (r as u64 * 2_654_435_761 % ACL_FLOWS as u64) as u32;
+        let addr = (0x0a00_0000u32 + host) & (u32::MAX << (32 - plen));
+        let port = if exact_port { ",udp_dst=1024" } else { "" };
+        flows.push(format!(
+            "table=0,priority={prio},udp,in_port=1,nw_src={}.{}.{}.{}/{plen}{port},actions=output:2",
+            addr >> 24,
+            (addr >> 16) & 255,
+            (addr >> 8) & 255,
+            addr & 255
+        ));
+    }
+    // Packets no rule above allows still reach port 2 through a catch-all, so every packet
+    // counts; the point is the lookup, not the verdict.
+    flows.push("table=0,priority=1,in_port=1,actions=output:2".to_string());
+    flows
+}
+
+/// Distinct 5-tuples the `acl-M` scenarios send.
+pub const ACL_FLOWS: u32 = 10_000;
+
+/// Every scenario, in report order.
+pub fn all() -> Vec<Scenario> {
+    let mut v = Vec::new();
+    let mut p2p = sc(
+        "p2p-1flow",
+        "one UDP flow, in_port=1 → output:2",
+        vec![Some(Traffic::OneFlow), None],
+        vec!["table=0,priority=10,in_port=1,actions=output:2".into()],
+    );
+    p2p.size_sensitive = true;
+    v.push(p2p);
+    v.push(sc(
+        "l2-learning",
+        "NORMAL (L2 learning) between two ports, 1000 MACs per side",
+        vec![
+            Some(Traffic::Macs { n: 1000, side: 0 }),
+            Some(Traffic::Macs { n: 1000, side: 1 }),
+        ],
+        vec!["table=0,priority=0,actions=normal".into()],
+    ));
+    for (label, n) in [("1", 1u32), ("1k", 1000), ("100k", 100_000), ("1M", 1_000_000)] {
+        v.push(sc(
+            &format!("flows-{label}"),
+            &format!("{n} distinct 5-tuples through an L2 pipeline (dl_dst → port)"),
+            vec![Some(Traffic::Flows(n)), None],
+            vec![
+                "table=0,priority=10,in_port=1,dl_dst=02:00:00:00:00:02,actions=output:2".into(),
+                "table=0,priority=10,in_port=2,dl_dst=02:00:00:00:00:01,actions=output:1".into(),
+                "table=0,priority=0,actions=drop".into(),
+            ],
+        ));
+    }
+    for m in [1usize, 16, 64] {
+        v.push(sc(
+            &format!("acl-{m}"),
+            &format!("5-tuple ACL with {m} distinct masks, {ACL_FLOWS} flows"),
+            vec![Some(Traffic::Flows(ACL_FLOWS)), None],
+            acl_flows(m),
+        ));
+    }
+    v.push(sc(
+        "pipeline-4",
+        "4 tables: metadata, goto, set-field dl_src, push VLAN, output",
+        vec![Some(Traffic::OneFlow), None],
+        vec![
+            "table=0,priority=10,in_port=1,actions=write_metadata:0x1/0xff,goto_table:1".into(),
+            "table=1,priority=10,ip,metadata=0x1/0xff,actions=set_field:02:00:00:00:00:aa->eth_src,goto_table:2".into(),
+            "table=2,priority=10,udp,actions=push_vlan:0x8100,set_field:4196->vlan_vid,goto_table:3".into(),
+            "table=3,priority=10,actions=output:2".into(),
+        ],
+    ));
+    let mut nf = sc(
+        "new-flows",
+        "every packet a new megaflow (exact IPv4 source): flow setups per second",
+        vec![Some(Traffic::NewFlows), None],
+        vec![
+            "table=0,priority=10,ip,in_port=1,nw_src=10.0.0.1,actions=drop".into(),
+            "table=0,priority=5,in_port=1,actions=output:2".into(),
+        ],
+    );
+    nf.setups = true;
+    v.push(nf);
+    v
+}
+
+/// Looks scenarios up by name; `all` or an empty list means every scenario. Unknown names
+/// are an error listing the known ones.
+pub fn select(names: &[String]) -> Result<Vec<Scenario>, String> {
+    let every = all();
+    if names.is_empty() || names.iter().any(|n| n == "all") {
+        return Ok(every);
+    }
+    let mut out = Vec::new();
+    for n in names {
+        match every.iter().find(|s| &s.name == n) {
+            Some(s) => out.push(s.clone()),
+            None => {
+                let known: Vec<&str> = every.iter().map(|s| s.name.as_str()).collect();
+                return Err(format!(
+                    "unknown scenario {n:?}; known: {}",
+                    known.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acl_rules_have_the_asked_number_of_masks() {
+        for m in [1, 16, 64] {
+            let flows = acl_flows(m);
+            assert_eq!(flows.len(), m + 1);
+            let mut shapes: Vec<String> = flows[..m]
+                .iter()
+                .map(|f| {
+                    let plen = f.split('/').nth(1).unwrap().split(',').next().unwrap();
+                    format!("{plen}{}", f.contains("udp_dst"))
+                })
+                .collect();
+            shapes.sort();
+            shapes.dedup();
+            assert_eq!(shapes.len(), m);
+        }
+    }
+
+    #[test]
+    fn select_rejects_unknown_names() {
+        let err = select(&["nope".into()]).unwrap_err();
+        assert!(err.contains("p2p-1flow"));
+        assert_eq!(select(&["acl-16".into()]).unwrap().len(), 1);
+    }
+}

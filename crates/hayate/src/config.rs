@@ -1,0 +1,332 @@
+//! The TOML configuration: bridges, their ports and their flows.
+//!
+//! ```toml
+//! [[bridge]]
+//! name = "br0"
+//! cores = [1]                      # poll threads, one per listed core
+//! flows = [
+//!   "table=0,priority=10,in_port=1,actions=output:2",
+//!   "table=0,priority=10,in_port=2,actions=output:1",
+//! ]
+//!
+//! [[bridge.port]]
+//! name = "p1"
+//! spec = "pcap:in=in.pcap"         # ring:NAME, null:, null:sink, pcap:in=F,out=G
+//! ofport = 1                       # optional; default: the order of the ports
+//! ```
+//!
+//! A bridge with no flows runs standalone: one flow `priority=0,actions=normal` (L2 learning).
+//! Every error names the line of the file and what to change.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use pipeline::model::{ports, Action, FlowMod, Instruction};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Bridges.
+    #[serde(default)]
+    pub bridge: Vec<BridgeConfig>,
+}
+
+/// One bridge.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeConfig {
+    /// Name.
+    pub name: Spanned<String>,
+    /// Cores for poll threads (default: one thread on the last core).
+    #[serde(default)]
+    pub cores: Vec<usize>,
+    /// Ports, in OpenFlow port number order unless `ofport` says otherwise.
+    #[serde(default)]
+    pub port: Vec<PortConfig>,
+    /// Flows in ovs-ofctl syntax.
+    #[serde(default)]
+    pub flows: Vec<Spanned<String>>,
+}
+
+/// One port of a bridge.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortConfig {
+    /// Name (defaults to the spec).
+    pub name: Option<String>,
+    /// Backend spec, e.g. `ring:a`, `null:`, `pcap:in=x.pcap`.
+    pub spec: Spanned<String>,
+    /// Requested OpenFlow port number.
+    pub ofport: Option<Spanned<u32>>,
+}
+
+/// A bridge after validation: ports numbered, flows parsed.
+#[derive(Debug)]
+pub struct Bridge {
+    /// Name.
+    pub name: String,
+    /// Cores for poll threads.
+    pub cores: Vec<usize>,
+    /// (OpenFlow port number, name, spec), ascending by number.
+    pub ports: Vec<(u32, String, String)>,
+    /// Parsed flows, in file order.
+    pub flows: Vec<FlowMod>,
+}
+
+/// A configuration error, with the line it was found on.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn line_of(src: &str, offset: usize) -> usize {
+    src[..offset.min(src.len())].matches('\n').count() + 1
+}
+
+/// Reads and validates a config file.
+pub fn load(path: &Path) -> Result<Vec<Bridge>, ConfigError> {
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))?;
+    parse(&src).map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
+}
+
+/// Parses and validates config text.
+pub fn parse(src: &str) -> Result<Vec<Bridge>, ConfigError> {
+    let cfg: Config = toml::from_str(src).map_err(|e| ConfigError(e.to_string()))?;
+    if cfg.bridge.is_empty() {
+        return Err(ConfigError(
+            "no [[bridge]] in the config; add one with a name and its [[bridge.port]]s".into(),
+        ));
+    }
+    let mut names = HashSet::new();
+    let mut out = Vec::new();
+    for b in cfg.bridge {
+        let line = line_of(src, b.name.span().start);
+        let name = b.name.get_ref().clone();
+        if !names.insert(name.clone()) {
+            return Err(ConfigError(format!(
+                "line {line}: a second bridge named {name:?}; bridge names must be unique"
+            )));
+        }
+        out.push(bridge(src, name, b)?);
+    }
+    Ok(out)
+}
+
+fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigError> {
+    if b.port.is_empty() {
+        return Err(ConfigError(format!(
+            "line {}: bridge {name:?} has no ports; add [[bridge.port]] entries with a spec",
+            line_of(src, b.name.span().start)
+        )));
+    }
+    // Requested numbers first, then the rest in order, skipping taken numbers.
+    let mut by_no: BTreeMap<u32, (String, String)> = BTreeMap::new();
+    for p in &b.port {
+        if let Some(no) = &p.ofport {
+            let n = *no.get_ref();
+            let line = line_of(src, no.span().start);
+            if n == 0 || n > ports::MAX {
+                return Err(ConfigError(format!(
+                    "line {line}: ofport {n} is out of range; use 1..={}",
+                    ports::MAX
+                )));
+            }
+            let pname = p.name.clone().unwrap_or_else(|| p.spec.get_ref().clone());
+            if by_no
+                .insert(n, (pname, p.spec.get_ref().clone()))
+                .is_some()
+            {
+                return Err(ConfigError(format!(
+                    "line {line}: ofport {n} is requested twice in bridge {name:?}; give each port its own number"
+                )));
+            }
+        }
+    }
+    let mut next = 1u32;
+    for p in b.port.iter().filter(|p| p.ofport.is_none()) {
+        while by_no.contains_key(&next) {
+            next += 1;
+        }
+        let pname = p.name.clone().unwrap_or_else(|| p.spec.get_ref().clone());
+        by_no.insert(next, (pname, p.spec.get_ref().clone()));
+    }
+    let mut seen_names = HashSet::new();
+    for (pname, _) in by_no.values() {
+        if !seen_names.insert(pname.clone()) {
+            return Err(ConfigError(format!(
+                "bridge {name:?}: two ports are named {pname:?}; give each a unique name"
+            )));
+        }
+    }
+    let port_nos: Vec<u32> = by_no.keys().copied().collect();
+    let mut flows = Vec::new();
+    let mut seen_flows = HashSet::new();
+    for f in &b.flows {
+        let line = line_of(src, f.span().start);
+        let fm = pipeline::ofctl::parse_flow(f.get_ref())
+            .map_err(|e| ConfigError(format!("line {line}: {e}")))?;
+        check_ports(&fm, &port_nos)
+            .map_err(|e| ConfigError(format!("line {line}: flow {:?}: {e}", f.get_ref())))?;
+        let identity = (fm.table_id, fm.priority, fm.matcher);
+        if !seen_flows.insert(identity) {
+            return Err(ConfigError(format!(
+                "line {line}: flow {:?} has the same table, priority and match as an earlier flow; remove one or change its priority",
+                f.get_ref()
+            )));
+        }
+        flows.push(fm);
+    }
+    Ok(Bridge {
+        name,
+        cores: b.cores,
+        ports: by_no.into_iter().map(|(n, (a, s))| (n, a, s)).collect(),
+        flows,
+    })
+}
+
+/// Refuses flows that match on or output to a port the bridge does not have.
+pub fn check_ports(fm: &FlowMod, port_nos: &[u32]) -> Result<(), String> {
+    let known = |p: u32| p > ports::MAX || port_nos.contains(&p);
+    let list = || {
+        port_nos
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (in_port, mask) = fm.matcher.get(packet::Field::InPort);
+    if mask != 0 && !known(in_port as u32) {
+        return Err(format!(
+            "in_port={in_port} is not a port of this bridge (ports: {}); fix the number or add the port",
+            list()
+        ));
+    }
+    for ins in &fm.instructions {
+        let actions: &[Action] = match ins {
+            Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a,
+            _ => continue,
+        };
+        for a in actions {
+            if let Action::Output { port, .. } = a {
+                if !known(*port) {
+                    return Err(format!(
+                        "output:{port} is not a port of this bridge (ports: {}); fix the number or add the port",
+                        list()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[[bridge]]
+name = "br0"
+flows = [
+  "table=0,priority=10,in_port=1,actions=output:2",
+]
+
+[[bridge.port]]
+spec = "null:"
+
+[[bridge.port]]
+name = "sink"
+spec = "null:sink"
+"#;
+
+    #[test]
+    fn numbers_ports_in_order() {
+        let b = parse(GOOD).unwrap();
+        assert_eq!(b[0].ports[0].0, 1);
+        assert_eq!(b[0].ports[1], (2, "sink".into(), "null:sink".into()));
+        assert_eq!(b[0].flows.len(), 1);
+    }
+
+    #[test]
+    fn requested_numbers_are_kept_and_others_fill_gaps() {
+        let src = r#"
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+spec = "null:"
+[[bridge.port]]
+spec = "null:sink"
+ofport = 1
+"#;
+        let b = parse(src).unwrap();
+        assert_eq!(b[0].ports[0], (1, "null:sink".into(), "null:sink".into()));
+        assert_eq!(b[0].ports[1].0, 2);
+    }
+
+    #[test]
+    fn unknown_output_port_names_the_line() {
+        let src = GOOD.replace("output:2", "output:3");
+        let e = parse(&src).unwrap_err().0;
+        assert!(e.starts_with("line 5:"), "{e}");
+        assert!(e.contains("output:3 is not a port"), "{e}");
+    }
+
+    #[test]
+    fn bad_flow_names_the_line_and_word() {
+        let src = GOOD.replace("actions=output:2", "actions=outptu:2");
+        let e = parse(&src).unwrap_err().0;
+        assert!(e.starts_with("line 5:"), "{e}");
+        assert!(e.contains("outptu"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_flow_is_refused() {
+        let src = GOOD.replace(
+            "  \"table=0,priority=10,in_port=1,actions=output:2\",\n",
+            "  \"table=0,priority=10,in_port=1,actions=output:2\",\n  \"table=0,priority=10,in_port=1,actions=drop\",\n",
+        );
+        let e = parse(&src).unwrap_err().0;
+        assert!(e.starts_with("line 6:"), "{e}");
+        assert!(e.contains("same table, priority and match"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_is_refused_by_toml_with_its_line() {
+        let src = GOOD.replace("name = \"br0\"", "name = \"br0\"\ncolour = \"red\"");
+        let e = parse(&src).unwrap_err().0;
+        assert!(e.contains("colour"), "{e}");
+        assert!(e.contains("line 4"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_ofport_is_refused() {
+        let src = r#"
+[[bridge]]
+name = "br0"
+[[bridge.port]]
+spec = "null:"
+ofport = 2
+[[bridge.port]]
+spec = "null:sink"
+ofport = 2
+"#;
+        let e = parse(src).unwrap_err().0;
+        assert!(e.contains("line 9") && e.contains("requested twice"), "{e}");
+    }
+
+    #[test]
+    fn empty_config_says_what_to_add() {
+        let e = parse("").unwrap_err().0;
+        assert!(e.contains("[[bridge]]"));
+    }
+}

@@ -1,0 +1,110 @@
+//! One bridge assembled from its parts: ports, the OpenFlow pipeline (control side and the
+//! published snapshot), and the datapath that forwards between the ports.
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use datapath::{Datapath, DpConfig, Pmd};
+use packet::Pool;
+use pipeline::{Control, PipelineCell, PipelineConfig, PortInfo};
+use port::Port;
+
+/// A port with its OpenFlow number.
+pub struct SwitchPort {
+    /// OpenFlow port number.
+    pub ofport: u32,
+    /// Name.
+    pub name: String,
+    /// The backend.
+    pub port: Arc<dyn Port>,
+}
+
+/// A bridge, ready to start.
+pub struct Switch {
+    /// Bridge name.
+    pub name: String,
+    /// Buffer pool shared by its ports.
+    pub pool: Pool,
+    /// Ports.
+    pub ports: Vec<SwitchPort>,
+    /// Control side of the pipeline.
+    pub control: Control,
+    /// What the datapath reads.
+    pub cell: Arc<PipelineCell>,
+    /// Datapath tuning.
+    pub config: DpConfig,
+}
+
+impl Switch {
+    /// Builds a bridge with `flows` (ovs-ofctl syntax) installed; no flows means standalone
+    /// L2 learning (`priority=0,actions=normal`).
+    pub fn new(name: &str, pool: Pool, ports: Vec<SwitchPort>, flows: &[String]) -> Result<Switch> {
+        let mut mods = Vec::new();
+        for f in flows {
+            mods.push(pipeline::ofctl::parse_flow(f).map_err(|e| anyhow!("{e}"))?);
+        }
+        Self::with_flow_mods(name, pool, ports, mods)
+    }
+
+    /// Builds a bridge with already parsed flow-mods.
+    pub fn with_flow_mods(
+        name: &str,
+        pool: Pool,
+        ports: Vec<SwitchPort>,
+        mut mods: Vec<pipeline::FlowMod>,
+    ) -> Result<Switch> {
+        if mods.is_empty() {
+            mods.push(
+                pipeline::ofctl::parse_flow("table=0,priority=0,actions=normal")
+                    .map_err(|e| anyhow!("{e}"))?,
+            );
+        }
+        let (mut control, cell) = Control::new(PipelineConfig::default());
+        control.set_ports(
+            ports
+                .iter()
+                .map(|p| PortInfo::new(p.ofport, &p.name))
+                .collect(),
+        );
+        control
+            .apply(&mods)
+            .map_err(|(i, e)| anyhow!("bridge {name}: flow {}: {e}", i + 1))?;
+        control.publish();
+        Ok(Switch {
+            name: name.to_string(),
+            pool,
+            ports,
+            control,
+            cell,
+            config: DpConfig::default(),
+        })
+    }
+
+    fn datapath(&self, cores: &[Option<usize>]) -> datapath::Builder {
+        let mut b = Datapath::builder()
+            .pool(self.pool.clone())
+            .pipeline(self.cell.clone())
+            .threads(cores.to_vec())
+            .config(self.config.clone());
+        for p in &self.ports {
+            b = b.port(p.ofport, p.port.clone());
+        }
+        b
+    }
+
+    /// Poll-mode thread states, not started (for benchmarks that drive them inline).
+    pub fn build_pmds(&self, cores: &[Option<usize>]) -> Result<Vec<Pmd>> {
+        self.datapath(cores)
+            .build_pmds()
+            .map_err(|e| anyhow!("{e}"))
+            .with_context(|| format!("bridge {}", self.name))
+    }
+
+    /// Starts poll-mode threads on `cores`.
+    pub fn start(&self, cores: &[Option<usize>]) -> Result<datapath::Running> {
+        self.datapath(cores)
+            .start()
+            .map_err(|e| anyhow!("{e}"))
+            .with_context(|| format!("bridge {}", self.name))
+    }
+}

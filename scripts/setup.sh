@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what Hayate's build and tests need on a fresh Debian 12 machine (idempotent).
+# Run as root (or with sudo available). Safe to run again.
+set -euo pipefail
+
+need_apt=()
+for pkg in build-essential pkg-config tcpdump iproute2 ethtool python3 python3-venv linux-perf; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "setup: installing ${need_apt[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    # linux-perf is optional (profiles only); do not fail the set-up without it.
+    $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null \
+        || $SUDO apt-get install -y -qq --no-install-recommends \
+            $(printf '%s\n' "${need_apt[@]}" | grep -v linux-perf) >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+        export PATH="$HOME/.cargo/bin:$PATH"
+    else
+        echo "setup: no Rust toolchain; install rustup's stable toolchain (https://rustup.rs)" >&2
+        exit 1
+    fi
+fi
+if command -v rustup >/dev/null 2>&1; then
+    rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+    rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+fi
