@@ -11,6 +11,9 @@
 
 #![deny(missing_docs)]
 
+mod claim;
+pub mod ring;
+
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -137,10 +140,14 @@ impl QueueCounters {
     /// atomic add).
     #[inline(always)]
     pub fn add(&self, packets: u64, bytes: u64) {
-        self.packets
-            .store(self.packets.load(Ordering::Relaxed) + packets, Ordering::Relaxed);
-        self.bytes
-            .store(self.bytes.load(Ordering::Relaxed) + bytes, Ordering::Relaxed);
+        self.packets.store(
+            self.packets.load(Ordering::Relaxed) + packets,
+            Ordering::Relaxed,
+        );
+        self.bytes.store(
+            self.bytes.load(Ordering::Relaxed) + bytes,
+            Ordering::Relaxed,
+        );
     }
 
     /// Adds drops (owning thread only).
