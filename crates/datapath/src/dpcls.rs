@@ -1,0 +1,467 @@
+//! The megaflow classifier (tuple-space search): the second cache tier.
+//!
+//! Size and owner: one per poll-mode thread, never shared; at most `max_megaflows` entries
+//! (default 200k) over all subtables. Memory is about 140 bytes per megaflow plus the slot
+//! arrays (4 bytes per slot, load at most 1/2).
+//!
+//! There is one subtable per distinct mask. A subtable is an open-addressing hash table of its
+//! own (flat arrays, linear probing, backward-shift deletion, no tombstones) from the masked key
+//! to a [`MegaflowId`]. Each subtable precomputes the list of key words its mask uses, so
+//! hashing and comparing a packet's key touch only those words.
+//!
+//! A lookup tries the subtables in rank order and stops as soon as every packet of the batch
+//! has found its megaflow. Megaflows never overlap in what they decide (each was built from a
+//! mask covering every bit its translation consulted), so the first match is a right one and
+//! order only matters for speed: subtables count their hits and [`Dpcls::rerank`] sorts them by
+//! hits, most first, periodically (the owning thread calls it about every 100 ms).
+
+use arrayvec::ArrayVec;
+use packet::{FlowKey, BATCH_SIZE, KEY_WORDS};
+
+use crate::megaflow::MegaflowId;
+
+/// Result of [`Dpcls::insert`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Insert {
+    /// The megaflow is in.
+    Installed,
+    /// A megaflow with the same mask and masked key is already in (its id).
+    Duplicate(MegaflowId),
+    /// The classifier holds its maximum number of megaflows; nothing changed.
+    Full,
+}
+
+struct Subtable {
+    mask: FlowKey,
+    words: ArrayVec<u8, KEY_WORDS>,
+    /// `entry index + 1`, 0 = empty. Length is a power of two.
+    slots: Vec<u32>,
+    keys: Vec<FlowKey>,
+    hashes: Vec<u32>,
+    ids: Vec<MegaflowId>,
+    hits: u64,
+}
+
+impl Subtable {
+    fn new(mask: &FlowKey) -> Subtable {
+        Subtable {
+            mask: *mask,
+            words: mask.nonzero_words(),
+            slots: vec![0; 16],
+            keys: Vec::new(),
+            hashes: Vec::new(),
+            ids: Vec::new(),
+            hits: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn slot_mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    #[inline(always)]
+    fn hash(&self, key: &FlowKey) -> u32 {
+        key.masked_hash(&self.mask, &self.words)
+    }
+
+    /// Compares `key & mask` with the stored masked key over the mask's words only.
+    #[inline(always)]
+    fn equal(&self, entry: usize, key: &FlowKey) -> bool {
+        let stored = &self.keys[entry];
+        let mut diff = 0u64;
+        for &w in &self.words {
+            let w = w as usize;
+            diff |= (key.w[w] & self.mask.w[w]) ^ stored.w[w];
+        }
+        diff == 0
+    }
+
+    /// The entry index and slot holding `key` (any key; masked here).
+    #[inline(always)]
+    fn find(&self, key: &FlowKey, hash: u32) -> Option<(usize, usize)> {
+        let m = self.slot_mask();
+        let mut i = hash as usize & m;
+        loop {
+            let s = self.slots[i];
+            if s == 0 {
+                return None;
+            }
+            let e = s as usize - 1;
+            if self.hashes[e] == hash && self.equal(e, key) {
+                return Some((e, i));
+            }
+            i = (i + 1) & m;
+        }
+    }
+
+    fn place(&mut self, entry: usize) {
+        let m = self.slot_mask();
+        let mut i = self.hashes[entry] as usize & m;
+        while self.slots[i] != 0 {
+            i = (i + 1) & m;
+        }
+        self.slots[i] = entry as u32 + 1;
+    }
+
+    fn grow_if_needed(&mut self) {
+        if (self.keys.len() + 1) * 2 <= self.slots.len() {
+            return;
+        }
+        let n = self.slots.len() * 2;
+        self.slots.clear();
+        self.slots.resize(n, 0);
+        for e in 0..self.keys.len() {
+            self.place(e);
+        }
+    }
+
+    fn insert(&mut self, masked: &FlowKey, id: MegaflowId) -> Result<(), MegaflowId> {
+        let hash = self.hash(masked);
+        if let Some((e, _)) = self.find(masked, hash) {
+            return Err(self.ids[e]);
+        }
+        self.grow_if_needed();
+        self.keys.push(masked.masked(&self.mask));
+        self.hashes.push(hash);
+        self.ids.push(id);
+        self.place(self.keys.len() - 1);
+        Ok(())
+    }
+
+    /// Clears slot `hole` and shifts later members of its probe run back (no tombstones).
+    fn unslot(&mut self, mut hole: usize) {
+        let m = self.slot_mask();
+        let mut j = hole;
+        loop {
+            j = (j + 1) & m;
+            let s = self.slots[j];
+            if s == 0 {
+                break;
+            }
+            let home = self.hashes[s as usize - 1] as usize & m;
+            // Slot j may move into the hole when its home is not cyclically in (hole, j].
+            if (j.wrapping_sub(home) & m) >= (j.wrapping_sub(hole) & m) {
+                self.slots[hole] = s;
+                hole = j;
+            }
+        }
+        self.slots[hole] = 0;
+    }
+
+    fn remove(&mut self, key: &FlowKey) -> Option<MegaflowId> {
+        let hash = self.hash(key);
+        let (e, slot) = self.find(key, hash)?;
+        self.unslot(slot);
+        let id = self.ids[e];
+        let last = self.keys.len() - 1;
+        if e != last {
+            // The last entry moves to `e`: repoint its slot.
+            let m = self.slot_mask();
+            let mut i = self.hashes[last] as usize & m;
+            while self.slots[i] != last as u32 + 1 {
+                i = (i + 1) & m;
+            }
+            self.slots[i] = e as u32 + 1;
+        }
+        self.keys.swap_remove(e);
+        self.hashes.swap_remove(e);
+        self.ids.swap_remove(e);
+        Some(id)
+    }
+}
+
+/// The megaflow classifier of one thread.
+pub struct Dpcls {
+    subtables: Vec<Subtable>,
+    len: usize,
+    max: usize,
+}
+
+impl std::fmt::Debug for Dpcls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dpcls")
+            .field("megaflows", &self.len)
+            .field("subtables", &self.subtables.len())
+            .finish()
+    }
+}
+
+impl Dpcls {
+    /// An empty classifier that holds at most `max_megaflows` megaflows.
+    pub fn new(max_megaflows: usize) -> Dpcls {
+        Dpcls {
+            subtables: Vec::new(),
+            len: 0,
+            max: max_megaflows,
+        }
+    }
+
+    /// Megaflows held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no megaflow is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of subtables (distinct masks).
+    pub fn subtables(&self) -> usize {
+        self.subtables.len()
+    }
+
+    /// The masks in rank order (for tests and `dump` tools).
+    pub fn masks(&self) -> impl Iterator<Item = &FlowKey> + '_ {
+        self.subtables.iter().map(|s| &s.mask)
+    }
+
+    /// Looks up `keys[i]` for every bit `i` set in `miss`; writes hits to `out[i]` and returns
+    /// the bits of the keys still unmatched.
+    #[inline]
+    pub fn lookup_batch(
+        &mut self,
+        keys: &[FlowKey],
+        mut miss: u32,
+        out: &mut [Option<MegaflowId>; BATCH_SIZE],
+    ) -> u32 {
+        let n = keys.len().min(BATCH_SIZE);
+        if n < 32 {
+            miss &= (1u32 << n) - 1;
+        }
+        for st in self.subtables.iter_mut() {
+            if miss == 0 {
+                break;
+            }
+            let mut left = miss;
+            let mut hits = 0u64;
+            while left != 0 {
+                let i = left.trailing_zeros() as usize;
+                left &= left - 1;
+                let h = st.hash(&keys[i]);
+                if let Some((e, _)) = st.find(&keys[i], h) {
+                    out[i] = Some(st.ids[e]);
+                    miss &= !(1 << i);
+                    hits += 1;
+                }
+            }
+            st.hits += hits;
+        }
+        miss
+    }
+
+    /// Looks up one key.
+    pub fn lookup(&self, key: &FlowKey) -> Option<MegaflowId> {
+        self.subtables.iter().find_map(|st| {
+            let h = st.hash(key);
+            st.find(key, h).map(|(e, _)| st.ids[e])
+        })
+    }
+
+    /// Installs megaflow `id` for packets equal to `key` under `mask`.
+    pub fn insert(&mut self, key: &FlowKey, mask: &FlowKey, id: MegaflowId) -> Insert {
+        if self.len >= self.max {
+            return Insert::Full;
+        }
+        let st = match self.subtables.iter().position(|s| s.mask == *mask) {
+            Some(i) => &mut self.subtables[i],
+            None => {
+                self.subtables.push(Subtable::new(mask));
+                self.subtables.last_mut().expect("just pushed")
+            }
+        };
+        match st.insert(key, id) {
+            Ok(()) => {
+                self.len += 1;
+                Insert::Installed
+            }
+            Err(existing) => Insert::Duplicate(existing),
+        }
+    }
+
+    /// Removes the megaflow for `key` under `mask`; returns its id.
+    pub fn remove(&mut self, key: &FlowKey, mask: &FlowKey) -> Option<MegaflowId> {
+        let i = self.subtables.iter().position(|s| s.mask == *mask)?;
+        let id = self.subtables[i].remove(key)?;
+        self.len -= 1;
+        if self.subtables[i].keys.is_empty() {
+            self.subtables.remove(i);
+        }
+        Some(id)
+    }
+
+    /// Sorts subtables by hits since the last rerank, most first, and restarts the count.
+    pub fn rerank(&mut self) {
+        self.subtables.sort_by(|a, b| b.hits.cmp(&a.hits));
+        for s in &mut self.subtables {
+            s.hits = 0;
+        }
+    }
+
+    /// Removes every megaflow and subtable.
+    pub fn clear(&mut self) {
+        self.subtables.clear();
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::Field;
+    use proptest::prelude::*;
+
+    fn id(i: u32) -> MegaflowId {
+        MegaflowId::new(i, 1)
+    }
+
+    #[test]
+    fn finds_by_mask_and_ranks_by_hits() {
+        let mut cls = Dpcls::new(100);
+        let mut m_port = FlowKey::ZERO;
+        m_port.set_all(Field::InPort);
+        let mut m_ip = FlowKey::ZERO;
+        m_ip.set_all(Field::Ipv4Dst);
+        let mut k = FlowKey::ZERO;
+        k.set(Field::InPort, 1);
+        k.set(Field::Ipv4Dst, 0x0a000001);
+        assert_eq!(cls.insert(&k, &m_port, id(1)), Insert::Installed);
+        let mut k2 = FlowKey::ZERO;
+        k2.set(Field::InPort, 2);
+        k2.set(Field::Ipv4Dst, 0x0a000002);
+        assert_eq!(cls.insert(&k2, &m_ip, id(2)), Insert::Installed);
+        assert_eq!(cls.insert(&k, &m_port, id(3)), Insert::Duplicate(id(1)));
+        assert_eq!(cls.subtables(), 2);
+
+        let mut probe = k2;
+        probe.set(Field::TpDst, 99);
+        let keys = [probe, probe, FlowKey::ZERO];
+        let mut out = [None; BATCH_SIZE];
+        assert_eq!(cls.lookup_batch(&keys, 0b111, &mut out), 0b100);
+        assert_eq!(out[0], Some(id(2)));
+        cls.rerank();
+        assert_eq!(*cls.masks().next().unwrap(), m_ip, "the busy subtable goes first");
+        assert_eq!(cls.remove(&k2, &m_ip), Some(id(2)));
+        assert_eq!(cls.subtables(), 1);
+        assert_eq!(cls.lookup(&probe), None);
+    }
+
+    #[test]
+    fn stops_at_the_bound() {
+        let mut cls = Dpcls::new(2);
+        let mut m = FlowKey::ZERO;
+        m.set_all(Field::TpDst);
+        for p in 0..2u32 {
+            let mut k = FlowKey::ZERO;
+            k.set(Field::TpDst, p as u128);
+            assert_eq!(cls.insert(&k, &m, id(p)), Insert::Installed);
+        }
+        let mut k = FlowKey::ZERO;
+        k.set(Field::TpDst, 9);
+        assert_eq!(cls.insert(&k, &m, id(9)), Insert::Full);
+        assert_eq!(cls.len(), 2);
+    }
+
+    /// Masks built from a few fields so that random keys collide under them often.
+    fn mask_from(bits: u8) -> FlowKey {
+        let fields = [
+            Field::InPort,
+            Field::EthType,
+            Field::Ipv4Src,
+            Field::Ipv4Dst,
+            Field::TpDst,
+            Field::IpProto,
+        ];
+        let mut m = FlowKey::ZERO;
+        for (i, f) in fields.iter().enumerate() {
+            if bits & (1 << i) != 0 {
+                m.set_all(*f);
+            }
+        }
+        m
+    }
+
+    fn key_from(v: [u8; 6]) -> FlowKey {
+        let mut k = FlowKey::ZERO;
+        k.set(Field::InPort, (v[0] % 4) as u128);
+        k.set(Field::EthType, 0x0800 + (v[1] % 2) as u128);
+        k.set(Field::Ipv4Src, (v[2] % 4) as u128);
+        k.set(Field::Ipv4Dst, (v[3] % 4) as u128);
+        k.set(Field::TpDst, (v[4] % 4) as u128);
+        k.set(Field::IpProto, (v[5] % 2) as u128);
+        k
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Insert(u8, [u8; 6]),
+        Remove(usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (any::<u8>(), any::<[u8; 6]>()).prop_map(|(m, k)| Step::Insert(m, k)),
+            1 => any::<usize>().prop_map(Step::Remove),
+        ]
+    }
+
+    proptest! {
+        /// The classifier agrees with a linear scan over the installed megaflows: a key is found
+        /// exactly when some megaflow matches it, and what is found does match it.
+        #[test]
+        fn agrees_with_linear_scan(
+            steps in proptest::collection::vec(step(), 1..200),
+            probes in proptest::collection::vec(any::<[u8; 6]>(), 1..64),
+        ) {
+            let mut cls = Dpcls::new(150);
+            let mut reference: Vec<(FlowKey, FlowKey, MegaflowId)> = Vec::new();
+            let mut next = 0u32;
+            for s in steps {
+                match s {
+                    Step::Insert(mb, kv) => {
+                        let mask = mask_from(mb);
+                        let key = key_from(kv).masked(&mask);
+                        next += 1;
+                        let r = cls.insert(&key, &mask, id(next));
+                        let dup = reference.iter().find(|(k, m, _)| *m == mask && *k == key);
+                        match (r, dup) {
+                            (Insert::Installed, None) => reference.push((key, mask, id(next))),
+                            (Insert::Duplicate(d), Some(&(_, _, want))) => prop_assert_eq!(d, want),
+                            (Insert::Full, _) => prop_assert_eq!(reference.len(), 150),
+                            (r, d) => prop_assert!(false, "insert {:?} vs reference {:?}", r, d),
+                        }
+                    }
+                    Step::Remove(i) if !reference.is_empty() => {
+                        let (k, m, want) = reference.swap_remove(i % reference.len());
+                        prop_assert_eq!(cls.remove(&k, &m), Some(want));
+                    }
+                    Step::Remove(_) => {}
+                }
+                prop_assert_eq!(cls.len(), reference.len());
+            }
+            cls.rerank();
+            let keys: Vec<FlowKey> = probes.iter().map(|p| key_from(*p)).collect();
+            for chunk in keys.chunks(BATCH_SIZE) {
+                let mut out = [None; BATCH_SIZE];
+                let all = if chunk.len() == 32 { u32::MAX } else { (1u32 << chunk.len()) - 1 };
+                let miss = cls.lookup_batch(chunk, all, &mut out);
+                for (i, k) in chunk.iter().enumerate() {
+                    let matching: Vec<MegaflowId> = reference
+                        .iter()
+                        .filter(|(v, m, _)| k.matches(v, m))
+                        .map(|e| e.2)
+                        .collect();
+                    if matching.is_empty() {
+                        prop_assert!(miss & (1 << i) != 0);
+                        prop_assert_eq!(out[i], None);
+                    } else {
+                        prop_assert!(miss & (1 << i) == 0);
+                        prop_assert!(matching.contains(&out[i].unwrap()));
+                        prop_assert!(matching.contains(&cls.lookup(k).unwrap()));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! Per-thread counters of the fast path.
+//!
+//! Size and owner: one [`PmdStats`] per poll-mode thread, written only by that thread with a
+//! relaxed load followed by a relaxed store (no atomic read-modify-write on the hot path), and
+//! read by anyone (the management side, `hayate bench`). A [`Snapshot`] is a plain copy that
+//! adds up, so totals over threads are `snapshots.iter().sum()`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One counter of [`PmdStats`]; indexes a [`Snapshot`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counter {
+    /// Packets received from rx queues.
+    RxPackets,
+    /// Bytes received from rx queues.
+    RxBytes,
+    /// Packets handed to tx queues and accepted by them.
+    TxPackets,
+    /// Bytes accepted by tx queues.
+    TxBytes,
+    /// Packets that hit the exact-match cache.
+    EmcHits,
+    /// Packets that missed the exact-match cache and hit the megaflow classifier.
+    MegaflowHits,
+    /// Translations through the pipeline (one per new flow in a batch, not per packet).
+    Upcalls,
+    /// Misses dropped without a translation because the upcall budget was spent.
+    UpcallShed,
+    /// Megaflows installed.
+    MegaflowInstalls,
+    /// Megaflows removed because they were idle.
+    MegaflowEvictions,
+    /// Translations not installed because the megaflow table was at its bound.
+    MegaflowFull,
+    /// Cache flushes because the pipeline's generation changed.
+    CacheFlushes,
+    /// Packets dropped because their actions had no output.
+    DropNoAction,
+    /// Packets dropped because a header rewrite failed.
+    DropRewrite,
+    /// Packets a tx queue did not take (or the port has no tx queue for this thread).
+    DropTxFull,
+    /// Packets dropped by a meter.
+    DropMeter,
+    /// Packet-ins dropped because the packet-in queue was full.
+    DropPacketInFull,
+    /// Copies (multi-output, packet-in) not made because the buffer pool was empty.
+    DropPoolEmpty,
+    /// Packet-ins queued for the agent.
+    PacketIns,
+    /// Cycles spent on batches that carried packets.
+    BusyCycles,
+    /// Cycles spent polling queues that had nothing.
+    IdleCycles,
+    /// Cycles spent inside upcalls (translation and megaflow install).
+    UpcallCycles,
+}
+
+/// Number of counters.
+pub const COUNTERS: usize = 22;
+
+impl Counter {
+    /// Every counter, in index order.
+    pub const ALL: [Counter; COUNTERS] = [
+        Counter::RxPackets,
+        Counter::RxBytes,
+        Counter::TxPackets,
+        Counter::TxBytes,
+        Counter::EmcHits,
+        Counter::MegaflowHits,
+        Counter::Upcalls,
+        Counter::UpcallShed,
+        Counter::MegaflowInstalls,
+        Counter::MegaflowEvictions,
+        Counter::MegaflowFull,
+        Counter::CacheFlushes,
+        Counter::DropNoAction,
+        Counter::DropRewrite,
+        Counter::DropTxFull,
+        Counter::DropMeter,
+        Counter::DropPacketInFull,
+        Counter::DropPoolEmpty,
+        Counter::PacketIns,
+        Counter::BusyCycles,
+        Counter::IdleCycles,
+        Counter::UpcallCycles,
+    ];
+
+    /// A stable snake_case name (for JSON and tables).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Counter::RxPackets => "rx_packets",
+            Counter::RxBytes => "rx_bytes",
+            Counter::TxPackets => "tx_packets",
+            Counter::TxBytes => "tx_bytes",
+            Counter::EmcHits => "emc_hits",
+            Counter::MegaflowHits => "megaflow_hits",
+            Counter::Upcalls => "upcalls",
+            Counter::UpcallShed => "upcall_shed",
+            Counter::MegaflowInstalls => "megaflow_installs",
+            Counter::MegaflowEvictions => "megaflow_evictions",
+            Counter::MegaflowFull => "megaflow_full",
+            Counter::CacheFlushes => "cache_flushes",
+            Counter::DropNoAction => "drop_no_action",
+            Counter::DropRewrite => "drop_rewrite",
+            Counter::DropTxFull => "drop_tx_full",
+            Counter::DropMeter => "drop_meter",
+            Counter::DropPacketInFull => "drop_packet_in_full",
+            Counter::DropPoolEmpty => "drop_pool_empty",
+            Counter::PacketIns => "packet_ins",
+            Counter::BusyCycles => "busy_cycles",
+            Counter::IdleCycles => "idle_cycles",
+            Counter::UpcallCycles => "upcall_cycles",
+        }
+    }
+}
+
+/// Counters of one poll-mode thread. Written by that thread only; read by anyone.
+#[derive(Debug, Default)]
+pub struct PmdStats {
+    c: [AtomicU64; COUNTERS],
+}
+
+impl PmdStats {
+    /// All zero.
+    pub fn new() -> PmdStats {
+        PmdStats::default()
+    }
+
+    /// Adds `n` to a counter. Owning thread only: a relaxed load and store, not an atomic add.
+    #[inline(always)]
+    pub fn add(&self, c: Counter, n: u64) {
+        let a = &self.c[c as usize];
+        a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+
+    /// Reads one counter.
+    pub fn get(&self, c: Counter) -> u64 {
+        self.c[c as usize].load(Ordering::Relaxed)
+    }
+
+    /// A copy of every counter.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot::default();
+        for (d, a) in s.c.iter_mut().zip(self.c.iter()) {
+            *d = a.load(Ordering::Relaxed);
+        }
+        s
+    }
+}
+
+/// A copy of [`PmdStats`]; index it with a [`Counter`]. Snapshots add up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    c: [u64; COUNTERS],
+}
+
+impl Snapshot {
+    /// Drops of every reason added up.
+    pub fn drops(&self) -> u64 {
+        [
+            Counter::UpcallShed,
+            Counter::DropNoAction,
+            Counter::DropRewrite,
+            Counter::DropTxFull,
+            Counter::DropMeter,
+            Counter::DropPoolEmpty,
+        ]
+        .iter()
+        .map(|&c| self[c])
+        .sum()
+    }
+
+    /// `(name, value)` for every counter, in index order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Counter::ALL.iter().map(move |&c| (c.name(), self[c]))
+    }
+}
+
+impl std::ops::Index<Counter> for Snapshot {
+    type Output = u64;
+    fn index(&self, c: Counter) -> &u64 {
+        &self.c[c as usize]
+    }
+}
+
+impl std::ops::AddAssign<&Snapshot> for Snapshot {
+    fn add_assign(&mut self, o: &Snapshot) {
+        for (a, b) in self.c.iter_mut().zip(o.c.iter()) {
+            *a = a.wrapping_add(*b);
+        }
+    }
+}
+
+impl std::ops::Add for Snapshot {
+    type Output = Snapshot;
+    fn add(mut self, o: Snapshot) -> Snapshot {
+        self += &o;
+        self
+    }
+}
+
+impl std::iter::Sum for Snapshot {
+    fn sum<I: Iterator<Item = Snapshot>>(it: I) -> Snapshot {
+        it.fold(Snapshot::default(), |a, b| a + b)
+    }
+}
+
+impl std::fmt::Display for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (name, v)) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{name}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The CPU's cycle counter (`rdtsc` on x86_64; nanoseconds of a monotonic clock elsewhere).
+#[inline(always)]
+pub fn cycles() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        use std::sync::OnceLock;
+        use std::time::Instant;
+        static START: OnceLock<Instant> = OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_indexed_in_order_and_named_uniquely() {
+        for (i, c) in Counter::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i);
+        }
+        let mut names: Vec<_> = Counter::ALL.iter().map(|c| c.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), COUNTERS);
+    }
+
+    #[test]
+    fn snapshots_add_up() {
+        let a = PmdStats::new();
+        let b = PmdStats::new();
+        a.add(Counter::RxPackets, 3);
+        b.add(Counter::RxPackets, 4);
+        b.add(Counter::DropMeter, 2);
+        a.add(Counter::UpcallShed, 1);
+        let total: Snapshot = [a.snapshot(), b.snapshot()].into_iter().sum();
+        assert_eq!(total[Counter::RxPackets], 7);
+        assert_eq!(total.drops(), 3);
+        assert!(total.to_string().contains("rx_packets=7"));
+    }
+}
