@@ -7,8 +7,11 @@
 
 #![deny(missing_docs)]
 
+pub mod classifier;
 pub mod dpaction;
+pub mod error;
 pub mod model;
 
 pub use dpaction::{DpAction, FlowCounters, PacketInReason, Translation};
+pub use error::{FlowModError, GroupModError, MeterModError};
 pub use model::{Action, FlowMod, FlowModCommand, Instruction, Match};

@@ -32,6 +32,14 @@ pub const MAX_TABLE: u8 = 254;
 pub const ALL_TABLES: u8 = 0xff;
 /// `OFPG_ANY` / `OFPG_ALL`: any group (filters).
 pub const GROUP_ANY: u32 = 0xffff_ffff;
+/// `OFPG_ALL`: every group (in a group-mod delete).
+pub const GROUP_ALL: u32 = 0xffff_fffc;
+/// `OFPG_MAX`: the highest group id a group-mod may define.
+pub const GROUP_MAX: u32 = 0xffff_ff00;
+/// `OFPM_MAX`: the highest meter id a meter-mod may define.
+pub const METER_MAX: u32 = 0xffff_0000;
+/// `OFPM_ALL`: every meter (in a meter-mod delete).
+pub const METER_ALL: u32 = 0xffff_ffff;
 /// `OFPCML_NO_BUFFER`: send the whole packet to the controller.
 pub const CONTROLLER_MAX_LEN_ALL: u16 = 0xffff;
 
@@ -278,4 +286,46 @@ pub struct Meter {
     pub burst: bool,
     /// Bands.
     pub bands: Vec<MeterBand>,
+}
+
+/// What a group-mod does (OpenFlow `ofp_group_mod_command`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupModCommand {
+    /// Define a new group.
+    Add,
+    /// Replace an existing group's type and buckets.
+    Modify,
+    /// Delete a group ([`GROUP_ALL`]: every group) and the flows that use it.
+    Delete,
+}
+
+/// A group table modification (OpenFlow `ofp_group_mod` without the wire format). For
+/// [`GroupModCommand::Delete`] only `group.id` is read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupMod {
+    /// The command.
+    pub command: GroupModCommand,
+    /// The group (id, type, buckets).
+    pub group: Group,
+}
+
+/// What a meter-mod does (OpenFlow `ofp_meter_mod_command`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MeterModCommand {
+    /// Define a new meter.
+    Add,
+    /// Replace an existing meter's flags and bands (its token buckets restart full).
+    Modify,
+    /// Delete a meter ([`METER_ALL`]: every meter) and the flows that use it.
+    Delete,
+}
+
+/// A meter table modification (OpenFlow `ofp_meter_mod` without the wire format). For
+/// [`MeterModCommand::Delete`] only `meter.id` is read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MeterMod {
+    /// The command.
+    pub command: MeterModCommand,
+    /// The meter (id, flags, bands).
+    pub meter: Meter,
 }

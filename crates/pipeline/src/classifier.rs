@@ -1,0 +1,487 @@
+//! One OpenFlow table's lookup structure: tuple-space search.
+//!
+//! Rules are grouped into *subtables*, one per distinct match mask. A subtable is a hash table
+//! from the masked key to the rules with that exact masked value, so probing it costs one
+//! masked hash and a short bucket scan. Lookup visits subtables in decreasing order of the
+//! highest priority they hold and stops as soon as a subtable's maximum priority is below the
+//! best match found so far. The mask it reports is the union of the masks of every subtable
+//! it visited, hit or not: a packet that agrees with the looked-up key on those bits visits
+//! the same subtables with the same outcome (extra 1-bits are safe; missing ones would
+//! forward wrongly).
+//!
+//! Ties: among rules of equal priority the one with the lowest [`Rule::seq`] (installed
+//! first) wins, so the result never depends on hash order.
+//!
+//! Cost: lookup is `O(S)` subtable probes in the worst case (`S` = distinct masks), each
+//! `O(1)` expected; insert/remove are `O(1)` expected plus `O(S log S)` when a subtable's
+//! maximum priority changes. Memory is one `Arc` per rule plus one bucket pointer per rule.
+//!
+//! Copy-on-write: a classifier is cheap to clone (one `Arc` per subtable). Subtables and
+//! their buckets are `Arc`s too, so changing a clone copies only the changed subtable's
+//! bucket array (pointers, not rules) and the changed bucket. The control side keeps a
+//! working classifier, publishes clones, and batches of changes pay for one copy per touched
+//! subtable.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arrayvec::ArrayVec;
+use packet::{FlowKey, KEY_WORDS};
+
+use crate::model::Match;
+
+/// What the classifier needs to know about a rule.
+pub trait Rule {
+    /// The rule's priority (higher wins).
+    fn priority(&self) -> u16;
+    /// The rule's match.
+    fn matcher(&self) -> &Match;
+    /// Installation order, unique per rule: breaks ties between equal priorities.
+    fn seq(&self) -> u64;
+}
+
+/// Whether `a` beats `b`.
+#[inline(always)]
+fn better<R: Rule>(a: &R, b: &R) -> bool {
+    a.priority() > b.priority() || (a.priority() == b.priority() && a.seq() < b.seq())
+}
+
+type Bucket<R> = Arc<Vec<Arc<R>>>;
+
+/// All rules sharing one mask.
+#[derive(Debug)]
+struct Subtable<R> {
+    mask: FlowKey,
+    words: ArrayVec<u8, KEY_WORDS>,
+    max_priority: u16,
+    len: usize,
+    /// How many rules have each priority (to keep `max_priority` on removal).
+    priorities: BTreeMap<u16, u32>,
+    /// Power-of-two array of buckets, each sorted best first.
+    buckets: Vec<Bucket<R>>,
+}
+
+impl<R> Clone for Subtable<R> {
+    fn clone(&self) -> Self {
+        Subtable {
+            mask: self.mask,
+            words: self.words.clone(),
+            max_priority: self.max_priority,
+            len: self.len,
+            priorities: self.priorities.clone(),
+            buckets: self.buckets.clone(),
+        }
+    }
+}
+
+const MIN_BUCKETS: usize = 4;
+
+impl<R: Rule> Subtable<R> {
+    fn new(mask: FlowKey) -> Self {
+        Subtable {
+            mask,
+            words: mask.nonzero_words(),
+            max_priority: 0,
+            len: 0,
+            priorities: BTreeMap::new(),
+            buckets: (0..MIN_BUCKETS).map(|_| Arc::new(Vec::new())).collect(),
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&self, key: &FlowKey) -> usize {
+        key.masked_hash(&self.mask, &self.words) as usize & (self.buckets.len() - 1)
+    }
+
+    /// The best rule of this subtable matching `key`.
+    #[inline]
+    fn find(&self, key: &FlowKey) -> Option<&Arc<R>> {
+        let bucket = &self.buckets[self.slot(key)];
+        bucket
+            .iter()
+            .find(|r| key.matches(&r.matcher().value, &self.mask))
+    }
+
+    fn find_exact(&self, value: &FlowKey, priority: u16) -> Option<&Arc<R>> {
+        self.buckets[self.slot(value)]
+            .iter()
+            .find(|r| r.priority() == priority && r.matcher().value == *value)
+    }
+
+    /// Inserts, replacing a rule with the same value and priority (returned).
+    fn insert(&mut self, rule: Arc<R>) -> Option<Arc<R>> {
+        if self.len + 1 > self.buckets.len() * 2 {
+            self.grow();
+        }
+        let slot = self.slot(&rule.matcher().value);
+        let bucket = Arc::make_mut(&mut self.buckets[slot]);
+        let value = rule.matcher().value;
+        let priority = rule.priority();
+        if let Some(i) = bucket
+            .iter()
+            .position(|r| r.priority() == priority && r.matcher().value == value)
+        {
+            let old = std::mem::replace(&mut bucket[i], rule);
+            // Keep the bucket sorted: the replacement may have another seq.
+            bucket.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.seq().cmp(&b.seq())));
+            return Some(old);
+        }
+        let at = bucket
+            .iter()
+            .position(|r| better(&*rule, &**r))
+            .unwrap_or(bucket.len());
+        bucket.insert(at, rule);
+        self.len += 1;
+        *self.priorities.entry(priority).or_insert(0) += 1;
+        self.max_priority = self.max_priority.max(priority);
+        None
+    }
+
+    fn remove(&mut self, value: &FlowKey, priority: u16) -> Option<Arc<R>> {
+        let slot = self.slot(value);
+        let i = self.buckets[slot]
+            .iter()
+            .position(|r| r.priority() == priority && r.matcher().value == *value)?;
+        let old = Arc::make_mut(&mut self.buckets[slot]).remove(i);
+        self.len -= 1;
+        if let Some(n) = self.priorities.get_mut(&priority) {
+            *n -= 1;
+            if *n == 0 {
+                self.priorities.remove(&priority);
+            }
+        }
+        self.max_priority = self.priorities.keys().next_back().copied().unwrap_or(0);
+        Some(old)
+    }
+
+    fn grow(&mut self) {
+        let n = self.buckets.len() * 2;
+        let mut fresh: Vec<Vec<Arc<R>>> = (0..n).map(|_| Vec::new()).collect();
+        for b in &self.buckets {
+            for r in b.iter() {
+                let slot = r.matcher().value.masked_hash(&self.mask, &self.words) as usize & (n - 1);
+                fresh[slot].push(r.clone());
+            }
+        }
+        // Rehashing keeps each old bucket's order, but two old buckets merge into one new
+        // bucket only as a split, never a merge, so order is preserved per new bucket.
+        self.buckets = fresh.into_iter().map(Arc::new).collect();
+    }
+}
+
+/// A tuple-space-search classifier over rules of type `R` (see the module docs).
+#[derive(Debug)]
+pub struct Classifier<R> {
+    /// Subtables in no particular order (slots are stable until a subtable is removed).
+    subtables: Vec<Arc<Subtable<R>>>,
+    /// Indices into `subtables`, by decreasing maximum priority.
+    order: Vec<u32>,
+    /// Mask → index into `subtables`.
+    by_mask: HashMap<FlowKey, u32>,
+    len: usize,
+}
+
+impl<R> Clone for Classifier<R> {
+    fn clone(&self) -> Self {
+        Classifier {
+            subtables: self.subtables.clone(),
+            order: self.order.clone(),
+            by_mask: self.by_mask.clone(),
+            len: self.len,
+        }
+    }
+}
+
+impl<R> Default for Classifier<R> {
+    fn default() -> Self {
+        Classifier {
+            subtables: Vec::new(),
+            order: Vec::new(),
+            by_mask: HashMap::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<R: Rule> Classifier<R> {
+    /// An empty classifier.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of subtables (distinct masks).
+    pub fn subtable_count(&self) -> usize {
+        self.subtables.len()
+    }
+
+    /// The best rule matching `key`, OR-ing into `wc` every mask bit the search consulted.
+    /// Does not allocate.
+    #[inline]
+    pub fn lookup(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<R>> {
+        let mut best: Option<&Arc<R>> = None;
+        for &i in &self.order {
+            let st = &self.subtables[i as usize];
+            if let Some(b) = best {
+                if st.max_priority < b.priority() {
+                    break;
+                }
+            }
+            wc.or_assign(&st.mask);
+            if let Some(r) = st.find(key) {
+                if best.map_or(true, |b| better(&**r, &**b)) {
+                    best = Some(r);
+                }
+            }
+        }
+        best
+    }
+
+    /// The rule with exactly this match and priority.
+    pub fn find_exact(&self, m: &Match, priority: u16) -> Option<&Arc<R>> {
+        let &i = self.by_mask.get(&m.mask)?;
+        self.subtables[i as usize].find_exact(&m.value, priority)
+    }
+
+    /// Inserts `rule`; a rule with the same match and priority is replaced and returned.
+    pub fn insert(&mut self, rule: Arc<R>) -> Option<Arc<R>> {
+        let mask = rule.matcher().mask;
+        let i = match self.by_mask.get(&mask) {
+            Some(&i) => i as usize,
+            None => {
+                self.subtables.push(Arc::new(Subtable::new(mask)));
+                let i = self.subtables.len() - 1;
+                self.by_mask.insert(mask, i as u32);
+                self.order.push(i as u32);
+                i
+            }
+        };
+        let st = Arc::make_mut(&mut self.subtables[i]);
+        let before = (st.max_priority, st.len);
+        let old = st.insert(rule);
+        if old.is_none() {
+            self.len += 1;
+        }
+        if before.0 != st.max_priority || before.1 == 0 {
+            self.sort();
+        }
+        old
+    }
+
+    /// Removes and returns the rule with exactly this match and priority.
+    pub fn remove(&mut self, m: &Match, priority: u16) -> Option<Arc<R>> {
+        let i = *self.by_mask.get(&m.mask)? as usize;
+        let st = Arc::make_mut(&mut self.subtables[i]);
+        let before = st.max_priority;
+        let old = st.remove(&m.value, priority)?;
+        self.len -= 1;
+        if st.len == 0 {
+            self.subtables.swap_remove(i);
+            self.by_mask.remove(&m.mask);
+            if i < self.subtables.len() {
+                let moved = self.subtables[i].mask;
+                self.by_mask.insert(moved, i as u32);
+            }
+            self.order = (0..self.subtables.len() as u32).collect();
+            self.sort();
+        } else if st.max_priority != before {
+            self.sort();
+        }
+        Some(old)
+    }
+
+    /// Every rule, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<R>> + '_ {
+        self.subtables
+            .iter()
+            .flat_map(|st| st.buckets.iter().flat_map(|b| b.iter()))
+    }
+
+    /// Rules of subtables whose mask covers `mask` (the only ones a non-strict filter with
+    /// that mask can select), in no particular order.
+    pub fn iter_covering<'a>(&'a self, mask: &'a FlowKey) -> impl Iterator<Item = &'a Arc<R>> + 'a {
+        self.subtables
+            .iter()
+            .filter(move |st| mask.is_subset_of(&st.mask))
+            .flat_map(|st| st.buckets.iter().flat_map(|b| b.iter()))
+    }
+
+    fn sort(&mut self) {
+        let subtables = &self.subtables;
+        self.order
+            .sort_by(|&a, &b| subtables[b as usize].max_priority.cmp(&subtables[a as usize].max_priority));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::Field;
+    use proptest::prelude::*;
+
+    #[derive(Debug)]
+    struct R {
+        p: u16,
+        m: Match,
+        id: u64,
+    }
+    impl Rule for R {
+        fn priority(&self) -> u16 {
+            self.p
+        }
+        fn matcher(&self) -> &Match {
+            &self.m
+        }
+        fn seq(&self) -> u64 {
+            self.id
+        }
+    }
+
+    /// The naive reference: scan every rule.
+    fn reference<'a>(rules: &'a [Arc<R>], key: &FlowKey) -> Option<&'a Arc<R>> {
+        let mut best: Option<&Arc<R>> = None;
+        for r in rules {
+            if r.m.matches(key) && best.map_or(true, |b| better(&**r, &**b)) {
+                best = Some(r);
+            }
+        }
+        best
+    }
+
+    fn rule(p: u16, id: u64, fields: &[(Field, u128, u128)]) -> Arc<R> {
+        let mut m = Match::ANY;
+        for &(f, v, mk) in fields {
+            m.set_masked(f, v, mk);
+        }
+        Arc::new(R { p, m, id })
+    }
+
+    #[test]
+    fn higher_priority_wins_and_mask_covers_visited_subtables() {
+        let mut c = Classifier::new();
+        c.insert(rule(10, 1, &[(Field::Ipv4Dst, 0x0a00_0000, 0xff00_0000)]));
+        c.insert(rule(20, 2, &[(Field::TpDst, 80, 0xffff)]));
+        c.insert(rule(5, 3, &[(Field::EthType, 0x0800, 0xffff)]));
+        let mut k = FlowKey::ZERO;
+        k.set(Field::Ipv4Dst, 0x0a01_0203);
+        k.set(Field::TpDst, 22);
+        k.set(Field::EthType, 0x0800);
+        let mut wc = FlowKey::ZERO;
+        assert_eq!(c.lookup(&k, &mut wc).unwrap().id, 1);
+        assert_eq!(wc.get(Field::TpDst), 0xffff);
+        assert_eq!(wc.get(Field::Ipv4Dst), 0xff00_0000);
+        // The priority-5 subtable was never visited.
+        assert_eq!(wc.get(Field::EthType), 0);
+        assert_eq!(c.subtable_count(), 3);
+    }
+
+    #[test]
+    fn replace_and_remove() {
+        let mut c = Classifier::new();
+        let a = rule(7, 1, &[(Field::InPort, 1, 0xffff_ffff)]);
+        assert!(c.insert(a.clone()).is_none());
+        let b = rule(7, 2, &[(Field::InPort, 1, 0xffff_ffff)]);
+        assert_eq!(c.insert(b).unwrap().id, 1);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.find_exact(&a.m, 7).unwrap().id, 2);
+        assert!(c.find_exact(&a.m, 8).is_none());
+        assert_eq!(c.remove(&a.m, 7).unwrap().id, 2);
+        assert!(c.is_empty());
+        assert_eq!(c.subtable_count(), 0);
+        let mut wc = FlowKey::ZERO;
+        assert!(c.lookup(&FlowKey::ZERO, &mut wc).is_none());
+    }
+
+    #[test]
+    fn clones_are_independent() {
+        let mut c = Classifier::new();
+        for i in 0..100u64 {
+            c.insert(rule(1, i, &[(Field::InPort, i as u128, 0xffff_ffff)]));
+        }
+        let snapshot = c.clone();
+        c.remove(&rule(1, 0, &[(Field::InPort, 5, 0xffff_ffff)]).m, 1);
+        let mut k = FlowKey::ZERO;
+        k.set(Field::InPort, 5);
+        let mut wc = FlowKey::ZERO;
+        assert!(c.lookup(&k, &mut wc).is_none());
+        assert_eq!(snapshot.lookup(&k, &mut wc).unwrap().id, 5);
+        assert_eq!(snapshot.len(), 100);
+        assert_eq!(c.iter().count(), 99);
+    }
+
+    /// Small value domains so that random rules and packets collide often.
+    fn field_strategy() -> impl Strategy<Value = (Field, u128, u128)> {
+        prop_oneof![
+            (0u128..4, prop_oneof![Just(0xffff_ffffu128), Just(1u128)]).prop_map(|(v, m)| (Field::InPort, v, m)),
+            (0u128..3, Just(0xffffu128)).prop_map(|(v, m)| (Field::EthType, v, m)),
+            (0u128..8, prop_oneof![Just(0xffff_ffffu128), Just(0xffff_fff0u128), Just(0x6u128)])
+                .prop_map(|(v, m)| (Field::Ipv4Dst, v, m)),
+            (0u128..4, prop_oneof![Just(0xffffu128), Just(0x2u128)]).prop_map(|(v, m)| (Field::TpDst, v, m)),
+            (0u128..4, Just(0xffu128)).prop_map(|(v, m)| (Field::IpProto, v, m)),
+            (0u128..3, Just(u128::MAX)).prop_map(|(v, m)| (Field::Ipv6Src, v, m)),
+        ]
+    }
+
+    fn key_strategy() -> impl Strategy<Value = FlowKey> {
+        (0u128..4, 0u128..3, 0u128..8, 0u128..4, 0u128..4, 0u128..3).prop_map(|(a, b, c, d, e, f)| {
+            let mut k = FlowKey::ZERO;
+            k.set(Field::InPort, a);
+            k.set(Field::EthType, b);
+            k.set(Field::Ipv4Dst, c);
+            k.set(Field::TpDst, d);
+            k.set(Field::IpProto, e);
+            k.set(Field::Ipv6Src, f);
+            k
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn matches_linear_scan_and_mask_is_sound(
+            specs in prop::collection::vec((0u16..6, prop::collection::vec(field_strategy(), 0..3)), 0..40),
+            removals in prop::collection::vec(0usize..40, 0..5),
+            keys in prop::collection::vec((key_strategy(), any::<[u64; KEY_WORDS]>()), 1..20),
+        ) {
+            let mut c = Classifier::new();
+            let mut rules: Vec<Arc<R>> = Vec::new();
+            for (id, (p, fields)) in specs.iter().enumerate() {
+                let r = rule(*p, id as u64, fields);
+                if let Some(old) = c.insert(r.clone()) {
+                    rules.retain(|x| x.id != old.id);
+                }
+                rules.push(r);
+            }
+            for &i in &removals {
+                if i < rules.len() {
+                    let r = rules.remove(i);
+                    prop_assert!(c.remove(&r.m, r.p).is_some());
+                }
+            }
+            prop_assert_eq!(c.len(), rules.len());
+            for (key, noise) in &keys {
+                let mut wc = FlowKey::ZERO;
+                let got = c.lookup(key, &mut wc).map(|r| r.id);
+                let want = reference(&rules, key).map(|r| r.id);
+                prop_assert_eq!(got, want);
+                // Any key equal under the mask gets the same winner.
+                let mut key2 = *key;
+                for i in 0..KEY_WORDS {
+                    key2.w[i] = (key.w[i] & wc.w[i]) | (noise[i] & !wc.w[i]);
+                }
+                let mut wc2 = FlowKey::ZERO;
+                prop_assert_eq!(c.lookup(&key2, &mut wc2).map(|r| r.id), got);
+                prop_assert_eq!(reference(&rules, &key2).map(|r| r.id), got);
+            }
+        }
+    }
+}
