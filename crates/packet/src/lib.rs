@@ -7,10 +7,20 @@
 
 #![deny(missing_docs)]
 
+#[cfg(test)]
+mod arb;
 pub mod batch;
+pub mod builder;
+pub mod checksum;
+pub mod extract;
+pub mod fuzzing;
 pub mod key;
 pub mod pool;
+pub mod rewrite;
+pub mod wire;
 
 pub use batch::{Batch, BATCH_SIZE};
+pub use extract::{extract, extract_packet, Layers};
 pub use key::{Field, FlowKey, KEY_WORDS};
 pub use pool::{Meta, Packet, Pool, PoolCache, PoolConfig, FRAME_SIZE, HEADROOM};
+pub use rewrite::RewriteError;

@@ -1,0 +1,476 @@
+//! Flow-key extraction: the per-packet parse that fills a [`FlowKey`] (layout in
+//! [`crate::key`]) and finds the L3 and L4 headers.
+//!
+//! This is the switch's hottest function. Each header is bounds-checked once (a fixed-size
+//! array is cut out of the frame) and then read at constant offsets; nothing allocates and
+//! nothing panics on any input. What could not be parsed is reported in the `parsed` bits:
+//! [`parsed::TRUNCATED`] when the frame ends inside a header its type fields announced,
+//! [`parsed::MALFORMED`] for impossible values; fields read before the problem are kept.
+//!
+//! Conventions (as Open vSwitch):
+//! - VLAN tags (TPID 0x8100, 0x88a8 or 0x9100): the first is stored in `vlan_tci`, the second
+//!   in `cvlan_tci`, each with bit 12 set to mean "present" (the wire DEI bit is not kept). A
+//!   third tag is not parsed: `eth_type` is then its TPID.
+//! - 802.3 frames (a length instead of a type) get `eth_type` 0x05ff and nothing else.
+//! - ARP is parsed only for Ethernet/IPv4 ARP (htype 1, ptype 0x0800, hlen 6, plen 4).
+//! - IPv4/IPv6 fragments set [`frag::ANY`]; fragments other than the first also set
+//!   [`frag::LATER`] and have no L4 fields.
+//! - ICMP/ICMPv6 type and code go in the low bytes of `tp_src`/`tp_dst`; neighbour
+//!   solicitations and advertisements also fill `nd_target`, `arp_sha` (source link-layer
+//!   option) and `arp_tha` (target link-layer option).
+
+use crate::key::{frag, parsed, FlowKey};
+use crate::pool::Packet;
+
+/// Where the headers start, as byte offsets from the start of the frame (0 = not present).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Layers {
+    /// Offset of the IPv4, IPv6 or ARP header (set when that header was read completely).
+    pub l3_off: u16,
+    /// Offset of the TCP, UDP, SCTP, ICMP or ICMPv6 header (set when it was read completely).
+    pub l4_off: u16,
+}
+
+/// Ethernet types.
+pub mod ethertype {
+    /// IPv4.
+    pub const IPV4: u16 = 0x0800;
+    /// ARP.
+    pub const ARP: u16 = 0x0806;
+    /// IPv6.
+    pub const IPV6: u16 = 0x86dd;
+    /// 802.1Q VLAN tag.
+    pub const VLAN: u16 = 0x8100;
+    /// 802.1ad service tag (QinQ outer tag).
+    pub const QINQ: u16 = 0x88a8;
+    /// Pre-standard QinQ tag.
+    pub const QINQ_OLD: u16 = 0x9100;
+    /// What `eth_type` is set to for an 802.3 frame (a length field instead of a type).
+    pub const NONE: u16 = 0x05ff;
+
+    /// Whether `t` is a VLAN tag protocol identifier.
+    #[inline(always)]
+    pub fn is_vlan(t: u16) -> bool {
+        t == VLAN || t == QINQ || t == QINQ_OLD
+    }
+}
+
+/// IP protocol numbers.
+pub mod ipproto {
+    /// ICMP.
+    pub const ICMP: u8 = 1;
+    /// TCP.
+    pub const TCP: u8 = 6;
+    /// UDP.
+    pub const UDP: u8 = 17;
+    /// ICMPv6.
+    pub const ICMPV6: u8 = 58;
+    /// SCTP.
+    pub const SCTP: u8 = 132;
+    /// IPv6 hop-by-hop options.
+    pub const HOPOPTS: u8 = 0;
+    /// IPv6 routing header.
+    pub const ROUTING: u8 = 43;
+    /// IPv6 fragment header.
+    pub const FRAGMENT: u8 = 44;
+    /// IPv6 authentication header.
+    pub const AH: u8 = 51;
+    /// IPv6 destination options.
+    pub const DSTOPTS: u8 = 60;
+}
+
+/// Most IPv6 extension headers walked before giving up (the chain is then left unparsed).
+pub const MAX_IPV6_EXT: usize = 8;
+
+#[inline(always)]
+fn be16(b: &[u8], i: usize) -> u16 {
+    u16::from_be_bytes([b[i], b[i + 1]])
+}
+
+/// Cuts a fixed-size header out of `data` at `off`, or `None` when the frame is too short.
+#[inline(always)]
+pub(crate) fn hdr<const N: usize>(data: &[u8], off: usize) -> Option<&[u8; N]> {
+    data.get(off..off.checked_add(N)?)?.try_into().ok()
+}
+
+#[inline(always)]
+fn mac48(b: &[u8; 6]) -> u64 {
+    u64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]])
+}
+
+/// Result of walking an IPv6 extension-header chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ipv6Walk {
+    /// The upper-layer protocol (or the header where the walk stopped).
+    pub proto: u8,
+    /// Offset of the upper-layer header.
+    pub off: usize,
+    /// `frag` bits.
+    pub frag: u8,
+    /// Whether any extension header was present.
+    pub ext: bool,
+    /// `parsed::TRUNCATED` / `parsed::MALFORMED` when the walk failed.
+    pub error: u16,
+}
+
+/// Walks IPv6 extension headers from `off` (just after the fixed header) with first next
+/// header `nh`, within `data[..end]`.
+#[inline]
+pub(crate) fn walk_ipv6_ext(data: &[u8], mut off: usize, mut nh: u8, end: usize) -> Ipv6Walk {
+    let data = &data[..end.min(data.len())];
+    let mut w = Ipv6Walk {
+        proto: nh,
+        off,
+        frag: 0,
+        ext: false,
+        error: 0,
+    };
+    for _ in 0..MAX_IPV6_EXT {
+        let len = match nh {
+            ipproto::HOPOPTS | ipproto::ROUTING | ipproto::DSTOPTS => {
+                let Some(h) = hdr::<2>(data, off) else {
+                    w.error = parsed::TRUNCATED;
+                    return w;
+                };
+                (h[1] as usize + 1) * 8
+            }
+            ipproto::AH => {
+                let Some(h) = hdr::<2>(data, off) else {
+                    w.error = parsed::TRUNCATED;
+                    return w;
+                };
+                (h[1] as usize + 2) * 4
+            }
+            ipproto::FRAGMENT => {
+                let Some(h) = hdr::<8>(data, off) else {
+                    w.error = parsed::TRUNCATED;
+                    return w;
+                };
+                let offlg = be16(h, 2);
+                w.frag = frag::ANY;
+                if offlg & 0xfff8 != 0 {
+                    w.frag |= frag::LATER;
+                }
+                w.ext = true;
+                nh = h[0];
+                off += 8;
+                w.proto = nh;
+                w.off = off;
+                if w.frag & frag::LATER != 0 {
+                    return w;
+                }
+                continue;
+            }
+            _ => return w,
+        };
+        if off + len > data.len() {
+            w.error = parsed::TRUNCATED;
+            return w;
+        }
+        w.ext = true;
+        nh = data[off];
+        off += len;
+        w.proto = nh;
+        w.off = off;
+    }
+    // Too long a chain: stop where we are; the last header stays as `proto`.
+    w
+}
+
+/// Extracts the flow key of the frame `data` received on `in_port` into `key` (every word
+/// is overwritten) and returns where its L3 and L4 headers are.
+#[inline]
+pub fn extract(data: &[u8], in_port: u32, key: &mut FlowKey) -> Layers {
+    *key = FlowKey::ZERO;
+    let mut layers = Layers::default();
+    let flags = parse(data, key, &mut layers);
+    key.w[0] |= ((flags as u64) << 48) | in_port as u64;
+    layers
+}
+
+/// [`extract`] on a packet: uses `pkt.meta.in_port` and stores the offsets in `pkt.meta`.
+#[inline]
+pub fn extract_packet(pkt: &mut Packet, key: &mut FlowKey) {
+    let l = extract(pkt.data(), pkt.meta.in_port, key);
+    pkt.meta.l3_off = l.l3_off;
+    pkt.meta.l4_off = l.l4_off;
+}
+
+/// Parses everything; returns the `parsed` bits. Writes key words other than word 0's
+/// parsed/in_port part (dl_type is stored here).
+#[inline(always)]
+fn parse(data: &[u8], key: &mut FlowKey, layers: &mut Layers) -> u16 {
+    let Some(eth) = hdr::<14>(data, 0) else {
+        return parsed::TRUNCATED;
+    };
+    let mut flags = parsed::ETH;
+    let dst = mac48(eth[0..6].try_into().unwrap_or(&[0; 6]));
+    let src = mac48(eth[6..12].try_into().unwrap_or(&[0; 6]));
+    let mut tci = 0u64;
+    let mut ctci = 0u64;
+    let mut ty = be16(eth, 12);
+    let mut off = 14usize;
+    if ethertype::is_vlan(ty) {
+        let Some(t) = hdr::<4>(data, off) else {
+            key.w[3] = dst << 16;
+            key.w[4] = src << 16;
+            key.w[0] = (ty as u64) << 32;
+            return flags | parsed::TRUNCATED;
+        };
+        tci = (be16(t, 0) | 0x1000) as u64;
+        ty = be16(t, 2);
+        off += 4;
+        flags |= parsed::VLAN;
+        if ethertype::is_vlan(ty) {
+            if let Some(t) = hdr::<4>(data, off) {
+                ctci = (be16(t, 0) | 0x1000) as u64;
+                ty = be16(t, 2);
+                off += 4;
+                flags |= parsed::QINQ;
+            } else {
+                flags |= parsed::TRUNCATED;
+            }
+        }
+    }
+    if ty < 0x0600 {
+        ty = ethertype::NONE;
+    }
+    key.w[3] = (dst << 16) | tci;
+    key.w[4] = (src << 16) | ctci;
+    key.w[0] = (ty as u64) << 32;
+    if flags & parsed::TRUNCATED != 0 {
+        return flags;
+    }
+    match ty {
+        ethertype::IPV4 => flags | parse_ipv4(data, off, key, layers),
+        ethertype::IPV6 => flags | parse_ipv6(data, off, key, layers),
+        ethertype::ARP => flags | parse_arp(data, off, key, layers),
+        _ => flags,
+    }
+}
+
+#[inline(always)]
+fn parse_arp(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -> u16 {
+    let Some(a) = hdr::<28>(data, off) else {
+        return parsed::TRUNCATED;
+    };
+    if be16(a, 0) != 1 || be16(a, 2) != ethertype::IPV4 || a[4] != 6 || a[5] != 4 {
+        return 0;
+    }
+    let op = be16(a, 6) as u64;
+    let sha = mac48(a[8..14].try_into().unwrap_or(&[0; 6]));
+    let spa = u32::from_be_bytes([a[14], a[15], a[16], a[17]]) as u64;
+    let tha = mac48(a[18..24].try_into().unwrap_or(&[0; 6]));
+    let tpa = u32::from_be_bytes([a[24], a[25], a[26], a[27]]) as u64;
+    key.w[5] = (spa << 32) | tpa;
+    key.w[11] = (sha << 16) | op;
+    key.w[12] = tha << 16;
+    layers.l3_off = off as u16;
+    parsed::L3
+}
+
+#[inline(always)]
+fn parse_ipv4(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -> u16 {
+    let Some(h) = hdr::<20>(data, off) else {
+        return parsed::TRUNCATED;
+    };
+    if h[0] >> 4 != 4 {
+        return parsed::MALFORMED;
+    }
+    let ihl = ((h[0] & 0x0f) as usize) * 4;
+    if ihl < 20 {
+        return parsed::MALFORMED;
+    }
+    let mut flags = 0;
+    if ihl > 20 {
+        flags |= parsed::IP_OPTIONS;
+        if off + ihl > data.len() {
+            return flags | parsed::TRUNCATED;
+        }
+    }
+    let tot = be16(h, 2) as usize;
+    let proto = h[9];
+    let fragw = be16(h, 6);
+    let mut fr = 0u8;
+    if fragw & 0x3fff != 0 {
+        fr = frag::ANY;
+        if fragw & 0x1fff != 0 {
+            fr |= frag::LATER;
+        }
+    }
+    let src = u32::from_be_bytes([h[12], h[13], h[14], h[15]]) as u64;
+    let dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]) as u64;
+    key.w[5] = (src << 32) | dst;
+    key.w[6] = ((proto as u64) << 56) | ((h[1] as u64) << 48) | ((h[8] as u64) << 40) | ((fr as u64) << 32);
+    layers.l3_off = off as u16;
+    flags |= parsed::L3;
+    if tot < ihl {
+        return flags | parsed::MALFORMED;
+    }
+    if off + tot > data.len() {
+        return flags | parsed::TRUNCATED;
+    }
+    if fr & frag::LATER != 0 {
+        return flags;
+    }
+    flags | parse_l4(&data[..off + tot], off + ihl, proto, false, key, layers)
+}
+
+#[inline(always)]
+fn parse_ipv6(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -> u16 {
+    let Some(h) = hdr::<40>(data, off) else {
+        return parsed::TRUNCATED;
+    };
+    let first = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+    if first >> 28 != 6 {
+        return parsed::MALFORMED;
+    }
+    let tc = (first >> 20) as u8;
+    let label = first & 0x000f_ffff;
+    let plen = be16(h, 4) as usize;
+    let nh = h[6];
+    let hlim = h[7];
+    let src: &[u8; 16] = h[8..24].try_into().unwrap_or(&[0; 16]);
+    let dst: &[u8; 16] = h[24..40].try_into().unwrap_or(&[0; 16]);
+    key.w[7] = u64::from_be_bytes(src[0..8].try_into().unwrap_or([0; 8]));
+    key.w[8] = u64::from_be_bytes(src[8..16].try_into().unwrap_or([0; 8]));
+    key.w[9] = u64::from_be_bytes(dst[0..8].try_into().unwrap_or([0; 8]));
+    key.w[10] = u64::from_be_bytes(dst[8..16].try_into().unwrap_or([0; 8]));
+    key.w[15] = label as u64;
+    layers.l3_off = off as u16;
+    let mut flags = parsed::L3;
+    // A zero payload length is a jumbogram (or a lie): parse up to the end of the frame.
+    let end = if plen == 0 { data.len() } else { off + 40 + plen };
+    let tos_ttl = ((tc as u64) << 48) | ((hlim as u64) << 40);
+    if end > data.len() {
+        key.w[6] = ((nh as u64) << 56) | tos_ttl;
+        return flags | parsed::TRUNCATED;
+    }
+    let w = if matches!(
+        nh,
+        ipproto::HOPOPTS | ipproto::ROUTING | ipproto::FRAGMENT | ipproto::AH | ipproto::DSTOPTS
+    ) {
+        walk_ipv6_ext(data, off + 40, nh, end)
+    } else {
+        Ipv6Walk {
+            proto: nh,
+            off: off + 40,
+            frag: 0,
+            ext: false,
+            error: 0,
+        }
+    };
+    key.w[6] = ((w.proto as u64) << 56) | tos_ttl | ((w.frag as u64) << 32);
+    if w.ext {
+        flags |= parsed::IPV6_EXT;
+    }
+    if w.error != 0 {
+        return flags | w.error;
+    }
+    if w.frag & frag::LATER != 0 {
+        return flags;
+    }
+    flags | parse_l4(&data[..end], w.off, w.proto, true, key, layers)
+}
+
+/// Parses the L4 header at `off` within `data` (already cut at the end of the IP payload).
+#[inline(always)]
+fn parse_l4(
+    data: &[u8],
+    off: usize,
+    proto: u8,
+    v6: bool,
+    key: &mut FlowKey,
+    layers: &mut Layers,
+) -> u16 {
+    match proto {
+        ipproto::TCP => {
+            let Some(t) = hdr::<20>(data, off) else {
+                return parsed::TRUNCATED;
+            };
+            key.w[6] |= ((be16(t, 0) as u64) << 16) | be16(t, 2) as u64;
+            key.w[12] = (be16(t, 12) & 0x0fff) as u64;
+            let doff = (t[12] >> 4) as usize * 4;
+            if doff < 20 {
+                return parsed::MALFORMED;
+            }
+            if off + doff > data.len() {
+                return parsed::TRUNCATED;
+            }
+        }
+        ipproto::UDP => {
+            let Some(u) = hdr::<8>(data, off) else {
+                return parsed::TRUNCATED;
+            };
+            key.w[6] |= ((be16(u, 0) as u64) << 16) | be16(u, 2) as u64;
+        }
+        ipproto::SCTP => {
+            let Some(s) = hdr::<12>(data, off) else {
+                return parsed::TRUNCATED;
+            };
+            key.w[6] |= ((be16(s, 0) as u64) << 16) | be16(s, 2) as u64;
+        }
+        ipproto::ICMP if !v6 => {
+            let Some(i) = hdr::<8>(data, off) else {
+                return parsed::TRUNCATED;
+            };
+            key.w[6] |= ((i[0] as u64) << 16) | i[1] as u64;
+        }
+        ipproto::ICMPV6 if v6 => {
+            let Some(i) = hdr::<4>(data, off) else {
+                return parsed::TRUNCATED;
+            };
+            key.w[6] |= ((i[0] as u64) << 16) | i[1] as u64;
+            if (i[0] == 135 || i[0] == 136) && i[1] == 0 {
+                let e = parse_nd(data, off, key);
+                if e != 0 {
+                    return e;
+                }
+            }
+        }
+        _ => return 0,
+    }
+    layers.l4_off = off as u16;
+    parsed::L4
+}
+
+/// Neighbour solicitation/advertisement: target and link-layer address options.
+#[inline]
+fn parse_nd(data: &[u8], off: usize, key: &mut FlowKey) -> u16 {
+    let Some(nd) = hdr::<24>(data, off) else {
+        return parsed::TRUNCATED;
+    };
+    let target = u128::from_be_bytes(nd[8..24].try_into().unwrap_or([0; 16]));
+    let mut sll = 0u64;
+    let mut tll = 0u64;
+    let mut o = off + 24;
+    while o < data.len() {
+        let Some(opt) = hdr::<2>(data, o) else {
+            return parsed::TRUNCATED;
+        };
+        let len = opt[1] as usize * 8;
+        if len == 0 {
+            return parsed::MALFORMED;
+        }
+        if o + len > data.len() {
+            return parsed::TRUNCATED;
+        }
+        if len == 8 {
+            let mac = mac48(data[o + 2..o + 8].try_into().unwrap_or(&[0; 6]));
+            match opt[0] {
+                1 if sll == 0 => sll = mac,
+                2 if tll == 0 => tll = mac,
+                _ => {}
+            }
+        }
+        o += len;
+    }
+    key.w[13] = (target >> 64) as u64;
+    key.w[14] = target as u64;
+    key.w[11] = sll << 16;
+    key.w[12] = tll << 16;
+    0
+}
+
+#[cfg(test)]
+mod tests;
