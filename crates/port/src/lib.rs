@@ -12,7 +12,10 @@
 #![deny(missing_docs)]
 
 mod claim;
+mod csum;
+pub mod null;
 pub mod ring;
+pub mod template;
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
