@@ -14,6 +14,7 @@
 mod claim;
 mod csum;
 pub mod null;
+pub mod pcap;
 pub mod ring;
 pub mod template;
 
