@@ -404,7 +404,11 @@ impl PacketSpec {
                 seg[2..4].copy_from_slice(&c.to_be_bytes());
                 return;
             }
-            L4Spec::Udp { .. } => 6,
+            L4Spec::Udp { .. } => {
+                let len = seg.len() as u16;
+                seg[4..6].copy_from_slice(&len.to_be_bytes());
+                6
+            }
             L4Spec::Tcp { .. } => 16,
             L4Spec::Icmpv6 { .. } => 2,
         };
@@ -461,7 +465,7 @@ mod tests {
             0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00,
             0x45, 0x00, 0x00, 0x2e, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x66, 0xbd,
             10, 0, 0, 1, 10, 0, 0, 2,
-            0x04, 0xd2, 0x00, 0x50, 0x00, 0x1a, 0xed, 0xa9,
+            0x04, 0xd2, 0x00, 0x50, 0x00, 0x1a, 0xe6, 0x95,
             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         ];
         assert_eq!(p, want);

@@ -71,6 +71,7 @@ mod tests {
     use super::*;
     use crate::arb;
     use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, TestRunner};
 
     /// Cheap deterministic random numbers for the mutation loop.

@@ -1,0 +1,185 @@
+use super::*;
+use crate::arb;
+use crate::key::Field;
+use proptest::prelude::*;
+
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Eth / IPv4 10.0.0.1 -> 10.0.0.2 / UDP 1234 -> 80, 60 bytes.
+const UDP4: &str = "020000000002 020000000001 0800
+    4500002e 00000000 401166bd 0a000001 0a000002
+    04d20050 001ae695 0000000000000000000000000000000000000000";
+
+#[test]
+fn eth_ipv4_udp_golden_key() {
+    let p = hex(UDP4);
+    let mut k = FlowKey::ZERO;
+    let l = extract(&p, 5, &mut k);
+    assert_eq!(l, Layers { l3_off: 14, l4_off: 34 });
+    assert_eq!(k.w[0], 0x0019_0800_0000_0005); // parsed ETH|L3|L4, IPv4, port 5
+    assert_eq!(k.w[3], 0x0200_0000_0002_0000);
+    assert_eq!(k.w[4], 0x0200_0000_0001_0000);
+    assert_eq!(k.w[5], 0x0a00_0001_0a00_0002);
+    assert_eq!(k.w[6], 0x1100_4000_04d2_0050); // proto 17, tos 0, ttl 64, frag 0, ports
+    for (i, w) in k.w.iter().enumerate() {
+        if ![0, 3, 4, 5, 6].contains(&i) {
+            assert_eq!(*w, 0, "word {i}");
+        }
+    }
+}
+
+#[test]
+fn stale_key_bits_never_leak() {
+    let p = hex(UDP4);
+    let mut a = FlowKey::ONES;
+    let mut b = FlowKey::ZERO;
+    extract(&p, 1, &mut a);
+    extract(&p, 1, &mut b);
+    assert_eq!(a, b);
+    extract(&[], 1, &mut a);
+    assert_eq!(a.get(Field::Parsed), parsed::TRUNCATED as u128);
+    assert_eq!(a.w[1..], [0; KEY_WORDS_MINUS_ONE]);
+}
+
+const KEY_WORDS_MINUS_ONE: usize = crate::key::KEY_WORDS - 1;
+
+#[test]
+fn qinq_tags_go_to_vlan_and_cvlan() {
+    let mut p = hex("ffffffffffff 020000000001 88a8 a064 8100 2005 0806");
+    p.extend_from_slice(&hex(
+        "0001 0800 06 04 0001 020000000001 0a000001 000000000000 0a000002",
+    ));
+    let mut k = FlowKey::ZERO;
+    let l = extract(&p, 1, &mut k);
+    assert_eq!(l.l3_off, 22);
+    assert_eq!(k.get(Field::VlanTci), 0xb064);
+    assert_eq!(k.get(Field::VlanVid), 0x1064);
+    assert_eq!(k.get(Field::VlanPcp), 5);
+    assert_eq!(k.get(Field::CvlanTci), 0x3005);
+    assert_eq!(k.get(Field::EthType), 0x0806);
+    assert_eq!(k.get(Field::ArpOp), 1);
+    assert_eq!(k.get(Field::ArpSha), 0x0200_0000_0001);
+    assert_eq!(k.get(Field::Ipv4Src), 0x0a00_0001);
+    assert_eq!(k.get(Field::Ipv4Dst), 0x0a00_0002);
+    assert_eq!(
+        k.get(Field::Parsed) as u16,
+        parsed::ETH | parsed::VLAN | parsed::QINQ | parsed::L3
+    );
+}
+
+#[test]
+fn neighbour_solicitation_golden() {
+    // NS for fe80::1 with a source link-layer option.
+    let mut p = hex("3333ff000001 020000000001 86dd");
+    p.extend_from_slice(&hex(
+        "60000000 0020 3a ff fe800000000000000000000000000002 ff0200000000000000000001ff000001",
+    ));
+    p.extend_from_slice(&hex(
+        "8700 0000 00000000 fe800000000000000000000000000001 0101 020000000001",
+    ));
+    let mut k = FlowKey::ZERO;
+    let l = extract(&p, 1, &mut k);
+    assert_eq!(l, Layers { l3_off: 14, l4_off: 54 });
+    assert_eq!(k.get(Field::IpProto), 58);
+    assert_eq!(k.get(Field::IcmpType), 135);
+    assert_eq!(k.get(Field::IpTtl), 255);
+    assert_eq!(k.get(Field::NdTarget), 0xfe80_0000_0000_0000_0000_0000_0000_0001);
+    assert_eq!(k.get(Field::ArpSha), 0x0200_0000_0001);
+    assert_eq!(k.get(Field::ArpTha), 0);
+}
+
+#[test]
+fn truncated_and_malformed_headers_are_flagged() {
+    let p = hex(UDP4);
+    let mut k = FlowKey::ZERO;
+    // Cut inside the UDP header: L3 kept, no L4.
+    let l = extract(&p[..38], 1, &mut k);
+    let f = k.get(Field::Parsed) as u16;
+    assert_eq!(l, Layers { l3_off: 14, l4_off: 0 });
+    assert!(f & parsed::TRUNCATED != 0 && f & parsed::L3 != 0 && f & parsed::L4 == 0);
+    assert_eq!(k.get(Field::Ipv4Src), 0x0a00_0001);
+    assert_eq!(k.get(Field::TpSrc), 0);
+    // Cut inside the IPv4 header: only L2.
+    extract(&p[..20], 1, &mut k);
+    assert_eq!(k.get(Field::Parsed) as u16, parsed::ETH | parsed::TRUNCATED);
+    assert_eq!(k.get(Field::EthType), 0x0800);
+    // IHL 4: malformed.
+    let mut bad = p.clone();
+    bad[14] = 0x44;
+    extract(&bad, 1, &mut k);
+    assert_eq!(k.get(Field::Parsed) as u16, parsed::ETH | parsed::MALFORMED);
+    // Version 6 in an IPv4 frame: malformed.
+    bad[14] = 0x65;
+    extract(&bad, 1, &mut k);
+    assert_eq!(k.get(Field::Parsed) as u16, parsed::ETH | parsed::MALFORMED);
+}
+
+#[test]
+fn later_fragment_has_no_l4() {
+    let mut p = hex(UDP4);
+    p[20] = 0x00;
+    p[21] = 0x10; // offset 16 * 8
+    let mut k = FlowKey::ZERO;
+    let l = extract(&p, 1, &mut k);
+    assert_eq!(l.l4_off, 0);
+    assert_eq!(k.get(Field::IpFrag), (frag::ANY | frag::LATER) as u128);
+    assert_eq!(k.get(Field::TpSrc), 0);
+    assert_eq!(k.get(Field::IpProto), 17);
+}
+
+#[test]
+fn ieee_802_3_frame_gets_type_none() {
+    let p = hex("0180c2000000 020000000001 0026 424203000000000000000000000000");
+    let mut k = FlowKey::ZERO;
+    extract(&p, 1, &mut k);
+    assert_eq!(k.get(Field::EthType), ethertype::NONE as u128);
+    assert_eq!(k.get(Field::Parsed) as u16, parsed::ETH);
+}
+
+#[test]
+fn extract_packet_sets_meta_offsets() {
+    let pool = crate::Pool::with_frames(2);
+    let mut cache = pool.cache();
+    let mut pkt = cache.alloc_from(&hex(UDP4)).expect("frame");
+    pkt.meta.in_port = 9;
+    let mut k = FlowKey::ZERO;
+    extract_packet(&mut pkt, &mut k);
+    assert_eq!((pkt.meta.l3_off, pkt.meta.l4_off), (14, 34));
+    assert_eq!(k.get(Field::InPort), 9);
+    cache.free(pkt);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// The issue's property: build -> extract gives back every field of the spec.
+    #[test]
+    fn build_then_extract_gives_the_spec(s in arb::spec(), in_port in any::<u32>()) {
+        let bytes = s.build();
+        let mut k = FlowKey::ONES;
+        let l = extract(&bytes, in_port, &mut k);
+        let want = arb::expected_key(&s, in_port);
+        prop_assert_eq!(k, want, "spec {:?}", s);
+        prop_assert_eq!(l.l3_off != 0, k.get(Field::Parsed) as u16 & parsed::L3 != 0);
+        prop_assert_eq!(l.l4_off != 0, k.get(Field::Parsed) as u16 & parsed::L4 != 0);
+    }
+
+    /// Every prefix of a valid frame parses without panicking and keeps the L2 fields.
+    #[test]
+    fn prefixes_never_panic(s in arb::spec(), cut in any::<usize>()) {
+        let bytes = s.build();
+        let cut = cut % (bytes.len() + 1);
+        let mut k = FlowKey::ZERO;
+        let l = extract(&bytes[..cut], 1, &mut k);
+        prop_assert!(l.l3_off as usize <= cut && l.l4_off as usize <= cut);
+        if cut >= 14 {
+            prop_assert_eq!(k.get(Field::EthDst), arb::expected_key(&s, 1).get(Field::EthDst));
+        }
+    }
+}
