@@ -16,7 +16,10 @@ mod csum;
 pub mod null;
 pub mod pcap;
 pub mod ring;
+pub mod spec;
 pub mod template;
+
+pub use spec::open;
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};

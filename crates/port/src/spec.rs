@@ -1,0 +1,326 @@
+//! Opening a port from a text spec, as written in configs and on the command line.
+//!
+//! A spec is `KIND:OPTIONS`, options separated by commas:
+//!
+//! | spec | port |
+//! |---|---|
+//! | `ring:NAME[,capacity=N]` | an end of the named in-memory ring (first open end A, second end B; capacity a power of two, default 1024) |
+//! | `null:` | endless source of the default 64-byte UDP frame (10.0.0.1 → 10.0.0.2, ports 1024 → 1024), counting sink |
+//! | `null:size=128,flows=1000` | frames of 128 bytes over 1000 flows (IPv4 source 10.0.0.1 upwards) |
+//! | `null:flows=1000,random` | the same flows in pseudo-random order |
+//! | `null:limit=N` | stop after N packets |
+//! | `null:sink` | produces nothing, counts and frees what is sent |
+//! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
+//!
+//! File names cannot contain commas.
+
+use std::sync::Arc;
+
+use packet::{Pool, FRAME_SIZE, HEADROOM};
+
+use crate::null::{NullConfig, NullPort, Vary};
+use crate::pcap::{PcapConfig, PcapPort};
+use crate::ring;
+use crate::template::{UdpFrame, IPV4_SRC_OFFSET, MIN_UDP_FRAME};
+use crate::{Port, PortError};
+
+/// The kinds `open` knows.
+const KINDS: &str = "ring, null, pcap";
+
+/// Opens the port `spec` describes (see the [module docs](self)), drawing packets from `pool`.
+pub fn open(spec: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
+    let err = |what: String| PortError::new(spec, what);
+    let Some((kind, rest)) = spec.split_once(':') else {
+        return Err(err(format!(
+            "a port spec is KIND:OPTIONS (kinds: {KINDS}), e.g. null: or ring:uplink"
+        )));
+    };
+    match kind {
+        "ring" => open_ring(spec, rest, pool),
+        "null" => open_null(spec, rest, pool),
+        "pcap" => open_pcap(spec, rest, pool),
+        "afxdp" | "afpacket" | "tap" | "vhostuser" | "vxlan" | "geneve" => Err(err(format!(
+            "{kind} ports are not built yet; use one of: {KINDS}"
+        ))),
+        _ => Err(err(format!(
+            "unknown port kind '{kind}'; use one of: {KINDS}"
+        ))),
+    }
+}
+
+/// One `key` or `key=value` option.
+struct Opt<'a> {
+    key: &'a str,
+    value: Option<&'a str>,
+}
+
+fn options(rest: &str) -> impl Iterator<Item = Opt<'_>> {
+    rest.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| match s.split_once('=') {
+            Some((key, value)) => Opt {
+                key,
+                value: Some(value),
+            },
+            None => Opt {
+                key: s,
+                value: None,
+            },
+        })
+}
+
+fn unknown(spec: &str, kind: &str, key: &str, valid: &str) -> PortError {
+    PortError::new(
+        spec,
+        format!("unknown {kind} option '{key}'; valid options: {valid}"),
+    )
+}
+
+fn value<'a>(spec: &str, opt: &Opt<'a>) -> Result<&'a str, PortError> {
+    opt.value.filter(|v| !v.is_empty()).ok_or_else(|| {
+        PortError::new(
+            spec,
+            format!("option '{}' needs a value: {}=VALUE", opt.key, opt.key),
+        )
+    })
+}
+
+fn number<T: std::str::FromStr>(spec: &str, opt: &Opt<'_>) -> Result<T, PortError> {
+    let v = value(spec, opt)?;
+    v.parse().map_err(|_| {
+        PortError::new(
+            spec,
+            format!("option '{}': '{v}' is not a number in range", opt.key),
+        )
+    })
+}
+
+fn flag(spec: &str, opt: &Opt<'_>) -> Result<(), PortError> {
+    match opt.value {
+        None => Ok(()),
+        Some(_) => Err(PortError::new(
+            spec,
+            format!(
+                "option '{}' takes no value; write just '{}'",
+                opt.key, opt.key
+            ),
+        )),
+    }
+}
+
+fn open_ring(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
+    let (name, rest) = rest.split_once(',').unwrap_or((rest, ""));
+    if name.is_empty() || name.contains('=') {
+        return Err(PortError::new(
+            spec,
+            "a ring spec starts with the ring's name: ring:NAME[,capacity=N]",
+        ));
+    }
+    let mut capacity = ring::DEFAULT_CAPACITY;
+    for opt in options(rest) {
+        match opt.key {
+            "capacity" => capacity = number(spec, &opt)?,
+            key => return Err(unknown(spec, "ring", key, "capacity")),
+        }
+    }
+    Ok(ring::open_named(name, capacity, pool)?)
+}
+
+fn open_null(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
+    let mut frame = UdpFrame::default();
+    let mut flows = 1u32;
+    let mut random = false;
+    let mut limit = None;
+    for opt in options(rest) {
+        match opt.key {
+            "size" => frame.size = number(spec, &opt)?,
+            "flows" => flows = number(spec, &opt)?,
+            "limit" => limit = Some(number(spec, &opt)?),
+            "random" => {
+                flag(spec, &opt)?;
+                random = true;
+            }
+            "sink" => {
+                flag(spec, &opt)?;
+                limit = Some(0);
+            }
+            key => {
+                return Err(unknown(
+                    spec,
+                    "null",
+                    key,
+                    "size, flows, limit, random, sink",
+                ))
+            }
+        }
+    }
+    let max = FRAME_SIZE - HEADROOM;
+    if frame.size < MIN_UDP_FRAME || frame.size > max {
+        return Err(PortError::new(
+            spec,
+            format!("size={}: give {MIN_UDP_FRAME} to {max} bytes", frame.size),
+        ));
+    }
+    if flows == 0 {
+        return Err(PortError::new(spec, "flows=0: give at least 1 flow"));
+    }
+    let base = u32::from_be_bytes(frame.src_ip);
+    if u64::from(base) + u64::from(flows) - 1 > u64::from(u32::MAX) {
+        return Err(PortError::new(
+            spec,
+            format!("flows={flows}: at most {} flows", u32::MAX - base + 1),
+        ));
+    }
+    let vary = if flows > 1 {
+        vec![Vary {
+            offset: IPV4_SRC_OFFSET,
+            width: 4,
+            base,
+            count: flows,
+            random,
+        }]
+    } else {
+        Vec::new()
+    };
+    let cfg = NullConfig {
+        template: frame.build(),
+        vary,
+        limit,
+    };
+    Ok(Arc::new(NullPort::new(spec, cfg, pool)?))
+}
+
+fn open_pcap(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
+    let mut cfg = PcapConfig {
+        loops: 1,
+        ..PcapConfig::default()
+    };
+    for opt in options(rest) {
+        match opt.key {
+            "in" => cfg.input = Some(value(spec, &opt)?.into()),
+            "out" => cfg.output = Some(value(spec, &opt)?.into()),
+            "loops" => cfg.loops = number(spec, &opt)?,
+            key => return Err(unknown(spec, "pcap", key, "in, out, loops")),
+        }
+    }
+    Ok(Arc::new(PcapPort::new(spec, cfg, pool)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::Batch;
+
+    fn error(spec: &str) -> String {
+        let pool = Pool::with_frames(4);
+        match open(spec, &pool) {
+            Ok(_) => panic!("{spec} opened"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn default_null_produces_the_default_frame() {
+        let pool = Pool::with_frames(64);
+        let port = open("null:", &pool).unwrap();
+        let mut rx = port.open_rx(0).unwrap();
+        let mut batch = Batch::new();
+        assert_eq!(rx.recv(&mut batch), 32);
+        assert_eq!(batch[7].data(), &UdpFrame::default().build()[..]);
+        batch.free_into(&mut pool.cache());
+    }
+
+    #[test]
+    fn null_size_and_flows() {
+        let pool = Pool::with_frames(64);
+        let port = open("null:size=128,flows=3", &pool).unwrap();
+        let mut rx = port.open_rx(0).unwrap();
+        let mut batch = Batch::new();
+        rx.recv(&mut batch);
+        assert_eq!(batch[0].len(), 128);
+        let src: Vec<[u8; 4]> = batch.as_slice()[..4]
+            .iter()
+            .map(|p| p.data()[26..30].try_into().unwrap())
+            .collect();
+        assert_eq!(
+            src,
+            [[10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 0, 3], [10, 0, 0, 1]]
+        );
+        batch.free_into(&mut pool.cache());
+    }
+
+    #[test]
+    fn null_sink_and_limit() {
+        let pool = Pool::with_frames(64);
+        let mut batch = Batch::new();
+        let sink = open("null:sink", &pool).unwrap();
+        assert_eq!(sink.open_rx(0).unwrap().recv(&mut batch), 0);
+        let limited = open("null:limit=5,flows=10,random", &pool).unwrap();
+        assert_eq!(limited.open_rx(0).unwrap().recv(&mut batch), 5);
+        batch.free_into(&mut pool.cache());
+    }
+
+    #[test]
+    fn ring_specs_open_both_ends() {
+        let pool = Pool::with_frames(8);
+        let a = open("ring:spec-test,capacity=64", &pool).unwrap();
+        let b = open("ring:spec-test,capacity=64", &pool).unwrap();
+        assert_eq!((a.name(), b.name()), ("spec-test.a", "spec-test.b"));
+        assert!(error("ring:spec-test,capacity=64").contains("both ends"));
+    }
+
+    #[test]
+    fn pcap_spec_writes_and_replays() {
+        let dir = std::env::temp_dir().join(format!("hayate-spec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("x.pcap");
+        let pool = Pool::with_frames(64);
+        {
+            let out = open(&format!("pcap:out={}", file.display()), &pool).unwrap();
+            let mut tx = out.open_tx(0).unwrap();
+            let mut cache = pool.cache();
+            let mut batch = Batch::new();
+            batch.push(cache.alloc_from(&[7; 60]).unwrap()).unwrap();
+            tx.send(&mut batch);
+        }
+        let replay = open(&format!("pcap:in={},loops=3", file.display()), &pool).unwrap();
+        let mut batch = Batch::new();
+        assert_eq!(replay.open_rx(0).unwrap().recv(&mut batch), 3);
+        batch.free_into(&mut pool.cache());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_specs_name_the_problem() {
+        let cases = [
+            ("nothing", "KIND:OPTIONS"),
+            (
+                "bogus:x",
+                "unknown port kind 'bogus'; use one of: ring, null, pcap",
+            ),
+            ("afxdp:eth0", "afxdp ports are not built yet"),
+            (
+                "null:sise=64",
+                "unknown null option 'sise'; valid options: size, flows, limit, random, sink",
+            ),
+            ("null:size=10", "size=10: give 42 to 1920 bytes"),
+            ("null:size=big", "'big' is not a number"),
+            ("null:flows=0", "at least 1 flow"),
+            ("null:sink=1", "takes no value"),
+            ("pcap:in=", "needs a value"),
+            ("pcap:file=x", "valid options: in, out, loops"),
+            ("pcap:", "needs an input or an output"),
+            (
+                "pcap:in=/no/such.pcap",
+                "cannot open /no/such.pcap: No such file or directory",
+            ),
+            ("ring:", "starts with the ring's name"),
+            ("ring:r,capacity=3", "not a power of two"),
+            ("ring:r,size=3", "valid options: capacity"),
+        ];
+        for (spec, want) in cases {
+            let got = error(spec);
+            assert!(got.contains(want), "{spec}: {got}");
+        }
+    }
+}
