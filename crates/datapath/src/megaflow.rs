@@ -249,6 +249,12 @@ impl Megaflow {
         (self.packets, self.bytes)
     }
 
+    /// Counts packets directly on the megaflow (for one not in an [`Arena`]).
+    pub fn count(&mut self, packets: u64, bytes: u64) {
+        self.packets += packets;
+        self.bytes += bytes;
+    }
+
     /// Adds the unflushed counts to every flow entry's counters and zeroes them.
     pub fn flush(&mut self, now_ms: u64) {
         if self.packets != 0 {

@@ -149,6 +149,40 @@ impl PmdStats {
     }
 }
 
+/// Counts gathered during one batch in plain integers, added to [`PmdStats`] once per batch
+/// with [`PmdStats::absorb`].
+#[derive(Debug, Clone, Default)]
+pub struct LocalStats {
+    c: [u64; COUNTERS],
+}
+
+impl LocalStats {
+    /// Adds `n` to a counter.
+    #[inline(always)]
+    pub fn add(&mut self, c: Counter, n: u64) {
+        self.c[c as usize] += n;
+    }
+
+    /// Reads a counter.
+    #[inline(always)]
+    pub fn get(&self, c: Counter) -> u64 {
+        self.c[c as usize]
+    }
+}
+
+impl PmdStats {
+    /// Adds every non-zero local count and zeroes them (owning thread only).
+    #[inline]
+    pub fn absorb(&self, local: &mut LocalStats) {
+        for (a, l) in self.c.iter().zip(local.c.iter_mut()) {
+            if *l != 0 {
+                a.store(a.load(Ordering::Relaxed).wrapping_add(*l), Ordering::Relaxed);
+                *l = 0;
+            }
+        }
+    }
+}
+
 /// A copy of [`PmdStats`]; index it with a [`Counter`]. Snapshots add up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Snapshot {

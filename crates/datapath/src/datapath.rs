@@ -1,0 +1,331 @@
+//! Assembling a datapath: ports, threads, queue assignment, starting and stopping.
+//!
+//! Rx queues of all ports are dealt round-robin to the threads. Every thread has a tx table
+//! with one entry per port; thread `t` sends on tx queue `t % tx_queues` of each port. When a
+//! port has fewer tx queues than there are threads, the threads that land on the same queue
+//! share it behind a mutex taken once per tx batch; otherwise each thread owns its queue.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use packet::{Pool, PoolCache};
+use port::Port;
+
+use crate::config::DpConfig;
+use crate::execute::{PacketIn, TxPort, TxSlot};
+use crate::pmd::{Pmd, PmdParts};
+use crate::stats::{PmdStats, Snapshot};
+use crate::upcall::{Upcall, UpcallFactory};
+
+/// Errors building or starting a datapath; the message names the thing and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpError(pub String);
+
+impl std::fmt::Display for DpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "datapath: {}", self.0)
+    }
+}
+
+impl std::error::Error for DpError {}
+
+/// Builds a [`Datapath`]; start with [`Datapath::builder`].
+#[derive(Default)]
+pub struct DatapathBuilder {
+    pool: Option<Pool>,
+    ports: Vec<(u32, Arc<dyn Port>)>,
+    upcall: Option<UpcallFactory>,
+    threads: Vec<Option<usize>>,
+    config: DpConfig,
+}
+
+impl DatapathBuilder {
+    /// The buffer pool packets are copied into (multi-output, packet-in).
+    pub fn pool(mut self, pool: Pool) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Adds a port under OpenFlow port number `ofport`.
+    pub fn port(mut self, ofport: u32, port: Arc<dyn Port>) -> Self {
+        self.ports.push((ofport, port));
+        self
+    }
+
+    /// How each thread gets its translator of cache misses (called with the thread index).
+    pub fn upcall_factory(
+        mut self,
+        f: impl Fn(usize) -> Box<dyn Upcall> + Send + Sync + 'static,
+    ) -> Self {
+        self.upcall = Some(Box::new(f));
+        self
+    }
+
+    /// One poll-mode thread per element, pinned to that core (`None`: not pinned). Default:
+    /// one unpinned thread.
+    pub fn threads(mut self, cores: Vec<Option<usize>>) -> Self {
+        self.threads = cores;
+        self
+    }
+
+    /// Tunables.
+    pub fn config(mut self, config: DpConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Checks the pieces and makes the datapath (no queue is opened yet).
+    pub fn build(self) -> Result<Datapath, DpError> {
+        let pool = self.pool.ok_or_else(|| {
+            DpError("no buffer pool; call .pool(pool) on the builder".into())
+        })?;
+        let upcall = self.upcall.ok_or_else(|| {
+            DpError(
+                "no translator for cache misses; call .upcall_factory(..) or .pipeline(..)".into(),
+            )
+        })?;
+        self.config.validate().map_err(DpError)?;
+        let mut seen = BTreeMap::new();
+        for (ofport, p) in &self.ports {
+            if let Some(other) = seen.insert(*ofport, p.name().to_string()) {
+                return Err(DpError(format!(
+                    "OpenFlow port {ofport} is given to both {other} and {}; number them apart",
+                    p.name()
+                )));
+            }
+        }
+        let threads = if self.threads.is_empty() {
+            vec![None]
+        } else {
+            self.threads
+        };
+        let (pi_tx, pi_rx) = sync_channel(self.config.packet_in_queue);
+        let pi_cache = pool.cache();
+        Ok(Datapath {
+            pool,
+            ports: self.ports,
+            upcall,
+            threads,
+            config: self.config,
+            pi_tx,
+            pi_rx: Mutex::new(pi_rx),
+            pi_cache: Mutex::new(pi_cache),
+        })
+    }
+}
+
+/// A configured datapath: its ports, threads and translator. Make its threads' state with
+/// [`Datapath::build_pmds`] (to drive them yourself) or run them with [`Datapath::start`].
+pub struct Datapath {
+    pool: Pool,
+    ports: Vec<(u32, Arc<dyn Port>)>,
+    upcall: UpcallFactory,
+    threads: Vec<Option<usize>>,
+    config: DpConfig,
+    pi_tx: SyncSender<PacketIn>,
+    pi_rx: Mutex<Receiver<PacketIn>>,
+    pi_cache: Mutex<PoolCache>,
+}
+
+impl std::fmt::Debug for Datapath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Datapath")
+            .field("ports", &self.ports.iter().map(|p| p.0).collect::<Vec<_>>())
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+impl Datapath {
+    /// A new builder.
+    pub fn builder() -> DatapathBuilder {
+        DatapathBuilder::default()
+    }
+
+    /// The tunables.
+    pub fn config(&self) -> &DpConfig {
+        &self.config
+    }
+
+    /// Opens every queue and makes one [`Pmd`] per thread, without starting threads (for
+    /// `hayate bench` and tests). Queues open once: call this or [`Datapath::start`], once.
+    pub fn build_pmds(&self) -> Result<Vec<Pmd>, DpError> {
+        let nthreads = self.threads.len();
+        let open_err = |e: port::PortError| DpError(e.to_string());
+        // Rx queues, dealt round-robin.
+        let mut rx: Vec<Vec<(u32, Box<dyn port::RxQueue>)>> =
+            (0..nthreads).map(|_| Vec::new()).collect();
+        let mut k = 0;
+        for (ofport, p) in &self.ports {
+            for q in 0..p.capabilities().rx_queues {
+                rx[k % nthreads].push((*ofport, p.open_rx(q).map_err(open_err)?));
+                k += 1;
+            }
+        }
+        // Tx tables: one entry per port per thread.
+        let mut tx: Vec<Vec<TxPort>> = (0..nthreads).map(|_| Vec::new()).collect();
+        for (ofport, p) in &self.ports {
+            let nq = p.capabilities().tx_queues as usize;
+            if nq == 0 {
+                for t in tx.iter_mut() {
+                    t.push(TxPort::new(*ofport, TxSlot::Closed));
+                }
+                continue;
+            }
+            let mut shared: BTreeMap<usize, Arc<Mutex<Box<dyn port::TxQueue>>>> = BTreeMap::new();
+            for (t, table) in tx.iter_mut().enumerate() {
+                let q = t % nq;
+                let users = (0..nthreads).filter(|u| u % nq == q).count();
+                let slot = if users == 1 {
+                    TxSlot::Own(p.open_tx(q as u16).map_err(open_err)?)
+                } else {
+                    let s = match shared.get(&q) {
+                        Some(s) => s.clone(),
+                        None => {
+                            let s = Arc::new(Mutex::new(p.open_tx(q as u16).map_err(open_err)?));
+                            shared.insert(q, s.clone());
+                            s
+                        }
+                    };
+                    TxSlot::Shared(s)
+                };
+                table.push(TxPort::new(*ofport, slot));
+            }
+        }
+        let mut pmds = Vec::with_capacity(nthreads);
+        for (i, (rx, tx)) in rx.into_iter().zip(tx).enumerate() {
+            pmds.push(Pmd::new(PmdParts {
+                index: i,
+                core: self.threads[i],
+                rx,
+                tx,
+                cache: self.pool.cache(),
+                upcall: (self.upcall)(i),
+                packet_ins: self.pi_tx.clone(),
+                config: self.config.clone(),
+            }));
+        }
+        Ok(pmds)
+    }
+
+    /// Opens every queue and starts the poll-mode threads, pinned to their cores when asked
+    /// (when pinning fails the thread warns on stderr and runs unpinned).
+    pub fn start(&self) -> Result<Running, DpError> {
+        let pmds = self.build_pmds()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut stats = Vec::with_capacity(pmds.len());
+        let mut handles = Vec::with_capacity(pmds.len());
+        for mut pmd in pmds {
+            stats.push(pmd.stats().clone());
+            let stop = stop.clone();
+            let name = format!("hayate-pmd{}", pmd.index());
+            let h = std::thread::Builder::new()
+                .name(name.clone())
+                .spawn(move || {
+                    if let Some(core) = pmd.core() {
+                        if let Err(e) = pin_to_core(core) {
+                            eprintln!("{name}: cannot pin to core {core} ({e}); running unpinned");
+                        }
+                    }
+                    pmd.run(&stop);
+                })
+                .map_err(|e| DpError(format!("cannot start a poll-mode thread: {e}")))?;
+            handles.push(h);
+        }
+        Ok(Running {
+            handles,
+            stop,
+            stats,
+        })
+    }
+
+    /// Takes up to `max` packet-ins from the queue, calling `f` on each (the packet's frame
+    /// goes back to the pool afterwards). Returns how many were taken. Never blocks.
+    pub fn packet_ins(&self, max: usize, mut f: impl FnMut(&PacketIn)) -> usize {
+        let rx = self.pi_rx.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.pi_cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = 0;
+        while n < max {
+            let Ok(pi) = rx.try_recv() else { break };
+            f(&pi);
+            cache.free(pi.packet);
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Drop for Datapath {
+    fn drop(&mut self) {
+        // Give back the frames of packet-ins nobody took.
+        self.packet_ins(usize::MAX, |_| {});
+    }
+}
+
+/// Running poll-mode threads. Dropping it stops them.
+pub struct Running {
+    handles: Vec<JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+    stats: Vec<Arc<PmdStats>>,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("threads", &self.handles.len())
+            .finish()
+    }
+}
+
+impl Running {
+    /// Counters summed over the threads.
+    pub fn stats(&self) -> Snapshot {
+        self.stats.iter().map(|s| s.snapshot()).sum()
+    }
+
+    /// Counters of each thread.
+    pub fn thread_stats(&self) -> Vec<Snapshot> {
+        self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// Stops the threads and waits for them; every packet they buffered is freed and every
+    /// megaflow counter flushed.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            if h.join().is_err() {
+                eprintln!("datapath: a poll-mode thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Pins the calling thread to `core`.
+fn pin_to_core(core: usize) -> Result<(), String> {
+    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if core >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+        return Err(format!("core {core} is beyond the CPU set size"));
+    }
+    // SAFETY: `core` is within the set (checked above).
+    unsafe { libc::CPU_SET(core, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    Ok(())
+}

@@ -1,0 +1,300 @@
+//! Action execution: apply a megaflow's compiled actions to packets and batch them per output.
+//!
+//! Size and owner: one [`Executor`] per poll-mode thread, holding one [`Batch`] per port of
+//! the thread's tx table (up to 32 packets each), the thread's pool cache (for copies) and its
+//! sending end of the packet-in queue.
+//!
+//! Outputs are buffered: a packet goes into its port's batch, which is sent when full and at
+//! the end of every rx batch ([`Executor::flush`]). What a tx queue does not take is freed and
+//! counted as a tx drop. A megaflow whose only action is one output moves the packet (no copy,
+//! no rewrite); with several outputs, every output but the last sends a copy (a new frame from
+//! the pool), so later rewrites do not change what earlier outputs sent.
+//!
+//! Nothing here allocates, locks or makes a system call per packet. The one exception is a
+//! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
+//! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
+
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use packet::{Batch, Packet, PoolCache};
+use pipeline::PacketInReason;
+use port::TxQueue;
+
+use crate::megaflow::{Actions, Op, Plan};
+use packet::rewrite;
+use crate::stats::{Counter, LocalStats};
+use crate::upcall::Police;
+
+/// A packet copied to the controller, waiting in the packet-in queue for the agent.
+#[derive(Debug)]
+pub struct PacketIn {
+    /// The first `max_len` bytes of the packet (a frame of the datapath's pool).
+    pub packet: Packet,
+    /// Length of the whole packet.
+    pub total_len: u16,
+    /// OpenFlow port it came in on.
+    pub in_port: u32,
+    /// Why it is sent up.
+    pub reason: PacketInReason,
+    /// Table that decided.
+    pub table_id: u8,
+    /// Cookie of the deciding flow entry.
+    pub cookie: u64,
+}
+
+/// How a thread reaches one tx queue of a port.
+pub enum TxSlot {
+    /// The thread owns the queue.
+    Own(Box<dyn TxQueue>),
+    /// The queue is shared with other threads (the port has fewer tx queues than threads).
+    Shared(Arc<Mutex<Box<dyn TxQueue>>>),
+    /// The port has no tx queue: everything sent to it is dropped.
+    Closed,
+}
+
+impl TxSlot {
+    fn send(&mut self, b: &mut Batch) -> usize {
+        match self {
+            TxSlot::Own(q) => {
+                let n = q.send(b);
+                q.flush();
+                n
+            }
+            TxSlot::Shared(q) => {
+                let mut q = q.lock().unwrap_or_else(|e| e.into_inner());
+                let n = q.send(b);
+                q.flush();
+                n
+            }
+            TxSlot::Closed => 0,
+        }
+    }
+}
+
+/// One output port of a thread's tx table.
+pub struct TxPort {
+    /// OpenFlow port number.
+    pub ofport: u32,
+    slot: TxSlot,
+    buf: Batch,
+}
+
+impl TxPort {
+    /// A tx table entry for `ofport` sending through `slot`.
+    pub fn new(ofport: u32, slot: TxSlot) -> TxPort {
+        TxPort {
+            ofport,
+            slot,
+            buf: Batch::new(),
+        }
+    }
+}
+
+/// Applies actions and buffers outputs for one thread.
+pub struct Executor {
+    tx: Vec<TxPort>,
+    pending: Vec<u16>,
+    cache: PoolCache,
+    packet_ins: SyncSender<PacketIn>,
+    /// Time used for meters, set once per rx batch.
+    pub now_ns: u64,
+}
+
+impl Executor {
+    /// An executor over the tx table `tx`, copying into frames of `cache`.
+    pub fn new(tx: Vec<TxPort>, cache: PoolCache, packet_ins: SyncSender<PacketIn>) -> Executor {
+        let pending = Vec::with_capacity(tx.len());
+        Executor {
+            tx,
+            pending,
+            cache,
+            packet_ins,
+            now_ns: 0,
+        }
+    }
+
+    /// The thread's pool cache (to free packets into).
+    #[inline(always)]
+    pub fn cache(&mut self) -> &mut PoolCache {
+        &mut self.cache
+    }
+
+    /// The tx table's OpenFlow port numbers, by index.
+    pub fn ports(&self) -> impl Iterator<Item = u32> + '_ {
+        self.tx.iter().map(|t| t.ofport)
+    }
+
+    /// Runs `actions` on `pkt`, which ends up buffered for output, queued for the controller,
+    /// or freed (and counted).
+    #[inline]
+    pub fn run(&mut self, pkt: Packet, actions: &Actions, st: &mut LocalStats) {
+        match actions.plan {
+            Plan::Forward(i) => self.enqueue(i, pkt, st),
+            Plan::Drop => {
+                st.add(Counter::DropNoAction, 1);
+                self.cache.free(pkt);
+            }
+            Plan::General { move_at } => self.run_general(pkt, &actions.ops, move_at, st),
+        }
+    }
+
+    fn run_general(
+        &mut self,
+        mut pkt: Packet,
+        ops: &[Op],
+        move_at: Option<usize>,
+        st: &mut LocalStats,
+    ) {
+        for (i, op) in ops.iter().enumerate() {
+            let ok = match op {
+                Op::Output(port) => {
+                    if move_at == Some(i) {
+                        self.enqueue(*port, pkt, st);
+                        return;
+                    }
+                    match self.copy(&pkt, usize::MAX) {
+                        Some(c) => self.enqueue(*port, c, st),
+                        None => st.add(Counter::DropPoolEmpty, 1),
+                    }
+                    true
+                }
+                Op::SetField { field, value } => rewrite::set_field(&mut pkt, *field, *value).is_ok(),
+                Op::PushVlan { tpid, tci } => rewrite::push_vlan(&mut pkt, *tpid, *tci).is_ok(),
+                Op::PopVlan => rewrite::pop_vlan(&mut pkt).is_ok(),
+                Op::DecTtl => rewrite::dec_ttl(&mut pkt).is_ok(),
+                Op::SetQueue(q) => {
+                    pkt.meta.user = *q;
+                    true
+                }
+                Op::Meter(m) => {
+                    if m.police(self.now_ns, pkt.len() as u32) == Police::Drop {
+                        st.add(Counter::DropMeter, 1);
+                        self.cache.free(pkt);
+                        return;
+                    }
+                    true
+                }
+                Op::Controller {
+                    reason,
+                    max_len,
+                    table_id,
+                    cookie,
+                } => {
+                    self.packet_in(&pkt, *reason, *max_len, *table_id, *cookie, st);
+                    true
+                }
+            };
+            if !ok {
+                st.add(Counter::DropRewrite, 1);
+                self.cache.free(pkt);
+                return;
+            }
+        }
+        // Every output was a copy (or there was only a packet-in): the original is done.
+        self.cache.free(pkt);
+    }
+
+    /// A copy of the first `max` bytes of `pkt` with its metadata, in a new frame.
+    fn copy(&mut self, pkt: &Packet, max: usize) -> Option<Packet> {
+        let d = pkt.data();
+        let mut c = self.cache.alloc_from(&d[..d.len().min(max)])?;
+        c.meta = pkt.meta;
+        Some(c)
+    }
+
+    fn packet_in(
+        &mut self,
+        pkt: &Packet,
+        reason: PacketInReason,
+        max_len: u16,
+        table_id: u8,
+        cookie: u64,
+        st: &mut LocalStats,
+    ) {
+        let max = if max_len == u16::MAX {
+            usize::MAX
+        } else {
+            max_len as usize
+        };
+        let Some(copy) = self.copy(pkt, max) else {
+            st.add(Counter::DropPoolEmpty, 1);
+            return;
+        };
+        let pi = PacketIn {
+            packet: copy,
+            total_len: pkt.len() as u16,
+            in_port: pkt.meta.in_port,
+            reason,
+            table_id,
+            cookie,
+        };
+        match self.packet_ins.try_send(pi) {
+            Ok(()) => st.add(Counter::PacketIns, 1),
+            Err(TrySendError::Full(pi)) | Err(TrySendError::Disconnected(pi)) => {
+                st.add(Counter::DropPacketInFull, 1);
+                self.cache.free(pi.packet);
+            }
+        }
+    }
+
+    /// Buffers `pkt` for tx table entry `port`, sending the buffer first when it is full.
+    #[inline(always)]
+    pub fn enqueue(&mut self, port: u16, pkt: Packet, st: &mut LocalStats) {
+        let i = port as usize;
+        let Some(t) = self.tx.get_mut(i) else {
+            st.add(Counter::DropTxFull, 1);
+            self.cache.free(pkt);
+            return;
+        };
+        if t.buf.is_empty() {
+            self.pending.push(port);
+        }
+        if let Err(pkt) = t.buf.push(pkt) {
+            self.send(i, st);
+            let t = &mut self.tx[i];
+            if let Err(pkt) = t.buf.push(pkt) {
+                st.add(Counter::DropTxFull, 1);
+                self.cache.free(pkt);
+            }
+        }
+    }
+
+    fn send(&mut self, i: usize, st: &mut LocalStats) {
+        let t = &mut self.tx[i];
+        let before: u64 = t.buf.as_slice().iter().map(|p| p.len() as u64).sum();
+        let offered = t.buf.len();
+        let sent = t.slot.send(&mut t.buf);
+        let left: u64 = t.buf.as_slice().iter().map(|p| p.len() as u64).sum();
+        st.add(Counter::TxPackets, sent as u64);
+        st.add(Counter::TxBytes, before - left);
+        if sent < offered {
+            st.add(Counter::DropTxFull, t.buf.len() as u64);
+            t.buf.free_into(&mut self.cache);
+        }
+    }
+
+    /// Sends every buffered packet (end of an rx batch).
+    #[inline]
+    pub fn flush(&mut self, st: &mut LocalStats) {
+        while let Some(p) = self.pending.pop() {
+            if !self.tx[p as usize].buf.is_empty() {
+                self.send(p as usize, st);
+            }
+        }
+    }
+
+    /// Frees every buffered packet without sending it (shutdown).
+    pub fn discard(&mut self) {
+        self.pending.clear();
+        for t in &mut self.tx {
+            t.buf.free_into(&mut self.cache);
+        }
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.discard();
+    }
+}

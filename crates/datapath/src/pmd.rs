@@ -1,0 +1,586 @@
+//! The poll-mode thread state ([`Pmd`]) and the per-batch packet path.
+//!
+//! Size and owner: one `Pmd` per poll-mode thread, owning everything it touches per packet:
+//! its rx queues, one tx queue per port, the exact-match cache, the megaflow classifier, the
+//! megaflow arena, its [`PmdStats`] and scratch arrays for one batch (32 keys, hashes, ids),
+//! all allocated once. Nothing else reads or writes them, so the path needs no lock.
+//!
+//! One rx batch goes: recv → extract keys and hashes (prefetching the next packet) → EMC batch
+//! lookup → classifier batch lookup for the EMC misses (hits are offered to the EMC) →
+//! upcalls for the classifier misses, within the upcall budget → execute, grouped by megaflow
+//! → flush outputs.
+//!
+//! Cache validity: at the start of each batch the thread compares [`Upcall::generation`] with
+//! the generation its caches were built at. On a change it flushes every megaflow's counters
+//! and empties the EMC, the classifier and the arena, so the very next packets are translated
+//! against the new tables. This is the simple correct policy. Revalidation would do better
+//! under frequent flow changes: re-translate each megaflow's key in the background, keep the
+//! ones whose actions and mask did not change and fix or remove the others, so established
+//! flows do not all pay an upcall after every flow-mod.
+//!
+//! Upcall budget ("a flood of new flows slows only new flows"): at most
+//! `max_upcalls_per_batch` translations per batch; and while, over a decaying window of about
+//! 1 ms, upcalls took more than `upcall_share` of this thread's busy cycles and the window also
+//! saw cache hits, further misses are shed (dropped, counted as `upcall_shed`) beyond
+//! `min_upcalls_per_batch`. Misses with the same key in one batch share one translation.
+
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+
+use packet::{extract_packet, Batch, FlowKey, Packet, PoolCache, BATCH_SIZE};
+use pipeline::Translation;
+use port::RxQueue;
+
+use crate::config::DpConfig;
+use crate::dpcls::{Dpcls, Insert};
+use crate::emc::Emc;
+use crate::execute::{Executor, PacketIn, TxPort};
+use crate::megaflow::{Actions, Arena, Megaflow, MegaflowId, PortMap};
+use crate::stats::{cycles, Counter, LocalStats, PmdStats};
+use crate::upcall::Upcall;
+
+/// Nanoseconds on the monotonic clock every thread uses for meters and budgets.
+pub fn now_ns() -> u64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Length of the upcall-budget window.
+const WINDOW_NS: u64 = 1_000_000;
+/// Megaflow slots examined per maintenance pass for idleness.
+const SWEEP_SLOTS: usize = 4096;
+/// Empty polls between clock reads when idle (for maintenance).
+const IDLE_POLLS_PER_CHECK: u32 = 1024;
+
+/// What happens to one packet of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Not decided yet.
+    None,
+    /// Run the actions of this megaflow.
+    Flow(MegaflowId),
+    /// Run the actions of uncached translation number `n` of this batch.
+    Uncached(u8),
+    /// Dropped by the upcall budget.
+    Shed,
+}
+
+/// The upcall budget's decaying window.
+#[derive(Debug, Default)]
+struct Budget {
+    window_start_ns: u64,
+    busy: u64,
+    upcall: u64,
+    hits: u64,
+}
+
+/// One batch's worth of working memory, allocated once.
+struct Scratch {
+    keys: [FlowKey; BATCH_SIZE],
+    hashes: [u32; BATCH_SIZE],
+    ids: [Option<MegaflowId>; BATCH_SIZE],
+    targets: [Target; BATCH_SIZE],
+    pkts: [Option<Packet>; BATCH_SIZE],
+    batch: Batch,
+    tr: Translation,
+    actions: Actions,
+    /// Translations of this batch that were not installed, compiled.
+    uncached: Vec<Megaflow>,
+    /// Idle megaflows found by a sweep.
+    idle: Vec<MegaflowId>,
+}
+
+/// One poll-mode thread's state. Drive it with [`Pmd::poll_once`] (or [`Pmd::run`]).
+pub struct Pmd {
+    index: usize,
+    core: Option<usize>,
+    rx: Vec<(u32, Box<dyn RxQueue>)>,
+    exec: Executor,
+    emc: Emc,
+    cls: Dpcls,
+    arena: Arena,
+    ports: PortMap,
+    upcall: Box<dyn Upcall>,
+    cfg: DpConfig,
+    stats: Arc<PmdStats>,
+    local: LocalStats,
+    cache_gen: u64,
+    budget: Budget,
+    next_maintenance_ns: u64,
+    sweep_at: usize,
+    idle_polls: u32,
+    s: Box<Scratch>,
+}
+
+impl std::fmt::Debug for Pmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pmd")
+            .field("index", &self.index)
+            .field("core", &self.core)
+            .field("rx_queues", &self.rx.len())
+            .field("megaflows", &self.arena.len())
+            .finish()
+    }
+}
+
+/// Everything a [`Pmd`] is made of (see [`crate::Datapath::build_pmds`] for the usual way).
+pub struct PmdParts {
+    /// Thread index.
+    pub index: usize,
+    /// Core to pin to, if any.
+    pub core: Option<usize>,
+    /// Receive queues with the OpenFlow port they belong to.
+    pub rx: Vec<(u32, Box<dyn RxQueue>)>,
+    /// The tx table: one entry per port, in port order.
+    pub tx: Vec<TxPort>,
+    /// The thread's pool cache.
+    pub cache: PoolCache,
+    /// Translation of misses.
+    pub upcall: Box<dyn Upcall>,
+    /// Where packet-ins go.
+    pub packet_ins: SyncSender<PacketIn>,
+    /// Tunables.
+    pub config: DpConfig,
+}
+
+impl Pmd {
+    /// Assembles a thread's state. Allocates every table up front.
+    pub fn new(p: PmdParts) -> Pmd {
+        let ports = PortMap::new(
+            p.tx
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.ofport, i as u16))
+                .collect(),
+        );
+        let cfg = p.config;
+        let uncached_cap = cfg.max_upcalls_per_batch as usize;
+        let s = Box::new(Scratch {
+            keys: [FlowKey::ZERO; BATCH_SIZE],
+            hashes: [0; BATCH_SIZE],
+            ids: [None; BATCH_SIZE],
+            targets: [Target::None; BATCH_SIZE],
+            pkts: Default::default(),
+            batch: Batch::new(),
+            tr: Translation::default(),
+            actions: Actions::default(),
+            uncached: Vec::with_capacity(uncached_cap.min(BATCH_SIZE)),
+            idle: Vec::with_capacity(SWEEP_SLOTS),
+        });
+        let cache_gen = p.upcall.generation();
+        Pmd {
+            index: p.index,
+            core: p.core,
+            rx: p.rx,
+            exec: Executor::new(p.tx, p.cache, p.packet_ins),
+            emc: Emc::new(cfg.emc_entries, cfg.emc_insert_inv_prob),
+            cls: Dpcls::new(cfg.max_megaflows),
+            arena: Arena::new(cfg.max_megaflows),
+            ports,
+            upcall: p.upcall,
+            stats: Arc::new(PmdStats::new()),
+            local: LocalStats::default(),
+            cache_gen,
+            budget: Budget::default(),
+            next_maintenance_ns: 0,
+            sweep_at: 0,
+            idle_polls: 0,
+            s,
+            cfg,
+        }
+    }
+
+    /// Thread index.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Core this thread should be pinned to.
+    pub fn core(&self) -> Option<usize> {
+        self.core
+    }
+
+    /// The thread's counters (shared, readable from any thread).
+    pub fn stats(&self) -> &Arc<PmdStats> {
+        &self.stats
+    }
+
+    /// Megaflows installed in this thread.
+    pub fn megaflows(&self) -> usize {
+        self.arena.len()
+    }
+
+    /// Distinct megaflow masks (classifier subtables) in this thread.
+    pub fn subtables(&self) -> usize {
+        self.cls.subtables()
+    }
+
+    /// OpenFlow ports of the rx queues this thread polls.
+    pub fn rx_ports(&self) -> impl Iterator<Item = u32> + '_ {
+        self.rx.iter().map(|r| r.0)
+    }
+
+    /// Polls every rx queue once and processes what arrived. Returns packets processed.
+    pub fn poll_once(&mut self) -> usize {
+        let mut total = 0;
+        for q in 0..self.rx.len() {
+            let t0 = cycles();
+            let (ofport, rxq) = &mut self.rx[q];
+            let ofport = *ofport;
+            let n = rxq.recv(&mut self.s.batch);
+            if n == 0 {
+                self.local.add(Counter::IdleCycles, cycles().wrapping_sub(t0));
+                continue;
+            }
+            self.process(ofport, t0);
+            total += n;
+        }
+        if total == 0 {
+            self.idle_polls += 1;
+            if self.idle_polls >= IDLE_POLLS_PER_CHECK {
+                self.idle_polls = 0;
+                self.maybe_maintain(now_ns());
+            }
+        }
+        self.stats.absorb(&mut self.local);
+        total
+    }
+
+    /// Polls until `stop` turns true, then flushes counters and frees buffered packets.
+    pub fn run(&mut self, stop: &std::sync::atomic::AtomicBool) {
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if self.poll_once() == 0 {
+                std::hint::spin_loop();
+            }
+        }
+        self.shutdown();
+    }
+
+    /// Flushes megaflow counters and frees every packet this thread still buffers.
+    pub fn shutdown(&mut self) {
+        self.arena.flush_dirty(pipeline::dpaction::now_ms());
+        self.exec.discard();
+        self.s.batch.free_into(self.exec.cache());
+        self.stats.absorb(&mut self.local);
+    }
+
+    /// Processes the packets in the scratch batch, received on `in_port`.
+    fn process(&mut self, in_port: u32, t0: u64) {
+        let now = now_ns();
+        self.exec.now_ns = now;
+        self.check_generation();
+        let n = self.extract(in_port);
+        let (hits, miss) = self.lookup(n);
+        self.roll_budget(now, hits);
+        if miss != 0 {
+            self.handle_misses(miss, t0);
+        }
+        self.execute(n);
+        self.exec.flush(&mut self.local);
+        self.s.uncached.clear();
+        let busy = cycles().wrapping_sub(t0);
+        self.local.add(Counter::BusyCycles, busy);
+        self.budget.busy += busy;
+        self.maybe_maintain(now);
+    }
+
+    fn check_generation(&mut self) {
+        let g = self.upcall.generation();
+        if g != self.cache_gen {
+            self.arena.clear(pipeline::dpaction::now_ms());
+            self.cls.clear();
+            self.emc.clear();
+            self.cache_gen = g;
+            self.local.add(Counter::CacheFlushes, 1);
+        }
+    }
+
+    /// Moves the batch's packets into the scratch array and extracts keys and hashes.
+    fn extract(&mut self, in_port: u32) -> usize {
+        let s = &mut *self.s;
+        let mut n = 0;
+        for p in s.batch.drain() {
+            s.pkts[n] = Some(p);
+            n += 1;
+        }
+        let mut bytes = 0u64;
+        for i in 0..n {
+            if let Some(Some(next)) = s.pkts.get(i + 1) {
+                prefetch(next.data().as_ptr());
+            }
+            let Some(p) = s.pkts[i].as_mut() else { continue };
+            p.meta.in_port = in_port;
+            extract_packet(p, &mut s.keys[i]);
+            let h = s.keys[i].hash();
+            p.meta.hash = h;
+            s.hashes[i] = h;
+            s.targets[i] = Target::None;
+            bytes += p.len() as u64;
+        }
+        self.local.add(Counter::RxPackets, n as u64);
+        self.local.add(Counter::RxBytes, bytes);
+        n
+    }
+
+    /// EMC then classifier. Returns (cache hits, mask of packets that missed both).
+    fn lookup(&mut self, n: usize) -> (u64, u32) {
+        let s = &mut *self.s;
+        let mut miss = self
+            .emc
+            .lookup_batch(&s.keys[..n], &s.hashes[..n], &mut s.ids);
+        // An EMC entry whose megaflow died is a miss.
+        let mut hit = !miss & low_bits(n);
+        let mut bits = hit;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            match s.ids[i] {
+                Some(id) if self.arena.get(id).is_some() => s.targets[i] = Target::Flow(id),
+                _ => {
+                    miss |= 1 << i;
+                    hit &= !(1 << i);
+                }
+            }
+        }
+        let emc_hits = hit.count_ones() as u64;
+        self.local.add(Counter::EmcHits, emc_hits);
+        if miss == 0 || self.cls.is_empty() {
+            return (emc_hits, miss);
+        }
+        let left = self.cls.lookup_batch(&s.keys[..n], miss, &mut s.ids);
+        let mut found = miss & !left;
+        let cls_hits = found.count_ones() as u64;
+        while found != 0 {
+            let i = found.trailing_zeros() as usize;
+            found &= found - 1;
+            if let Some(id) = s.ids[i] {
+                s.targets[i] = Target::Flow(id);
+                self.emc.insert(&s.keys[i], s.hashes[i], id);
+            }
+        }
+        self.local.add(Counter::MegaflowHits, cls_hits);
+        (emc_hits + cls_hits, left)
+    }
+
+    fn roll_budget(&mut self, now: u64, hits: u64) {
+        let b = &mut self.budget;
+        if now.wrapping_sub(b.window_start_ns) >= WINDOW_NS {
+            // Decay instead of reset, so the decision never starts from nothing.
+            b.busy /= 2;
+            b.upcall /= 2;
+            b.hits /= 2;
+            b.window_start_ns = now;
+        }
+        b.hits += hits;
+    }
+
+    /// Whether one more upcall is allowed in this batch.
+    fn upcall_allowed(&self, done: u32, batch_t0: u64) -> bool {
+        if done >= self.cfg.max_upcalls_per_batch {
+            return false;
+        }
+        if done < self.cfg.min_upcalls_per_batch {
+            return true;
+        }
+        let b = &self.budget;
+        let busy = b.busy + cycles().wrapping_sub(batch_t0);
+        !(b.hits > 0 && b.upcall as f64 > self.cfg.upcall_share * busy as f64)
+    }
+
+    fn handle_misses(&mut self, miss: u32, batch_t0: u64) {
+        let mut done = 0u32;
+        let mut installed = false;
+        let mut bits = miss;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            // One translation per new flow: reuse an earlier miss's result for the same key.
+            let earlier = miss & low_bits(i);
+            if let Some(j) = bit_iter(earlier).find(|&j| self.s.keys[j] == self.s.keys[i]) {
+                self.s.targets[i] = self.s.targets[j];
+                continue;
+            }
+            // A megaflow installed for an earlier miss of this batch may cover this key.
+            if installed {
+                if let Some(id) = self.cls.lookup(&self.s.keys[i]) {
+                    self.s.targets[i] = Target::Flow(id);
+                    continue;
+                }
+            }
+            if !self.upcall_allowed(done, batch_t0) {
+                self.s.targets[i] = Target::Shed;
+                continue;
+            }
+            done += 1;
+            let t = cycles();
+            let target = self.upcall_one(i);
+            if matches!(target, Target::Flow(_)) {
+                installed = true;
+            }
+            self.s.targets[i] = target;
+            let spent = cycles().wrapping_sub(t);
+            self.budget.upcall += spent;
+            self.local.add(Counter::UpcallCycles, spent);
+        }
+        self.local.add(Counter::Upcalls, done as u64);
+    }
+
+    /// Translates the key of packet `i`, installs the megaflow when allowed.
+    fn upcall_one(&mut self, i: usize) -> Target {
+        let s = &mut *self.s;
+        s.tr.clear();
+        self.upcall.translate(&s.keys[i], &mut s.tr);
+        let upcall = &self.upcall;
+        s.actions
+            .compile(&s.tr.actions, &self.ports, &|id| upcall.meter(id));
+        let now_ms = pipeline::dpaction::now_ms();
+        let actions = std::mem::take(&mut s.actions);
+        let mf = Megaflow::new(&s.keys[i], &s.tr, actions, now_ms);
+        if s.tr.cacheable {
+            if self.cls.len() < self.cfg.max_megaflows {
+                let (key, mask) = (mf.key, mf.mask);
+                let id = self.arena.insert(mf);
+                match self.cls.insert(&key, &mask, id) {
+                    Insert::Installed => {
+                        self.local.add(Counter::MegaflowInstalls, 1);
+                        self.emc.insert(&s.keys[i], s.hashes[i], id);
+                        return Target::Flow(id);
+                    }
+                    Insert::Duplicate(existing) => {
+                        self.arena.remove(id, now_ms);
+                        return Target::Flow(existing);
+                    }
+                    Insert::Full => {
+                        let mf = self.arena.remove(id, now_ms).expect("just inserted");
+                        self.local.add(Counter::MegaflowFull, 1);
+                        return push_uncached(&mut s.uncached, mf);
+                    }
+                }
+            }
+            self.local.add(Counter::MegaflowFull, 1);
+        }
+        push_uncached(&mut s.uncached, mf)
+    }
+
+    /// Runs every packet's actions, grouped by megaflow (first-seen order, and packet order
+    /// within a group), so each megaflow is looked at once per batch.
+    fn execute(&mut self, n: usize) {
+        let mut left = low_bits(n);
+        while left != 0 {
+            let first = left.trailing_zeros() as usize;
+            let target = self.s.targets[first];
+            let mut group = 0u32;
+            for j in bit_iter(left) {
+                if self.s.targets[j] == target {
+                    group |= 1 << j;
+                }
+            }
+            left &= !group;
+            let (mut packets, mut bytes) = (0u64, 0u64);
+            let actions = match target {
+                Target::Flow(id) => self.arena.get(id).map(|m| &m.actions),
+                Target::Uncached(u) => self.s.uncached.get(u as usize).map(|m| &m.actions),
+                Target::None | Target::Shed => None,
+            };
+            for j in bit_iter(group) {
+                let Some(pkt) = self.s.pkts[j].take() else { continue };
+                match actions {
+                    Some(a) => {
+                        packets += 1;
+                        bytes += pkt.len() as u64;
+                        self.exec.run(pkt, a, &mut self.local);
+                    }
+                    None => {
+                        self.local.add(Counter::UpcallShed, 1);
+                        self.exec.cache().free(pkt);
+                    }
+                }
+            }
+            match target {
+                Target::Flow(id) => self.arena.count(id, packets, bytes),
+                Target::Uncached(u) => {
+                    if let Some(m) = self.s.uncached.get_mut(u as usize) {
+                        m.count(packets, bytes);
+                        m.flush(pipeline::dpaction::now_ms());
+                    }
+                }
+                Target::None | Target::Shed => {}
+            }
+        }
+    }
+
+    fn maybe_maintain(&mut self, now: u64) {
+        if now < self.next_maintenance_ns {
+            return;
+        }
+        self.next_maintenance_ns = now + self.cfg.maintenance_ms * 1_000_000;
+        let now_ms = pipeline::dpaction::now_ms();
+        self.arena.flush_dirty(now_ms);
+        self.cls.rerank();
+        let idle_ms = self.cfg.megaflow_idle_ms;
+        let idle = &mut self.s.idle;
+        idle.clear();
+        self.sweep_at = self.arena.sweep(self.sweep_at, SWEEP_SLOTS, |id, mf| {
+            let (p, _) = mf.unflushed();
+            if p == 0 && now_ms.saturating_sub(mf.last_used_ms) > idle_ms {
+                idle.push(id);
+            }
+        });
+        for &id in idle.iter() {
+            if let Some(mf) = self.arena.remove(id, now_ms) {
+                self.cls.remove(&mf.key, &mf.mask);
+                self.local.add(Counter::MegaflowEvictions, 1);
+            }
+        }
+    }
+}
+
+impl Drop for Pmd {
+    fn drop(&mut self) {
+        self.shutdown();
+        for p in self.s.pkts.iter_mut() {
+            if let Some(p) = p.take() {
+                self.exec.cache().free(p);
+            }
+        }
+    }
+}
+
+fn push_uncached(v: &mut Vec<Megaflow>, mf: Megaflow) -> Target {
+    v.push(mf);
+    Target::Uncached((v.len() - 1) as u8)
+}
+
+#[inline(always)]
+fn low_bits(n: usize) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
+    }
+}
+
+#[inline(always)]
+fn bit_iter(mut bits: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if bits == 0 {
+            return None;
+        }
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        Some(i)
+    })
+}
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
