@@ -97,12 +97,11 @@ impl Drop for Shared {
         while i != tail {
             // SAFETY: slots in head..tail hold packets that were published and never read.
             let pkt = unsafe { (*self.slot(i)).assume_init_read() };
+            // A packet of another pool cannot be freed here; it goes out of scope unfreed,
+            // which leaks its frame safely (`Packet` has no `Drop`, and its pool keeps the
+            // memory mapped while frames are out).
             if cache.owns(&pkt) {
                 cache.free(pkt);
-            } else {
-                // A packet of another pool: we cannot free it here; leaking it is safe (its
-                // pool keeps the memory mapped while frames are out).
-                std::mem::forget(pkt);
             }
             i = i.wrapping_add(1);
         }
