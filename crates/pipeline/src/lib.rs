@@ -1,17 +1,45 @@
 //! Hayate's OpenFlow 1.3 pipeline model: tables, priorities, masked matches, instructions,
 //! actions, groups, meters, timeouts and counters — OpenFlow semantics without the wire format.
 //!
-//! The one job the fast path asks of this crate is [`translate`](dpaction::Translation): run a
-//! flow key through the tables and return the datapath actions plus the mask of every key bit
-//! the lookup consulted (the megaflow mask).
+//! The control side ([`Control`]) applies flow-mods, group-mods and meter-mods and publishes
+//! immutable [`Pipeline`] snapshots through a [`PipelineCell`]. The one job the fast path asks
+//! of this crate is [`Pipeline::translate`]: run a flow key through the tables and return the
+//! datapath actions plus the mask of every key bit the lookup consulted (the megaflow mask).
+//!
+//! | file | job |
+//! |---|---|
+//! | `model.rs` | the OpenFlow vocabulary (matches, actions, instructions, mods) |
+//! | `classifier.rs` | one table's tuple-space-search lookup |
+//! | `flow.rs` | flow entries and flow-mod validation (prerequisites, instructions) |
+//! | `table.rs` | a flow table and flow-mod selection filters |
+//! | `group.rs`, `meter.rs` | group table and meters |
+//! | `normal.rs` | the MAC learning table behind NORMAL |
+//! | `pipeline.rs` | the snapshot and the cell the datapath holds |
+//! | `control.rs` | the control side: mods, publish, timeouts, stats |
+//! | `translate.rs` | a flow key through the tables into datapath actions |
 
 #![deny(missing_docs)]
 
 pub mod classifier;
+pub mod control;
 pub mod dpaction;
 pub mod error;
+pub mod flow;
+pub mod group;
+pub mod meter;
 pub mod model;
+pub mod normal;
+pub mod pipeline;
+pub mod stats;
+pub mod table;
+mod translate;
 
+pub use control::Control;
 pub use dpaction::{DpAction, FlowCounters, PacketInReason, Translation};
 pub use error::{FlowModError, GroupModError, MeterModError};
+pub use flow::{FlowEntry, RemovedReason};
+pub use meter::{MeterState, MeterVerdict};
 pub use model::{Action, FlowMod, FlowModCommand, Instruction, Match};
+pub use pipeline::{Pipeline, PipelineCell, PipelineConfig, PortInfo};
+pub use stats::{FlowView, RemovedFlow, TableStatsView};
+pub use table::FlowFilter;

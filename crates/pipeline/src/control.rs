@@ -1,0 +1,405 @@
+//! The control side of a pipeline: the single owner that applies flow-mods, group-mods and
+//! meter-mods to a working copy and publishes snapshots to the datapath.
+//!
+//! Publishing: `flow_mod`, `apply`, `group_mod`, `meter_mod` and `set_ports` change only the
+//! working copy; call [`Control::publish`] to make changes visible (once per batch).
+//! [`Control::set_port_live`] and [`Control::tick`] (when it removes flows) publish by
+//! themselves, because they report events rather than configuration.
+//!
+//! Cost: the working copy shares structure with the published snapshot (an `Arc` per table,
+//! per subtable and per hash bucket), so the first change to a subtable after a publish
+//! copies that subtable's bucket pointers once and later changes in the same batch are
+//! in place. Publishing copies 255 table pointers. Non-strict modify/delete and
+//! check_overlap scan the table (only subtables whose mask covers the filter's, for the
+//! former).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use crate::dpaction::{now_ms, FlowCounters};
+use crate::error::{FlowModError, GroupModError, MeterModError};
+use crate::flow::{check_instructions, check_match, FlowEntry, RemovedReason};
+use crate::group::GroupTable;
+use crate::meter::{check_meter_mod, MeterState};
+use crate::model::{FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand, ALL_TABLES, MAX_TABLE, METER_ALL};
+use crate::pipeline::{Pipeline, PipelineCell, PipelineConfig, PortInfo, Shared};
+use crate::stats::{FlowView, RemovedFlow, TableStatsView};
+use crate::table::{FlowFilter, FlowTable};
+
+/// The control side of one pipeline (see the module docs).
+#[derive(Debug)]
+pub struct Control {
+    cell: Arc<PipelineCell>,
+    shared: Arc<Shared>,
+    tables: Vec<Arc<FlowTable>>,
+    groups: Arc<GroupTable>,
+    meters: Arc<HashMap<u32, Arc<MeterState>>>,
+    ports: Arc<Vec<PortInfo>>,
+    config: PipelineConfig,
+    seq: u64,
+    /// Flows removed by deletes (with send_flow_rem) not yet taken.
+    removed: Vec<RemovedFlow>,
+}
+
+impl Control {
+    /// A pipeline with empty tables, and the cell datapath threads read it through.
+    pub fn new(config: PipelineConfig) -> (Control, Arc<PipelineCell>) {
+        let shared = Arc::new(Shared::new(&config));
+        let empty = Arc::new(FlowTable::default());
+        let mut c = Control {
+            cell: Arc::new(PipelineCell {
+                current: ArcSwap::from_pointee(Pipeline {
+                    tables: Vec::new(),
+                    groups: Arc::default(),
+                    meters: Arc::default(),
+                    ports: Arc::default(),
+                    config: config.clone(),
+                    shared: shared.clone(),
+                }),
+                shared: shared.clone(),
+            }),
+            shared,
+            tables: (0..=MAX_TABLE).map(|_| empty.clone()).collect(),
+            groups: Arc::default(),
+            meters: Arc::default(),
+            ports: Arc::default(),
+            config,
+            seq: 0,
+            removed: Vec::new(),
+        };
+        c.publish();
+        let cell = c.cell.clone();
+        (c, cell)
+    }
+
+    /// Makes every change so far visible to the datapath and bumps the generation.
+    pub fn publish(&mut self) {
+        let p = Pipeline {
+            tables: self.tables.clone(),
+            groups: self.groups.clone(),
+            meters: self.meters.clone(),
+            ports: self.ports.clone(),
+            config: self.config.clone(),
+            shared: self.shared.clone(),
+        };
+        self.cell.current.store(Arc::new(p));
+        self.shared.bump();
+    }
+
+    /// The snapshot the datapath currently sees.
+    pub fn published(&self) -> Arc<Pipeline> {
+        self.cell.load()
+    }
+
+    /// Applies one flow-mod to the working copy (not published). Either it applies fully or
+    /// nothing changes.
+    pub fn flow_mod(&mut self, m: &FlowMod) -> Result<(), FlowModError> {
+        check_match(&m.matcher)?;
+        match m.command {
+            FlowModCommand::Add => self.add(m),
+            FlowModCommand::Modify | FlowModCommand::ModifyStrict => self.modify(m),
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
+                if m.table_id > MAX_TABLE && m.table_id != ALL_TABLES {
+                    return Err(FlowModError::BadTableId(m.table_id));
+                }
+                self.delete(m.table_id, &FlowFilter::from_flow_mod(m), RemovedReason::Delete);
+                Ok(())
+            }
+        }
+    }
+
+    /// Applies flow-mods in order, all or nothing: on the first error nothing has changed
+    /// and the error comes with the index of the failing flow-mod. Not published.
+    pub fn apply(&mut self, mods: &[FlowMod]) -> Result<(), (usize, FlowModError)> {
+        let saved = (self.tables.clone(), self.removed.len(), self.seq);
+        for (i, m) in mods.iter().enumerate() {
+            if let Err(e) = self.flow_mod(m) {
+                self.tables = saved.0;
+                self.removed.truncate(saved.1);
+                self.seq = saved.2;
+                return Err((i, e));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_table(id: u8) -> Result<usize, FlowModError> {
+        if id > MAX_TABLE {
+            return Err(FlowModError::BadTableId(id));
+        }
+        Ok(id as usize)
+    }
+
+    fn check_instructions(&self, table: u8, m: &crate::model::Match, ins: &[crate::model::Instruction]) -> Result<Vec<crate::model::Instruction>, FlowModError> {
+        let groups = &self.groups;
+        let meters = &self.meters;
+        check_instructions(table, m, ins, &|g| groups.contains(g), &|id| meters.contains_key(&id))
+    }
+
+    fn add(&mut self, m: &FlowMod) -> Result<(), FlowModError> {
+        let t = Self::check_table(m.table_id)?;
+        let instructions = self.check_instructions(m.table_id, &m.matcher, &m.instructions)?;
+        let table = &self.tables[t];
+        let old = table.classifier.find_exact(&m.matcher, m.priority).cloned();
+        if old.is_none() && table.len() >= self.config.table_capacity {
+            return Err(FlowModError::TableFull { table: m.table_id, capacity: self.config.table_capacity });
+        }
+        if m.flags.check_overlap && table.overlaps(&m.matcher, m.priority) {
+            return Err(FlowModError::Overlap { table: m.table_id, priority: m.priority });
+        }
+        let counters = match &old {
+            Some(o) if !m.flags.reset_counts => o.counters.clone(),
+            _ => Arc::new(FlowCounters::default()),
+        };
+        self.seq += 1;
+        let e = FlowEntry {
+            seq: self.seq,
+            table_id: m.table_id,
+            priority: m.priority,
+            matcher: m.matcher,
+            instructions,
+            cookie: m.cookie,
+            flags: m.flags,
+            idle_timeout: m.idle_timeout,
+            hard_timeout: m.hard_timeout,
+            install_ms: now_ms(),
+            counters,
+        };
+        Arc::make_mut(&mut self.tables[t]).insert(Arc::new(e));
+        Ok(())
+    }
+
+    fn modify(&mut self, m: &FlowMod) -> Result<(), FlowModError> {
+        let t = Self::check_table(m.table_id)?;
+        let filter = FlowFilter::from_flow_mod(m);
+        let selected = self.tables[t].select(&filter);
+        // Validate against every selected entry's match before changing anything.
+        let mut replacements = Vec::with_capacity(selected.len());
+        for e in &selected {
+            let instructions = self.check_instructions(e.table_id, &e.matcher, &m.instructions)?;
+            let counters = if m.flags.reset_counts {
+                Arc::new(FlowCounters::default())
+            } else {
+                e.counters.clone()
+            };
+            replacements.push(FlowEntry {
+                seq: e.seq,
+                table_id: e.table_id,
+                priority: e.priority,
+                matcher: e.matcher,
+                instructions,
+                cookie: e.cookie,
+                flags: e.flags,
+                idle_timeout: e.idle_timeout,
+                hard_timeout: e.hard_timeout,
+                install_ms: e.install_ms,
+                counters,
+            });
+        }
+        if !replacements.is_empty() {
+            let table = Arc::make_mut(&mut self.tables[t]);
+            for r in replacements {
+                table.insert(Arc::new(r));
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the entries `filter` selects in `table` (or every table), queueing notices.
+    fn delete(&mut self, table: u8, filter: &FlowFilter, reason: RemovedReason) -> usize {
+        let range = if table == ALL_TABLES { 0..=MAX_TABLE } else { table..=table };
+        let now = now_ms();
+        let mut n = 0;
+        for t in range {
+            let t = t as usize;
+            if self.tables[t].is_empty() {
+                continue;
+            }
+            let selected = self.tables[t].select(filter);
+            if selected.is_empty() {
+                continue;
+            }
+            let tbl = Arc::make_mut(&mut self.tables[t]);
+            for e in selected {
+                tbl.remove(&e);
+                n += 1;
+                if e.flags.send_flow_rem {
+                    self.removed.push(RemovedFlow { reason, flow: FlowView::of(&e, now) });
+                }
+            }
+        }
+        n
+    }
+
+    /// Flows removed by deletes (flow-mod, group or meter delete) that asked for a
+    /// FLOW_REMOVED notice, since the last call.
+    pub fn take_removed(&mut self) -> Vec<RemovedFlow> {
+        std::mem::take(&mut self.removed)
+    }
+
+    /// Applies a group-mod (not published). Deleting a group also deletes the flows that
+    /// apply it.
+    pub fn group_mod(&mut self, m: &GroupMod) -> Result<(), GroupModError> {
+        let doomed = self.groups.check(m)?;
+        if m.command == GroupModCommand::Delete {
+            for &g in &doomed {
+                let f = FlowFilter { out_group: g, ..FlowFilter::ALL };
+                self.delete(ALL_TABLES, &f, RemovedReason::GroupDelete);
+            }
+        }
+        Arc::make_mut(&mut self.groups).apply(m, &doomed);
+        Ok(())
+    }
+
+    /// Applies a meter-mod (not published). Deleting a meter also deletes the flows that use
+    /// it.
+    pub fn meter_mod(&mut self, m: &MeterMod) -> Result<(), MeterModError> {
+        let meters = &self.meters;
+        check_meter_mod(m, &|id| meters.contains_key(&id))?;
+        let id = m.meter.id;
+        match m.command {
+            MeterModCommand::Add | MeterModCommand::Modify => {
+                Arc::make_mut(&mut self.meters).insert(id, Arc::new(MeterState::new(m.meter.clone())));
+            }
+            MeterModCommand::Delete => {
+                let doomed: Vec<u32> = if id == METER_ALL {
+                    self.meters.keys().copied().collect()
+                } else {
+                    self.meters.contains_key(&id).then_some(id).into_iter().collect()
+                };
+                for d in doomed {
+                    self.delete_using_meter(d);
+                    Arc::make_mut(&mut self.meters).remove(&d);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn delete_using_meter(&mut self, meter: u32) {
+        let now = now_ms();
+        for t in 0..self.tables.len() {
+            let hits: Vec<Arc<FlowEntry>> = self.tables[t].classifier.iter().filter(|e| e.uses_meter(meter)).cloned().collect();
+            if hits.is_empty() {
+                continue;
+            }
+            let tbl = Arc::make_mut(&mut self.tables[t]);
+            for e in hits {
+                tbl.remove(&e);
+                if e.flags.send_flow_rem {
+                    self.removed.push(RemovedFlow { reason: RemovedReason::MeterDelete, flow: FlowView::of(&e, now) });
+                }
+            }
+        }
+    }
+
+    /// Replaces the port table (not published). MACs learned on ports that disappeared are
+    /// forgotten.
+    pub fn set_ports(&mut self, mut ports: Vec<PortInfo>) {
+        ports.sort_by_key(|p| p.no);
+        ports.dedup_by_key(|p| p.no);
+        let mut flushed = 0;
+        for old in self.ports.iter() {
+            if ports.binary_search_by_key(&old.no, |p| p.no).is_err() {
+                flushed += self.shared.mac.flush_port(old.no);
+            }
+        }
+        if flushed > 0 {
+            self.shared.bump();
+        }
+        self.ports = Arc::new(ports);
+    }
+
+    /// Records a port's link liveness and publishes at once (fast-failover groups depend on
+    /// it). Returns false if the port is unknown.
+    pub fn set_port_live(&mut self, no: u32, live: bool) -> bool {
+        let Ok(i) = self.ports.binary_search_by_key(&no, |p| p.no) else {
+            return false;
+        };
+        if self.ports[i].live != live {
+            Arc::make_mut(&mut self.ports)[i].live = live;
+            self.publish();
+        }
+        true
+    }
+
+    /// The ports.
+    pub fn ports(&self) -> &[PortInfo] {
+        &self.ports
+    }
+
+    /// Dump-flows: entries of `table` (or [`ALL_TABLES`]) that `filter` selects, in the
+    /// working copy.
+    pub fn flows(&self, table: u8, filter: &FlowFilter) -> Vec<FlowView> {
+        let now = now_ms();
+        let range = if table == ALL_TABLES { 0..=MAX_TABLE } else { table..=table.min(MAX_TABLE) };
+        let mut out = Vec::new();
+        for t in range {
+            let mut rows: Vec<FlowView> = self.tables[t as usize]
+                .select(filter)
+                .iter()
+                .map(|e| FlowView::of(e, now))
+                .collect();
+            rows.sort_by(|a, b| b.priority.cmp(&a.priority));
+            out.extend(rows);
+        }
+        out
+    }
+
+    /// Expires flows whose idle or hard timeout passed at `now_ms` (on the
+    /// [`now_ms`](crate::dpaction::now_ms) clock) and ages the MAC table. Publishes when a
+    /// flow was removed. Returns every removed flow (the agent sends FLOW_REMOVED for those
+    /// with `send_flow_rem`).
+    pub fn tick(&mut self, now_ms: u64) -> Vec<RemovedFlow> {
+        let mut out = Vec::new();
+        for t in 0..self.tables.len() {
+            if self.tables[t].timed == 0 {
+                continue;
+            }
+            let expired: Vec<(Arc<FlowEntry>, RemovedReason)> = self.tables[t]
+                .classifier
+                .iter()
+                .filter(|e| e.has_timeout())
+                .filter_map(|e| e.expired(now_ms).map(|r| (e.clone(), r)))
+                .collect();
+            if expired.is_empty() {
+                continue;
+            }
+            let tbl = Arc::make_mut(&mut self.tables[t]);
+            for (e, reason) in expired {
+                tbl.remove(&e);
+                out.push(RemovedFlow { reason, flow: FlowView::of(&e, now_ms) });
+            }
+        }
+        if self.shared.mac.expire(now_ms) > 0 {
+            self.shared.bump();
+        }
+        if !out.is_empty() {
+            self.publish();
+        }
+        out
+    }
+
+    /// Statistics of every table (OpenFlow `ofp_table_stats`), from the working copy.
+    pub fn table_stats(&self) -> Vec<TableStatsView> {
+        self.tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let (lookups, matched) = self.shared.stats[i].get();
+                TableStatsView { table_id: i as u8, active: t.len() as u64, lookups, matched }
+            })
+            .collect()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PipelineConfig {
+        &self.config
+    }
+}
+
+#[cfg(test)]
+#[path = "control_tests.rs"]
+mod tests;

@@ -1,0 +1,240 @@
+//! Meters: validation of meter-mods and [`MeterState`], the token buckets every datapath
+//! thread polices through.
+//!
+//! Each band has its own token bucket (atomics only: no lock, no allocation). A packet
+//! *exceeds* a band when that band's bucket lacks the packet's cost; the band applied is the
+//! exceeded band with the highest rate (OpenFlow 1.3), and buckets of the bands the packet
+//! conforms to are debited. Tokens are kept in thousandths of a bit (kbit/s meters) or of a
+//! packet (pkt/s meters). Bucket capacity is the band's burst size when the meter has the
+//! burst flag, else 100 ms worth of rate (at least one 1500-byte packet or one packet).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::MeterModError;
+use crate::model::{Meter, MeterBand, MeterMod, MeterModCommand, METER_MAX};
+
+/// What a meter decides for one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeterVerdict {
+    /// Under every band's rate: forward unchanged.
+    Pass,
+    /// A drop band applies: drop the packet.
+    Drop {
+        /// Index of the band.
+        band: usize,
+    },
+    /// A DSCP-remark band applies: raise the drop precedence by `prec` levels.
+    Remark {
+        /// Precedence levels to add.
+        prec: u8,
+    },
+}
+
+/// Counters of one band.
+#[derive(Debug, Default)]
+pub struct BandCounters {
+    /// Packets the band applied to.
+    pub packets: AtomicU64,
+    /// Bytes the band applied to.
+    pub bytes: AtomicU64,
+}
+
+#[derive(Debug)]
+struct BandState {
+    band: MeterBand,
+    rate: u64,
+    capacity: u64,
+    tokens: AtomicU64,
+    last_ns: AtomicU64,
+    counters: BandCounters,
+}
+
+/// A meter's live state, shared by every datapath thread and snapshot.
+#[derive(Debug)]
+pub struct MeterState {
+    /// The definition.
+    pub meter: Meter,
+    bands: Vec<BandState>,
+    /// Packets that went through the meter.
+    pub packets: AtomicU64,
+    /// Bytes that went through the meter.
+    pub bytes: AtomicU64,
+}
+
+fn band_rate_burst(b: &MeterBand) -> (u32, u32) {
+    match *b {
+        MeterBand::Drop { rate, burst } | MeterBand::DscpRemark { rate, burst, .. } => (rate, burst),
+    }
+}
+
+impl MeterState {
+    /// Builds the state of a validated meter; buckets start full.
+    pub fn new(meter: Meter) -> Self {
+        let bands = meter
+            .bands
+            .iter()
+            .map(|b| {
+                let (rate, burst) = band_rate_burst(b);
+                let (rate, burst) = (u64::from(rate), u64::from(burst));
+                let capacity = if meter.burst && burst > 0 {
+                    // kbit → millibits (×1e6); packets → millipackets (×1e3).
+                    if meter.pktps { burst * 1000 } else { burst * 1_000_000 }
+                } else if meter.pktps {
+                    (rate * 100).max(1000)
+                } else {
+                    // 100 ms of rate: rate kbit/s × 0.1 s = rate × 100 bits = rate × 1e5 mbit.
+                    (rate * 100_000).max(1500 * 8 * 1000)
+                };
+                BandState {
+                    band: *b,
+                    rate,
+                    capacity,
+                    tokens: AtomicU64::new(capacity),
+                    last_ns: AtomicU64::new(0),
+                    counters: BandCounters::default(),
+                }
+            })
+            .collect();
+        MeterState { meter, bands, packets: AtomicU64::new(0), bytes: AtomicU64::new(0) }
+    }
+
+    /// Counters of band `i`.
+    pub fn band_counters(&self, i: usize) -> Option<&BandCounters> {
+        self.bands.get(i).map(|b| &b.counters)
+    }
+
+    /// Polices one packet of `bytes` bytes at time `now_ns` (any monotonic nanosecond clock,
+    /// the same for every caller). Lock-free; safe from many threads at once.
+    pub fn police(&self, now_ns: u64, bytes: u32) -> MeterVerdict {
+        self.packets.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(u64::from(bytes), Ordering::Relaxed);
+        let cost = if self.meter.pktps { 1000 } else { u64::from(bytes) * 8000 };
+        let mut worst: Option<usize> = None;
+        for (i, b) in self.bands.iter().enumerate() {
+            self.refill(b, now_ns);
+            let took = b
+                .tokens
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(cost))
+                .is_ok();
+            if !took && worst.map_or(true, |w| self.bands[w].rate < b.rate) {
+                worst = Some(i);
+            }
+        }
+        let Some(i) = worst else {
+            return MeterVerdict::Pass;
+        };
+        let b = &self.bands[i];
+        b.counters.packets.fetch_add(1, Ordering::Relaxed);
+        b.counters.bytes.fetch_add(u64::from(bytes), Ordering::Relaxed);
+        match b.band {
+            MeterBand::Drop { .. } => MeterVerdict::Drop { band: i },
+            MeterBand::DscpRemark { prec_level, .. } => MeterVerdict::Remark { prec: prec_level },
+        }
+    }
+
+    fn refill(&self, b: &BandState, now_ns: u64) {
+        let last = b.last_ns.load(Ordering::Acquire);
+        if now_ns <= last {
+            return;
+        }
+        // Only the thread that moves `last_ns` forward adds the elapsed time's tokens.
+        if b.last_ns
+            .compare_exchange(last, now_ns, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let elapsed = u128::from(now_ns - last);
+        // kbit/s: millibits per ns = rate / 1000. pkt/s: millipackets per ns = rate / 1e6.
+        let add = if self.meter.pktps {
+            elapsed * u128::from(b.rate) / 1_000_000
+        } else {
+            elapsed * u128::from(b.rate) / 1000
+        };
+        let add = add.min(u128::from(b.capacity)) as u64;
+        let cap = b.capacity;
+        let _ = b
+            .tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| Some(t.saturating_add(add).min(cap)));
+    }
+}
+
+/// Checks a meter-mod. `exists` answers whether an id is defined.
+pub fn check_meter_mod(m: &MeterMod, exists: &dyn Fn(u32) -> bool) -> Result<(), MeterModError> {
+    let id = m.meter.id;
+    match m.command {
+        MeterModCommand::Delete => Ok(()),
+        MeterModCommand::Add | MeterModCommand::Modify => {
+            if id == 0 || id > METER_MAX {
+                return Err(MeterModError::InvalidMeterId(id));
+            }
+            if m.command == MeterModCommand::Add && exists(id) {
+                return Err(MeterModError::MeterExists(id));
+            }
+            if m.command == MeterModCommand::Modify && !exists(id) {
+                return Err(MeterModError::UnknownMeter(id));
+            }
+            if m.meter.bands.is_empty() || m.meter.bands.iter().any(|b| band_rate_burst(b).0 == 0) {
+                return Err(MeterModError::BadRate(id));
+            }
+            if m.meter.bands.iter().any(|b| matches!(b, MeterBand::DscpRemark { prec_level, .. } if *prec_level == 0 || *prec_level > 63)) {
+                return Err(MeterModError::BadBand(id));
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meter(pktps: bool, bands: Vec<MeterBand>) -> MeterState {
+        MeterState::new(Meter { id: 1, pktps, burst: true, bands })
+    }
+
+    #[test]
+    fn packet_rate_drops_over_burst_then_refills() {
+        let m = meter(true, vec![MeterBand::Drop { rate: 10, burst: 5 }]);
+        let t0 = 1_000_000_000;
+        let passed = (0..10).filter(|_| m.police(t0, 64) == MeterVerdict::Pass).count();
+        assert_eq!(passed, 5, "burst of 5 packets");
+        assert_eq!(m.police(t0, 64), MeterVerdict::Drop { band: 0 });
+        // 10 pkt/s: after 100 ms one more packet fits.
+        assert_eq!(m.police(t0 + 100_000_000, 64), MeterVerdict::Pass);
+        assert_eq!(m.police(t0 + 100_000_000, 64), MeterVerdict::Drop { band: 0 });
+        assert_eq!(m.band_counters(0).unwrap().packets.load(Ordering::Relaxed), 7);
+        assert_eq!(m.packets.load(Ordering::Relaxed), 13);
+    }
+
+    #[test]
+    fn kbps_and_highest_exceeded_band_wins() {
+        // 8 kbit/s remark with 8 kbit burst (1000 bytes), 80 kbit/s drop with 80 kbit burst.
+        let m = meter(
+            false,
+            vec![
+                MeterBand::DscpRemark { rate: 8, burst: 8, prec_level: 1 },
+                MeterBand::Drop { rate: 80, burst: 80 },
+            ],
+        );
+        let t = 5;
+        assert_eq!(m.police(t, 1000), MeterVerdict::Pass);
+        // Remark bucket is empty, drop bucket still has 9000 bytes.
+        assert_eq!(m.police(t, 1000), MeterVerdict::Remark { prec: 1 });
+        for _ in 0..8 {
+            m.police(t, 1000);
+        }
+        assert_eq!(m.police(t, 1000), MeterVerdict::Drop { band: 1 });
+    }
+
+    #[test]
+    fn validation() {
+        let none = |_| false;
+        let mk = |id, bands| MeterMod { command: MeterModCommand::Add, meter: Meter { id, pktps: false, burst: false, bands } };
+        assert_eq!(check_meter_mod(&mk(0, vec![]), &none), Err(MeterModError::InvalidMeterId(0)));
+        assert_eq!(check_meter_mod(&mk(1, vec![]), &none), Err(MeterModError::BadRate(1)));
+        let ok = vec![MeterBand::Drop { rate: 1, burst: 0 }];
+        check_meter_mod(&mk(1, ok.clone()), &none).unwrap();
+        assert_eq!(check_meter_mod(&mk(1, ok), &|_| true), Err(MeterModError::MeterExists(1)));
+    }
+}

@@ -1,0 +1,519 @@
+//! Translation: one flow key through the OpenFlow tables, producing datapath actions, the
+//! megaflow mask and the matched entries' counters.
+//!
+//! Tables are walked from 0 following goto-table. Apply-actions act at once on a working copy
+//! of the key, so a set-field changes what later tables match; write-actions accumulate in an
+//! action set executed when no goto-table follows, in OpenFlow's order (pop VLAN, push VLAN,
+//! dec TTL, set TTL, set-fields, set-queue, then the group or else the output). No matching
+//! entry and no table-miss entry means drop (OpenFlow 1.3 has no implicit packet-in).
+//!
+//! The mask is kept sound by three rules: every lookup ORs in the masks of the subtables it
+//! visited; every action that depends on a key value (output checks in_port, dec-TTL reads
+//! the TTL, select groups hash L2–L4, NORMAL reads in_port/eth_src/eth_dst/vlan) adds those
+//! fields; and every action that moves bits from one place to another (push/pop VLAN) adds
+//! the source bits in full.
+//!
+//! Groups: each bucket acts on a copy of the packet. As datapath actions are one sequence on
+//! one packet, a bucket's header changes are undone after it by compensating actions:
+//! `SetField` with the value from before the bucket for every changed field (those fields
+//! join the mask, since the restored value comes from the key), and pop/push for VLAN tag
+//! changes (a re-pushed tag uses TPID 0x8100, or 0x88a8 for the outer tag of two: the key does
+//! not record the original TPID).
+//!
+//! Bounds: group chains deeper than [`MAX_GROUP_DEPTH`] are cut; a translation producing more
+//! than `PipelineConfig::max_actions` actions drops the packet and is not cacheable.
+//!
+//! Cost: no allocation once `out`'s vectors have grown (the action set is a fixed array);
+//! NORMAL takes the MAC table's mutex, which is fine since translation runs only on a miss.
+
+use std::sync::atomic::Ordering;
+
+use arrayvec::ArrayVec;
+use packet::key::parsed;
+use packet::{Field, FlowKey};
+
+use crate::dpaction::{now_ms, DpAction, PacketInReason, Translation};
+use crate::group::MAX_GROUP_DEPTH;
+use crate::model::{ports, Action, Bucket, GroupType, Instruction, CONTROLLER_MAX_LEN_ALL};
+use crate::normal::is_multicast;
+use crate::pipeline::{select_hash_mask, Pipeline};
+
+/// The write-actions action set: at most one action of each kind (one set-field per field).
+#[derive(Debug, Default)]
+struct ActionSet {
+    pop_vlan: bool,
+    push_vlan: Option<u16>,
+    dec_ttl: bool,
+    set_ttl: Option<u8>,
+    set_fields: ArrayVec<(Field, u128), 32>,
+    queue: Option<u32>,
+    group: Option<u32>,
+    output: Option<(u32, u16)>,
+}
+
+impl ActionSet {
+    fn clear(&mut self) {
+        *self = ActionSet::default();
+    }
+
+    fn write(&mut self, actions: &[Action]) {
+        for a in actions {
+            match *a {
+                Action::Output { port, max_len } => self.output = Some((port, max_len)),
+                Action::Group(g) => self.group = Some(g),
+                Action::SetQueue(q) => self.queue = Some(q),
+                Action::SetField { field, value } => {
+                    if let Some(slot) = self.set_fields.iter_mut().find(|(f, _)| *f == field) {
+                        slot.1 = value;
+                    } else if self.set_fields.try_push((field, value)).is_err() {
+                        // More distinct fields than exist cannot happen; ignore defensively.
+                    }
+                }
+                Action::PushVlan(t) => self.push_vlan = Some(t),
+                Action::PopVlan => self.pop_vlan = true,
+                Action::DecNwTtl => self.dec_ttl = true,
+                Action::SetNwTtl(t) => self.set_ttl = Some(t),
+            }
+        }
+    }
+}
+
+/// Fields a bucket may change that restoration compares (VLAN tags are handled apart).
+const RESTORABLE: &[Field] = &[
+    Field::TunnelId,
+    Field::EthDst,
+    Field::EthSrc,
+    Field::Ipv4Src,
+    Field::Ipv4Dst,
+    Field::IpProto,
+    Field::IpDscp,
+    Field::IpEcn,
+    Field::IpTtl,
+    Field::TpSrc,
+    Field::TpDst,
+    Field::Ipv6Src,
+    Field::Ipv6Dst,
+    Field::ArpSha,
+    Field::ArpOp,
+    Field::ArpTha,
+    Field::NdTarget,
+    Field::Ipv6Label,
+];
+
+const VLAN_PRESENT: u128 = 0x1000;
+
+struct Ctx<'a> {
+    p: &'a Pipeline,
+    key: FlowKey,
+    out: &'a mut Translation,
+    /// Table and cookie of the entry deciding now, and whether it is a table-miss entry.
+    table_id: u8,
+    cookie: u64,
+    miss: bool,
+    /// dec-TTL found TTL <= 1: stop (within the current group bucket, or everything).
+    ttl_stop: bool,
+    /// Too many actions: the packet is dropped.
+    overflow: bool,
+}
+
+impl Pipeline {
+    /// Translates `key` through the tables into `out` (cleared first). See the module docs.
+    pub fn translate(&self, key: &FlowKey, out: &mut Translation) {
+        out.clear();
+        let mut cx = Ctx {
+            p: self,
+            key: *key,
+            out,
+            table_id: 0,
+            cookie: 0,
+            miss: false,
+            ttl_stop: false,
+            overflow: false,
+        };
+        let mut set = ActionSet::default();
+        let mut table = 0u8;
+        loop {
+            let stats = &self.shared.stats[table as usize];
+            stats.lookups.fetch_add(1, Ordering::Relaxed);
+            let Some(t) = self.tables.get(table as usize) else {
+                break;
+            };
+            let Some(e) = t.classifier.lookup(&cx.key, &mut cx.out.mask) else {
+                break;
+            };
+            stats.matched.fetch_add(1, Ordering::Relaxed);
+            cx.out.flows.push(e.counters.clone());
+            cx.table_id = table;
+            cx.cookie = e.cookie;
+            cx.miss = e.is_table_miss();
+            let mut next = None;
+            for ins in &e.instructions {
+                match ins {
+                    Instruction::Meter(id) => cx.emit(DpAction::Meter(*id)),
+                    Instruction::ApplyActions(a) => cx.actions(a, 0),
+                    Instruction::ClearActions => set.clear(),
+                    Instruction::WriteActions(a) => set.write(a),
+                    Instruction::WriteMetadata { value, mask } => {
+                        let m = &mut cx.key.w[Field::Metadata.spec().word as usize];
+                        *m = (*m & !mask) | (value & mask);
+                    }
+                    Instruction::GotoTable(t) => next = Some(*t),
+                }
+                if cx.halted() {
+                    break;
+                }
+            }
+            if cx.halted() {
+                break;
+            }
+            match next {
+                Some(t) => table = t,
+                None => {
+                    cx.action_set(&set);
+                    break;
+                }
+            }
+        }
+        if cx.overflow {
+            cx.out.actions.clear();
+            cx.out.cacheable = false;
+        }
+    }
+}
+
+impl Ctx<'_> {
+    #[inline]
+    fn halted(&self) -> bool {
+        self.ttl_stop || self.overflow
+    }
+
+    #[inline]
+    fn emit(&mut self, a: DpAction) {
+        if self.out.actions.len() >= self.p.config.max_actions {
+            self.overflow = true;
+            return;
+        }
+        self.out.actions.push(a);
+    }
+
+    fn unwildcard(&mut self, f: Field) {
+        self.out.mask.set_all(f);
+    }
+
+    fn action_set(&mut self, set: &ActionSet) {
+        if set.pop_vlan {
+            self.action(&Action::PopVlan, 0);
+        }
+        if let Some(t) = set.push_vlan {
+            self.action(&Action::PushVlan(t), 0);
+        }
+        if set.dec_ttl {
+            self.action(&Action::DecNwTtl, 0);
+        }
+        if let Some(t) = set.set_ttl {
+            self.action(&Action::SetNwTtl(t), 0);
+        }
+        for &(field, value) in &set.set_fields {
+            self.action(&Action::SetField { field, value }, 0);
+        }
+        if let Some(q) = set.queue {
+            self.action(&Action::SetQueue(q), 0);
+        }
+        if let Some(g) = set.group {
+            self.action(&Action::Group(g), 0);
+        } else if let Some((port, max_len)) = set.output {
+            self.action(&Action::Output { port, max_len }, 0);
+        }
+    }
+
+    fn actions(&mut self, actions: &[Action], depth: usize) {
+        for a in actions {
+            if self.halted() {
+                return;
+            }
+            self.action(a, depth);
+        }
+    }
+
+    fn action(&mut self, a: &Action, depth: usize) {
+        if self.halted() {
+            return;
+        }
+        match *a {
+            Action::Output { port, max_len } => self.output(port, max_len),
+            Action::Group(g) => self.group(g, depth),
+            Action::SetQueue(q) => self.emit(DpAction::SetQueue(q)),
+            Action::SetField { field, value } => self.set_field(field, value),
+            Action::PushVlan(tpid) => self.push_vlan(tpid),
+            Action::PopVlan => self.pop_vlan(),
+            Action::DecNwTtl => {
+                if !self.is_ip() {
+                    return;
+                }
+                self.unwildcard(Field::IpTtl);
+                let ttl = self.key.get(Field::IpTtl);
+                if ttl <= 1 {
+                    self.ttl_stop = true;
+                    if self.p.config.invalid_ttl_to_controller {
+                        self.controller(PacketInReason::InvalidTtl, CONTROLLER_MAX_LEN_ALL);
+                    }
+                    return;
+                }
+                self.key.set(Field::IpTtl, ttl - 1);
+                self.emit(DpAction::DecTtl);
+            }
+            Action::SetNwTtl(t) => {
+                if self.is_ip() {
+                    self.key.set(Field::IpTtl, u128::from(t));
+                    self.emit(DpAction::SetField { field: Field::IpTtl, value: u128::from(t) });
+                }
+            }
+        }
+    }
+
+    fn is_ip(&mut self) -> bool {
+        self.unwildcard(Field::EthType);
+        matches!(self.key.get(Field::EthType), 0x0800 | 0x86dd)
+    }
+
+    fn vlan_present(&mut self) -> bool {
+        self.out.mask.w[Field::VlanTci.spec().word as usize] |= 0x1000;
+        self.key.get(Field::VlanTci) & VLAN_PRESENT != 0
+    }
+
+    fn set_field(&mut self, field: Field, value: u128) {
+        let value = match field {
+            Field::VlanVid | Field::VlanTci => {
+                if !self.vlan_present() {
+                    return;
+                }
+                value | VLAN_PRESENT
+            }
+            Field::VlanPcp => {
+                if !self.vlan_present() {
+                    return;
+                }
+                value
+            }
+            _ => value,
+        };
+        self.key.set(field, value);
+        self.emit(DpAction::SetField { field, value });
+    }
+
+    fn set_parsed(&mut self, vlan: bool, qinq: bool) {
+        let mut p = self.key.get(Field::Parsed) as u16 & !(parsed::VLAN | parsed::QINQ);
+        if vlan {
+            p |= parsed::VLAN;
+        }
+        if qinq {
+            p |= parsed::QINQ;
+        }
+        self.key.set(Field::Parsed, u128::from(p));
+    }
+
+    fn push_vlan(&mut self, tpid: u16) {
+        // The new tag copies the outer tag's PCP/VID; the old outer tag becomes the inner one.
+        self.unwildcard(Field::VlanTci);
+        let old = self.key.get(Field::VlanTci);
+        let tci = if old & VLAN_PRESENT != 0 { old & !VLAN_PRESENT } else { 0 };
+        self.key.set(Field::CvlanTci, old);
+        self.key.set(Field::VlanTci, tci | VLAN_PRESENT);
+        self.set_parsed(true, old & VLAN_PRESENT != 0);
+        self.emit(DpAction::PushVlan { tpid, tci: tci as u16 });
+    }
+
+    fn pop_vlan(&mut self) {
+        self.unwildcard(Field::VlanTci);
+        if self.key.get(Field::VlanTci) & VLAN_PRESENT == 0 {
+            return;
+        }
+        self.unwildcard(Field::CvlanTci);
+        let inner = self.key.get(Field::CvlanTci);
+        self.key.set(Field::VlanTci, inner);
+        self.key.set(Field::CvlanTci, 0);
+        self.set_parsed(inner & VLAN_PRESENT != 0, false);
+        self.emit(DpAction::PopVlan);
+    }
+
+    fn in_port(&mut self) -> u32 {
+        self.unwildcard(Field::InPort);
+        self.key.get(Field::InPort) as u32
+    }
+
+    /// Output to a concrete port (not back to the ingress port, not to a no_fwd port).
+    fn output_to(&mut self, port: u32, in_port: u32) {
+        if port == in_port {
+            return;
+        }
+        if self.p.port(port).is_some_and(|p| p.no_fwd) {
+            return;
+        }
+        self.emit(DpAction::Output(port));
+    }
+
+    fn flood(&mut self, in_port: u32, all: bool) {
+        let pipeline = self.p;
+        for p in pipeline.ports.iter() {
+            if p.no == in_port || p.no_fwd || (!all && (p.no_flood || p.down)) {
+                continue;
+            }
+            self.emit(DpAction::Output(p.no));
+        }
+    }
+
+    fn output(&mut self, port: u32, max_len: u16) {
+        let in_port = self.in_port();
+        match port {
+            ports::IN_PORT => {
+                if !self.p.port(in_port).is_some_and(|p| p.no_fwd) {
+                    self.emit(DpAction::Output(in_port));
+                }
+            }
+            ports::FLOOD => self.flood(in_port, false),
+            ports::ALL => self.flood(in_port, true),
+            ports::NORMAL => self.normal(in_port),
+            ports::CONTROLLER => {
+                let reason = if self.miss { PacketInReason::NoMatch } else { PacketInReason::Action };
+                self.controller(reason, max_len);
+            }
+            ports::TABLE | ports::ANY => {}
+            p => self.output_to(p, in_port),
+        }
+    }
+
+    fn controller(&mut self, reason: PacketInReason, max_len: u16) {
+        let in_port = self.in_port();
+        if self.p.port(in_port).is_some_and(|p| p.no_packet_in) {
+            return;
+        }
+        self.emit(DpAction::Controller {
+            reason,
+            max_len,
+            table_id: self.table_id,
+            cookie: self.cookie,
+        });
+    }
+
+    fn normal(&mut self, in_port: u32) {
+        self.unwildcard(Field::EthSrc);
+        self.unwildcard(Field::EthDst);
+        self.unwildcard(Field::VlanTci);
+        let src = self.key.get(Field::EthSrc) as u64;
+        let dst = self.key.get(Field::EthDst) as u64;
+        let vlan = (self.key.get(Field::VlanVid) & 0x1fff) as u16;
+        let mac = &self.p.shared.mac;
+        let now = now_ms();
+        if mac.learn(src, vlan, in_port, now) {
+            self.p.shared.bump();
+        }
+        if is_multicast(dst) {
+            return self.flood(in_port, false);
+        }
+        match mac.lookup(dst, vlan, now) {
+            Some(p) => self.output_to(p, in_port),
+            None => self.flood(in_port, false),
+        }
+    }
+
+    fn group(&mut self, id: u32, depth: usize) {
+        if depth >= MAX_GROUP_DEPTH {
+            return;
+        }
+        let p = self.p;
+        let Some(g) = p.groups.get(id) else {
+            return;
+        };
+        let live = |port: u32| p.port_live(port);
+        match g.kind {
+            GroupType::All => {
+                for b in &g.buckets {
+                    self.bucket(b, depth);
+                }
+            }
+            GroupType::Indirect => {
+                if let Some(b) = g.buckets.first() {
+                    self.bucket(b, depth);
+                }
+            }
+            GroupType::FastFailover => {
+                if let Some(b) = g.buckets.iter().find(|b| p.groups.bucket_live(b, &live, depth)) {
+                    self.bucket(b, depth);
+                }
+            }
+            GroupType::Select => {
+                let (mask, words) = select_hash_mask();
+                self.out.mask.or_assign(mask);
+                let usable = |b: &&Bucket| b.weight > 0 && p.groups.bucket_live(b, &live, depth);
+                let total: u64 = g.buckets.iter().filter(usable).map(|b| u64::from(b.weight)).sum();
+                if total == 0 {
+                    return;
+                }
+                let mut point = u64::from(self.key.masked_hash(mask, words)) % total;
+                for b in g.buckets.iter().filter(usable) {
+                    let w = u64::from(b.weight);
+                    if point < w {
+                        self.bucket(b, depth);
+                        return;
+                    }
+                    point -= w;
+                }
+            }
+        }
+    }
+
+    /// Runs a bucket on a copy of the packet: afterwards the key is as before and
+    /// compensating actions undo the bucket's header changes.
+    fn bucket(&mut self, b: &Bucket, depth: usize) {
+        let saved = self.key;
+        self.actions(&b.actions, depth + 1);
+        self.ttl_stop = false;
+        if self.overflow {
+            return;
+        }
+        self.restore(&saved);
+        self.key = saved;
+    }
+
+    fn restore(&mut self, saved: &FlowKey) {
+        let tags = |k: &FlowKey| {
+            (
+                k.get(Field::VlanTci) & VLAN_PRESENT != 0,
+                k.get(Field::CvlanTci) & VLAN_PRESENT != 0,
+            )
+        };
+        let (now, before) = (tags(&self.key), tags(saved));
+        if now != before || self.key.get(Field::CvlanTci) != saved.get(Field::CvlanTci) {
+            self.unwildcard(Field::VlanTci);
+            self.unwildcard(Field::CvlanTci);
+            for _ in 0..(now.0 as u8 + now.1 as u8) {
+                self.emit(DpAction::PopVlan);
+            }
+            let two = before.0 && before.1;
+            if before.1 {
+                let tci = (saved.get(Field::CvlanTci) & !VLAN_PRESENT) as u16;
+                self.emit(DpAction::PushVlan { tpid: 0x8100, tci });
+            }
+            if before.0 {
+                let tci = (saved.get(Field::VlanTci) & !VLAN_PRESENT) as u16;
+                let tpid = if two { 0x88a8 } else { 0x8100 };
+                self.emit(DpAction::PushVlan { tpid, tci });
+            }
+        } else if self.key.get(Field::VlanTci) != saved.get(Field::VlanTci) {
+            self.unwildcard(Field::VlanTci);
+            let value = saved.get(Field::VlanTci);
+            self.emit(DpAction::SetField { field: Field::VlanTci, value });
+        }
+        for &f in RESTORABLE {
+            let value = saved.get(f);
+            if self.key.get(f) != value {
+                self.unwildcard(f);
+                self.emit(DpAction::SetField { field: f, value });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "translate_tests.rs"]
+mod tests;
