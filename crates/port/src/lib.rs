@@ -8,6 +8,9 @@
 //! - `recv` appends packets to the caller's batch and returns how many it appended;
 //! - `send` sends from the front of the batch and returns how many it sent; those are removed
 //!   from the batch, and the ones not sent stay in it (the caller frees them and counts drops).
+//!
+//! Backends: [`ring`] (in-memory pairs), [`null`] (benchmark source and sink), [`pcap`]
+//! (capture files). [`open`] opens any of them from a text spec such as `null:flows=1000`.
 
 #![deny(missing_docs)]
 

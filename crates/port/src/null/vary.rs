@@ -1,7 +1,7 @@
 //! Field variation for the `null` source: which bytes change per packet, and how the IPv4 and
 //! L4 checksums follow.
 //!
-//! A [`Vary`] is checked once against the template and compiled into a [`Plan`]. Per packet
+//! A [`Vary`] is checked once against the template and compiled into a plan. Per packet
 //! the plan writes each value and accumulates, per checksum, the RFC 1624 difference
 //! `~old + new` of the words it changed; at the end each affected checksum is updated once:
 //! `HC' = ~(~HC + Σ(~m + m'))`. No branch depends on the packet beyond the configured ones.

@@ -1,7 +1,7 @@
 //! `ring`: in-memory port pairs, so switches and generators can be chained in one process.
 //!
 //! [`pair`] makes two connected ends: what is sent on one end is received on the other. Each
-//! direction is a lock-free single-producer / single-consumer ring ([`spsc`]); each end has
+//! direction is a lock-free single-producer / single-consumer ring (module `spsc`); each end has
 //! one rx and one tx queue, and each queue has one owner at a time (a second open fails), so
 //! the single-producer / single-consumer rule always holds.
 //!
