@@ -91,6 +91,9 @@ mod tests {
             min_upcalls_per_batch: 40,
             ..DpConfig::default()
         };
-        assert!(bad.validate().unwrap_err().contains("min_upcalls_per_batch"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .contains("min_upcalls_per_batch"));
     }
 }

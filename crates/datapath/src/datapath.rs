@@ -79,9 +79,9 @@ impl DatapathBuilder {
 
     /// Checks the pieces and makes the datapath (no queue is opened yet).
     pub fn build(self) -> Result<Datapath, DpError> {
-        let pool = self.pool.ok_or_else(|| {
-            DpError("no buffer pool; call .pool(pool) on the builder".into())
-        })?;
+        let pool = self
+            .pool
+            .ok_or_else(|| DpError("no buffer pool; call .pool(pool) on the builder".into()))?;
         let upcall = self.upcall.ok_or_else(|| {
             DpError(
                 "no translator for cache misses; call .upcall_factory(..) or .pipeline(..)".into(),

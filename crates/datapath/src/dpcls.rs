@@ -293,7 +293,8 @@ impl Dpcls {
 
     /// Sorts subtables by hits since the last rerank, most first, and restarts the count.
     pub fn rerank(&mut self) {
-        self.subtables.sort_by(|a, b| b.hits.cmp(&a.hits));
+        self.subtables
+            .sort_unstable_by_key(|s| std::cmp::Reverse(s.hits));
         for s in &mut self.subtables {
             s.hits = 0;
         }
@@ -341,7 +342,11 @@ mod tests {
         assert_eq!(cls.lookup_batch(&keys, 0b111, &mut out), 0b100);
         assert_eq!(out[0], Some(id(2)));
         cls.rerank();
-        assert_eq!(*cls.masks().next().unwrap(), m_ip, "the busy subtable goes first");
+        assert_eq!(
+            *cls.masks().next().unwrap(),
+            m_ip,
+            "the busy subtable goes first"
+        );
         assert_eq!(cls.remove(&k2, &m_ip), Some(id(2)));
         assert_eq!(cls.subtables(), 1);
         assert_eq!(cls.lookup(&probe), None);

@@ -132,7 +132,7 @@ impl Emc {
             x ^= x >> 17;
             x ^= x << 5;
             self.rng = x;
-            if x % self.insert_inv_prob != 0 {
+            if x > u32::MAX / self.insert_inv_prob {
                 return false;
             }
         }

@@ -22,9 +22,9 @@ use pipeline::PacketInReason;
 use port::TxQueue;
 
 use crate::megaflow::{Actions, Op, Plan};
-use packet::rewrite;
 use crate::stats::{Counter, LocalStats};
 use crate::upcall::Police;
+use packet::rewrite;
 
 /// A packet copied to the controller, waiting in the packet-in queue for the agent.
 #[derive(Debug)]
@@ -159,7 +159,9 @@ impl Executor {
                     }
                     true
                 }
-                Op::SetField { field, value } => rewrite::set_field(&mut pkt, *field, *value).is_ok(),
+                Op::SetField { field, value } => {
+                    rewrite::set_field(&mut pkt, *field, *value).is_ok()
+                }
                 Op::PushVlan { tpid, tci } => rewrite::push_vlan(&mut pkt, *tpid, *tci).is_ok(),
                 Op::PopVlan => rewrite::pop_vlan(&mut pkt).is_ok(),
                 Op::DecTtl => rewrite::dec_ttl(&mut pkt).is_ok(),

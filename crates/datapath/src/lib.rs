@@ -1,4 +1,42 @@
-//! Hayate fast path: poll-mode threads, exact-match cache, megaflow classifier, action execution.
+//! Hayate's fast path: poll-mode threads, the exact-match cache, the megaflow classifier,
+//! upcalls into the OpenFlow pipeline and action execution.
+//!
+//! # The packet's path
+//!
+//! Everything below happens in one poll-mode thread ([`Pmd`]), on batches of up to 32 packets,
+//! with no allocation, lock or system call per packet:
+//!
+//! 1. **Receive** — `RxQueue::recv` fills the thread's scratch batch from one rx queue
+//!    ([`pmd`]).
+//! 2. **Extract** — each packet's [`packet::FlowKey`] and its hash are computed once
+//!    (`packet::extract_packet`), prefetching the next packet's bytes.
+//! 3. **Exact-match cache** — [`emc::Emc::lookup_batch`] finds the megaflow of packets whose
+//!    whole key was seen recently; it returns a miss mask.
+//! 4. **Megaflow classifier** — [`dpcls::Dpcls::lookup_batch`] runs the EMC misses through one
+//!    hash table per distinct mask (tuple-space search, busiest subtable first); hits are
+//!    offered to the EMC.
+//! 5. **Upcall** — classifier misses are translated by the thread's [`Upcall`] (the OpenFlow
+//!    pipeline), within the upcall budget; the result is compiled ([`megaflow::Actions`]) and
+//!    installed as a megaflow unless it is uncacheable or the table is at its bound.
+//! 6. **Execute** — packets are run through their megaflow's actions, grouped by megaflow
+//!    ([`execute::Executor`]): rewrites via `packet::rewrite`, meters, packet-ins into a bounded
+//!    queue, and outputs buffered in one batch per output port.
+//! 7. **Transmit** — each output batch is sent when full and at the end of the rx batch; what a
+//!    port does not take is freed and counted.
+//!
+//! # Who owns what
+//!
+//! | thing | owner | shared with |
+//! |---|---|---|
+//! | rx queues, EMC, classifier, megaflow arena, scratch arrays | one [`Pmd`] | nobody |
+//! | tx queue of a port | one [`Pmd`] (shared behind a mutex only when a port has fewer tx queues than threads) | — |
+//! | [`PmdStats`] | written by its [`Pmd`] | read by [`Running::stats`] and tools |
+//! | flow entries' `FlowCounters` | the pipeline | megaflows add to them every ~100 ms |
+//! | meters ([`Policer`]) | the pipeline | every thread polices through them |
+//! | packet-in queue | [`Datapath`] | every thread sends, the agent drains with [`Datapath::packet_ins`] |
+//!
+//! When the pipeline's generation changes, each thread empties its caches at its next batch
+//! (see [`pmd`] for why that is the simple correct policy and what revalidation would add).
 #![deny(missing_docs)]
 
 pub mod config;

@@ -479,7 +479,11 @@ mod tests {
         key.set(Field::TpDst, 80);
         let mut arena = Arena::new(16);
         let id = arena.insert(Megaflow::new(&key, &tr, Actions::default(), 1));
-        assert_eq!(arena.get(id).unwrap().key.get(Field::TpDst), 0, "key is masked");
+        assert_eq!(
+            arena.get(id).unwrap().key.get(Field::TpDst),
+            0,
+            "key is masked"
+        );
         arena.count(id, 2, 120);
         arena.count(id, 1, 60);
         arena.flush_dirty(5);

@@ -149,8 +149,7 @@ impl Pmd {
     /// Assembles a thread's state. Allocates every table up front.
     pub fn new(p: PmdParts) -> Pmd {
         let ports = PortMap::new(
-            p.tx
-                .iter()
+            p.tx.iter()
                 .enumerate()
                 .map(|(i, t)| (t.ofport, i as u16))
                 .collect(),
@@ -231,7 +230,8 @@ impl Pmd {
             let ofport = *ofport;
             let n = rxq.recv(&mut self.s.batch);
             if n == 0 {
-                self.local.add(Counter::IdleCycles, cycles().wrapping_sub(t0));
+                self.local
+                    .add(Counter::IdleCycles, cycles().wrapping_sub(t0));
                 continue;
             }
             self.process(ofport, t0);
@@ -310,7 +310,9 @@ impl Pmd {
             if let Some(Some(next)) = s.pkts.get(i + 1) {
                 prefetch(next.data().as_ptr());
             }
-            let Some(p) = s.pkts[i].as_mut() else { continue };
+            let Some(p) = s.pkts[i].as_mut() else {
+                continue;
+            };
             p.meta.in_port = in_port;
             extract_packet(p, &mut s.keys[i]);
             let h = s.keys[i].hash();
@@ -485,7 +487,9 @@ impl Pmd {
                 Target::None | Target::Shed => None,
             };
             for j in bit_iter(group) {
-                let Some(pkt) = self.s.pkts[j].take() else { continue };
+                let Some(pkt) = self.s.pkts[j].take() else {
+                    continue;
+                };
                 match actions {
                     Some(a) => {
                         packets += 1;

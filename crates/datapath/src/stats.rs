@@ -176,7 +176,10 @@ impl PmdStats {
     pub fn absorb(&self, local: &mut LocalStats) {
         for (a, l) in self.c.iter().zip(local.c.iter_mut()) {
             if *l != 0 {
-                a.store(a.load(Ordering::Relaxed).wrapping_add(*l), Ordering::Relaxed);
+                a.store(
+                    a.load(Ordering::Relaxed).wrapping_add(*l),
+                    Ordering::Relaxed,
+                );
                 *l = 0;
             }
         }

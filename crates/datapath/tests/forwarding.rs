@@ -30,7 +30,11 @@ fn forwards_to_the_right_port_and_counts_cache_hits() {
     assert_eq!(f.collect(2), frames);
     assert!(f.collect(1).is_empty());
     let s = f.stats();
-    assert_eq!(s[Counter::Upcalls], 1, "one upcall per new flow, not per packet");
+    assert_eq!(
+        s[Counter::Upcalls],
+        1,
+        "one upcall per new flow, not per packet"
+    );
     assert_eq!(s[Counter::MegaflowInstalls], 1);
 
     // Same flow again: exact-match cache hits.
@@ -73,7 +77,10 @@ fn generation_bump_clears_caches_and_new_actions_apply_at_once() {
     f.bump();
     f.inject(1, &frames);
     f.poll();
-    assert!(f.collect(2).is_empty(), "stale megaflow used after a generation bump");
+    assert!(
+        f.collect(2).is_empty(),
+        "stale megaflow used after a generation bump"
+    );
     assert_eq!(f.collect(3).len(), 4);
     let s = f.stats();
     assert_eq!(s[Counter::CacheFlushes], 1);
@@ -177,7 +184,11 @@ fn uncacheable_translations_run_but_are_not_installed() {
     f.poll();
     assert_eq!(f.collect(2).len(), 3);
     assert_eq!(f.pmds[0].megaflows(), 0);
-    assert_eq!(f.stats()[Counter::Upcalls], 2, "same key in one batch shares a translation");
+    assert_eq!(
+        f.stats()[Counter::Upcalls],
+        2,
+        "same key in one batch shares a translation"
+    );
 }
 
 #[test]
@@ -222,7 +233,13 @@ fn packet_ins_are_truncated_and_queued() {
     f.poll();
     let mut got = Vec::new();
     let n = f.dp.packet_ins(10, |pi| {
-        got.push((pi.packet.data().to_vec(), pi.total_len, pi.in_port, pi.table_id, pi.cookie))
+        got.push((
+            pi.packet.data().to_vec(),
+            pi.total_len,
+            pi.in_port,
+            pi.table_id,
+            pi.cookie,
+        ))
     });
     assert_eq!(n, 2);
     assert_eq!(got[0], (frame[..20].to_vec(), 64, 1, 3, 0xabc));
@@ -259,7 +276,7 @@ struct EveryOther(std::sync::atomic::AtomicU64);
 
 impl Policer for EveryOther {
     fn police(&self, _now_ns: u64, _bytes: u32) -> Police {
-        if self.0.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+        if self.0.fetch_add(1, Ordering::Relaxed) & 1 == 0 {
             Police::Pass
         } else {
             Police::Drop
