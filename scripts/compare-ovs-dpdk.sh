@@ -23,7 +23,7 @@
 # shared mempool, which holds at most 262144 mbufs, so OVS's flows-1M twin replays
 # --ovs-flows distinct flows (default 250000, every one of them an exact-match-cache miss
 # like 1M would be) instead of 1,000,000. The report says how many it used.
-set -euo pipefail
+set -Eeuo pipefail
 
 usage() {
     cat <<'EOF'
@@ -146,6 +146,7 @@ cleanup() {
     exit $rc
 }
 trap cleanup EXIT
+trap 'echo "compare-ovs-dpdk: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -227,11 +228,23 @@ port_error() {   # prints why a port did not come up, if it did not
     return 0
 }
 
-tx_pkts() { ofctl dump-ports $BR 2 | grep -oE 'tx pkts=[0-9]+' | head -1 | cut -d= -f2; }
+tx_pkts() { ofctl dump-ports 2 | grep -oE 'tx pkts=[0-9]+' | head -1 | cut -d= -f2; }
 
-# ovs_measure <scenario> <pcap> <flows>: one run; writes $LOG/ovs-<scenario>.json
+# CPU time (clock ticks) of OVS's PMD thread: over the window it tells what share of the core
+# the PMD really had (other programs on this core make every switch look slower).
+pmd_tid() {
+    local pid t
+    pid=$(cat $RUN/ovs-vswitchd.pid)
+    for t in /proc/$pid/task/*; do
+        [[ $(cat $t/comm 2>/dev/null) == pmd* ]] && { basename $t; return 0; }
+    done
+    return 0
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$(cat $RUN/ovs-vswitchd.pid)/task/$1/stat" 2>/dev/null || echo 0; }
+
+# ovs_measure <scenario> <pcap> <flows> [flow set]: one run; writes $LOG/ovs-<scenario>.json
 ovs_measure() {
-    local sc=$1 pcap=$2 nflows=$3 out=$LOG/ovs-$1
+    local sc=$1 pcap=$2 nflows=$3 flowset=${4:-$1} out=$LOG/ovs-$1
     log "OVS-DPDK $sc: starting ($nflows flow(s) from $pcap)"
     ovs_up
     vsctl add-port $BR p1 -- set interface p1 type=dpdk ofport_request=1 \
@@ -244,25 +257,30 @@ ovs_measure() {
         grep -iE 'pcap|mbuf|mempool|error' $LOG/ovs-vswitchd.log | tail -8 >&2 || true
         die "OVS ports did not come up: ${e1:+p1: $e1 }${e2:+p2: $e2}(log: $LOG/ovs-vswitchd.log)"
     fi
-    flows_of "$sc" > $out.flows
-    ofctl del-flows $BR
-    ofctl add-flows $BR $out.flows
-    ofctl dump-flows $BR > $out.dump-flows.txt
+    flows_of "$flowset" > $out.flows
+    ofctl del-flows
+    ofctl add-flows $out.flows
+    ofctl dump-flows > $out.dump-flows.txt
     appctl dpif-netdev/pmd-rxq-show > $out.rxq-show.txt 2>&1 || true
     grep -q "core_id $CORE" $out.rxq-show.txt \
         || die "OVS's PMD thread is not on core $CORE (see $out.rxq-show.txt)"
     sleep "$WARM"
     appctl dpif-netdev/pmd-stats-clear >/dev/null
-    local a b t0 t1
+    local a b t0 t1 tid c0 c1
+    tid=$(pmd_tid)
+    c0=$(cpu_ticks "$tid")
     t0=$(date +%s.%N); a=$(tx_pkts)
     sleep "$WIN"
     b=$(tx_pkts); t1=$(date +%s.%N)
+    c1=$(cpu_ticks "$tid")
     appctl dpif-netdev/pmd-perf-show > $out.perf-show.txt 2>&1
     appctl dpif-netdev/pmd-stats-show > $out.stats-show.txt 2>&1
     appctl dpctl/dump-flows > $out.megaflows.txt 2>&1 || true
     [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ ]] || die "could not read port 2's tx counter from ovs-ofctl dump-ports"
+    [ $((b - a)) -gt 0 ] || die "OVS forwarded no packets in $sc (flows: $out.dump-flows.txt, log: $LOG/ovs-vswitchd.log)"
     python3 $LIB/compare-report.py ovs-row --scenario "$sc" --packets $((b - a)) \
         --seconds "$(python3 -c "print($t1 - $t0)")" --flows "$nflows" \
+        --cpu-share "$(python3 -c "print(($c1 - $c0) / $(getconf CLK_TCK) / ($t1 - $t0))")" \
         --perf-show $out.perf-show.txt > $out.json
     ovs_down
     log "OVS-DPDK $sc: $(python3 -c "import json; r = json.load(open('$out.json')); \
@@ -286,9 +304,18 @@ hayate_build() {
 
 hayate_measure() {
     log "Hayate: $HAYATE_BIN bench p2p-1flow flows-1M --sizes 64 --core $CORE --seconds $WIN"
+    local t0 t1 c0 c1 rc=0
+    # CPU time of the whole run over its wall time: the share of the core Hayate really had.
+    c0=$(awk '{print $16 + $17}' /proc/$$/stat)
+    t0=$(date +%s.%N)
     "$HAYATE_BIN" bench p2p-1flow flows-1M --sizes 64 --json --core "$CORE" \
-        --seconds "$WIN" --warmup "$WARM" > $LOG/hayate.json 2>$LOG/hayate.err \
-        || { tail -5 $LOG/hayate.err >&2; log "hayate bench failed (log: $LOG/hayate.err)"; return 1; }
+        --seconds "$WIN" --warmup "$WARM" > $LOG/hayate.json 2>$LOG/hayate.err || rc=$?
+    t1=$(date +%s.%N)
+    if [ $rc -ne 0 ]; then
+        tail -5 $LOG/hayate.err >&2; log "hayate bench failed (log: $LOG/hayate.err)"; return 1
+    fi
+    c1=$(awk '{print $16 + $17}' /proc/$$/stat)
+    HAYATE_CPU_SHARE=$(python3 -c "print(($c1 - $c0) / $(getconf CLK_TCK) / ($t1 - $t0))")
 }
 
 # ---------------------------------------------------------------- main
@@ -302,8 +329,13 @@ PCAP_N=$PCAPS/flows-$OVS_FLOWS.pcap
 python3 $LIB/udp-pcap.py $PCAP_1
 [ -s $PCAP_N ] && [ "$(stat -c %s $PCAP_N)" -eq $((24 + 76 * OVS_FLOWS)) ] \
     || { log "writing $OVS_FLOWS frames to $PCAP_N"; python3 $LIB/udp-pcap.py $PCAP_N --count $OVS_FLOWS; }
+PCAP_SAME=$PCAPS/p2p-1flow-x$OVS_FLOWS.pcap
+[ -s $PCAP_SAME ] && [ "$(stat -c %s $PCAP_SAME)" -eq $((24 + 76 * OVS_FLOWS)) ] \
+    || python3 $LIB/udp-pcap.py $PCAP_SAME --count $OVS_FLOWS --same
 
 HAYATE_OK=0
+HAYATE_CPU_SHARE=""
+LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ $OVS_ONLY = 0 ]; then
     hayate_build && HAYATE_OK=1
 fi
@@ -311,17 +343,23 @@ fi
 hugepages_up
 ovs_measure p2p-1flow $PCAP_1 1
 ovs_measure flows-1M $PCAP_N $OVS_FLOWS
+# Control (OVS only): one flow replayed from a pcap as large as flows-1M's. It costs what the
+# replay of that many frames costs (each one a cache miss in net_pcap) without the lookups.
+ovs_measure p2p-1flow-big-pcap $PCAP_SAME 1 p2p-1flow
 
 if [ $HAYATE_OK = 1 ]; then
     hayate_measure || HAYATE_OK=0
+HAYATE_CPU_SHARE=""
+LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 fi
 
 REPORT_ARGS=(report --ovs $LOG/ovs-p2p-1flow.json $LOG/ovs-flows-1M.json
-    --core "$CORE" --seconds "$WIN" --warmup "$WARM"
+    $LOG/ovs-p2p-1flow-big-pcap.json
+    --core "$CORE" --seconds "$WIN" --warmup "$WARM" --loadavg "$LOADAVG"
     --ovs-version "$(ovs-vswitchd --version | head -1 | awk '{print $NF}')"
     --dpdk-version "$(dpkg-query -W -f '${Version}' dpdk 2>/dev/null || echo unknown)"
     --command "bash scripts/compare-ovs-dpdk.sh --seconds $WIN --warmup $WARM --core $CORE --ovs-flows $OVS_FLOWS")
-[ $HAYATE_OK = 1 ] && REPORT_ARGS+=(--hayate $LOG/hayate.json)
+[ $HAYATE_OK = 1 ] && REPORT_ARGS+=(--hayate $LOG/hayate.json --hayate-cpu-share "$HAYATE_CPU_SHARE")
 [ -n "$JSON_OUT" ] && REPORT_ARGS+=(--json "$JSON_OUT")
 python3 $LIB/compare-report.py "${REPORT_ARGS[@]}"
 if [ $OVS_ONLY = 0 ] && [ $HAYATE_OK = 0 ]; then

@@ -61,6 +61,7 @@ def ovs_row(a):
         'seconds': a.seconds,
         'flows': a.flows,
         'cycles_per_packet': perf['cycles_per_packet'],
+        'cpu_share': a.cpu_share,
     }
     if perf['used_tsc_cycles'] and perf['rx_packets']:
         # All cycles of the PMD's core (idle polls too) per packet, as Hayate counts them.
@@ -128,6 +129,23 @@ def report(a):
         if r['scenario'] == 'flows-1M' and f and f != 1_000_000:
             notes.append(f"OVS's flows-1M replayed {f} distinct flows (its mempool cannot hold "
                          "1,000,000 frames); Hayate's generates 1,000,000.")
+        if r['scenario'] == 'p2p-1flow-big-pcap':
+            notes.append("p2p-1flow-big-pcap (OVS only): one flow replayed from a pcap as large "
+                         "as flows-1M's: what the replay's memory footprint costs OVS without "
+                         "many flows; flows-1M minus this is what the many flows cost its "
+                         "lookups. Hayate's null ports write a template and have no such "
+                         "footprint.")
+    shares = [f"OVS {r['scenario']} {r['ovs']['cpu_share'] * 100:.0f}%" for r in out_rows
+              if r['ovs'] and r['ovs'].get('cpu_share') is not None]
+    if a.hayate_cpu_share is not None and hay:
+        shares.append(f"Hayate (whole run) {a.hayate_cpu_share * 100:.0f}%")
+        for r in out_rows:
+            if r['hayate']:
+                r['hayate']['cpu_share'] = a.hayate_cpu_share
+    if shares:
+        notes.append("Share of the core each switch thread got (below 100% = other programs "
+                     "ran there and the figures are low): " + ', '.join(shares)
+                     + (f"; load average at start {a.loadavg}." if a.loadavg else "."))
     if not hay:
         notes.append('Hayate did not run: its columns are empty.')
     for n in notes:
@@ -140,6 +158,7 @@ def report(a):
             'warmup': a.warmup,
             'ovs_version': a.ovs_version,
             'dpdk_version': a.dpdk_version,
+            'loadavg_at_start': a.loadavg,
             'notes': notes,
             'rows': out_rows,
         }
@@ -198,6 +217,8 @@ def main():
     o.add_argument('--seconds', type=float, required=True)
     o.add_argument('--flows', type=int, required=True)
     o.add_argument('--perf-show', required=True)
+    o.add_argument('--cpu-share', type=float,
+                   help="share of the core the PMD thread had during the window (0..1)")
     r = sub.add_parser('report', help='the side-by-side table (and JSON)')
     r.add_argument('--ovs', nargs='+', required=True)
     r.add_argument('--hayate')
@@ -208,6 +229,8 @@ def main():
     r.add_argument('--ovs-version', default='unknown')
     r.add_argument('--dpdk-version', default='unknown')
     r.add_argument('--command', default='')
+    r.add_argument('--loadavg', default='')
+    r.add_argument('--hayate-cpu-share', type=float)
     a = ap.parse_args()
     ovs_row(a) if a.cmd == 'ovs-row' else report(a)
 

@@ -3,14 +3,17 @@
 
     udp-pcap.py OUT.pcap                    one frame: the traffic of `hayate bench p2p-1flow`
     udp-pcap.py OUT.pcap --count 1000000    IPv4 sources 10.0.0.0, 10.0.0.1, ... : `flows-1M`
+    udp-pcap.py OUT.pcap --count N --same   N copies of the one frame (a replay as large as
+                                            N flows' without their lookups)
     udp-pcap.py --self-test                 checks the bytes against golden frames
 
 Frames are Ethernet/IPv4/UDP, 02:00:00:00:00:01 -> 02:00:00:00:00:02, 10.0.0.1 -> 10.0.0.2
-(with --count the source counts up from --src, default 10.0.0.0), UDP 1024 -> 1024, TTL 64,
-IPv4 identification 0, no flags, zero payload, built exactly as Hayate's packet builder builds
-them. --frame-len counts the FCS as RFC 2544 does: a 64-byte frame is a 60-byte buffer. The
-IPv4 checksum is always correct. The UDP checksum is correct for a single frame and 0 (none,
-valid for IPv4) for --count > 1, as `hayate bench` leaves it when it varies the source.
+(with --count the source counts up from --src, default 10.0.0.0, unless --same), UDP
+1024 -> 1024, TTL 64, IPv4 identification 0, no flags, zero payload, laid out as Hayate's
+packet builder lays them out. --frame-len counts the FCS as RFC 2544 does: a 64-byte frame is
+a 60-byte buffer. The IPv4 checksum is always correct. The UDP checksum is correct for one
+flow (one frame, or --same) and 0 (none, valid for IPv4) for many flows, as `hayate bench`
+leaves it when it varies the source.
 Only the standard library is used.
 """
 import argparse
@@ -51,11 +54,12 @@ def frame(src, dst, sport, dport, buf_len, udp_csum=True):
     return MAC_DST + MAC_SRC + b'\x08\x00' + bytes(ip) + bytes(udp)
 
 
-def write(path, count, src, dst, frame_len):
-    """Writes `count` frames whose IPv4 source counts up from `src`."""
+def write(path, count, src, dst, frame_len, same=False):
+    """Writes `count` frames whose IPv4 source counts up from `src` (or, with `same`,
+    `count` copies of the frame from `src`)."""
     buf_len = frame_len - 4
-    if count == 1:
-        frames = [frame(src, dst, 1024, 1024, buf_len, udp_csum=True)]
+    if count == 1 or same:
+        frames = [frame(src, dst, 1024, 1024, buf_len, udp_csum=True)] * count
     else:
         # Only the source address and the IPv4 checksum change: patch a template.
         tmpl = bytearray(frame(src, dst, 1024, 1024, buf_len, udp_csum=False))
@@ -131,6 +135,8 @@ def self_test():
         assert fr[69999][26:30] == bytes([10, 1, 17, 111])
         write(many, 3, ip('10.0.0.0'), ip('10.0.0.2'), 128)
         assert [len(x) for x in read(many)] == [124] * 3
+        write(many, 5, ip('10.0.0.1'), ip('10.0.0.2'), 64, same=True)
+        assert read(many) == read(one) * 5
     print('udp-pcap.py: self-test passed')
 
 
@@ -142,6 +148,8 @@ def main():
                     '10.0.0.0 for --count > 1)')
     ap.add_argument('--dst', default='10.0.0.2', help='IPv4 destination')
     ap.add_argument('--frame-len', type=int, default=64, help='bytes on the wire, FCS included')
+    ap.add_argument('--same', action='store_true',
+                    help='--count copies of one frame instead of --count flows')
     ap.add_argument('--self-test', action='store_true', help='check golden bytes and exit')
     a = ap.parse_args()
     if a.self_test:
@@ -154,12 +162,13 @@ def main():
     if not 64 <= a.frame_len <= 1518:
         ap.error(f'--frame-len {a.frame_len} is out of range; use 64..1518')
     try:
-        src = int(ipaddress.IPv4Address(a.src or ('10.0.0.1' if a.count == 1 else '10.0.0.0')))
+        one = a.count == 1 or a.same
+        src = int(ipaddress.IPv4Address(a.src or ('10.0.0.1' if one else '10.0.0.0')))
         dst = int(ipaddress.IPv4Address(a.dst))
     except ValueError as e:
         ap.error(f'{e}; give a dotted IPv4 address such as 10.0.0.0')
     try:
-        write(a.out, a.count, src, dst, a.frame_len)
+        write(a.out, a.count, src, dst, a.frame_len, a.same)
     except OSError as e:
         print(f'udp-pcap.py: cannot write {a.out}: {e.strerror}; pick a writable path',
               file=sys.stderr)
