@@ -64,6 +64,12 @@ impl DatapathBuilder {
         self
     }
 
+    /// Translate misses through the OpenFlow pipeline published in `cell` (every thread
+    /// shares it).
+    pub fn pipeline(self, cell: Arc<pipeline::PipelineCell>) -> Self {
+        self.upcall_factory(move |_| Box::new(cell.clone()))
+    }
+
     /// One poll-mode thread per element, pinned to that core (`None`: not pinned). Default:
     /// one unpinned thread.
     pub fn threads(mut self, cores: Vec<Option<usize>>) -> Self {

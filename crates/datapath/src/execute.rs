@@ -17,7 +17,7 @@
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
-use packet::{Batch, Packet, PoolCache};
+use packet::{Batch, Field, Packet, PoolCache};
 use pipeline::PacketInReason;
 use port::TxQueue;
 
@@ -25,6 +25,30 @@ use crate::megaflow::{Actions, Op, Plan};
 use crate::stats::{Counter, LocalStats};
 use crate::upcall::Police;
 use packet::rewrite;
+
+/// Raises the drop precedence of an AF-marked IPv4 or IPv6 packet by `prec` levels (capped
+/// at 3, "high"). Other DSCP values carry no drop precedence and are left alone. Returns
+/// `false` only when the rewrite itself fails.
+fn remark_dscp(pkt: &mut Packet, prec: u8) -> bool {
+    let l3 = pkt.meta.l3_off as usize;
+    let d = pkt.data();
+    if l3 == 0 || d.len() < l3 + 2 {
+        return true;
+    }
+    let dscp = match d[l3] >> 4 {
+        4 => d[l3 + 1] >> 2,
+        6 => ((d[l3] & 0x0f) << 2) | (d[l3 + 1] >> 6),
+        _ => return true,
+    };
+    // AFxy = class x (1..=4) in bits 5..3, drop precedence y (1..=3) in bits 2..1.
+    let class = dscp >> 3;
+    let dp = (dscp >> 1) & 3;
+    if !(1..=4).contains(&class) || dscp & 1 != 0 || dp == 0 {
+        return true;
+    }
+    let new = (class << 3) | (dp.saturating_add(prec).min(3) << 1);
+    rewrite::set_field(pkt, Field::IpDscp, new as u128).is_ok()
+}
 
 /// A packet copied to the controller, waiting in the packet-in queue for the agent.
 #[derive(Debug)]
@@ -169,14 +193,15 @@ impl Executor {
                     pkt.meta.user = *q;
                     true
                 }
-                Op::Meter(m) => {
-                    if m.police(self.now_ns, pkt.len() as u32) == Police::Drop {
+                Op::Meter(m) => match m.police(self.now_ns, pkt.len() as u32) {
+                    Police::Pass => true,
+                    Police::Remark(prec) => remark_dscp(&mut pkt, prec),
+                    Police::Drop => {
                         st.add(Counter::DropMeter, 1);
                         self.cache.free(pkt);
                         return;
                     }
-                    true
-                }
+                },
                 Op::Controller {
                     reason,
                     max_len,
@@ -298,5 +323,51 @@ impl Executor {
 impl Drop for Executor {
     fn drop(&mut self) {
         self.discard();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::builder::{Ipv4Spec, L3Spec, PacketSpec};
+    use packet::{FlowKey, Pool};
+    use std::net::Ipv4Addr;
+
+    fn ipv4_with_tos(tos: u8) -> Vec<u8> {
+        let mut s = PacketSpec::udp4(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            Ipv4Addr::new(10, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 0, 2),
+            1,
+            2,
+            64,
+        );
+        if let L3Spec::Ipv4(ip) = &mut s.l3 {
+            *ip = Ipv4Spec { tos, ..ip.clone() };
+        }
+        s.build()
+    }
+
+    fn remarked(tos: u8, prec: u8) -> Vec<u8> {
+        let pool = Pool::with_frames(4);
+        let mut cache = pool.cache();
+        let mut p = cache.alloc_from(&ipv4_with_tos(tos)).unwrap();
+        packet::extract_packet(&mut p, &mut FlowKey::ZERO);
+        assert!(remark_dscp(&mut p, prec));
+        let out = p.data().to_vec();
+        cache.free(p);
+        out
+    }
+
+    #[test]
+    fn remark_raises_af_drop_precedence_with_checksums() {
+        // AF11 (DSCP 10) + 1 → AF12 (DSCP 12); ECN bits kept.
+        assert_eq!(remarked(10 << 2 | 1, 1), ipv4_with_tos(12 << 2 | 1));
+        // AF12 + 5 caps at AF13 (DSCP 14).
+        assert_eq!(remarked(12 << 2, 5), ipv4_with_tos(14 << 2));
+        // EF (46) and best effort (0) have no drop precedence: unchanged.
+        assert_eq!(remarked(46 << 2, 1), ipv4_with_tos(46 << 2));
+        assert_eq!(remarked(0, 2), ipv4_with_tos(0));
     }
 }

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use packet::FlowKey;
-use pipeline::Translation;
+use pipeline::{MeterState, MeterVerdict, PipelineCell, Translation};
 
 /// What a meter says about one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,9 @@ pub enum Police {
     Pass,
     /// Over the rate: drop the packet.
     Drop,
+    /// Over a DSCP-remark band's rate: raise the packet's drop precedence by this many levels
+    /// (only AF code points have one; other packets pass unchanged).
+    Remark(u8),
 }
 
 /// A meter's token bucket, shared with the control side (which configures it and reads its
@@ -46,3 +49,32 @@ pub trait Upcall: Send {
 
 /// Makes one [`Upcall`] per poll-mode thread (the argument is the thread index).
 pub type UpcallFactory = Box<dyn Fn(usize) -> Box<dyn Upcall> + Send + Sync>;
+
+impl Policer for MeterState {
+    #[inline]
+    fn police(&self, now_ns: u64, bytes: u32) -> Police {
+        match MeterState::police(self, now_ns, bytes) {
+            MeterVerdict::Pass => Police::Pass,
+            MeterVerdict::Drop { .. } => Police::Drop,
+            MeterVerdict::Remark { prec } => Police::Remark(prec),
+        }
+    }
+}
+
+/// The real translator: the pipeline's current snapshot. Generation reads are one atomic
+/// load; each translation loads the snapshot once (lock-free).
+impl Upcall for Arc<PipelineCell> {
+    #[inline]
+    fn generation(&self) -> u64 {
+        PipelineCell::generation(self)
+    }
+
+    fn translate(&mut self, key: &FlowKey, out: &mut Translation) {
+        self.load().translate(key, out);
+    }
+
+    fn meter(&self, id: u32) -> Option<Arc<dyn Policer>> {
+        let m: Arc<dyn Policer> = self.load().meter(id)?.clone();
+        Some(m)
+    }
+}

@@ -335,3 +335,36 @@ fn no_actions_drop_and_full_tx_rings_count_drops() {
     assert_eq!(f.stats()[Counter::DropTxFull], 4);
     assert_eq!(f.collect(2).len(), 8);
 }
+
+#[test]
+fn idle_megaflows_are_evicted_with_counters_flushed() {
+    let fc = Arc::new(FlowCounters::default());
+    let fc2 = fc.clone();
+    let cfg = DpConfig {
+        megaflow_idle_ms: 0,
+        maintenance_ms: 0,
+        ..DpConfig::default()
+    };
+    let mut f = fixture(
+        2,
+        cfg,
+        Box::new(move |_, out| {
+            out.mask = mask_of(&[Field::InPort, Field::TpSrc]);
+            out.actions.push(DpAction::Output(2));
+            out.flows.push(fc2.clone());
+        }),
+    );
+    f.inject(1, &[udp(1, [1, 1, 1, 1])]);
+    f.poll();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    f.inject(1, &[udp(2, [1, 1, 1, 1])]);
+    f.poll();
+    assert_eq!(f.stats()[Counter::MegaflowEvictions], 1);
+    assert_eq!(f.pmds[0].megaflows(), 1);
+    assert_eq!(fc.packets.load(Ordering::Relaxed), 2);
+    // The evicted flow comes back through an upcall.
+    f.inject(1, &[udp(1, [1, 1, 1, 1])]);
+    f.poll();
+    assert_eq!(f.collect(2).len(), 3);
+    assert_eq!(f.stats()[Counter::Upcalls], 3);
+}

@@ -1,0 +1,120 @@
+//! The datapath driven by the real OpenFlow pipeline (`.pipeline(cell)`).
+
+mod common;
+
+use std::sync::Arc;
+
+use common::udp;
+use datapath::{Counter, Datapath, Pmd};
+use packet::{Batch, Field, Pool, PoolCache};
+use pipeline::model::ports;
+use pipeline::{Action, Control, FlowMod, Instruction, Match, PipelineConfig};
+use port::ring;
+use port::{Port, RxQueue, TxQueue};
+
+fn to_port(in_port: u32, out: u32) -> FlowMod {
+    let mut m = Match::ANY;
+    m.set_exact(Field::InPort, in_port as u128);
+    FlowMod::add(
+        0,
+        100,
+        m,
+        vec![Instruction::ApplyActions(vec![Action::Output {
+            port: out,
+            max_len: 0,
+        }])],
+    )
+}
+
+struct Rig {
+    pmd: Pmd,
+    _dp: Datapath,
+    ins: Vec<Box<dyn TxQueue>>,
+    outs: Vec<Box<dyn RxQueue>>,
+    cache: PoolCache,
+}
+
+impl Rig {
+    fn send(&mut self, port: usize, frames: &[Vec<u8>]) {
+        let mut b = Batch::new();
+        for f in frames {
+            b.push(self.cache.alloc_from(f).unwrap()).unwrap();
+        }
+        assert_eq!(self.ins[port - 1].send(&mut b), frames.len());
+        while self.pmd.poll_once() > 0 {}
+    }
+
+    fn received(&mut self, port: usize) -> usize {
+        let mut b = Batch::new();
+        let n = self.outs[port - 1].recv(&mut b);
+        b.free_into(&mut self.cache);
+        n
+    }
+}
+
+fn rig(cell: Arc<pipeline::PipelineCell>) -> Rig {
+    let pool = Pool::with_frames(1024);
+    let mut builder = Datapath::builder().pool(pool.clone()).pipeline(cell);
+    let (mut ins, mut outs) = (Vec::new(), Vec::new());
+    for p in 1..=3u32 {
+        let (sw, out) = ring::pair(&format!("p-sw{p}"), &format!("p-out{p}"), 64, &pool);
+        ins.push(out.open_tx(0).unwrap());
+        outs.push(out.open_rx(0).unwrap());
+        builder = builder.port(p, sw);
+    }
+    let dp = builder.build().unwrap();
+    let pmd = dp.build_pmds().unwrap().pop().unwrap();
+    Rig {
+        pmd,
+        _dp: dp,
+        ins,
+        outs,
+        cache: pool.cache(),
+    }
+}
+
+#[test]
+fn flow_mods_reach_the_very_next_batch() {
+    let (mut control, cell) = Control::new(PipelineConfig::default());
+    control.flow_mod(&to_port(1, 2)).unwrap();
+    control.publish();
+    let mut r = rig(cell);
+
+    r.send(1, &vec![udp(7, [10, 0, 0, 1]); 5]);
+    assert_eq!(r.received(2), 5);
+    r.send(1, &vec![udp(7, [10, 0, 0, 1]); 5]);
+    assert_eq!(r.received(2), 5);
+    assert_eq!(r.pmd.stats().get(Counter::EmcHits), 5);
+
+    let mut modify = to_port(1, 3);
+    modify.command = pipeline::FlowModCommand::Modify;
+    control.flow_mod(&modify).unwrap();
+    control.publish();
+    r.send(1, &vec![udp(7, [10, 0, 0, 1]); 5]);
+    assert_eq!(r.received(2), 0);
+    assert_eq!(r.received(3), 5);
+    assert!(r.pmd.stats().get(Counter::CacheFlushes) >= 1);
+}
+
+#[test]
+fn table_miss_to_controller_becomes_a_packet_in() {
+    let (mut control, cell) = Control::new(PipelineConfig::default());
+    control
+        .flow_mod(&FlowMod::add(
+            0,
+            0,
+            Match::ANY,
+            vec![Instruction::ApplyActions(vec![Action::Output {
+                port: ports::CONTROLLER,
+                max_len: 128,
+            }])],
+        ))
+        .unwrap();
+    control.publish();
+    let mut r = rig(cell);
+    r.send(2, &[udp(1, [10, 0, 0, 1])]);
+    let mut seen = Vec::new();
+    r._dp
+        .packet_ins(8, |pi| seen.push((pi.in_port, pi.reason, pi.packet.len())));
+    assert_eq!(seen, vec![(2, pipeline::PacketInReason::NoMatch, 64)]);
+}
