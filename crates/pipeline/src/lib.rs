@@ -29,6 +29,7 @@ pub mod group;
 pub mod meter;
 pub mod model;
 pub mod normal;
+pub mod ofctl;
 pub mod pipeline;
 pub mod stats;
 pub mod table;
