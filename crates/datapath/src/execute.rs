@@ -353,7 +353,8 @@ mod tests {
         let pool = Pool::with_frames(4);
         let mut cache = pool.cache();
         let mut p = cache.alloc_from(&ipv4_with_tos(tos)).unwrap();
-        packet::extract_packet(&mut p, &mut FlowKey::ZERO);
+        let mut key = FlowKey::ZERO;
+        packet::extract_packet(&mut p, &mut key);
         assert!(remark_dscp(&mut p, prec));
         let out = p.data().to_vec();
         cache.free(p);
