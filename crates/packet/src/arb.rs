@@ -46,8 +46,16 @@ fn ext() -> impl Strategy<Value = Ipv6Ext> {
         Just(Ipv6Ext::Routing),
         Just(Ipv6Ext::DestOpts),
         Just(Ipv6Ext::Ah),
-        (prop_oneof![Just(0u16), 1u16..0x1fff], any::<bool>(), any::<u32>())
-            .prop_map(|(offset, more, ident)| Ipv6Ext::Fragment { offset, more, ident }),
+        (
+            prop_oneof![Just(0u16), 1u16..0x1fff],
+            any::<bool>(),
+            any::<u32>()
+        )
+            .prop_map(|(offset, more, ident)| Ipv6Ext::Fragment {
+                offset,
+                more,
+                ident
+            }),
     ]
 }
 
@@ -136,19 +144,21 @@ pub(crate) fn spec() -> impl Strategy<Value = PacketSpec> {
         0usize..200,
         any::<u8>(),
     )
-        .prop_map(|(eth_src, eth_dst, vlans, (l3, l4), frame_len, payload_fill)| {
-            // ND options run to the end of the IPv6 payload: no padding there.
-            let nd = matches!(l4, L4Spec::Icmpv6 { nd: Some(_), .. });
-            PacketSpec {
-                eth_src,
-                eth_dst,
-                vlans,
-                l3,
-                l4,
-                frame_len: if nd { 0 } else { frame_len },
-                payload_fill,
-            }
-        })
+        .prop_map(
+            |(eth_src, eth_dst, vlans, (l3, l4), frame_len, payload_fill)| {
+                // ND options run to the end of the IPv6 payload: no padding there.
+                let nd = matches!(l4, L4Spec::Icmpv6 { nd: Some(_), .. });
+                PacketSpec {
+                    eth_src,
+                    eth_dst,
+                    vlans,
+                    l3,
+                    l4,
+                    frame_len: if nd { 0 } else { frame_len },
+                    payload_fill,
+                }
+            },
+        )
 }
 
 fn mac_u(m: &[u8; 6]) -> u128 {

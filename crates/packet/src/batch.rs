@@ -147,11 +147,14 @@ mod tests {
         let extra = b.push(extra).unwrap_err();
         cache.free(extra);
         assert!(b.is_full());
-        let firsts: Vec<u8> = b.drain_front(2).map(|p| {
-            let v = p.data()[0];
-            cache.free(p);
-            v
-        }).collect();
+        let firsts: Vec<u8> = b
+            .drain_front(2)
+            .map(|p| {
+                let v = p.data()[0];
+                cache.free(p);
+                v
+            })
+            .collect();
         assert_eq!(firsts, vec![0, 1]);
         assert_eq!(b[0].data(), &[2]);
         b.retain_or(|p| p.data()[0] % 2 == 0, |p| cache.free(p));

@@ -233,9 +233,7 @@ impl Default for PacketSpec {
             eth_src: [0x02, 0, 0, 0, 0, 0x01],
             eth_dst: [0x02, 0, 0, 0, 0, 0x02],
             vlans: Vec::new(),
-            l3: L3Spec::Raw {
-                ethertype: 0x88b5,
-            },
+            l3: L3Spec::Raw { ethertype: 0x88b5 },
             l4: L4Spec::None,
             frame_len: 60,
             payload_fill: 0,
@@ -288,7 +286,10 @@ impl PacketSpec {
             eth_dst: dst_mac,
             vlans: Vec::new(),
             l3: L3Spec::Ipv4(Ipv4Spec::new(src_ip, dst_ip)),
-            l4: L4Spec::Udp { sp: sport, dp: dport },
+            l4: L4Spec::Udp {
+                sp: sport,
+                dp: dport,
+            },
             frame_len,
             payload_fill: 0,
         }
@@ -436,7 +437,11 @@ fn push_ext(f: &mut Vec<u8>, e: &Ipv6Ext, nh: u8) {
         Ipv6Ext::HopByHop | Ipv6Ext::DestOpts => f.extend_from_slice(&[nh, 0, 1, 4, 0, 0, 0, 0]),
         Ipv6Ext::Routing => f.extend_from_slice(&[nh, 0, 0, 0, 0, 0, 0, 0]),
         Ipv6Ext::Ah => f.extend_from_slice(&[nh, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0]),
-        Ipv6Ext::Fragment { offset, more, ident } => {
+        Ipv6Ext::Fragment {
+            offset,
+            more,
+            ident,
+        } => {
             f.extend_from_slice(&[nh, 0]);
             f.extend_from_slice(&((offset << 3) | more as u16).to_be_bytes());
             f.extend_from_slice(&ident.to_be_bytes());

@@ -92,7 +92,10 @@ pub fn update32(csum: u16, old: u32, new: u32) -> u16 {
 #[inline(always)]
 pub fn update128(csum: u16, old: u128, new: u128) -> u16 {
     let mut s = (!csum) as u64;
-    for (o, n) in [((old >> 64) as u64, (new >> 64) as u64), (old as u64, new as u64)] {
+    for (o, n) in [
+        ((old >> 64) as u64, (new >> 64) as u64),
+        (old as u64, new as u64),
+    ] {
         s = add(s, !o);
         s = add(s, n);
     }
@@ -124,7 +127,12 @@ static CRC32C: [u32; 256] = crc32c_table();
 /// CRC32c (Castagnoli), as SCTP uses it. The SCTP checksum field holds
 /// `crc32c(packet with checksum zeroed).to_le_bytes()`.
 pub fn crc32c(data: &[u8]) -> u32 {
-    let mut c = !0u32;
+    crc32c_extend(0, data)
+}
+
+/// Continues a CRC32c: `crc32c_extend(crc32c(a), b) == crc32c(a ++ b)`.
+pub fn crc32c_extend(crc: u32, data: &[u8]) -> u32 {
+    let mut c = !crc;
     for &b in data {
         c = CRC32C[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
     }
@@ -172,6 +180,7 @@ mod tests {
     fn crc32c_check_value() {
         assert_eq!(crc32c(b"123456789"), 0xe306_9283);
         assert_eq!(crc32c(b""), 0);
+        assert_eq!(crc32c_extend(crc32c(b"1234"), b"56789"), 0xe306_9283);
     }
 
     proptest! {

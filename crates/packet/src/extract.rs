@@ -301,7 +301,10 @@ fn parse_ipv4(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
     let src = u32::from_be_bytes([h[12], h[13], h[14], h[15]]) as u64;
     let dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]) as u64;
     key.w[5] = (src << 32) | dst;
-    key.w[6] = ((proto as u64) << 56) | ((h[1] as u64) << 48) | ((h[8] as u64) << 40) | ((fr as u64) << 32);
+    key.w[6] = ((proto as u64) << 56)
+        | ((h[1] as u64) << 48)
+        | ((h[8] as u64) << 40)
+        | ((fr as u64) << 32);
     layers.l3_off = off as u16;
     flags |= parsed::L3;
     if tot < ihl {
@@ -340,7 +343,11 @@ fn parse_ipv6(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
     layers.l3_off = off as u16;
     let mut flags = parsed::L3;
     // A zero payload length is a jumbogram (or a lie): parse up to the end of the frame.
-    let end = if plen == 0 { data.len() } else { off + 40 + plen };
+    let end = if plen == 0 {
+        data.len()
+    } else {
+        off + 40 + plen
+    };
     let tos_ttl = ((tc as u64) << 48) | ((hlim as u64) << 40);
     if end > data.len() {
         key.w[6] = ((nh as u64) << 56) | tos_ttl;

@@ -27,9 +27,9 @@ pub fn fuzz_extract_and_rewrite(data: &[u8]) {
         let mut c = c.borrow_mut();
         let cache = c.get_or_insert_with(|| Pool::with_frames(8).cache());
         // A value for each field drawn from the input, so the fuzzer steers it too.
-        let seed = data
-            .iter()
-            .fold(0x9e37_79b9_7f4a_7c15u128, |a, &b| a.rotate_left(5) ^ b as u128);
+        let seed = data.iter().fold(0x9e37_79b9_7f4a_7c15u128, |a, &b| {
+            a.rotate_left(5) ^ b as u128
+        });
         for (i, &field) in Field::ALL.iter().enumerate() {
             for stale_offsets in [false, true] {
                 let Some(mut pkt) = cache.alloc_from(data) else {

@@ -376,7 +376,10 @@ mod tests {
                 assert!((s.word as usize) + 1 < KEY_WORDS);
                 continue;
             }
-            assert!(s.shift as u32 + s.bits as u32 <= 64, "{f:?} overflows its word");
+            assert!(
+                s.shift as u32 + s.bits as u32 <= 64,
+                "{f:?} overflows its word"
+            );
             if aliases.contains(f) {
                 continue;
             }
@@ -416,10 +419,7 @@ mod tests {
         m.set_all(Field::Ipv4Src);
         m.set_all(Field::TpDst);
         let words = m.nonzero_words();
-        assert_eq!(
-            k.masked_hash(&m, &words),
-            k.masked(&m).hash_words(&words)
-        );
+        assert_eq!(k.masked_hash(&m, &words), k.masked(&m).hash_words(&words));
         assert!(k.matches(&k.masked(&m), &m));
         let mut other = k;
         other.set(Field::EthDst, 7);

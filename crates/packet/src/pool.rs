@@ -229,9 +229,7 @@ impl Pool {
         debug_assert!(frame < self.inner.frames);
         debug_assert!(data_off as usize + len as usize <= FRAME_SIZE);
         Packet {
-            base: NonNull::new_unchecked(
-                self.inner.base.as_ptr().add(frame as usize * FRAME_SIZE),
-            ),
+            base: NonNull::new_unchecked(self.inner.base.as_ptr().add(frame as usize * FRAME_SIZE)),
             frame,
             data_off,
             len,

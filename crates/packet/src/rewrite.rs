@@ -65,7 +65,10 @@ impl std::fmt::Display for RewriteError {
                 needs
             ),
             RewriteError::NoVlanTag => {
-                write!(f, "no VLAN tag to rewrite or pop; push one first with push_vlan")
+                write!(
+                    f,
+                    "no VLAN tag to rewrite or pop; push one first with push_vlan"
+                )
             }
             RewriteError::NoHeadroom => write!(
                 f,
@@ -235,7 +238,11 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
                     set_ipv4_addr(d, &loc, if src { 12 } else { 16 }, value as u32)
                 }
                 ethertype::ARP if loc.l3 + 28 <= d.len() => {
-                    put(d, loc.l3 + if src { 14 } else { 24 }, &(value as u32).to_be_bytes());
+                    put(
+                        d,
+                        loc.l3 + if src { 14 } else { 24 },
+                        &(value as u32).to_be_bytes(),
+                    );
                 }
                 _ => return Err(need(field, "IPv4 or ARP")),
             }
@@ -375,7 +382,11 @@ fn set_ipv4_addr(d: &mut [u8], loc: &Loc, at: usize, new: u32) {
 fn set_ip_byte(d: &mut [u8], loc: &Loc, field: Field, v: u8) -> Result<(), RewriteError> {
     match loc.eth_type {
         ethertype::IPV4 if loc.l3 + 20 <= d.len() => {
-            let (at, word) = if field == Field::IpTtl { (8, 8) } else { (1, 0) };
+            let (at, word) = if field == Field::IpTtl {
+                (8, 8)
+            } else {
+                (1, 0)
+            };
             let old_b = d[loc.l3 + at];
             let new_b = match field {
                 Field::IpDscp => (old_b & 0x03) | (v << 2),
@@ -477,7 +488,13 @@ pub fn push_vlan(pkt: &mut Packet, tpid: u16, tci: u16) -> Result<(), RewriteErr
     d.copy_within(4..16, 0);
     put16(d, 12, tpid);
     put16(d, 14, tci);
-    let shift = |o: u16| if o == 0 { 0 } else { o.checked_add(4).unwrap_or(0) };
+    let shift = |o: u16| {
+        if o == 0 {
+            0
+        } else {
+            o.checked_add(4).unwrap_or(0)
+        }
+    };
     pkt.meta.l3_off = shift(pkt.meta.l3_off);
     pkt.meta.l4_off = shift(pkt.meta.l4_off);
     Ok(())

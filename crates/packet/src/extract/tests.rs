@@ -21,7 +21,13 @@ fn eth_ipv4_udp_golden_key() {
     let p = hex(UDP4);
     let mut k = FlowKey::ZERO;
     let l = extract(&p, 5, &mut k);
-    assert_eq!(l, Layers { l3_off: 14, l4_off: 34 });
+    assert_eq!(
+        l,
+        Layers {
+            l3_off: 14,
+            l4_off: 34
+        }
+    );
     assert_eq!(k.w[0], 0x0019_0800_0000_0005); // parsed ETH|L3|L4, IPv4, port 5
     assert_eq!(k.w[3], 0x0200_0000_0002_0000);
     assert_eq!(k.w[4], 0x0200_0000_0001_0000);
@@ -85,11 +91,20 @@ fn neighbour_solicitation_golden() {
     ));
     let mut k = FlowKey::ZERO;
     let l = extract(&p, 1, &mut k);
-    assert_eq!(l, Layers { l3_off: 14, l4_off: 54 });
+    assert_eq!(
+        l,
+        Layers {
+            l3_off: 14,
+            l4_off: 54
+        }
+    );
     assert_eq!(k.get(Field::IpProto), 58);
     assert_eq!(k.get(Field::IcmpType), 135);
     assert_eq!(k.get(Field::IpTtl), 255);
-    assert_eq!(k.get(Field::NdTarget), 0xfe80_0000_0000_0000_0000_0000_0000_0001);
+    assert_eq!(
+        k.get(Field::NdTarget),
+        0xfe80_0000_0000_0000_0000_0000_0000_0001
+    );
     assert_eq!(k.get(Field::ArpSha), 0x0200_0000_0001);
     assert_eq!(k.get(Field::ArpTha), 0);
 }
@@ -101,7 +116,13 @@ fn truncated_and_malformed_headers_are_flagged() {
     // Cut inside the UDP header: L3 kept, no L4.
     let l = extract(&p[..38], 1, &mut k);
     let f = k.get(Field::Parsed) as u16;
-    assert_eq!(l, Layers { l3_off: 14, l4_off: 0 });
+    assert_eq!(
+        l,
+        Layers {
+            l3_off: 14,
+            l4_off: 0
+        }
+    );
     assert!(f & parsed::TRUNCATED != 0 && f & parsed::L3 != 0 && f & parsed::L4 == 0);
     assert_eq!(k.get(Field::Ipv4Src), 0x0a00_0001);
     assert_eq!(k.get(Field::TpSrc), 0);

@@ -30,7 +30,10 @@ impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WireError::Truncated { header, need, have } => {
-                write!(f, "{header} header truncated: need {need} bytes, have {have}")
+                write!(
+                    f,
+                    "{header} header truncated: need {need} bytes, have {have}"
+                )
             }
             WireError::Malformed { header, why } => write!(f, "malformed {header} header: {why}"),
         }
@@ -46,3 +49,62 @@ pub(crate) fn check_len(header: &'static str, have: usize, need: usize) -> Resul
         Ok(())
     }
 }
+
+pub mod arp;
+pub mod ethernet;
+pub mod icmpv4;
+pub mod icmpv6;
+pub mod ipv4;
+pub mod ipv6;
+pub mod sctp;
+pub mod tcp;
+pub mod udp;
+
+pub use arp::Arp;
+pub use ethernet::{Ethernet, VlanTag};
+pub use icmpv4::Icmpv4;
+pub use icmpv6::Icmpv6;
+pub use ipv4::Ipv4;
+pub use ipv6::{Ipv6, Ipv6ExtHeader};
+pub use sctp::Sctp;
+pub use tcp::Tcp;
+pub use udp::Udp;
+
+/// Reads a big-endian `u16` at `i` (callers have checked the length).
+#[inline(always)]
+pub(crate) fn be16(b: &[u8], i: usize) -> u16 {
+    u16::from_be_bytes([b[i], b[i + 1]])
+}
+
+/// Reads a big-endian `u32` at `i` (callers have checked the length).
+#[inline(always)]
+pub(crate) fn be32(b: &[u8], i: usize) -> u32 {
+    u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+/// Writes `v` big-endian at `i` (callers have checked the length).
+#[inline(always)]
+pub(crate) fn put(b: &mut [u8], i: usize, v: &[u8]) {
+    b[i..i + v.len()].copy_from_slice(v);
+}
+
+/// Six bytes at `i` as a MAC address.
+#[inline(always)]
+pub(crate) fn mac(b: &[u8], i: usize) -> [u8; 6] {
+    [b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5]]
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// Parses spaced hex into bytes.
+    pub fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod crosscheck;
