@@ -12,7 +12,9 @@
 #      PMD thread on the last core; port 1 replays the pcap from memory (net_pcap
 #      infinite_rx=1), port 2 is a sink (net_null no-rx=1); installs the scenario's flows;
 #      warms up, then counts port 2's tx packets over the window (ovs-ofctl dump-ports) and
-#      reads TSC cycles per packet from dpif-netdev/pmd-perf-show; stops OVS;
+#      reads TSC cycles per packet from dpif-netdev/pmd-perf-show; stops OVS. A control run,
+#      p2p-1flow-big-pcap, replays one flow from a pcap as large as flows-1M's, to show what
+#      the replay's memory footprint (not the flows) costs OVS;
 #   4. runs `hayate bench p2p-1flow flows-1M --sizes 64 --json` pinned to the same core;
 #   5. prints scenario, OVS Mpps, OVS cycles/packet, Hayate Mpps, Hayate cycles/packet and the
 #      ratio Hayate/OVS; --json FILE writes the same rows (and the details) as JSON.
@@ -349,8 +351,6 @@ ovs_measure p2p-1flow-big-pcap $PCAP_SAME 1 p2p-1flow
 
 if [ $HAYATE_OK = 1 ]; then
     hayate_measure || HAYATE_OK=0
-HAYATE_CPU_SHARE=""
-LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 fi
 
 REPORT_ARGS=(report --ovs $LOG/ovs-p2p-1flow.json $LOG/ovs-flows-1M.json

@@ -113,12 +113,12 @@ def report(a):
             'ovs': o or None,
             'hayate': h or None,
         })
-    head = (f"{'scenario':<12} {'OVS-DPDK Mpps':>13} {'OVS cyc/pkt':>11} "
+    head = (f"{'scenario':<20} {'OVS-DPDK Mpps':>13} {'OVS cyc/pkt':>11} "
             f"{'Hayate Mpps':>11} {'Hayate cyc/pkt':>14} {'Hayate/OVS':>10}")
     print(head)
     for r in out_rows:
         ratio = '-' if r['ratio_hayate_ovs'] is None else f"{r['ratio_hayate_ovs']:.2f}x"
-        print(f"{r['scenario']:<12} {fmt(r['ovs_mpps'], '.2f'):>13} "
+        print(f"{r['scenario']:<20} {fmt(r['ovs_mpps'], '.2f'):>13} "
               f"{fmt(r['ovs_cycles_per_packet'], '.0f'):>11} {fmt(r['hayate_mpps'], '.2f'):>11} "
               f"{fmt(r['hayate_cycles_per_packet'], '.1f'):>14} {ratio:>10}")
     notes = [f"64-byte frames, one thread on core {a.core}, {a.seconds} s windows after "
