@@ -38,6 +38,7 @@ usage: bash scripts/compare-ovs-dpdk.sh [options]   (as root, Debian 12)
                   holds at most 262144 frames, so 1000000 cannot load)
   --hayate BIN    hayate binary to run (default: cargo build --release -p hayate)
   --ovs-only      measure Open vSwitch only
+  --self-test     check the pcap writer and the report parser (no root needed) and exit
   -h, --help      this text
 EOF
 }
@@ -66,6 +67,10 @@ while [ $# -gt 0 ]; do
         --hayate)  [ $# -ge 2 ] && [ -x "$2" ] || die "--hayate needs an executable hayate binary"
                    HAYATE_BIN=$(realpath "$2"); shift 2 ;;
         --ovs-only) OVS_ONLY=1; shift ;;
+        --self-test)
+            d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib
+            python3 "$d/udp-pcap.py" --self-test && python3 "$d/compare-report.py" --self-test
+            exit ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument '$1'" ;;
     esac

@@ -106,7 +106,10 @@ def self_test():
     """Golden bytes shared with Hayate's packet builder (crates/packet/src/builder.rs)."""
     import os
     import tempfile
-    ip = lambda s: int(ipaddress.IPv4Address(s))
+
+    def ip(text):
+        return int(ipaddress.IPv4Address(text))
+
     # The builder's golden frame 10.0.0.1:1234 -> 10.0.0.2:80 (60 bytes), with the UDP
     # checksum of RFC 768 over the pseudo-header: ~(0x0a00+0x0001+0x0a00+0x0002+0x0011+0x001a
     # +0x04d2+0x0050+0x001a) = 0xe695.
