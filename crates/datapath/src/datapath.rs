@@ -34,7 +34,7 @@ impl std::error::Error for DpError {}
 
 /// Builds a [`Datapath`]; start with [`Datapath::builder`].
 #[derive(Default)]
-pub struct DatapathBuilder {
+pub struct Builder {
     pool: Option<Pool>,
     ports: Vec<(u32, Arc<dyn Port>)>,
     upcall: Option<UpcallFactory>,
@@ -42,7 +42,7 @@ pub struct DatapathBuilder {
     config: DpConfig,
 }
 
-impl DatapathBuilder {
+impl Builder {
     /// The buffer pool packets are copied into (multi-output, packet-in).
     pub fn pool(mut self, pool: Pool) -> Self {
         self.pool = Some(pool);
@@ -83,6 +83,18 @@ impl DatapathBuilder {
         self
     }
 
+    /// [`Builder::build`], then [`Datapath::build_pmds`]. Packet-ins of these threads are
+    /// counted as dropped (nobody could take them); build a [`Datapath`] to keep them.
+    pub fn build_pmds(self) -> Result<Vec<Pmd>, DpError> {
+        self.build()?.build_pmds()
+    }
+
+    /// [`Builder::build`], then [`Datapath::start`]; the [`Running`] handle also takes the
+    /// packet-ins ([`Running::packet_ins`]).
+    pub fn start(self) -> Result<Running, DpError> {
+        self.build()?.start()
+    }
+
     /// Checks the pieces and makes the datapath (no queue is opened yet).
     pub fn build(self) -> Result<Datapath, DpError> {
         let pool = self
@@ -109,7 +121,10 @@ impl DatapathBuilder {
             self.threads
         };
         let (pi_tx, pi_rx) = sync_channel(self.config.packet_in_queue);
-        let pi_cache = pool.cache();
+        let packet_ins = Arc::new(PacketInQueue {
+            rx: Mutex::new(pi_rx),
+            cache: Mutex::new(pool.cache()),
+        });
         Ok(Datapath {
             pool,
             ports: self.ports,
@@ -117,8 +132,7 @@ impl DatapathBuilder {
             threads,
             config: self.config,
             pi_tx,
-            pi_rx: Mutex::new(pi_rx),
-            pi_cache: Mutex::new(pi_cache),
+            packet_ins,
         })
     }
 }
@@ -132,8 +146,35 @@ pub struct Datapath {
     threads: Vec<Option<usize>>,
     config: DpConfig,
     pi_tx: SyncSender<PacketIn>,
-    pi_rx: Mutex<Receiver<PacketIn>>,
-    pi_cache: Mutex<PoolCache>,
+    packet_ins: Arc<PacketInQueue>,
+}
+
+/// The receiving end of the packet-in queue (control side; a mutex is fine here).
+struct PacketInQueue {
+    rx: Mutex<Receiver<PacketIn>>,
+    cache: Mutex<PoolCache>,
+}
+
+impl PacketInQueue {
+    fn take(&self, max: usize, mut f: impl FnMut(&PacketIn)) -> usize {
+        let rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = 0;
+        while n < max {
+            let Ok(pi) = rx.try_recv() else { break };
+            f(&pi);
+            cache.free(pi.packet);
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Drop for PacketInQueue {
+    fn drop(&mut self) {
+        // Give back the frames of packet-ins nobody took.
+        self.take(usize::MAX, |_| {});
+    }
 }
 
 impl std::fmt::Debug for Datapath {
@@ -147,8 +188,8 @@ impl std::fmt::Debug for Datapath {
 
 impl Datapath {
     /// A new builder.
-    pub fn builder() -> DatapathBuilder {
-        DatapathBuilder::default()
+    pub fn builder() -> Builder {
+        Builder::default()
     }
 
     /// The tunables.
@@ -225,7 +266,7 @@ impl Datapath {
         let mut stats = Vec::with_capacity(pmds.len());
         let mut handles = Vec::with_capacity(pmds.len());
         for mut pmd in pmds {
-            stats.push(pmd.stats().clone());
+            stats.push(pmd.stats_handle().clone());
             let stop = stop.clone();
             let name = format!("hayate-pmd{}", pmd.index());
             let h = std::thread::Builder::new()
@@ -245,29 +286,14 @@ impl Datapath {
             handles,
             stop,
             stats,
+            packet_ins: self.packet_ins.clone(),
         })
     }
 
     /// Takes up to `max` packet-ins from the queue, calling `f` on each (the packet's frame
     /// goes back to the pool afterwards). Returns how many were taken. Never blocks.
-    pub fn packet_ins(&self, max: usize, mut f: impl FnMut(&PacketIn)) -> usize {
-        let rx = self.pi_rx.lock().unwrap_or_else(|e| e.into_inner());
-        let mut cache = self.pi_cache.lock().unwrap_or_else(|e| e.into_inner());
-        let mut n = 0;
-        while n < max {
-            let Ok(pi) = rx.try_recv() else { break };
-            f(&pi);
-            cache.free(pi.packet);
-            n += 1;
-        }
-        n
-    }
-}
-
-impl Drop for Datapath {
-    fn drop(&mut self) {
-        // Give back the frames of packet-ins nobody took.
-        self.packet_ins(usize::MAX, |_| {});
+    pub fn packet_ins(&self, max: usize, f: impl FnMut(&PacketIn)) -> usize {
+        self.packet_ins.take(max, f)
     }
 }
 
@@ -276,6 +302,7 @@ pub struct Running {
     handles: Vec<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
     stats: Vec<Arc<PmdStats>>,
+    packet_ins: Arc<PacketInQueue>,
 }
 
 impl std::fmt::Debug for Running {
@@ -297,13 +324,14 @@ impl Running {
         self.stats.iter().map(|s| s.snapshot()).collect()
     }
 
-    /// Stops the threads and waits for them; every packet they buffered is freed and every
-    /// megaflow counter flushed.
-    pub fn stop(mut self) {
-        self.halt();
+    /// Takes up to `max` packet-ins (as [`Datapath::packet_ins`]).
+    pub fn packet_ins(&self, max: usize, f: impl FnMut(&PacketIn)) -> usize {
+        self.packet_ins.take(max, f)
     }
 
-    fn halt(&mut self) {
+    /// Stops the threads and waits for them; every packet they buffered is freed and every
+    /// megaflow counter flushed. Counters stay readable; stopping twice does nothing.
+    pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         for h in self.handles.drain(..) {
             if h.join().is_err() {
@@ -315,7 +343,7 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.halt();
+        self.stop();
     }
 }
 

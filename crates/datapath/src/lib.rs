@@ -50,7 +50,7 @@ pub mod stats;
 pub mod upcall;
 
 pub use config::DpConfig;
-pub use datapath::{Datapath, DatapathBuilder, DpError, Running};
+pub use datapath::{Builder, Datapath, DpError, Running};
 pub use execute::PacketIn;
 pub use pmd::{now_ns, Pmd, PmdParts};
 pub use stats::{Counter, PmdStats, Snapshot};

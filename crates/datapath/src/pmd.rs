@@ -36,7 +36,7 @@ use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
 use crate::execute::{Executor, PacketIn, TxPort};
 use crate::megaflow::{Actions, Arena, Megaflow, MegaflowId, PortMap};
-use crate::stats::{cycles, Counter, LocalStats, PmdStats};
+use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::upcall::Upcall;
 
 /// Nanoseconds on the monotonic clock every thread uses for meters and budgets.
@@ -201,8 +201,13 @@ impl Pmd {
         self.core
     }
 
-    /// The thread's counters (shared, readable from any thread).
-    pub fn stats(&self) -> &Arc<PmdStats> {
+    /// A copy of the thread's counters.
+    pub fn stats(&self) -> Snapshot {
+        self.stats.snapshot()
+    }
+
+    /// The thread's counters themselves (shared, readable from any thread).
+    pub fn stats_handle(&self) -> &Arc<PmdStats> {
         &self.stats
     }
 

@@ -142,8 +142,8 @@ impl PmdStats {
     /// A copy of every counter.
     pub fn snapshot(&self) -> Snapshot {
         let mut s = Snapshot::default();
-        for (d, a) in s.c.iter_mut().zip(self.c.iter()) {
-            *d = a.load(Ordering::Relaxed);
+        for c in Counter::ALL {
+            s[c] = self.c[c as usize].load(Ordering::Relaxed);
         }
         s
     }
@@ -186,10 +186,53 @@ impl PmdStats {
     }
 }
 
-/// A copy of [`PmdStats`]; index it with a [`Counter`]. Snapshots add up.
+/// A copy of [`PmdStats`]: one field per [`Counter`] (also indexable by it). Snapshots add up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    c: [u64; COUNTERS],
+    /// Packets received from rx queues.
+    pub rx_packets: u64,
+    /// Bytes received from rx queues.
+    pub rx_bytes: u64,
+    /// Packets handed to tx queues and accepted by them.
+    pub tx_packets: u64,
+    /// Bytes accepted by tx queues.
+    pub tx_bytes: u64,
+    /// Packets that hit the exact-match cache.
+    pub emc_hits: u64,
+    /// Packets that missed the exact-match cache and hit the megaflow classifier.
+    pub megaflow_hits: u64,
+    /// Translations through the pipeline (one per new flow in a batch, not per packet).
+    pub upcalls: u64,
+    /// Misses dropped without a translation because the upcall budget was spent.
+    pub upcall_shed: u64,
+    /// Megaflows installed.
+    pub megaflow_installs: u64,
+    /// Megaflows removed because they were idle.
+    pub megaflow_evictions: u64,
+    /// Translations not installed because the megaflow table was at its bound.
+    pub megaflow_full: u64,
+    /// Cache flushes because the pipeline's generation changed.
+    pub cache_flushes: u64,
+    /// Packets dropped because their actions had no output.
+    pub drop_no_action: u64,
+    /// Packets dropped because a header rewrite failed.
+    pub drop_rewrite: u64,
+    /// Packets a tx queue did not take (or the port has no tx queue for this thread).
+    pub drop_tx_full: u64,
+    /// Packets dropped by a meter.
+    pub drop_meter: u64,
+    /// Packet-ins dropped because the packet-in queue was full.
+    pub drop_packet_in_full: u64,
+    /// Copies (multi-output, packet-in) not made because the buffer pool was empty.
+    pub drop_pool_empty: u64,
+    /// Packet-ins queued for the agent.
+    pub packet_ins: u64,
+    /// Cycles spent on batches that carried packets.
+    pub busy_cycles: u64,
+    /// Cycles spent polling queues that had nothing.
+    pub idle_cycles: u64,
+    /// Cycles spent inside upcalls (translation and megaflow install).
+    pub upcall_cycles: u64,
 }
 
 impl Snapshot {
@@ -217,14 +260,66 @@ impl Snapshot {
 impl std::ops::Index<Counter> for Snapshot {
     type Output = u64;
     fn index(&self, c: Counter) -> &u64 {
-        &self.c[c as usize]
+        match c {
+            Counter::RxPackets => &self.rx_packets,
+            Counter::RxBytes => &self.rx_bytes,
+            Counter::TxPackets => &self.tx_packets,
+            Counter::TxBytes => &self.tx_bytes,
+            Counter::EmcHits => &self.emc_hits,
+            Counter::MegaflowHits => &self.megaflow_hits,
+            Counter::Upcalls => &self.upcalls,
+            Counter::UpcallShed => &self.upcall_shed,
+            Counter::MegaflowInstalls => &self.megaflow_installs,
+            Counter::MegaflowEvictions => &self.megaflow_evictions,
+            Counter::MegaflowFull => &self.megaflow_full,
+            Counter::CacheFlushes => &self.cache_flushes,
+            Counter::DropNoAction => &self.drop_no_action,
+            Counter::DropRewrite => &self.drop_rewrite,
+            Counter::DropTxFull => &self.drop_tx_full,
+            Counter::DropMeter => &self.drop_meter,
+            Counter::DropPacketInFull => &self.drop_packet_in_full,
+            Counter::DropPoolEmpty => &self.drop_pool_empty,
+            Counter::PacketIns => &self.packet_ins,
+            Counter::BusyCycles => &self.busy_cycles,
+            Counter::IdleCycles => &self.idle_cycles,
+            Counter::UpcallCycles => &self.upcall_cycles,
+        }
+    }
+}
+
+impl std::ops::IndexMut<Counter> for Snapshot {
+    fn index_mut(&mut self, c: Counter) -> &mut u64 {
+        match c {
+            Counter::RxPackets => &mut self.rx_packets,
+            Counter::RxBytes => &mut self.rx_bytes,
+            Counter::TxPackets => &mut self.tx_packets,
+            Counter::TxBytes => &mut self.tx_bytes,
+            Counter::EmcHits => &mut self.emc_hits,
+            Counter::MegaflowHits => &mut self.megaflow_hits,
+            Counter::Upcalls => &mut self.upcalls,
+            Counter::UpcallShed => &mut self.upcall_shed,
+            Counter::MegaflowInstalls => &mut self.megaflow_installs,
+            Counter::MegaflowEvictions => &mut self.megaflow_evictions,
+            Counter::MegaflowFull => &mut self.megaflow_full,
+            Counter::CacheFlushes => &mut self.cache_flushes,
+            Counter::DropNoAction => &mut self.drop_no_action,
+            Counter::DropRewrite => &mut self.drop_rewrite,
+            Counter::DropTxFull => &mut self.drop_tx_full,
+            Counter::DropMeter => &mut self.drop_meter,
+            Counter::DropPacketInFull => &mut self.drop_packet_in_full,
+            Counter::DropPoolEmpty => &mut self.drop_pool_empty,
+            Counter::PacketIns => &mut self.packet_ins,
+            Counter::BusyCycles => &mut self.busy_cycles,
+            Counter::IdleCycles => &mut self.idle_cycles,
+            Counter::UpcallCycles => &mut self.upcall_cycles,
+        }
     }
 }
 
 impl std::ops::AddAssign<&Snapshot> for Snapshot {
     fn add_assign(&mut self, o: &Snapshot) {
-        for (a, b) in self.c.iter_mut().zip(o.c.iter()) {
-            *a = a.wrapping_add(*b);
+        for c in Counter::ALL {
+            self[c] = self[c].wrapping_add(o[c]);
         }
     }
 }
@@ -299,5 +394,7 @@ mod tests {
         assert_eq!(total[Counter::RxPackets], 7);
         assert_eq!(total.drops(), 3);
         assert!(total.to_string().contains("rx_packets=7"));
+        assert_eq!(total.rx_packets, 7);
+        assert_eq!(total.drop_meter, 2);
     }
 }

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use common::udp;
-use datapath::{Counter, Datapath, Pmd};
+use datapath::{Datapath, Pmd};
 use packet::{Batch, Field, Pool, PoolCache};
 use pipeline::model::ports;
 use pipeline::{Action, Control, FlowMod, Instruction, Match, PipelineConfig};
@@ -84,7 +84,7 @@ fn flow_mods_reach_the_very_next_batch() {
     assert_eq!(r.received(2), 5);
     r.send(1, &vec![udp(7, [10, 0, 0, 1]); 5]);
     assert_eq!(r.received(2), 5);
-    assert_eq!(r.pmd.stats().get(Counter::EmcHits), 5);
+    assert_eq!(r.pmd.stats().emc_hits, 5);
 
     let mut modify = to_port(1, 3);
     modify.command = pipeline::FlowModCommand::Modify;
@@ -93,7 +93,7 @@ fn flow_mods_reach_the_very_next_batch() {
     r.send(1, &vec![udp(7, [10, 0, 0, 1]); 5]);
     assert_eq!(r.received(2), 0);
     assert_eq!(r.received(3), 5);
-    assert!(r.pmd.stats().get(Counter::CacheFlushes) >= 1);
+    assert!(r.pmd.stats().cache_flushes >= 1);
 }
 
 #[test]

@@ -48,7 +48,7 @@ fn two_threads_forward_and_stop_cleanly() {
         .config(DpConfig::default())
         .build()
         .unwrap();
-    let running = dp.start().unwrap();
+    let mut running = dp.start().unwrap();
 
     let mut cache = pool.cache();
     let (mut in1, mut in2) = (out1.open_tx(0).unwrap(), out2.open_tx(0).unwrap());

@@ -146,7 +146,7 @@ impl Fixture {
     }
 
     pub fn stats(&self) -> datapath::Snapshot {
-        self.pmds.iter().map(|p| p.stats().snapshot()).sum()
+        self.pmds.iter().map(|p| p.stats()).sum()
     }
 
     pub fn set_logic(&self, l: Logic) {
