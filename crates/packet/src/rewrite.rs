@@ -209,28 +209,17 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
     if pkt.len() < 14 {
         return Err(RewriteError::TooShort);
     }
+    if matches!(
+        field,
+        Field::EthDst | Field::EthSrc | Field::VlanTci | Field::VlanVid | Field::VlanPcp
+    ) {
+        // L2 rewrites need no header walk.
+        return set_l2(pkt.data_mut(), field, value);
+    }
     let loc = locate(pkt);
     let d = pkt.data_mut();
     let v16 = value as u16;
     match field {
-        Field::EthDst => {
-            put(d, 0, &(value as u64).to_be_bytes()[2..]);
-        }
-        Field::EthSrc => {
-            put(d, 6, &(value as u64).to_be_bytes()[2..]);
-        }
-        Field::VlanTci | Field::VlanVid | Field::VlanPcp => {
-            let old = match (get16(d, 12), get16(d, 14)) {
-                (Some(t), Some(tci)) if ethertype::is_vlan(t) => tci,
-                _ => return Err(RewriteError::NoVlanTag),
-            };
-            let new = match field {
-                Field::VlanTci => (v16 & !0x1000) | (old & 0x1000),
-                Field::VlanVid => (old & 0xf000) | (v16 & 0x0fff),
-                _ => (old & 0x1fff) | (v16 << 13),
-            };
-            put16(d, 14, new);
-        }
         Field::Ipv4Src | Field::Ipv4Dst => {
             let src = field == Field::Ipv4Src;
             match loc.eth_type {
@@ -338,12 +327,43 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
         Field::InPort
         | Field::Metadata
         | Field::TunnelId
+        | Field::EthDst
+        | Field::EthSrc
+        | Field::VlanTci
+        | Field::VlanVid
+        | Field::VlanPcp
         | Field::EthType
         | Field::Parsed
         | Field::CvlanTci
         | Field::IpProto
         | Field::IpFrag
         | Field::TcpFlags => {}
+    }
+    Ok(())
+}
+
+/// Ethernet addresses and the outer VLAN tag.
+fn set_l2(d: &mut [u8], field: Field, value: u128) -> Result<(), RewriteError> {
+    let v16 = value as u16;
+    match field {
+        Field::EthDst => {
+            put(d, 0, &(value as u64).to_be_bytes()[2..]);
+        }
+        Field::EthSrc => {
+            put(d, 6, &(value as u64).to_be_bytes()[2..]);
+        }
+        _ => {
+            let old = match (get16(d, 12), get16(d, 14)) {
+                (Some(t), Some(tci)) if ethertype::is_vlan(t) => tci,
+                _ => return Err(RewriteError::NoVlanTag),
+            };
+            let new = match field {
+                Field::VlanTci => (v16 & !0x1000) | (old & 0x1000),
+                Field::VlanVid => (old & 0xf000) | (v16 & 0x0fff),
+                _ => (old & 0x1fff) | (v16 << 13),
+            };
+            put16(d, 14, new);
+        }
     }
     Ok(())
 }

@@ -204,3 +204,28 @@ proptest! {
         }
     }
 }
+
+/// Rough speed check, not a benchmark: `cargo test -p packet --release extract_speed --
+/// --ignored --nocapture` prints nanoseconds per Eth/IPv4/UDP extraction.
+#[test]
+#[ignore]
+fn extract_speed() {
+    let frames: Vec<Vec<u8>> = (0..32u8)
+        .map(|i| {
+            let mut p = hex(UDP4);
+            p[33] = i;
+            p
+        })
+        .collect();
+    let mut k = FlowKey::ZERO;
+    let n = 20_000_000usize;
+    let t = std::time::Instant::now();
+    let mut acc = 0u64;
+    for i in 0..n {
+        let f = std::hint::black_box(&frames[i & 31]);
+        let l = extract(f, 1, &mut k);
+        acc = acc.wrapping_add(k.w[5] ^ l.l4_off as u64);
+    }
+    let ns = t.elapsed().as_nanos() as f64 / n as f64;
+    println!("extract Eth/IPv4/UDP: {ns:.2} ns/packet (checksum {acc:#x})");
+}
