@@ -214,7 +214,9 @@ ovs_up() {
         --pidfile=$RUN/ovs-vswitchd.pid --unixctl=$RUN/ovs-vswitchd.ctl \
         --log-file=$LOG/ovs-vswitchd.log --detach --no-chdir 2>>$LOG/daemon.err \
         || { tail -20 $LOG/ovs-vswitchd.log >&2; die "ovs-vswitchd-dpdk did not start (log: $LOG/ovs-vswitchd.log)"; }
-    vsctl add-br $BR -- set bridge $BR datapath_type=netdev other_config:hwaddr=02:00:00:00:00:fe
+    # fail-mode=secure: no NORMAL flow floods the first packets before ours are in.
+    vsctl add-br $BR -- set bridge $BR datapath_type=netdev fail-mode=secure \
+        other_config:hwaddr=02:00:00:00:00:fe
 }
 
 # Flows of `hayate bench` (crates/hayate/src/bench/scenario.rs), one per line.
@@ -254,6 +256,10 @@ ovs_measure() {
     local sc=$1 pcap=$2 nflows=$3 flowset=${4:-$1} out=$LOG/ovs-$1
     log "OVS-DPDK $sc: starting ($nflows flow(s) from $pcap)"
     ovs_up
+    # The flows go in before the ports, so every packet meets them (ofport_request fixes 1, 2).
+    flows_of "$flowset" > $out.flows
+    ofctl del-flows
+    ofctl add-flows $out.flows
     vsctl add-port $BR p1 -- set interface p1 type=dpdk ofport_request=1 \
             "options:dpdk-devargs=net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
         -- add-port $BR p2 -- set interface p2 type=dpdk ofport_request=2 \
@@ -264,9 +270,6 @@ ovs_measure() {
         grep -iE 'pcap|mbuf|mempool|error' $LOG/ovs-vswitchd.log | tail -8 >&2 || true
         die "OVS ports did not come up: ${e1:+p1: $e1 }${e2:+p2: $e2}(log: $LOG/ovs-vswitchd.log)"
     fi
-    flows_of "$flowset" > $out.flows
-    ofctl del-flows
-    ofctl add-flows $out.flows
     ofctl dump-flows > $out.dump-flows.txt
     appctl dpif-netdev/pmd-rxq-show > $out.rxq-show.txt 2>&1 || true
     grep -q "core_id $CORE" $out.rxq-show.txt \
@@ -275,19 +278,21 @@ ovs_measure() {
     appctl dpif-netdev/pmd-stats-clear >/dev/null
     local a b t0 t1 tid c0 c1
     tid=$(pmd_tid)
-    c0=$(cpu_ticks "$tid")
+    c0=0; c1=0
+    [ -n "$tid" ] && c0=$(cpu_ticks "$tid")
     t0=$(date +%s.%N); a=$(tx_pkts)
     sleep "$WIN"
     b=$(tx_pkts); t1=$(date +%s.%N)
-    c1=$(cpu_ticks "$tid")
+    [ -n "$tid" ] && c1=$(cpu_ticks "$tid")
     appctl dpif-netdev/pmd-perf-show > $out.perf-show.txt 2>&1
     appctl dpif-netdev/pmd-stats-show > $out.stats-show.txt 2>&1
     appctl dpctl/dump-flows > $out.megaflows.txt 2>&1 || true
     [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ ]] || die "could not read port 2's tx counter from ovs-ofctl dump-ports"
     [ $((b - a)) -gt 0 ] || die "OVS forwarded no packets in $sc (flows: $out.dump-flows.txt, log: $LOG/ovs-vswitchd.log)"
+    local share=()
+    [ -n "$tid" ] && share=(--cpu-share "$(python3 -c "print(($c1 - $c0) / $(getconf CLK_TCK) / ($t1 - $t0))")")
     python3 $LIB/compare-report.py ovs-row --scenario "$sc" --packets $((b - a)) \
-        --seconds "$(python3 -c "print($t1 - $t0)")" --flows "$nflows" \
-        --cpu-share "$(python3 -c "print(($c1 - $c0) / $(getconf CLK_TCK) / ($t1 - $t0))")" \
+        --seconds "$(python3 -c "print($t1 - $t0)")" --flows "$nflows" "${share[@]}" \
         --perf-show $out.perf-show.txt > $out.json
     ovs_down
     log "OVS-DPDK $sc: $(python3 -c "import json; r = json.load(open('$out.json')); \
