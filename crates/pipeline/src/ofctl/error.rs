@@ -67,10 +67,15 @@ pub struct FlowParseError {
     pub problem: String,
     /// What would have been accepted, or how to fix it (may be empty).
     pub expected: String,
+    /// The line (from 1) when the text came from a file of flows.
+    pub line: Option<usize>,
 }
 
 impl fmt::Display for FlowParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
         write!(
             f,
             "{} \"{}\": {}",
@@ -121,6 +126,7 @@ impl Problem {
             kind: self.kind,
             problem: self.problem,
             expected: self.expected,
+            line: None,
         }
     }
 }

@@ -27,6 +27,8 @@ pub(crate) enum Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Prereq {
     None,
+    /// An outer VLAN tag (the present bit matched as 1).
+    Vlan,
     Ipv4,
     Ipv6,
     /// IPv4 or IPv6.
@@ -95,7 +97,7 @@ pub(crate) const FIELDS: &[FieldDef] = &[
     def(&["dl_vlan_pcp", "vlan_pcp"], T::DlVlanPcp, S::Num, false, P::None, true),
     def(&["vlan_tci"], T::Field(Field::VlanTci), S::Num, true, P::None, false),
     def(&["vlan_vid"], T::Field(Field::VlanVid), S::Num, true, P::None, true),
-    def(&["cvlan_tci"], T::Field(Field::CvlanTci), S::Num, true, P::None, false),
+    def(&["cvlan_tci"], T::Field(Field::CvlanTci), S::Num, true, P::Vlan, false),
     def(&["nw_src", "ip_src"], T::Field(Field::Ipv4Src), S::Ipv4, true, P::Ipv4OrArp, true),
     def(&["nw_dst", "ip_dst"], T::Field(Field::Ipv4Dst), S::Ipv4, true, P::Ipv4OrArp, true),
     def(&["ipv4_src"], T::Field(Field::Ipv4Src), S::Ipv4, true, P::Ipv4, true),
@@ -105,7 +107,7 @@ pub(crate) const FIELDS: &[FieldDef] = &[
     def(&["ip_dscp"], T::Field(Field::IpDscp), S::Num, false, P::Ip, true),
     def(&["nw_ecn", "ip_ecn"], T::Field(Field::IpEcn), S::Num, false, P::Ip, true),
     def(&["nw_ttl"], T::Field(Field::IpTtl), S::Num, false, P::Ip, false),
-    def(&["nw_frag"], T::NwFrag, S::Num, false, P::Ip, false),
+    def(&["nw_frag", "ip_frag"], T::NwFrag, S::Num, false, P::Ip, false),
     def(&["tp_src"], T::Field(Field::TpSrc), S::Num, true, P::L4, true),
     def(&["tp_dst"], T::Field(Field::TpDst), S::Num, true, P::L4, true),
     def(&["tcp_src"], T::Field(Field::TpSrc), S::Num, true, P::Tcp, true),
@@ -274,6 +276,10 @@ impl Prereq {
         };
         match self {
             P::None => true,
+            P::Vlan => {
+                let (v, mask) = m.get(Field::VlanTci);
+                v & mask & 0x1000 != 0
+            }
             P::Ipv4 => eth == Some(ETH_IPV4),
             P::Ipv6 => eth == Some(ETH_IPV6),
             P::Ip => ip,
@@ -298,6 +304,10 @@ impl Prereq {
     pub(crate) fn explain(self) -> (&'static str, &'static str) {
         match self {
             P::None => ("nothing", ""),
+            P::Vlan => (
+                "an outer VLAN tag",
+                "add dl_vlan=VID or vlan_vid=0x1000/0x1000 before it",
+            ),
             P::Ipv4 => ("IPv4", "add ip before it"),
             P::Ipv6 => ("IPv6", "add ipv6 before it"),
             P::Ip => ("a protocol", "add ip or ipv6 before it"),

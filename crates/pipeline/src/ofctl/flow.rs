@@ -49,11 +49,32 @@ pub fn parse_flow(text: &str) -> Result<FlowMod, FlowParseError> {
 }
 
 /// Parses a flow line for `command`: like [`parse_flow`] for adds; for modifies `actions=` is
-/// required and `cookie=V/M`, `out_port=`, `out_group=` filter; for deletes `actions=` is
-/// refused and the table defaults to all tables. Strictness is the caller's choice of
-/// command.
+/// required, `cookie=V/M`, `out_port=`, `out_group=` filter, a `cookie=V` without mask is the
+/// new cookie, and the table defaults to 0 (OpenFlow 1.3 allows "all tables" only in
+/// deletes); for deletes `actions=` is refused, a cookie needs a mask (`cookie=V/-1` for an
+/// exact one) and the table defaults to all tables ([`ALL_TABLES`]). Strictness is the
+/// caller's choice of command.
 pub fn parse_flow_match(text: &str, command: FlowModCommand) -> Result<FlowMod, FlowParseError> {
     parse(text, command).map_err(|p| p.into_error(Syntax::Flow, text))
+}
+
+/// Parses a file of flows for `command` (as `ovs-ofctl add-flows FILE` reads it): one flow a
+/// line; blank lines and lines starting with `#` are skipped. An error carries its line
+/// number.
+pub fn parse_flows(text: &str, command: FlowModCommand) -> Result<Vec<FlowMod>, FlowParseError> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let fm = parse_flow_match(t, command).map_err(|mut e| {
+            e.line = Some(n + 1);
+            e
+        })?;
+        out.push(fm);
+    }
+    Ok(out)
 }
 
 fn is_delete(c: FlowModCommand) -> bool {

@@ -4,6 +4,7 @@ use packet::Field;
 
 use super::*;
 use crate::model::{ports, Action, FlowFlags, FlowMod, FlowModCommand, Instruction, Match};
+use crate::ofctl::format_flow_stats;
 
 fn out(port: u32) -> Action {
     Action::Output { port, max_len: 0 }
@@ -408,4 +409,75 @@ fn error_nw_tos_with_ecn_bits() {
 #[test]
 fn error_unbalanced_parentheses() {
     assert!(err("actions=write_actions(output:1").contains("unbalanced parentheses"));
+}
+
+#[test]
+fn files_of_flows_skip_comments_and_name_the_line() {
+    let text = "# two flows\n\nin_port=1,actions=output:2\n  in_port=2 actions=output:1\n";
+    let flows = parse_flows(text, FlowModCommand::Add).unwrap();
+    assert_eq!(flows.len(), 2);
+    assert_eq!(flows[1].instructions, apply(vec![out(1)]));
+    let e = parse_flows("in_port=1,actions=drop\nin_port=2\n", FlowModCommand::Add).unwrap_err();
+    assert_eq!(e.line, Some(2));
+    assert!(e
+        .to_string()
+        .starts_with("line 2: flow \"in_port=2\": missing actions="));
+}
+
+#[test]
+fn error_cvlan_without_outer_tag() {
+    assert!(err("cvlan_tci=0x1005,actions=drop").contains("cvlan_tci needs an outer VLAN tag"));
+    assert!(parse_flow("dl_vlan=5,cvlan_tci=0x1005,actions=drop").is_ok());
+}
+
+/// Flows other crates' docs, configs and benchmarks use: they parse, and the pipeline's own
+/// validation accepts their matches.
+#[test]
+fn flows_used_elsewhere_parse_and_validate() {
+    for text in [
+        "table=0,priority=10,in_port=1,dl_dst=00:00:00:00:00:02,actions=output:2",
+        "table=0,priority=0,actions=normal",
+        "table=0,priority=10,in_port=1,actions=write_metadata:0x1/0xff,goto_table:1",
+        "table=1,priority=10,ip,metadata=0x1/0xff,\
+         actions=set_field:02:00:00:00:00:aa->eth_src,goto_table:2",
+        "table=2,priority=10,udp,actions=push_vlan:0x8100,set_field:4196->vlan_vid,goto_table:3",
+        "table=0,priority=7,udp,in_port=1,nw_src=10.1.2.0/24,tp_dst=9,actions=output:2",
+        "table=1,priority=10,ip,nw_dst=10.0.0.2,actions=output:2",
+        "priority=5,tcp,tp_dst=80,actions=mod_vlan_vid:10,goto_table:1",
+        "dl_vlan=5,dl_vlan_pcp=3,actions=strip_vlan,output:1",
+        "icmp6,icmp_type=135,nd_target=fe80::1,nd_sll=00:00:00:00:00:01,actions=controller",
+        "arp,arp_op=1,arp_spa=10.0.0.1,arp_tha=00:00:00:00:00:09,actions=flood",
+        "tcp6,tcp_flags=0x2/0x12,ipv6_label=0x5,actions=drop",
+    ] {
+        let fm = parse_flow(text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(crate::flow::check_match(&fm.matcher), Ok(()), "{text}");
+    }
+}
+
+#[test]
+fn dump_flows_with_counters_reads_back() {
+    let fm =
+        parse_flow("table=2,idle_timeout=10,send_flow_rem,priority=9,ip,actions=output:1").unwrap();
+    let view = crate::stats::FlowView {
+        table_id: fm.table_id,
+        priority: fm.priority,
+        matcher: fm.matcher,
+        cookie: 0x7,
+        instructions: fm.instructions.clone(),
+        packets: 3,
+        bytes: 180,
+        duration_ms: 1500,
+        idle_timeout: fm.idle_timeout,
+        hard_timeout: fm.hard_timeout,
+        flags: fm.flags,
+    };
+    let text = format_flow_stats(&view);
+    assert_eq!(
+        text,
+        "cookie=0x7, duration=1.500s, table=2, n_packets=3, n_bytes=180, idle_timeout=10, \
+         send_flow_rem, priority=9,ip actions=output:1"
+    );
+    let mut want = fm;
+    want.cookie = 0x7;
+    assert_eq!(parse_flow(&text), Ok(want));
 }

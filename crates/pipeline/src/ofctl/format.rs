@@ -14,6 +14,7 @@ use packet::Field;
 use super::fields::exact;
 use super::values::{format_masked, format_port, format_value, Syntax};
 use crate::model::{ports, Action, FlowMod, FlowModCommand, Instruction, Match, GROUP_ANY};
+use crate::stats::FlowView;
 
 /// The protocol shorthand for an exact eth_type (and ip_proto), and whether it covers the
 /// ip_proto.
@@ -312,6 +313,27 @@ pub fn format_flow(
     let mut fm = FlowMod::add(table_id, priority, *matcher, instructions.to_vec());
     fm.cookie = cookie;
     format_flow_mod(&fm)
+}
+
+/// Formats a flow with its counters, as `dump-flows` prints it:
+/// `cookie=0x0, duration=1.5s, table=0, n_packets=3, n_bytes=180, idle_timeout=10,
+/// priority=10,in_port=1 actions=output:2`. [`parse_flow`](super::parse_flow) reads it back
+/// (ignoring the counters).
+pub fn format_flow_stats(v: &FlowView) -> String {
+    let mut fm = FlowMod::add(v.table_id, v.priority, v.matcher, v.instructions.clone());
+    fm.cookie = v.cookie;
+    fm.idle_timeout = v.idle_timeout;
+    fm.hard_timeout = v.hard_timeout;
+    fm.flags = v.flags;
+    let stats = format!(
+        "duration={}.{:03}s, table={}, n_packets={}, n_bytes={}",
+        v.duration_ms / 1000,
+        v.duration_ms % 1000,
+        v.table_id,
+        v.packets,
+        v.bytes
+    );
+    format_flow_mod(&fm).replacen(&format!("table={}", v.table_id), &stats, 1)
 }
 
 /// Formats a whole flow-mod (timeouts, flags, cookie mask and `out_port`/`out_group`

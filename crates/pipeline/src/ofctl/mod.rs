@@ -40,9 +40,10 @@ mod meter;
 mod values;
 
 pub use error::{ErrorKind, FlowParseError, Syntax};
-pub use flow::{parse_flow, parse_flow_match, DEFAULT_PRIORITY};
+pub use flow::{parse_flow, parse_flow_match, parse_flows, DEFAULT_PRIORITY};
 pub use format::{
-    format_action, format_action_list, format_actions, format_flow, format_flow_mod, format_match,
+    format_action, format_action_list, format_actions, format_flow, format_flow_mod,
+    format_flow_stats, format_match,
 };
 pub use group::{format_group, parse_group};
 pub use meter::{format_meter, parse_meter};

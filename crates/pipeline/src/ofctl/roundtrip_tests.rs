@@ -113,9 +113,13 @@ fn gen_match(r: &mut Src) -> Match {
         Field::EthDst,
         Field::Metadata,
         Field::TunnelId,
-        Field::CvlanTci,
     ] {
         maybe_masked(r, &mut m, f);
+    }
+    let (tci, tci_mask) = m.get(Field::VlanTci);
+    if tci & tci_mask & 0x1000 != 0 {
+        // An inner tag needs an outer one.
+        maybe_masked(r, &mut m, Field::CvlanTci);
     }
     let ip = eth == 0x0800 || eth == 0x86dd;
     if eth == 0x0800 || eth == 0x0806 {
