@@ -5,7 +5,7 @@ use std::fmt;
 
 /// What kind of text was being parsed (it names the text in error messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Syntax {
+pub enum TextKind {
     /// An `add-flow` / `mod-flows` / `del-flows` line.
     Flow,
     /// An `add-group` line.
@@ -14,12 +14,12 @@ pub enum Syntax {
     Meter,
 }
 
-impl Syntax {
+impl TextKind {
     fn noun(self) -> &'static str {
         match self {
-            Syntax::Flow => "flow",
-            Syntax::Group => "group",
-            Syntax::Meter => "meter",
+            TextKind::Flow => "flow",
+            TextKind::Group => "group",
+            TextKind::Meter => "meter",
         }
     }
 }
@@ -56,7 +56,7 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowParseError {
     /// What was being parsed.
-    pub syntax: Syntax,
+    pub what: TextKind,
     /// The whole text.
     pub text: String,
     /// The offending word (a field, action, value or the empty string).
@@ -79,7 +79,7 @@ impl fmt::Display for FlowParseError {
         write!(
             f,
             "{} \"{}\": {}",
-            self.syntax.noun(),
+            self.what.noun(),
             self.text,
             self.problem
         )?;
@@ -118,9 +118,9 @@ impl Problem {
     }
 
     /// Attaches the whole text.
-    pub fn into_error(self, syntax: Syntax, text: &str) -> FlowParseError {
+    pub fn into_error(self, what: TextKind, text: &str) -> FlowParseError {
         FlowParseError {
-            syntax,
+            what,
             text: text.to_string(),
             word: self.word,
             kind: self.kind,
@@ -146,14 +146,14 @@ mod tests {
             "unknown action \"outptu\"",
             "expected one of output, drop",
         )
-        .into_error(Syntax::Flow, "in_port=1,actions=outptu:2");
+        .into_error(TextKind::Flow, "in_port=1,actions=outptu:2");
         assert_eq!(
             e.to_string(),
             "flow \"in_port=1,actions=outptu:2\": unknown action \"outptu\"; \
              expected one of output, drop"
         );
         let e = Problem::new(ErrorKind::Actions, "", "missing actions=", "")
-            .into_error(Syntax::Group, "x");
+            .into_error(TextKind::Group, "x");
         assert_eq!(e.to_string(), "group \"x\": missing actions=");
     }
 }

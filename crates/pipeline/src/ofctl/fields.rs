@@ -172,6 +172,18 @@ pub(crate) fn settings(def: &FieldDef, name: &str, text: &str) -> PResult<Settin
         ));
     }
     match def.target {
+        T::Field(Field::TcpFlags) if value_text.starts_with(['+', '-']) => {
+            if mask_text.is_some() {
+                return Err(Problem::new(
+                    ErrorKind::MaskNotAllowed,
+                    name,
+                    format!("{name}={text} mixes +flag/-flag with a /mask"),
+                    "write either tcp_flags=+syn-ack or tcp_flags=0x2/0x12",
+                ));
+            }
+            let (v, m) = tcp_flag_words(name, value_text)?;
+            Ok(vec![(Field::TcpFlags, v, m)])
+        }
         T::Field(f) => {
             let bits = f.spec().bits;
             let value = values::parse_value(name, value_text, def.syntax, bits)?;
@@ -250,6 +262,57 @@ pub(crate) fn settings(def: &FieldDef, name: &str, text: &str) -> PResult<Settin
             Ok(vec![(Field::IpFrag, v, m)])
         }
     }
+}
+
+/// TCP flag names and bits, for `tcp_flags=+syn-ack`.
+const TCP_FLAGS: &[(&str, u128)] = &[
+    ("fin", 0x001),
+    ("syn", 0x002),
+    ("rst", 0x004),
+    ("psh", 0x008),
+    ("ack", 0x010),
+    ("urg", 0x020),
+    ("ece", 0x040),
+    ("cwr", 0x080),
+    ("ns", 0x100),
+];
+
+/// `+syn-ack`: flags after `+` must be set, after `-` must be clear; others are wildcards.
+fn tcp_flag_words(name: &str, text: &str) -> PResult<(u128, u128)> {
+    let (mut value, mut mask) = (0u128, 0u128);
+    let mut rest = text;
+    while let Some(sign) = rest.chars().next() {
+        let body = &rest[1..];
+        let end = body.find(['+', '-']).unwrap_or(body.len());
+        let flag = &body[..end];
+        rest = &body[end..];
+        let bit = TCP_FLAGS
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(flag))
+            .map(|(_, b)| *b)
+            .ok_or_else(|| {
+                Problem::new(
+                    ErrorKind::BadValue,
+                    flag,
+                    format!("{name}: unknown TCP flag \"{flag}\""),
+                    "expected +FLAG or -FLAG with FLAG one of fin, syn, rst, psh, ack, urg, \
+                     ece, cwr, ns",
+                )
+            })?;
+        if mask & bit != 0 {
+            return Err(Problem::new(
+                ErrorKind::Duplicate,
+                flag,
+                format!("{name}: TCP flag {flag} given twice"),
+                "give each flag once",
+            ));
+        }
+        mask |= bit;
+        if sign == '+' {
+            value |= bit;
+        }
+    }
+    Ok((value, mask))
 }
 
 /// The exact value of `field` in `m`, if it is matched exactly.
@@ -390,6 +453,15 @@ mod tests {
             settings(d, "nw_frag", "later").unwrap(),
             [(Field::IpFrag, 3, 3)]
         );
+        let (_, d) = lookup("tcp_flags").unwrap();
+        assert_eq!(
+            settings(d, "tcp_flags", "+syn-ack").unwrap(),
+            [(Field::TcpFlags, 0x2, 0x12)]
+        );
+        assert!(settings(d, "tcp_flags", "+syn+syn").is_err());
+        assert!(settings(d, "tcp_flags", "+bogus").is_err());
+        assert!(settings(d, "tcp_flags", "+syn/0x2").is_err());
+        assert!(settings(d, "tcp_flags", "+").is_err());
         let (_, d) = lookup("vlan_vid").unwrap();
         assert_eq!(
             settings(d, "vlan_vid", "0x1000/0x1000").unwrap(),

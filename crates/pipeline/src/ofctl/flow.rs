@@ -7,7 +7,7 @@
 //! `idle_age=`, `hard_age=`) are ignored, so its output can be fed back.
 
 use super::actions::{parse_instructions, GROUP_MAX};
-use super::error::{ErrorKind, FlowParseError, PResult, Problem, Syntax};
+use super::error::{ErrorKind, FlowParseError, PResult, Problem, TextKind};
 use super::fields;
 use super::lexer::{split_eq, split_words};
 use super::matcher::{is_field, MatchBuilder};
@@ -55,7 +55,7 @@ pub fn parse_flow(text: &str) -> Result<FlowMod, FlowParseError> {
 /// exact one) and the table defaults to all tables ([`ALL_TABLES`]). Strictness is the
 /// caller's choice of command.
 pub fn parse_flow_match(text: &str, command: FlowModCommand) -> Result<FlowMod, FlowParseError> {
-    parse(text, command).map_err(|p| p.into_error(Syntax::Flow, text))
+    parse(text, command).map_err(|p| p.into_error(TextKind::Flow, text))
 }
 
 /// Parses a file of flows for `command` (as `ovs-ofctl add-flows FILE` reads it): one flow a

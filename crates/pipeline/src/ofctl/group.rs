@@ -7,7 +7,7 @@
 //! the next `bucket=`. Select buckets weigh 1 unless given a weight.
 
 use super::actions::{parse_action_list, GROUP_MAX};
-use super::error::{ErrorKind, FlowParseError, PResult, Problem, Syntax};
+use super::error::{ErrorKind, FlowParseError, PResult, Problem, TextKind};
 use super::format::format_action_list;
 use super::lexer::{split_eq, split_words};
 use super::values::{format_port, parse_num, parse_port};
@@ -23,7 +23,7 @@ const TYPES: &[(&str, GroupType)] = &[
 
 /// Parses an `add-group` line.
 pub fn parse_group(text: &str) -> Result<Group, FlowParseError> {
-    parse(text).map_err(|p| p.into_error(Syntax::Group, text))
+    parse(text).map_err(|p| p.into_error(TextKind::Group, text))
 }
 
 /// One bucket while its words come in.

@@ -7,14 +7,14 @@
 //! `prec_level=N`.
 
 use super::actions::METER_MAX;
-use super::error::{ErrorKind, FlowParseError, PResult, Problem, Syntax};
+use super::error::{ErrorKind, FlowParseError, PResult, Problem, TextKind};
 use super::lexer::{split_eq, split_words};
 use super::values::{out_of_range_from, parse_num};
 use crate::model::{Meter, MeterBand};
 
 /// Parses an `add-meter` line.
 pub fn parse_meter(text: &str) -> Result<Meter, FlowParseError> {
-    parse(text).map_err(|p| p.into_error(Syntax::Meter, text))
+    parse(text).map_err(|p| p.into_error(TextKind::Meter, text))
 }
 
 #[derive(Default)]

@@ -39,7 +39,7 @@ mod matcher;
 mod meter;
 mod values;
 
-pub use error::{ErrorKind, FlowParseError, Syntax};
+pub use error::{ErrorKind, FlowParseError, TextKind};
 pub use flow::{parse_flow, parse_flow_match, parse_flows, DEFAULT_PRIORITY};
 pub use format::{
     format_action, format_action_list, format_actions, format_flow, format_flow_mod,
