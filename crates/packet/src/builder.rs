@@ -271,12 +271,13 @@ impl Ipv6Spec {
 }
 
 impl PacketSpec {
-    /// An untagged Ethernet/IPv4/UDP frame of `frame_len` bytes (TTL 64).
+    /// An untagged Ethernet/IPv4/UDP frame of `frame_len` bytes (TTL 64). Addresses are
+    /// anything that converts to [`Ipv4Addr`] (an `Ipv4Addr`, a `u32` or `[u8; 4]`).
     pub fn udp4(
         src_mac: [u8; 6],
         dst_mac: [u8; 6],
-        src_ip: Ipv4Addr,
-        dst_ip: Ipv4Addr,
+        src_ip: impl Into<Ipv4Addr>,
+        dst_ip: impl Into<Ipv4Addr>,
         sport: u16,
         dport: u16,
         frame_len: usize,
@@ -285,7 +286,7 @@ impl PacketSpec {
             eth_src: src_mac,
             eth_dst: dst_mac,
             vlans: Vec::new(),
-            l3: L3Spec::Ipv4(Ipv4Spec::new(src_ip, dst_ip)),
+            l3: L3Spec::Ipv4(Ipv4Spec::new(src_ip.into(), dst_ip.into())),
             l4: L4Spec::Udp {
                 sp: sport,
                 dp: dport,
