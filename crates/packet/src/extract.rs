@@ -15,6 +15,9 @@
 //! - ARP is parsed only for Ethernet/IPv4 ARP (htype 1, ptype 0x0800, hlen 6, plen 4).
 //! - IPv4/IPv6 fragments set [`frag::ANY`]; fragments other than the first also set
 //!   [`frag::LATER`] and have no L4 fields.
+//! - Whole L4 headers are required: TCP 20 bytes (and its data offset), UDP 8, SCTP 12,
+//!   ICMP 8, ICMPv6 4 (24 for neighbour discovery); L4 is bounded by the IP length, so
+//!   Ethernet padding is never read as a header or an ND option.
 //! - ICMP/ICMPv6 type and code go in the low bytes of `tp_src`/`tp_dst`; neighbour
 //!   solicitations and advertisements also fill `nd_target`, `arp_sha` (source link-layer
 //!   option) and `arp_tha` (target link-layer option).

@@ -4,6 +4,17 @@
 //!
 //! This crate knows nothing about ports, threads or OpenFlow. Everything else in the switch
 //! moves [`Packet`]s in [`Batch`]es and describes them by a [`FlowKey`].
+//!
+//! | module | job | per packet? |
+//! |---|---|---|
+//! | [`pool`], [`batch`] | frames, packets, batches | yes |
+//! | [`key`] | the flow key layout | yes |
+//! | [`mod@extract`] | bytes → flow key and header offsets | yes (the hot path) |
+//! | [`rewrite`] | set-field, push/pop VLAN, TTL, with checksums kept right | yes |
+//! | [`checksum`] | internet checksum, RFC 1624 updates, pseudo-headers, CRC32c | yes |
+//! | [`wire`] | zero-copy header views with checked construction | no (tools, tests) |
+//! | [`builder`] | [`builder::PacketSpec`] → frame bytes | no (tests, generator) |
+//! | [`fuzzing`] | the body of the `extract` fuzz target | no |
 
 #![deny(missing_docs)]
 

@@ -1,7 +1,27 @@
 //! Zero-copy header views in the smoltcp style: `Header<T: AsRef<[u8]>>` wraps a buffer,
 //! `new_checked` validates its length once, and then no accessor can panic. Setters need
 //! `T: AsMut<[u8]>`. These are for the slow path and tools (the per-packet parse is
-//! [`crate::extract`], which reads fixed offsets directly).
+//! [`mod@crate::extract`], which reads fixed offsets directly).
+
+pub mod arp;
+pub mod ethernet;
+pub mod icmpv4;
+pub mod icmpv6;
+pub mod ipv4;
+pub mod ipv6;
+pub mod sctp;
+pub mod tcp;
+pub mod udp;
+
+pub use arp::Arp;
+pub use ethernet::{Ethernet, VlanTag};
+pub use icmpv4::Icmpv4;
+pub use icmpv6::Icmpv6;
+pub use ipv4::Ipv4;
+pub use ipv6::{Ipv6, Ipv6ExtHeader};
+pub use sctp::Sctp;
+pub use tcp::Tcp;
+pub use udp::Udp;
 
 use std::fmt;
 
@@ -49,26 +69,6 @@ pub(crate) fn check_len(header: &'static str, have: usize, need: usize) -> Resul
         Ok(())
     }
 }
-
-pub mod arp;
-pub mod ethernet;
-pub mod icmpv4;
-pub mod icmpv6;
-pub mod ipv4;
-pub mod ipv6;
-pub mod sctp;
-pub mod tcp;
-pub mod udp;
-
-pub use arp::Arp;
-pub use ethernet::{Ethernet, VlanTag};
-pub use icmpv4::Icmpv4;
-pub use icmpv6::Icmpv6;
-pub use ipv4::Ipv4;
-pub use ipv6::{Ipv6, Ipv6ExtHeader};
-pub use sctp::Sctp;
-pub use tcp::Tcp;
-pub use udp::Udp;
 
 /// Reads a big-endian `u16` at `i` (callers have checked the length).
 #[inline(always)]
