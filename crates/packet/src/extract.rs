@@ -112,6 +112,9 @@ pub(crate) struct Ipv6Walk {
     pub frag: u8,
     /// Whether any extension header was present.
     pub ext: bool,
+    /// Whether a routing header with segments left was passed (the upper-layer checksum
+    /// then covers the final destination, not the IPv6 destination field).
+    pub routed: bool,
     /// `parsed::TRUNCATED` / `parsed::MALFORMED` when the walk failed.
     pub error: u16,
 }
@@ -126,6 +129,7 @@ pub(crate) fn walk_ipv6_ext(data: &[u8], mut off: usize, mut nh: u8, end: usize)
         off,
         frag: 0,
         ext: false,
+        routed: false,
         error: 0,
     };
     for _ in 0..MAX_IPV6_EXT {
@@ -171,6 +175,9 @@ pub(crate) fn walk_ipv6_ext(data: &[u8], mut off: usize, mut nh: u8, end: usize)
             return w;
         }
         w.ext = true;
+        if nh == ipproto::ROUTING && data[off + 3] != 0 {
+            w.routed = true;
+        }
         nh = data[off];
         off += len;
         w.proto = nh;
@@ -367,6 +374,7 @@ fn parse_ipv6(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
             off: off + 40,
             frag: 0,
             ext: false,
+            routed: false,
             error: 0,
         }
     };

@@ -9,6 +9,9 @@
 //! recompute CRC32c over the SCTP packet before and after and carry the difference over, to
 //! the same effect (that costs a pass over the payload).
 //!
+//! An IPv6 routing header with segments left makes the upper-layer pseudo-header carry the
+//! final destination: rewriting `ipv6_dst` then leaves the L4 checksum alone.
+//!
 //! Headers are found through `pkt.meta.l3_off` / `l4_off` as set by
 //! [`crate::extract_packet`]; when `l3_off` is 0 they are re-derived from the bytes. No
 //! function here allocates or panics, whatever the bytes or the offsets hold.
@@ -97,6 +100,8 @@ struct Loc {
     proto: u8,
     /// End of the IP packet (within the frame).
     l3_end: usize,
+    /// IPv6 with a routing header that has segments left.
+    routed: bool,
 }
 
 #[inline(always)]
@@ -146,6 +151,7 @@ fn locate(pkt: &Packet) -> Loc {
         l4: 0,
         proto: 0,
         l3_end: d.len(),
+        routed: false,
     };
     if l3 < 14 {
         return loc;
@@ -168,7 +174,9 @@ fn locate(pkt: &Packet) -> Loc {
                 }
                 loc.proto = h[6];
                 if l4 != 0 {
-                    loc.proto = walk_ipv6_ext(d, l3 + 40, h[6], loc.l3_end).proto;
+                    let w = walk_ipv6_ext(d, l3 + 40, h[6], loc.l3_end);
+                    loc.proto = w.proto;
+                    loc.routed = w.routed;
                 }
             }
         }
@@ -264,7 +272,10 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
                 return Err(need(field, "IPv6"));
             };
             put(d, at, &value.to_be_bytes());
-            if loc.l4 != 0 {
+            // Past a routing header with segments left, the pseudo-header holds the final
+            // destination, which this field is not.
+            let in_pseudo = field == Field::Ipv6Src || !loc.routed;
+            if loc.l4 != 0 && in_pseudo {
                 let at = match loc.proto {
                     ipproto::TCP => Some(loc.l4 + 16),
                     ipproto::UDP => Some(loc.l4 + 6),

@@ -254,6 +254,33 @@ fn arp_addresses_are_rewritten() {
     let _ = Ipv4Spec::new(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST);
 }
 
+#[test]
+fn ipv6_dst_behind_routing_header_leaves_l4_checksum() {
+    use crate::builder::{Ipv6Ext, Ipv6Spec};
+    let s = PacketSpec {
+        l3: L3Spec::Ipv6(Ipv6Spec {
+            ext: vec![Ipv6Ext::Routing],
+            ..Ipv6Spec::new(
+                "2001:db8::1".parse().unwrap(),
+                "2001:db8::2".parse().unwrap(),
+            )
+        }),
+        l4: L4Spec::Udp { sp: 1, dp: 2 },
+        ..PacketSpec::default()
+    };
+    let mut b = s.build();
+    b[14 + 40 + 3] = 1; // segments left
+    let mut c = cache();
+    let mut p = packet(&mut c, &b);
+    let csum_at = 14 + 40 + 8 + 6;
+    let before = p.data()[csum_at..csum_at + 2].to_vec();
+    set_field(&mut p, Field::Ipv6Dst, 0x2001_0db8 << 96 | 9).unwrap();
+    assert_eq!(&p.data()[csum_at..csum_at + 2], &before[..]);
+    set_field(&mut p, Field::Ipv6Src, 0x2001_0db8 << 96 | 7).unwrap();
+    assert_ne!(&p.data()[csum_at..csum_at + 2], &before[..]);
+    c.free(p);
+}
+
 /// Fields set-field may write on some packet.
 const WRITABLE: &[Field] = &[
     Field::EthDst,
