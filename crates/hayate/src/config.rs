@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use pipeline::model::{ports, Action, FlowMod, Instruction};
+use pipeline::{Control, PipelineConfig};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -170,6 +171,7 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
     }
     let port_nos: Vec<u32> = by_no.keys().copied().collect();
     let mut flows = Vec::new();
+    let mut lines = Vec::new();
     let mut seen_flows = HashSet::new();
     for f in &b.flows {
         let line = line_of(src, f.span().start);
@@ -185,6 +187,16 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
             )));
         }
         flows.push(fm);
+        lines.push(line);
+    }
+    // The pipeline's own checks (goto direction, groups, meters, prerequisites).
+    let (mut control, _cell) = Control::new(PipelineConfig::default());
+    if let Err((i, e)) = control.apply(&flows) {
+        return Err(ConfigError(format!(
+            "line {}: flow {:?}: {e}",
+            lines[i],
+            b.flows[i].get_ref()
+        )));
     }
     Ok(Bridge {
         name,

@@ -104,13 +104,18 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     // SAFETY: installing a handler that only stores to an atomic.
     unsafe {
-        libc::signal(libc::SIGINT, on_signal as usize);
-        libc::signal(libc::SIGTERM, on_signal as usize);
+        let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
     }
     let start = Instant::now();
     let mut last_print = Instant::now();
     while !STOP.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
+        // Timeouts and MAC aging run on the control side, never in the poll threads.
+        for (sw, _) in running.iter_mut() {
+            sw.control.tick(pipeline::dpaction::now_ms());
+        }
         if let Some(d) = args.duration {
             if start.elapsed().as_secs_f64() >= d {
                 break;

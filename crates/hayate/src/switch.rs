@@ -63,7 +63,12 @@ impl Switch {
         control.set_ports(
             ports
                 .iter()
-                .map(|p| PortInfo::new(p.ofport, &p.name))
+                .map(|p| PortInfo {
+                    no: p.ofport,
+                    name: p.name.clone(),
+                    live: true,
+                    ..PortInfo::default()
+                })
                 .collect(),
         );
         control

@@ -12,7 +12,6 @@ mod scenario;
 use anyhow::{bail, Result};
 use clap::Args;
 
-pub use report::Row;
 
 /// Options of `hayate bench`.
 #[derive(Args, Debug, Clone)]

@@ -134,9 +134,8 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         let cfg = match src {
             Some(t) => source(*t, opts.frame_len),
             None => NullConfig {
-                template: Vec::new(),
-                vary: vec![],
                 limit: Some(0),
+                ..NullConfig::default()
             },
         };
         let name = format!("null{}", i + 1);
