@@ -13,14 +13,15 @@
 //! first) wins, so the result never depends on hash order.
 //!
 //! Cost: lookup is `O(S)` subtable probes in the worst case (`S` = distinct masks), each
-//! `O(1)` expected; insert/remove are `O(1)` expected plus `O(S log S)` when a subtable's
-//! maximum priority changes. Memory is one `Arc` per rule plus one bucket pointer per rule.
+//! `O(1)` expected (one masked hash, one bucket of about two rules); insert/remove are `O(1)`
+//! expected plus `O(S log S)` when a subtable's maximum priority changes. Memory per rule:
+//! one `Arc`, plus about half a bucket `Vec` header.
 //!
-//! Copy-on-write: a classifier is cheap to clone (one `Arc` per subtable). Subtables and
-//! their buckets are `Arc`s too, so changing a clone copies only the changed subtable's
-//! bucket array (pointers, not rules) and the changed bucket. The control side keeps a
-//! working classifier, publishes clones, and batches of changes pay for one copy per touched
-//! subtable.
+//! Copy-on-write: a classifier is cheap to clone (one `Arc` per subtable). A subtable's
+//! buckets live in pages of 16 buckets (one `Vec` of rules each) behind `Arc`s, so
+//! changing a clone copies the changed subtable's page pointers (`rules / 32` of them) once,
+//! plus each page it touches (about 32 rule pointers). The control side keeps a working classifier and publishes clones; a batch of `b`
+//! changes to a subtable of `n` rules costs about `n / 32 + 16 b` pointer copies.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -46,7 +47,26 @@ fn better<R: Rule>(a: &R, b: &R) -> bool {
     a.priority() > b.priority() || (a.priority() == b.priority() && a.seq() < b.seq())
 }
 
-type Bucket<R> = Arc<Vec<Arc<R>>>;
+/// Buckets per page. Pages are the unit of copy-on-write: a change copies the page
+/// pointer array once per batch plus the pages it touches.
+const PAGE_BITS: u32 = 4;
+const PAGE: usize = 1 << PAGE_BITS;
+
+/// A page of `PAGE` buckets stored back to back: bucket `i` is
+/// `rules[start[i]..start[i + 1]]`, sorted best first. One allocation per page.
+#[derive(Debug)]
+struct PageData<R> {
+    start: [u32; PAGE + 1],
+    rules: Vec<Arc<R>>,
+}
+
+impl<R> Clone for PageData<R> {
+    fn clone(&self) -> Self {
+        PageData { start: self.start, rules: self.rules.clone() }
+    }
+}
+
+type Page<R> = Arc<PageData<R>>;
 
 /// All rules sharing one mask.
 #[derive(Debug)]
@@ -57,8 +77,10 @@ struct Subtable<R> {
     len: usize,
     /// How many rules have each priority (to keep `max_priority` on removal).
     priorities: BTreeMap<u16, u32>,
-    /// Power-of-two array of buckets, each sorted best first.
-    buckets: Vec<Bucket<R>>,
+    /// Number of buckets (a power of two, at least `PAGE`).
+    n_buckets: usize,
+    /// `n_buckets / PAGE` pages.
+    pages: Vec<Page<R>>,
 }
 
 impl<R> Clone for Subtable<R> {
@@ -69,12 +91,29 @@ impl<R> Clone for Subtable<R> {
             max_priority: self.max_priority,
             len: self.len,
             priorities: self.priorities.clone(),
-            buckets: self.buckets.clone(),
+            n_buckets: self.n_buckets,
+            pages: self.pages.clone(),
         }
     }
 }
 
-const MIN_BUCKETS: usize = 4;
+fn pages_of<R>(buckets: Vec<Vec<Arc<R>>>) -> Vec<Page<R>> {
+    let mut pages = Vec::with_capacity(buckets.len() / PAGE);
+    let mut page = PageData { start: [0; PAGE + 1], rules: Vec::new() };
+    for (i, b) in buckets.into_iter().enumerate() {
+        let j = i % PAGE;
+        page.start[j] = page.rules.len() as u32;
+        page.rules.extend(b);
+        if j == PAGE - 1 {
+            page.start[PAGE] = page.rules.len() as u32;
+            pages.push(Arc::new(std::mem::replace(
+                &mut page,
+                PageData { start: [0; PAGE + 1], rules: Vec::new() },
+            )));
+        }
+    }
+    pages
+}
 
 impl<R: Rule> Subtable<R> {
     fn new(mask: FlowKey) -> Self {
@@ -84,53 +123,67 @@ impl<R: Rule> Subtable<R> {
             max_priority: 0,
             len: 0,
             priorities: BTreeMap::new(),
-            buckets: (0..MIN_BUCKETS).map(|_| Arc::new(Vec::new())).collect(),
+            n_buckets: PAGE,
+            pages: pages_of((0..PAGE).map(|_| Vec::new()).collect()),
         }
     }
 
     #[inline(always)]
     fn slot(&self, key: &FlowKey) -> usize {
-        key.masked_hash(&self.mask, &self.words) as usize & (self.buckets.len() - 1)
+        key.masked_hash(&self.mask, &self.words) as usize & (self.n_buckets - 1)
+    }
+
+    #[inline(always)]
+    fn bucket(&self, slot: usize) -> &[Arc<R>] {
+        let p = &self.pages[slot >> PAGE_BITS];
+        let i = slot & (PAGE - 1);
+        &p.rules[p.start[i] as usize..p.start[i + 1] as usize]
+    }
+
+    /// The page holding `slot` (copied if shared) and the bucket's index in it.
+    fn page_mut(&mut self, slot: usize) -> (&mut PageData<R>, usize) {
+        (Arc::make_mut(&mut self.pages[slot >> PAGE_BITS]), slot & (PAGE - 1))
     }
 
     /// The best rule of this subtable matching `key`.
     #[inline]
     fn find(&self, key: &FlowKey) -> Option<&Arc<R>> {
-        let bucket = &self.buckets[self.slot(key)];
-        bucket
+        self.bucket(self.slot(key))
             .iter()
             .find(|r| key.matches(&r.matcher().value, &self.mask))
     }
 
     fn find_exact(&self, value: &FlowKey, priority: u16) -> Option<&Arc<R>> {
-        self.buckets[self.slot(value)]
+        self.bucket(self.slot(value))
             .iter()
             .find(|r| r.priority() == priority && r.matcher().value == *value)
     }
 
     /// Inserts, replacing a rule with the same value and priority (returned).
     fn insert(&mut self, rule: Arc<R>) -> Option<Arc<R>> {
-        if self.len + 1 > self.buckets.len() * 2 {
+        if self.len + 1 > self.n_buckets * 2 {
             self.grow();
         }
         let slot = self.slot(&rule.matcher().value);
-        let bucket = Arc::make_mut(&mut self.buckets[slot]);
         let value = rule.matcher().value;
         let priority = rule.priority();
-        if let Some(i) = bucket
+        let (page, i) = self.page_mut(slot);
+        let (lo, hi) = (page.start[i] as usize, page.start[i + 1] as usize);
+        let bucket = &mut page.rules[lo..hi];
+        if let Some(j) = bucket
             .iter()
             .position(|r| r.priority() == priority && r.matcher().value == value)
         {
-            let old = std::mem::replace(&mut bucket[i], rule);
+            let old = std::mem::replace(&mut bucket[j], rule);
             // Keep the bucket sorted: the replacement may have another seq.
             bucket.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.seq().cmp(&b.seq())));
             return Some(old);
         }
-        let at = bucket
-            .iter()
-            .position(|r| better(&*rule, &**r))
-            .unwrap_or(bucket.len());
-        bucket.insert(at, rule);
+        let at = bucket.iter().position(|r| better(&*rule, &**r)).unwrap_or(hi - lo);
+        page.rules.insert(lo + at, rule);
+        for s in &mut page.start[i + 1..] {
+            *s += 1;
+        }
         self.len += 1;
         *self.priorities.entry(priority).or_insert(0) += 1;
         self.max_priority = self.max_priority.max(priority);
@@ -139,10 +192,15 @@ impl<R: Rule> Subtable<R> {
 
     fn remove(&mut self, value: &FlowKey, priority: u16) -> Option<Arc<R>> {
         let slot = self.slot(value);
-        let i = self.buckets[slot]
+        let j = self
+            .bucket(slot)
             .iter()
             .position(|r| r.priority() == priority && r.matcher().value == *value)?;
-        let old = Arc::make_mut(&mut self.buckets[slot]).remove(i);
+        let (page, i) = self.page_mut(slot);
+        let old = page.rules.remove(page.start[i] as usize + j);
+        for s in &mut page.start[i + 1..] {
+            *s -= 1;
+        }
         self.len -= 1;
         if let Some(n) = self.priorities.get_mut(&priority) {
             *n -= 1;
@@ -154,18 +212,21 @@ impl<R: Rule> Subtable<R> {
         Some(old)
     }
 
+    fn iter(&self) -> impl Iterator<Item = &Arc<R>> + '_ {
+        self.pages.iter().flat_map(|p| p.rules.iter())
+    }
+
     fn grow(&mut self) {
-        let n = self.buckets.len() * 2;
+        let n = self.n_buckets * 2;
         let mut fresh: Vec<Vec<Arc<R>>> = (0..n).map(|_| Vec::new()).collect();
-        for b in &self.buckets {
-            for r in b.iter() {
-                let slot = r.matcher().value.masked_hash(&self.mask, &self.words) as usize & (n - 1);
-                fresh[slot].push(r.clone());
-            }
+        // Each old bucket splits into two new ones, keeping its order (best first): pages
+        // hold their buckets in slot order.
+        for r in self.iter() {
+            let slot = r.matcher().value.masked_hash(&self.mask, &self.words) as usize & (n - 1);
+            fresh[slot].push(r.clone());
         }
-        // Rehashing keeps each old bucket's order, but two old buckets merge into one new
-        // bucket only as a split, never a merge, so order is preserved per new bucket.
-        self.buckets = fresh.into_iter().map(Arc::new).collect();
+        self.n_buckets = n;
+        self.pages = pages_of(fresh);
     }
 }
 
@@ -301,9 +362,7 @@ impl<R: Rule> Classifier<R> {
 
     /// Every rule, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<R>> + '_ {
-        self.subtables
-            .iter()
-            .flat_map(|st| st.buckets.iter().flat_map(|b| b.iter()))
+        self.subtables.iter().flat_map(|st| st.iter())
     }
 
     /// Rules of subtables whose mask covers `mask` (the only ones a non-strict filter with
@@ -312,7 +371,7 @@ impl<R: Rule> Classifier<R> {
         self.subtables
             .iter()
             .filter(move |st| mask.is_subset_of(&st.mask))
-            .flat_map(|st| st.buckets.iter().flat_map(|b| b.iter()))
+            .flat_map(|st| st.iter())
     }
 
     fn sort(&mut self) {
