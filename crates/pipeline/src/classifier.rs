@@ -62,7 +62,10 @@ struct PageData<R> {
 
 impl<R> Clone for PageData<R> {
     fn clone(&self) -> Self {
-        PageData { start: self.start, rules: self.rules.clone() }
+        PageData {
+            start: self.start,
+            rules: self.rules.clone(),
+        }
     }
 }
 
@@ -99,7 +102,10 @@ impl<R> Clone for Subtable<R> {
 
 fn pages_of<R>(buckets: Vec<Vec<Arc<R>>>) -> Vec<Page<R>> {
     let mut pages = Vec::with_capacity(buckets.len() / PAGE);
-    let mut page = PageData { start: [0; PAGE + 1], rules: Vec::new() };
+    let mut page = PageData {
+        start: [0; PAGE + 1],
+        rules: Vec::new(),
+    };
     for (i, b) in buckets.into_iter().enumerate() {
         let j = i % PAGE;
         page.start[j] = page.rules.len() as u32;
@@ -108,7 +114,10 @@ fn pages_of<R>(buckets: Vec<Vec<Arc<R>>>) -> Vec<Page<R>> {
             page.start[PAGE] = page.rules.len() as u32;
             pages.push(Arc::new(std::mem::replace(
                 &mut page,
-                PageData { start: [0; PAGE + 1], rules: Vec::new() },
+                PageData {
+                    start: [0; PAGE + 1],
+                    rules: Vec::new(),
+                },
             )));
         }
     }
@@ -142,7 +151,10 @@ impl<R: Rule> Subtable<R> {
 
     /// The page holding `slot` (copied if shared) and the bucket's index in it.
     fn page_mut(&mut self, slot: usize) -> (&mut PageData<R>, usize) {
-        (Arc::make_mut(&mut self.pages[slot >> PAGE_BITS]), slot & (PAGE - 1))
+        (
+            Arc::make_mut(&mut self.pages[slot >> PAGE_BITS]),
+            slot & (PAGE - 1),
+        )
     }
 
     /// The best rule of this subtable matching `key`.
@@ -179,7 +191,10 @@ impl<R: Rule> Subtable<R> {
             bucket.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.seq().cmp(&b.seq())));
             return Some(old);
         }
-        let at = bucket.iter().position(|r| better(&*rule, &**r)).unwrap_or(hi - lo);
+        let at = bucket
+            .iter()
+            .position(|r| better(&*rule, &**r))
+            .unwrap_or(hi - lo);
         page.rules.insert(lo + at, rule);
         for s in &mut page.start[i + 1..] {
             *s += 1;
@@ -299,7 +314,11 @@ impl<R: Rule> Classifier<R> {
             }
             wc.or_assign(&st.mask);
             if let Some(r) = st.find(key) {
-                if best.map_or(true, |b| better(&**r, &**b)) {
+                let wins = match best {
+                    None => true,
+                    Some(b) => better(&**r, &**b),
+                };
+                if wins {
                     best = Some(r);
                 }
             }
@@ -376,8 +395,11 @@ impl<R: Rule> Classifier<R> {
 
     fn sort(&mut self) {
         let subtables = &self.subtables;
-        self.order
-            .sort_by(|&a, &b| subtables[b as usize].max_priority.cmp(&subtables[a as usize].max_priority));
+        self.order.sort_by(|&a, &b| {
+            subtables[b as usize]
+                .max_priority
+                .cmp(&subtables[a as usize].max_priority)
+        });
     }
 }
 
@@ -409,7 +431,11 @@ mod tests {
     fn reference<'a>(rules: &'a [Arc<R>], key: &FlowKey) -> Option<&'a Arc<R>> {
         let mut best: Option<&Arc<R>> = None;
         for r in rules {
-            if r.m.matches(key) && best.map_or(true, |b| better(&**r, &**b)) {
+            let wins = match best {
+                None => true,
+                Some(b) => better(&**r, &**b),
+            };
+            if r.m.matches(key) && wins {
                 best = Some(r);
             }
         }
@@ -480,27 +506,40 @@ mod tests {
     /// Small value domains so that random rules and packets collide often.
     fn field_strategy() -> impl Strategy<Value = (Field, u128, u128)> {
         prop_oneof![
-            (0u128..4, prop_oneof![Just(0xffff_ffffu128), Just(1u128)]).prop_map(|(v, m)| (Field::InPort, v, m)),
+            (0u128..4, prop_oneof![Just(0xffff_ffffu128), Just(1u128)]).prop_map(|(v, m)| (
+                Field::InPort,
+                v,
+                m
+            )),
             (0u128..3, Just(0xffffu128)).prop_map(|(v, m)| (Field::EthType, v, m)),
-            (0u128..8, prop_oneof![Just(0xffff_ffffu128), Just(0xffff_fff0u128), Just(0x6u128)])
+            (
+                0u128..8,
+                prop_oneof![Just(0xffff_ffffu128), Just(0xffff_fff0u128), Just(0x6u128)]
+            )
                 .prop_map(|(v, m)| (Field::Ipv4Dst, v, m)),
-            (0u128..4, prop_oneof![Just(0xffffu128), Just(0x2u128)]).prop_map(|(v, m)| (Field::TpDst, v, m)),
+            (0u128..4, prop_oneof![Just(0xffffu128), Just(0x2u128)]).prop_map(|(v, m)| (
+                Field::TpDst,
+                v,
+                m
+            )),
             (0u128..4, Just(0xffu128)).prop_map(|(v, m)| (Field::IpProto, v, m)),
             (0u128..3, Just(u128::MAX)).prop_map(|(v, m)| (Field::Ipv6Src, v, m)),
         ]
     }
 
     fn key_strategy() -> impl Strategy<Value = FlowKey> {
-        (0u128..4, 0u128..3, 0u128..8, 0u128..4, 0u128..4, 0u128..3).prop_map(|(a, b, c, d, e, f)| {
-            let mut k = FlowKey::ZERO;
-            k.set(Field::InPort, a);
-            k.set(Field::EthType, b);
-            k.set(Field::Ipv4Dst, c);
-            k.set(Field::TpDst, d);
-            k.set(Field::IpProto, e);
-            k.set(Field::Ipv6Src, f);
-            k
-        })
+        (0u128..4, 0u128..3, 0u128..8, 0u128..4, 0u128..4, 0u128..3).prop_map(
+            |(a, b, c, d, e, f)| {
+                let mut k = FlowKey::ZERO;
+                k.set(Field::InPort, a);
+                k.set(Field::EthType, b);
+                k.set(Field::Ipv4Dst, c);
+                k.set(Field::TpDst, d);
+                k.set(Field::IpProto, e);
+                k.set(Field::Ipv6Src, f);
+                k
+            },
+        )
     }
 
     proptest! {
@@ -534,8 +573,8 @@ mod tests {
                 prop_assert_eq!(got, want);
                 // Any key equal under the mask gets the same winner.
                 let mut key2 = *key;
-                for i in 0..KEY_WORDS {
-                    key2.w[i] = (key.w[i] & wc.w[i]) | (noise[i] & !wc.w[i]);
+                for (i, n) in noise.iter().enumerate() {
+                    key2.w[i] = (key.w[i] & wc.w[i]) | (n & !wc.w[i]);
                 }
                 let mut wc2 = FlowKey::ZERO;
                 prop_assert_eq!(c.lookup(&key2, &mut wc2).map(|r| r.id), got);

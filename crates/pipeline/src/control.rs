@@ -23,7 +23,10 @@ use crate::error::{FlowModError, GroupModError, MeterModError};
 use crate::flow::{check_instructions, check_match, FlowEntry, RemovedReason};
 use crate::group::GroupTable;
 use crate::meter::{check_meter_mod, MeterState};
-use crate::model::{FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand, ALL_TABLES, MAX_TABLE, METER_ALL};
+use crate::model::{
+    FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand, ALL_TABLES,
+    MAX_TABLE, METER_ALL,
+};
 use crate::pipeline::{Pipeline, PipelineCell, PipelineConfig, PortInfo, Shared};
 use crate::stats::{FlowView, RemovedFlow, TableStatsView};
 use crate::table::{FlowFilter, FlowTable};
@@ -104,7 +107,11 @@ impl Control {
                 if m.table_id > MAX_TABLE && m.table_id != ALL_TABLES {
                     return Err(FlowModError::BadTableId(m.table_id));
                 }
-                self.delete(m.table_id, &FlowFilter::from_flow_mod(m), RemovedReason::Delete);
+                self.delete(
+                    m.table_id,
+                    &FlowFilter::from_flow_mod(m),
+                    RemovedReason::Delete,
+                );
                 Ok(())
             }
         }
@@ -132,10 +139,17 @@ impl Control {
         Ok(id as usize)
     }
 
-    fn check_instructions(&self, table: u8, m: &crate::model::Match, ins: &[crate::model::Instruction]) -> Result<Vec<crate::model::Instruction>, FlowModError> {
+    fn check_instructions(
+        &self,
+        table: u8,
+        m: &crate::model::Match,
+        ins: &[crate::model::Instruction],
+    ) -> Result<Vec<crate::model::Instruction>, FlowModError> {
         let groups = &self.groups;
         let meters = &self.meters;
-        check_instructions(table, m, ins, &|g| groups.contains(g), &|id| meters.contains_key(&id))
+        check_instructions(table, m, ins, &|g| groups.contains(g), &|id| {
+            meters.contains_key(&id)
+        })
     }
 
     fn add(&mut self, m: &FlowMod) -> Result<(), FlowModError> {
@@ -144,10 +158,16 @@ impl Control {
         let table = &self.tables[t];
         let old = table.classifier.find_exact(&m.matcher, m.priority).cloned();
         if old.is_none() && table.len() >= self.config.table_capacity {
-            return Err(FlowModError::TableFull { table: m.table_id, capacity: self.config.table_capacity });
+            return Err(FlowModError::TableFull {
+                table: m.table_id,
+                capacity: self.config.table_capacity,
+            });
         }
         if m.flags.check_overlap && table.overlaps(&m.matcher, m.priority) {
-            return Err(FlowModError::Overlap { table: m.table_id, priority: m.priority });
+            return Err(FlowModError::Overlap {
+                table: m.table_id,
+                priority: m.priority,
+            });
         }
         let counters = match &old {
             Some(o) if !m.flags.reset_counts => o.counters.clone(),
@@ -209,7 +229,11 @@ impl Control {
 
     /// Removes the entries `filter` selects in `table` (or every table), queueing notices.
     fn delete(&mut self, table: u8, filter: &FlowFilter, reason: RemovedReason) -> usize {
-        let range = if table == ALL_TABLES { 0..=MAX_TABLE } else { table..=table };
+        let range = if table == ALL_TABLES {
+            0..=MAX_TABLE
+        } else {
+            table..=table
+        };
         let now = now_ms();
         let mut n = 0;
         for t in range {
@@ -226,7 +250,10 @@ impl Control {
                 tbl.remove(&e);
                 n += 1;
                 if e.flags.send_flow_rem {
-                    self.removed.push(RemovedFlow { reason, flow: FlowView::of(&e, now) });
+                    self.removed.push(RemovedFlow {
+                        reason,
+                        flow: FlowView::of(&e, now),
+                    });
                 }
             }
         }
@@ -245,7 +272,10 @@ impl Control {
         let doomed = self.groups.check(m)?;
         if m.command == GroupModCommand::Delete {
             for &g in &doomed {
-                let f = FlowFilter { out_group: g, ..FlowFilter::ALL };
+                let f = FlowFilter {
+                    out_group: g,
+                    ..FlowFilter::ALL
+                };
                 self.delete(ALL_TABLES, &f, RemovedReason::GroupDelete);
             }
         }
@@ -261,13 +291,18 @@ impl Control {
         let id = m.meter.id;
         match m.command {
             MeterModCommand::Add | MeterModCommand::Modify => {
-                Arc::make_mut(&mut self.meters).insert(id, Arc::new(MeterState::new(m.meter.clone())));
+                Arc::make_mut(&mut self.meters)
+                    .insert(id, Arc::new(MeterState::new(m.meter.clone())));
             }
             MeterModCommand::Delete => {
                 let doomed: Vec<u32> = if id == METER_ALL {
                     self.meters.keys().copied().collect()
                 } else {
-                    self.meters.contains_key(&id).then_some(id).into_iter().collect()
+                    self.meters
+                        .contains_key(&id)
+                        .then_some(id)
+                        .into_iter()
+                        .collect()
                 };
                 for d in doomed {
                     self.delete_using_meter(d);
@@ -281,7 +316,12 @@ impl Control {
     fn delete_using_meter(&mut self, meter: u32) {
         let now = now_ms();
         for t in 0..self.tables.len() {
-            let hits: Vec<Arc<FlowEntry>> = self.tables[t].classifier.iter().filter(|e| e.uses_meter(meter)).cloned().collect();
+            let hits: Vec<Arc<FlowEntry>> = self.tables[t]
+                .classifier
+                .iter()
+                .filter(|e| e.uses_meter(meter))
+                .cloned()
+                .collect();
             if hits.is_empty() {
                 continue;
             }
@@ -289,7 +329,10 @@ impl Control {
             for e in hits {
                 tbl.remove(&e);
                 if e.flags.send_flow_rem {
-                    self.removed.push(RemovedFlow { reason: RemovedReason::MeterDelete, flow: FlowView::of(&e, now) });
+                    self.removed.push(RemovedFlow {
+                        reason: RemovedReason::MeterDelete,
+                        flow: FlowView::of(&e, now),
+                    });
                 }
             }
         }
@@ -334,7 +377,11 @@ impl Control {
     /// working copy.
     pub fn flows(&self, table: u8, filter: &FlowFilter) -> Vec<FlowView> {
         let now = now_ms();
-        let range = if table == ALL_TABLES { 0..=MAX_TABLE } else { table..=table.min(MAX_TABLE) };
+        let range = if table == ALL_TABLES {
+            0..=MAX_TABLE
+        } else {
+            table..=table.min(MAX_TABLE)
+        };
         let mut out = Vec::new();
         for t in range {
             let mut rows: Vec<FlowView> = self.tables[t as usize]
@@ -342,7 +389,7 @@ impl Control {
                 .iter()
                 .map(|e| FlowView::of(e, now))
                 .collect();
-            rows.sort_by(|a, b| b.priority.cmp(&a.priority));
+            rows.sort_by_key(|f| std::cmp::Reverse(f.priority));
             out.extend(rows);
         }
         out
@@ -370,7 +417,10 @@ impl Control {
             let tbl = Arc::make_mut(&mut self.tables[t]);
             for (e, reason) in expired {
                 tbl.remove(&e);
-                out.push(RemovedFlow { reason, flow: FlowView::of(&e, now_ms) });
+                out.push(RemovedFlow {
+                    reason,
+                    flow: FlowView::of(&e, now_ms),
+                });
             }
         }
         if self.shared.mac.expire(now_ms) > 0 {
@@ -389,7 +439,12 @@ impl Control {
             .enumerate()
             .map(|(i, t)| {
                 let (lookups, matched) = self.shared.stats[i].get();
-                TableStatsView { table_id: i as u8, active: t.len() as u64, lookups, matched }
+                TableStatsView {
+                    table_id: i as u8,
+                    active: t.len() as u64,
+                    lookups,
+                    matched,
+                }
             })
             .collect()
     }

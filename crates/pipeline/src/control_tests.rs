@@ -19,7 +19,10 @@ fn port_match(p: u128) -> Match {
 }
 
 fn out(p: u32) -> Vec<Instruction> {
-    vec![Instruction::ApplyActions(vec![Action::Output { port: p, max_len: 0 }])]
+    vec![Instruction::ApplyActions(vec![Action::Output {
+        port: p,
+        max_len: 0,
+    }])]
 }
 
 fn add(table: u8, prio: u16, m: Match, p: u32) -> FlowMod {
@@ -61,7 +64,13 @@ fn add_replaces_identical_keeping_counters_unless_reset() {
     c.flow_mod(&add(0, 5, port_match(1), 2)).unwrap();
     let first = c.flows(0, &FlowFilter::ALL);
     assert_eq!(first.len(), 1);
-    c.tables[0].classifier.iter().next().unwrap().counters.add(4, 400, 1);
+    c.tables[0]
+        .classifier
+        .iter()
+        .next()
+        .unwrap()
+        .counters
+        .add(4, 400, 1);
     c.flow_mod(&add(0, 5, port_match(1), 3)).unwrap();
     let v = c.flows(0, &FlowFilter::ALL);
     assert_eq!(v.len(), 1);
@@ -79,7 +88,13 @@ fn check_overlap_refuses_same_priority_overlaps() {
     c.flow_mod(&add(0, 5, port_match(1), 2)).unwrap();
     let mut m = add(0, 5, Match::ANY, 3);
     m.flags.check_overlap = true;
-    assert_eq!(c.flow_mod(&m), Err(FlowModError::Overlap { table: 0, priority: 5 }));
+    assert_eq!(
+        c.flow_mod(&m),
+        Err(FlowModError::Overlap {
+            table: 0,
+            priority: 5
+        })
+    );
     m.priority = 6;
     c.flow_mod(&m).unwrap();
     let mut disjoint = add(0, 5, port_match(2), 3);
@@ -95,7 +110,10 @@ fn modify_and_modify_strict() {
     c.flow_mod(&a).unwrap();
     c.flow_mod(&add(0, 6, port_match(1), 2)).unwrap();
     c.flow_mod(&add(0, 7, port_match(2), 2)).unwrap();
-    let mut strict = FlowMod { command: FlowModCommand::ModifyStrict, ..add(0, 5, port_match(1), 9) };
+    let mut strict = FlowMod {
+        command: FlowModCommand::ModifyStrict,
+        ..add(0, 5, port_match(1), 9)
+    };
     strict.cookie = 0x99;
     c.flow_mod(&strict).unwrap();
     let v = c.flows(0, &FlowFilter::ALL);
@@ -103,14 +121,29 @@ fn modify_and_modify_strict() {
     assert_eq!(by_prio(5).instructions, out(9));
     assert_eq!(by_prio(5).cookie, 0x11, "modify does not change the cookie");
     assert_eq!(by_prio(6).instructions, out(2));
-    let loose = FlowMod { command: FlowModCommand::Modify, ..add(0, 0, port_match(1), 8) };
+    let loose = FlowMod {
+        command: FlowModCommand::Modify,
+        ..add(0, 0, port_match(1), 8)
+    };
     c.flow_mod(&loose).unwrap();
     let v = c.flows(0, &FlowFilter::ALL);
     assert_eq!(v.iter().filter(|f| f.instructions == out(8)).count(), 2);
     // A modify whose new instructions are invalid for a selected entry changes nothing.
-    let bad = FlowMod { command: FlowModCommand::Modify, ..FlowMod::add(0, 0, Match::ANY, vec![Instruction::GotoTable(0)]) };
-    assert!(matches!(c.flow_mod(&bad), Err(FlowModError::GotoBackwards { from: 0, to: 0 })));
-    assert_eq!(c.flows(0, &FlowFilter::ALL).iter().filter(|f| f.instructions == out(8)).count(), 2);
+    let bad = FlowMod {
+        command: FlowModCommand::Modify,
+        ..FlowMod::add(0, 0, Match::ANY, vec![Instruction::GotoTable(0)])
+    };
+    assert!(matches!(
+        c.flow_mod(&bad),
+        Err(FlowModError::GotoBackwards { from: 0, to: 0 })
+    ));
+    assert_eq!(
+        c.flows(0, &FlowFilter::ALL)
+            .iter()
+            .filter(|f| f.instructions == out(8))
+            .count(),
+        2
+    );
 }
 
 #[test]
@@ -131,16 +164,27 @@ fn delete_with_cookie_and_out_port_filters() {
         ..add(table, 0, Match::ANY, 1)
     };
     c.flow_mod(&del(1, 0x100, 0xf00, ports::ANY)).unwrap();
-    let left: Vec<u64> = c.flows(1, &FlowFilter::ALL).iter().map(|f| f.cookie).collect();
+    let left: Vec<u64> = c
+        .flows(1, &FlowFilter::ALL)
+        .iter()
+        .map(|f| f.cookie)
+        .collect();
     assert_eq!(left, vec![0x200]);
     let removed = c.take_removed();
-    assert_eq!(removed.len(), 1, "only the entry with send_flow_rem is reported");
+    assert_eq!(
+        removed.len(),
+        1,
+        "only the entry with send_flow_rem is reported"
+    );
     assert_eq!(removed[0].reason, RemovedReason::Delete);
     c.flow_mod(&del(ALL_TABLES, 0, 0, 12)).unwrap();
     assert_eq!(c.flows(ALL_TABLES, &FlowFilter::ALL).len(), 0);
     // Strict delete needs the exact priority.
     c.flow_mod(&add(0, 5, port_match(1), 2)).unwrap();
-    let mut strict = FlowMod { command: FlowModCommand::DeleteStrict, ..add(0, 4, port_match(1), 2) };
+    let mut strict = FlowMod {
+        command: FlowModCommand::DeleteStrict,
+        ..add(0, 4, port_match(1), 2)
+    };
     c.flow_mod(&strict).unwrap();
     assert_eq!(c.flows(0, &FlowFilter::ALL).len(), 1);
     strict.priority = 5;
@@ -154,11 +198,17 @@ fn apply_is_all_or_nothing_and_names_the_failing_mod() {
     c.flow_mod(&add(0, 1, port_match(9), 2)).unwrap();
     let mods = vec![
         add(0, 1, port_match(1), 2),
-        FlowMod { command: FlowModCommand::Delete, ..add(0, 0, Match::ANY, 1) },
+        FlowMod {
+            command: FlowModCommand::Delete,
+            ..add(0, 0, Match::ANY, 1)
+        },
         add(0, 1, port_match(2), 2),
         FlowMod::add(3, 1, Match::ANY, vec![Instruction::GotoTable(2)]),
     ];
-    assert_eq!(c.apply(&mods), Err((3, FlowModError::GotoBackwards { from: 3, to: 2 })));
+    assert_eq!(
+        c.apply(&mods),
+        Err((3, FlowModError::GotoBackwards { from: 3, to: 2 }))
+    );
     let v = c.flows(ALL_TABLES, &FlowFilter::ALL);
     assert_eq!(v.len(), 1, "the delete was rolled back too");
     assert_eq!(v[0].matcher, port_match(9));
@@ -169,21 +219,38 @@ fn apply_is_all_or_nothing_and_names_the_failing_mod() {
 #[test]
 fn validation_errors_reach_the_caller() {
     let (mut c, _) = new();
-    assert_eq!(c.flow_mod(&add(255, 1, Match::ANY, 1)), Err(FlowModError::BadTableId(255)));
+    assert_eq!(
+        c.flow_mod(&add(255, 1, Match::ANY, 1)),
+        Err(FlowModError::BadTableId(255))
+    );
     let mut tp = Match::ANY;
     tp.set_exact(Field::TpDst, 80);
-    assert!(matches!(c.flow_mod(&add(0, 1, tp, 1)), Err(FlowModError::BadPrerequisite { .. })));
-    let g = FlowMod::add(0, 1, Match::ANY, vec![Instruction::ApplyActions(vec![Action::Group(3)])]);
+    assert!(matches!(
+        c.flow_mod(&add(0, 1, tp, 1)),
+        Err(FlowModError::BadPrerequisite { .. })
+    ));
+    let g = FlowMod::add(
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![Action::Group(3)])],
+    );
     assert_eq!(c.flow_mod(&g), Err(FlowModError::UnknownGroup(3)));
     let me = FlowMod::add(0, 1, Match::ANY, vec![Instruction::Meter(3)]);
     assert_eq!(c.flow_mod(&me), Err(FlowModError::UnknownMeter(3)));
-    let cfg = PipelineConfig { table_capacity: 1, ..PipelineConfig::default() };
+    let cfg = PipelineConfig {
+        table_capacity: 1,
+        ..PipelineConfig::default()
+    };
     let (mut small, _) = Control::new(cfg);
     small.flow_mod(&add(0, 1, port_match(1), 1)).unwrap();
     small.flow_mod(&add(0, 1, port_match(1), 2)).unwrap();
     assert_eq!(
         small.flow_mod(&add(0, 1, port_match(2), 1)),
-        Err(FlowModError::TableFull { table: 0, capacity: 1 })
+        Err(FlowModError::TableFull {
+            table: 0,
+            capacity: 1
+        })
     );
 }
 
@@ -193,18 +260,56 @@ fn deleting_a_group_or_meter_deletes_its_flows() {
     let group = Group {
         id: 7,
         kind: GroupType::All,
-        buckets: vec![Bucket { weight: 1, watch_port: ports::ANY, watch_group: GROUP_ANY, actions: vec![] }],
+        buckets: vec![Bucket {
+            weight: 1,
+            watch_port: ports::ANY,
+            watch_group: GROUP_ANY,
+            actions: vec![],
+        }],
     };
-    c.group_mod(&GroupMod { command: GroupModCommand::Add, group: group.clone() }).unwrap();
-    let meter = Meter { id: 3, pktps: true, burst: false, bands: vec![MeterBand::Drop { rate: 10, burst: 0 }] };
-    c.meter_mod(&MeterMod { command: MeterModCommand::Add, meter: meter.clone() }).unwrap();
-    c.flow_mod(&FlowMod::add(0, 1, port_match(1), vec![Instruction::ApplyActions(vec![Action::Group(7)])])).unwrap();
-    c.flow_mod(&FlowMod::add(0, 1, port_match(2), vec![Instruction::Meter(3)])).unwrap();
+    c.group_mod(&GroupMod {
+        command: GroupModCommand::Add,
+        group: group.clone(),
+    })
+    .unwrap();
+    let meter = Meter {
+        id: 3,
+        pktps: true,
+        burst: false,
+        bands: vec![MeterBand::Drop { rate: 10, burst: 0 }],
+    };
+    c.meter_mod(&MeterMod {
+        command: MeterModCommand::Add,
+        meter: meter.clone(),
+    })
+    .unwrap();
+    c.flow_mod(&FlowMod::add(
+        0,
+        1,
+        port_match(1),
+        vec![Instruction::ApplyActions(vec![Action::Group(7)])],
+    ))
+    .unwrap();
+    c.flow_mod(&FlowMod::add(
+        0,
+        1,
+        port_match(2),
+        vec![Instruction::Meter(3)],
+    ))
+    .unwrap();
     c.flow_mod(&add(0, 1, port_match(3), 1)).unwrap();
     c.publish();
     assert!(c.published().meter(3).is_some());
-    c.group_mod(&GroupMod { command: GroupModCommand::Delete, group }).unwrap();
-    c.meter_mod(&MeterMod { command: MeterModCommand::Delete, meter }).unwrap();
+    c.group_mod(&GroupMod {
+        command: GroupModCommand::Delete,
+        group,
+    })
+    .unwrap();
+    c.meter_mod(&MeterMod {
+        command: MeterModCommand::Delete,
+        meter,
+    })
+    .unwrap();
     let v = c.flows(0, &FlowFilter::ALL);
     assert_eq!(v.len(), 1);
     assert_eq!(v[0].matcher, port_match(3));
@@ -219,13 +324,21 @@ fn hard_and_idle_timeouts_expire_and_publish() {
     hard.hard_timeout = 10;
     let mut idle = add(0, 1, port_match(2), 2);
     idle.idle_timeout = 5;
-    idle.flags = FlowFlags { send_flow_rem: true, ..FlowFlags::default() };
+    idle.flags = FlowFlags {
+        send_flow_rem: true,
+        ..FlowFlags::default()
+    };
     c.apply(&[hard, idle, add(0, 1, port_match(3), 2)]).unwrap();
     c.publish();
     let t0 = now_ms();
     assert!(c.tick(t0 + 4_000).is_empty());
     // The idle flow is used at +4 s: it lives until +9 s.
-    c.tables[0].classifier.find_exact(&port_match(2), 1).unwrap().counters.add(1, 60, t0 + 4_000);
+    c.tables[0]
+        .classifier
+        .find_exact(&port_match(2), 1)
+        .unwrap()
+        .counters
+        .add(1, 60, t0 + 4_000);
     assert!(c.tick(t0 + 8_000).is_empty());
     let g = cell.generation();
     let r = c.tick(t0 + 9_500);
@@ -242,11 +355,18 @@ fn hard_and_idle_timeouts_expire_and_publish() {
 #[test]
 fn ports_changes_flush_learned_macs() {
     let (mut c, cell) = new();
-    let port = |no| PortInfo { no, name: format!("p{no}"), live: true, ..PortInfo::default() };
+    let port = |no| PortInfo {
+        no,
+        name: format!("p{no}"),
+        live: true,
+        ..PortInfo::default()
+    };
     c.set_ports(vec![port(2), port(1)]);
     assert_eq!(c.ports()[0].no, 1);
     c.publish();
-    cell.load().mac_table().learn(0x0200_0000_0001, 0, 2, now_ms());
+    cell.load()
+        .mac_table()
+        .learn(0x0200_0000_0001, 0, 2, now_ms());
     let g = cell.generation();
     c.set_ports(vec![port(1)]);
     assert!(cell.load().mac_table().is_empty());
@@ -269,7 +389,10 @@ fn batches_share_structure_with_published_snapshots() {
         let before = cell.load();
         c.publish();
         // Old snapshots stay valid and unchanged.
-        assert_eq!(before.table(0).unwrap().len() + 500, cell.load().table(0).unwrap().len());
+        assert_eq!(
+            before.table(0).unwrap().len() + 500,
+            cell.load().table(0).unwrap().len()
+        );
     }
     assert_eq!(actions(&c, &key(7777)), vec![crate::DpAction::Output(1)]);
 }

@@ -117,7 +117,8 @@ impl FlowEntry {
 
     /// Whether an action applies group `group` (the `out_group` filter).
     pub fn uses_group(&self, group: u32) -> bool {
-        self.actions().any(|a| matches!(a, Action::Group(g) if *g == group))
+        self.actions()
+            .any(|a| matches!(a, Action::Group(g) if *g == group))
     }
 
     /// Whether the entry passes through meter `meter`.
@@ -167,9 +168,7 @@ fn prerequisite(field: Field, m: &Match, vlan_pushed: bool) -> Result<(), &'stat
         }
         Ipv6Src | Ipv6Dst | Ipv6Label => eth_is(m, &[ETH_IPV6]),
         ArpOp => eth_is(m, &[ETH_ARP]),
-        ArpSha | ArpTha => {
-            eth_is(m, &[ETH_ARP]) || (eth_is(m, &[ETH_IPV6]) && proto_is(m, &[58]))
-        }
+        ArpSha | ArpTha => eth_is(m, &[ETH_ARP]) || (eth_is(m, &[ETH_IPV6]) && proto_is(m, &[58])),
         TcpFlags => eth_is(m, &[ETH_IPV4, ETH_IPV6]) && proto_is(m, &[6]),
         NdTarget => eth_is(m, &[ETH_IPV6]) && proto_is(m, &[58]),
     };
@@ -200,8 +199,10 @@ pub fn check_match(m: &Match) -> Result<(), FlowModError> {
             return Err(FlowModError::BadWildcards(f.name()));
         }
         if mask != 0 {
-            prerequisite(f, m, false)
-                .map_err(|needs| FlowModError::BadPrerequisite { field: f.name(), needs })?;
+            prerequisite(f, m, false).map_err(|needs| FlowModError::BadPrerequisite {
+                field: f.name(),
+                needs,
+            })?;
         }
     }
     Ok(())
@@ -263,7 +264,10 @@ pub fn check_actions(
                 }
                 if let Some(m) = m {
                     prerequisite(field, m, vlan_pushed).map_err(|needs| {
-                        FlowModError::SetFieldInconsistent { field: field.name(), needs }
+                        FlowModError::SetFieldInconsistent {
+                            field: field.name(),
+                            needs,
+                        }
                     })?;
                 }
             }
@@ -273,10 +277,7 @@ pub fn check_actions(
                 }
                 vlan_pushed = true;
             }
-            Action::PopVlan
-            | Action::DecNwTtl
-            | Action::SetNwTtl(_)
-            | Action::SetQueue(_) => {}
+            Action::PopVlan | Action::DecNwTtl | Action::SetNwTtl(_) | Action::SetQueue(_) => {}
         }
     }
     Ok(())
@@ -322,7 +323,10 @@ pub fn check_instructions(
                     return Err(FlowModError::GotoBadTable(*to));
                 }
                 if *to <= table {
-                    return Err(FlowModError::GotoBackwards { from: table, to: *to });
+                    return Err(FlowModError::GotoBackwards {
+                        from: table,
+                        to: *to,
+                    });
                 }
             }
             Instruction::ClearActions | Instruction::WriteMetadata { .. } => {}
@@ -346,7 +350,16 @@ mod tests {
         let mut m = Match::ANY;
         m.set_exact(Field::TpDst, 80);
         let e = check_match(&m).unwrap_err();
-        assert!(matches!(e, FlowModError::BadPrerequisite { field: "tp_dst", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                FlowModError::BadPrerequisite {
+                    field: "tp_dst",
+                    ..
+                }
+            ),
+            "{e}"
+        );
         m.set_exact(Field::EthType, 0x0800);
         m.set_exact(Field::IpProto, 6);
         check_match(&m).unwrap();
@@ -358,7 +371,10 @@ mod tests {
         m.set_masked(Field::Ipv4Src, 0x0a00_0000, 0xff00_0000);
         assert!(check_match(&m).is_err());
         m.set_exact(Field::EthType, 0x86dd);
-        assert!(check_match(&m).is_err(), "IPv4 address with an IPv6 eth_type");
+        assert!(
+            check_match(&m).is_err(),
+            "IPv4 address with an IPv6 eth_type"
+        );
         m.set_exact(Field::EthType, 0x0800);
         check_match(&m).unwrap();
 
@@ -379,8 +395,14 @@ mod tests {
 
     #[test]
     fn goto_backwards_message() {
-        let e = check_instructions(1, &Match::ANY, &[Instruction::GotoTable(0)], &ok_group, &ok_group)
-            .unwrap_err();
+        let e = check_instructions(
+            1,
+            &Match::ANY,
+            &[Instruction::GotoTable(0)],
+            &ok_group,
+            &ok_group,
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "goto_table:0 in table 1 goes backwards; a flow may only go to a later table"
@@ -405,7 +427,13 @@ mod tests {
         );
         let no_meter = |_| false;
         assert_eq!(
-            check_instructions(0, &Match::ANY, &[Instruction::Meter(9)], &ok_group, &no_meter),
+            check_instructions(
+                0,
+                &Match::ANY,
+                &[Instruction::Meter(9)],
+                &ok_group,
+                &no_meter
+            ),
             Err(FlowModError::UnknownMeter(9))
         );
     }
@@ -415,7 +443,10 @@ mod tests {
         let set = |f, v| vec![Action::SetField { field: f, value: v }];
         assert!(matches!(
             check_actions(&set(Field::Ipv4Dst, 1), Some(&Match::ANY), &ok_group),
-            Err(FlowModError::SetFieldInconsistent { field: "ipv4_dst", .. })
+            Err(FlowModError::SetFieldInconsistent {
+                field: "ipv4_dst",
+                ..
+            })
         ));
         let mut ip = Match::ANY;
         ip.set_exact(Field::EthType, 0x0800);
@@ -429,7 +460,13 @@ mod tests {
             Err(FlowModError::BadSetFieldValue { .. })
         ));
         // push_vlan provides the tag vlan_pcp needs.
-        let a = vec![Action::PushVlan(0x8100), Action::SetField { field: Field::VlanPcp, value: 5 }];
+        let a = vec![
+            Action::PushVlan(0x8100),
+            Action::SetField {
+                field: Field::VlanPcp,
+                value: 5,
+            },
+        ];
         check_actions(&a, Some(&Match::ANY), &ok_group).unwrap();
         assert_eq!(
             check_actions(&[Action::PushVlan(0x0800)], None, &ok_group),
@@ -439,12 +476,27 @@ mod tests {
 
     #[test]
     fn out_ports_and_groups() {
-        let out = |p| vec![Action::Output { port: p, max_len: 0 }];
-        for p in [1, ports::MAX, ports::IN_PORT, ports::FLOOD, ports::CONTROLLER, ports::NORMAL] {
+        let out = |p| {
+            vec![Action::Output {
+                port: p,
+                max_len: 0,
+            }]
+        };
+        for p in [
+            1,
+            ports::MAX,
+            ports::IN_PORT,
+            ports::FLOOD,
+            ports::CONTROLLER,
+            ports::NORMAL,
+        ] {
             check_actions(&out(p), None, &ok_group).unwrap();
         }
         for p in [0, ports::TABLE, ports::ANY, ports::MAX + 1] {
-            assert_eq!(check_actions(&out(p), None, &ok_group), Err(FlowModError::BadOutPort(p)));
+            assert_eq!(
+                check_actions(&out(p), None, &ok_group),
+                Err(FlowModError::BadOutPort(p))
+            );
         }
         let none = |_| false;
         assert_eq!(

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use crate::error::GroupModError;
 use crate::flow::check_actions;
-use crate::model::{ports, Action, Bucket, Group, GroupMod, GroupModCommand, GroupType, GROUP_ALL, GROUP_ANY, GROUP_MAX};
+use crate::model::{
+    ports, Action, Bucket, Group, GroupMod, GroupModCommand, GroupType, GROUP_ALL, GROUP_ANY,
+    GROUP_MAX,
+};
 
 /// Deepest chain of groups translation follows; deeper chains drop the packet.
 pub const MAX_GROUP_DEPTH: usize = 16;
@@ -24,7 +27,13 @@ fn referenced(g: &Group) -> impl Iterator<Item = u32> + '_ {
     g.buckets.iter().flat_map(|b| {
         b.actions
             .iter()
-            .filter_map(|a| if let Action::Group(id) = a { Some(*id) } else { None })
+            .filter_map(|a| {
+                if let Action::Group(id) = a {
+                    Some(*id)
+                } else {
+                    None
+                }
+            })
             .chain((b.watch_group != GROUP_ANY).then_some(b.watch_group))
     })
 }
@@ -75,7 +84,10 @@ impl GroupTable {
                         continue;
                     }
                     if let Some(id) = referenced(other).find(|r| doomed.contains(r)) {
-                        return Err(GroupModError::ChainedGroup { group: id, by: other.id });
+                        return Err(GroupModError::ChainedGroup {
+                            group: id,
+                            by: other.id,
+                        });
                     }
                 }
                 Ok(doomed)
@@ -158,13 +170,17 @@ impl GroupTable {
         if b.watch_port != ports::ANY && port_live(b.watch_port) {
             return true;
         }
-        b.watch_group != GROUP_ANY && depth < MAX_GROUP_DEPTH && self.group_live(b.watch_group, port_live, depth + 1)
+        b.watch_group != GROUP_ANY
+            && depth < MAX_GROUP_DEPTH
+            && self.group_live(b.watch_group, port_live, depth + 1)
     }
 
     /// Whether a group has a live bucket.
     pub fn group_live(&self, id: u32, port_live: &dyn Fn(u32) -> bool, depth: usize) -> bool {
         self.groups.get(&id).is_some_and(|g| {
-            g.buckets.iter().any(|b| self.bucket_live(b, port_live, depth))
+            g.buckets
+                .iter()
+                .any(|b| self.bucket_live(b, port_live, depth))
         })
     }
 }
@@ -174,11 +190,24 @@ mod tests {
     use super::*;
 
     fn bucket(actions: Vec<Action>) -> Bucket {
-        Bucket { weight: 1, watch_port: ports::ANY, watch_group: GROUP_ANY, actions }
+        Bucket {
+            weight: 1,
+            watch_port: ports::ANY,
+            watch_group: GROUP_ANY,
+            actions,
+        }
     }
 
-    fn add(t: &mut GroupTable, id: u32, kind: GroupType, buckets: Vec<Bucket>) -> Result<(), GroupModError> {
-        let m = GroupMod { command: GroupModCommand::Add, group: Group { id, kind, buckets } };
+    fn add(
+        t: &mut GroupTable,
+        id: u32,
+        kind: GroupType,
+        buckets: Vec<Bucket>,
+    ) -> Result<(), GroupModError> {
+        let m = GroupMod {
+            command: GroupModCommand::Add,
+            group: Group { id, kind, buckets },
+        };
         let doomed = t.check(&m)?;
         t.apply(&m, &doomed);
         Ok(())
@@ -187,12 +216,29 @@ mod tests {
     #[test]
     fn chains_allowed_loops_and_missing_refused() {
         let mut t = GroupTable::default();
-        let out = |p| Action::Output { port: p, max_len: 0 };
+        let out = |p| Action::Output {
+            port: p,
+            max_len: 0,
+        };
         add(&mut t, 1, GroupType::All, vec![bucket(vec![out(1)])]).unwrap();
-        add(&mut t, 2, GroupType::Indirect, vec![bucket(vec![Action::Group(1)])]).unwrap();
+        add(
+            &mut t,
+            2,
+            GroupType::Indirect,
+            vec![bucket(vec![Action::Group(1)])],
+        )
+        .unwrap();
         assert_eq!(
-            add(&mut t, 3, GroupType::All, vec![bucket(vec![Action::Group(9)])]),
-            Err(GroupModError::BadAction { group: 3, error: crate::FlowModError::UnknownGroup(9) })
+            add(
+                &mut t,
+                3,
+                GroupType::All,
+                vec![bucket(vec![Action::Group(9)])]
+            ),
+            Err(GroupModError::BadAction {
+                group: 3,
+                error: crate::FlowModError::UnknownGroup(9)
+            })
         );
         assert_eq!(
             add(&mut t, 1, GroupType::All, vec![]),
@@ -201,17 +247,35 @@ mod tests {
         // Modify 1 to point at 2, which points at 1: a loop.
         let m = GroupMod {
             command: GroupModCommand::Modify,
-            group: Group { id: 1, kind: GroupType::All, buckets: vec![bucket(vec![Action::Group(2)])] },
+            group: Group {
+                id: 1,
+                kind: GroupType::All,
+                buckets: vec![bucket(vec![Action::Group(2)])],
+            },
         };
         assert_eq!(t.check(&m), Err(GroupModError::Loop(1)));
         let self_loop = GroupMod {
             command: GroupModCommand::Add,
-            group: Group { id: 5, kind: GroupType::All, buckets: vec![bucket(vec![Action::Group(5)])] },
+            group: Group {
+                id: 5,
+                kind: GroupType::All,
+                buckets: vec![bucket(vec![Action::Group(5)])],
+            },
         };
         assert_eq!(t.check(&self_loop), Err(GroupModError::Loop(5)));
         // Deleting 1 while 2 chains to it is refused; deleting all is fine.
-        let del = |id| GroupMod { command: GroupModCommand::Delete, group: Group { id, kind: GroupType::All, buckets: vec![] } };
-        assert_eq!(t.check(&del(1)), Err(GroupModError::ChainedGroup { group: 1, by: 2 }));
+        let del = |id| GroupMod {
+            command: GroupModCommand::Delete,
+            group: Group {
+                id,
+                kind: GroupType::All,
+                buckets: vec![],
+            },
+        };
+        assert_eq!(
+            t.check(&del(1)),
+            Err(GroupModError::ChainedGroup { group: 1, by: 2 })
+        );
         let doomed = t.check(&del(GROUP_ALL)).unwrap();
         t.apply(&del(GROUP_ALL), &doomed);
         assert!(t.is_empty());
@@ -237,13 +301,23 @@ mod tests {
     #[test]
     fn liveness_follows_ports_and_groups() {
         let mut t = GroupTable::default();
-        let watch = |p| Bucket { weight: 1, watch_port: p, watch_group: GROUP_ANY, actions: vec![] };
+        let watch = |p| Bucket {
+            weight: 1,
+            watch_port: p,
+            watch_group: GROUP_ANY,
+            actions: vec![],
+        };
         add(&mut t, 1, GroupType::FastFailover, vec![watch(1), watch(2)]).unwrap();
         let live2 = |p| p == 2;
         let none = |_| false;
         assert!(t.group_live(1, &live2, 0));
         assert!(!t.group_live(1, &none, 0));
-        let via = Bucket { weight: 1, watch_port: ports::ANY, watch_group: 1, actions: vec![] };
+        let via = Bucket {
+            weight: 1,
+            watch_port: ports::ANY,
+            watch_group: 1,
+            actions: vec![],
+        };
         assert!(t.bucket_live(&via, &live2, 0));
         assert!(!t.bucket_live(&via, &none, 0));
     }

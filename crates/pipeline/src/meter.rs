@@ -63,7 +63,9 @@ pub struct MeterState {
 
 fn band_rate_burst(b: &MeterBand) -> (u32, u32) {
     match *b {
-        MeterBand::Drop { rate, burst } | MeterBand::DscpRemark { rate, burst, .. } => (rate, burst),
+        MeterBand::Drop { rate, burst } | MeterBand::DscpRemark { rate, burst, .. } => {
+            (rate, burst)
+        }
     }
 }
 
@@ -78,7 +80,11 @@ impl MeterState {
                 let (rate, burst) = (u64::from(rate), u64::from(burst));
                 let capacity = if meter.burst && burst > 0 {
                     // kbit → millibits (×1e6); packets → millipackets (×1e3).
-                    if meter.pktps { burst * 1000 } else { burst * 1_000_000 }
+                    if meter.pktps {
+                        burst * 1000
+                    } else {
+                        burst * 1_000_000
+                    }
                 } else if meter.pktps {
                     (rate * 100).max(1000)
                 } else {
@@ -95,7 +101,12 @@ impl MeterState {
                 }
             })
             .collect();
-        MeterState { meter, bands, packets: AtomicU64::new(0), bytes: AtomicU64::new(0) }
+        MeterState {
+            meter,
+            bands,
+            packets: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        }
     }
 
     /// Counters of band `i`.
@@ -108,7 +119,11 @@ impl MeterState {
     pub fn police(&self, now_ns: u64, bytes: u32) -> MeterVerdict {
         self.packets.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(u64::from(bytes), Ordering::Relaxed);
-        let cost = if self.meter.pktps { 1000 } else { u64::from(bytes) * 8000 };
+        let cost = if self.meter.pktps {
+            1000
+        } else {
+            u64::from(bytes) * 8000
+        };
         let mut worst: Option<usize> = None;
         for (i, b) in self.bands.iter().enumerate() {
             self.refill(b, now_ns);
@@ -116,7 +131,7 @@ impl MeterState {
                 .tokens
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(cost))
                 .is_ok();
-            if !took && worst.map_or(true, |w| self.bands[w].rate < b.rate) {
+            if !took && worst.map(|w| self.bands[w].rate < b.rate).unwrap_or(true) {
                 worst = Some(i);
             }
         }
@@ -125,7 +140,9 @@ impl MeterState {
         };
         let b = &self.bands[i];
         b.counters.packets.fetch_add(1, Ordering::Relaxed);
-        b.counters.bytes.fetch_add(u64::from(bytes), Ordering::Relaxed);
+        b.counters
+            .bytes
+            .fetch_add(u64::from(bytes), Ordering::Relaxed);
         match b.band {
             MeterBand::Drop { .. } => MeterVerdict::Drop { band: i },
             MeterBand::DscpRemark { prec_level, .. } => MeterVerdict::Remark { prec: prec_level },
@@ -155,7 +172,9 @@ impl MeterState {
         let cap = b.capacity;
         let _ = b
             .tokens
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| Some(t.saturating_add(add).min(cap)));
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_add(add).min(cap))
+            });
     }
 }
 
@@ -190,20 +209,33 @@ mod tests {
     use super::*;
 
     fn meter(pktps: bool, bands: Vec<MeterBand>) -> MeterState {
-        MeterState::new(Meter { id: 1, pktps, burst: true, bands })
+        MeterState::new(Meter {
+            id: 1,
+            pktps,
+            burst: true,
+            bands,
+        })
     }
 
     #[test]
     fn packet_rate_drops_over_burst_then_refills() {
         let m = meter(true, vec![MeterBand::Drop { rate: 10, burst: 5 }]);
         let t0 = 1_000_000_000;
-        let passed = (0..10).filter(|_| m.police(t0, 64) == MeterVerdict::Pass).count();
+        let passed = (0..10)
+            .filter(|_| m.police(t0, 64) == MeterVerdict::Pass)
+            .count();
         assert_eq!(passed, 5, "burst of 5 packets");
         assert_eq!(m.police(t0, 64), MeterVerdict::Drop { band: 0 });
         // 10 pkt/s: after 100 ms one more packet fits.
         assert_eq!(m.police(t0 + 100_000_000, 64), MeterVerdict::Pass);
-        assert_eq!(m.police(t0 + 100_000_000, 64), MeterVerdict::Drop { band: 0 });
-        assert_eq!(m.band_counters(0).unwrap().packets.load(Ordering::Relaxed), 7);
+        assert_eq!(
+            m.police(t0 + 100_000_000, 64),
+            MeterVerdict::Drop { band: 0 }
+        );
+        assert_eq!(
+            m.band_counters(0).unwrap().packets.load(Ordering::Relaxed),
+            7
+        );
         assert_eq!(m.packets.load(Ordering::Relaxed), 13);
     }
 
@@ -213,8 +245,15 @@ mod tests {
         let m = meter(
             false,
             vec![
-                MeterBand::DscpRemark { rate: 8, burst: 8, prec_level: 1 },
-                MeterBand::Drop { rate: 80, burst: 80 },
+                MeterBand::DscpRemark {
+                    rate: 8,
+                    burst: 8,
+                    prec_level: 1,
+                },
+                MeterBand::Drop {
+                    rate: 80,
+                    burst: 80,
+                },
             ],
         );
         let t = 5;
@@ -230,11 +269,28 @@ mod tests {
     #[test]
     fn validation() {
         let none = |_| false;
-        let mk = |id, bands| MeterMod { command: MeterModCommand::Add, meter: Meter { id, pktps: false, burst: false, bands } };
-        assert_eq!(check_meter_mod(&mk(0, vec![]), &none), Err(MeterModError::InvalidMeterId(0)));
-        assert_eq!(check_meter_mod(&mk(1, vec![]), &none), Err(MeterModError::BadRate(1)));
+        let mk = |id, bands| MeterMod {
+            command: MeterModCommand::Add,
+            meter: Meter {
+                id,
+                pktps: false,
+                burst: false,
+                bands,
+            },
+        };
+        assert_eq!(
+            check_meter_mod(&mk(0, vec![]), &none),
+            Err(MeterModError::InvalidMeterId(0))
+        );
+        assert_eq!(
+            check_meter_mod(&mk(1, vec![]), &none),
+            Err(MeterModError::BadRate(1))
+        );
         let ok = vec![MeterBand::Drop { rate: 1, burst: 0 }];
         check_meter_mod(&mk(1, ok.clone()), &none).unwrap();
-        assert_eq!(check_meter_mod(&mk(1, ok), &|_| true), Err(MeterModError::MeterExists(1)));
+        assert_eq!(
+            check_meter_mod(&mk(1, ok), &|_| true),
+            Err(MeterModError::MeterExists(1))
+        );
     }
 }

@@ -199,7 +199,12 @@ pub struct FlowMod {
 impl FlowMod {
     /// An add of `matcher` at `priority` in `table_id` with `instructions`; other fields
     /// default.
-    pub fn add(table_id: u8, priority: u16, matcher: Match, instructions: Vec<Instruction>) -> Self {
+    pub fn add(
+        table_id: u8,
+        priority: u16,
+        matcher: Match,
+        instructions: Vec<Instruction>,
+    ) -> Self {
         FlowMod {
             command: FlowModCommand::Add,
             table_id,

@@ -38,7 +38,11 @@ pub fn is_multicast(mac: u64) -> bool {
 impl MacTable {
     /// An empty table.
     pub fn new(aging_ms: u64, capacity: usize) -> Self {
-        MacTable { map: Mutex::new(HashMap::new()), aging_ms, capacity: capacity.max(1) }
+        MacTable {
+            map: Mutex::new(HashMap::new()),
+            aging_ms,
+            capacity: capacity.max(1),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<(u64, u16), MacEntry>> {
@@ -56,15 +60,28 @@ impl MacTable {
         let mut map = self.lock();
         if let Some(e) = map.get_mut(&(mac, vlan)) {
             let moved = e.port != port || now_ms.saturating_sub(e.last_seen_ms) >= self.aging_ms;
-            *e = MacEntry { port, last_seen_ms: now_ms };
+            *e = MacEntry {
+                port,
+                last_seen_ms: now_ms,
+            };
             return moved;
         }
         if map.len() >= self.capacity {
-            if let Some(oldest) = map.iter().min_by_key(|(_, e)| e.last_seen_ms).map(|(k, _)| *k) {
+            if let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, e)| e.last_seen_ms)
+                .map(|(k, _)| *k)
+            {
                 map.remove(&oldest);
             }
         }
-        map.insert((mac, vlan), MacEntry { port, last_seen_ms: now_ms });
+        map.insert(
+            (mac, vlan),
+            MacEntry {
+                port,
+                last_seen_ms: now_ms,
+            },
+        );
         true
     }
 
@@ -116,7 +133,10 @@ mod tests {
     fn learn_move_age_and_evict() {
         let t = MacTable::new(1000, 2);
         assert!(t.learn(0x0200_0000_0001, 0, 1, 10));
-        assert!(!t.learn(0x0200_0000_0001, 0, 1, 20), "refresh is not a change");
+        assert!(
+            !t.learn(0x0200_0000_0001, 0, 1, 20),
+            "refresh is not a change"
+        );
         assert!(t.learn(0x0200_0000_0001, 0, 2, 30), "moved");
         assert_eq!(t.lookup(0x0200_0000_0001, 0, 40), Some(2));
         assert_eq!(t.lookup(0x0200_0000_0001, 5, 40), None, "other VLAN");

@@ -150,8 +150,10 @@ impl Pipeline {
 }
 
 /// The fields a select group hashes (L2–L4 of the flow), as a mask.
-pub(crate) fn select_hash_mask() -> &'static (FlowKey, arrayvec::ArrayVec<u8, { packet::KEY_WORDS }>) {
-    static MASK: OnceLock<(FlowKey, arrayvec::ArrayVec<u8, { packet::KEY_WORDS }>)> = OnceLock::new();
+pub(crate) fn select_hash_mask() -> &'static (FlowKey, arrayvec::ArrayVec<u8, { packet::KEY_WORDS }>)
+{
+    static MASK: OnceLock<(FlowKey, arrayvec::ArrayVec<u8, { packet::KEY_WORDS }>)> =
+        OnceLock::new();
     MASK.get_or_init(|| {
         let mut m = FlowKey::ZERO;
         for f in [

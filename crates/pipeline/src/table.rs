@@ -156,7 +156,8 @@ impl FlowTable {
             e.priority == priority && {
                 let mut diff = 0u64;
                 for i in 0..packet::KEY_WORDS {
-                    diff |= (e.matcher.value.w[i] ^ m.value.w[i]) & e.matcher.mask.w[i] & m.mask.w[i];
+                    diff |=
+                        (e.matcher.value.w[i] ^ m.value.w[i]) & e.matcher.mask.w[i] & m.mask.w[i];
                 }
                 diff == 0
             }
@@ -177,7 +178,10 @@ mod tests {
             table_id: 0,
             priority: p,
             matcher: m,
-            instructions: vec![Instruction::ApplyActions(vec![Action::Output { port, max_len: 0 }])],
+            instructions: vec![Instruction::ApplyActions(vec![Action::Output {
+                port,
+                max_len: 0,
+            }])],
             cookie,
             flags: FlowFlags::default(),
             idle_timeout: 0,
@@ -198,15 +202,32 @@ mod tests {
         t.insert(entry(2, 20, ab, 0x20, 3));
         t.insert(entry(3, 5, Match::ANY, 0x10, 3));
 
-        let loose = FlowFilter { matcher: a, ..FlowFilter::ALL };
+        let loose = FlowFilter {
+            matcher: a,
+            ..FlowFilter::ALL
+        };
         assert_eq!(t.select(&loose).len(), 2);
-        let strict = FlowFilter { matcher: a, strict_priority: Some(10), ..FlowFilter::ALL };
+        let strict = FlowFilter {
+            matcher: a,
+            strict_priority: Some(10),
+            ..FlowFilter::ALL
+        };
         assert_eq!(t.select(&strict)[0].seq, 1);
-        let wrong_prio = FlowFilter { strict_priority: Some(11), ..strict };
+        let wrong_prio = FlowFilter {
+            strict_priority: Some(11),
+            ..strict
+        };
         assert!(t.select(&wrong_prio).is_empty());
-        let cookie = FlowFilter { cookie: 0x10, cookie_mask: 0xff, ..FlowFilter::ALL };
+        let cookie = FlowFilter {
+            cookie: 0x10,
+            cookie_mask: 0xff,
+            ..FlowFilter::ALL
+        };
         assert_eq!(t.select(&cookie).len(), 2);
-        let port = FlowFilter { out_port: 3, ..FlowFilter::ALL };
+        let port = FlowFilter {
+            out_port: 3,
+            ..FlowFilter::ALL
+        };
         assert_eq!(t.select(&port).len(), 2);
         assert_eq!(t.select(&FlowFilter::ALL).len(), 3);
     }
@@ -219,7 +240,10 @@ mod tests {
         t.insert(entry(1, 10, a, 0, 2));
         let mut b = Match::ANY;
         b.set_exact(Field::EthType, 0x0800);
-        assert!(t.overlaps(&b, 10), "in_port=1 and eth_type=0x0800 share packets");
+        assert!(
+            t.overlaps(&b, 10),
+            "in_port=1 and eth_type=0x0800 share packets"
+        );
         assert!(!t.overlaps(&b, 11));
         let mut c = Match::ANY;
         c.set_exact(Field::InPort, 2);

@@ -265,7 +265,10 @@ impl Ctx<'_> {
             Action::SetNwTtl(t) => {
                 if self.is_ip() {
                     self.key.set(Field::IpTtl, u128::from(t));
-                    self.emit(DpAction::SetField { field: Field::IpTtl, value: u128::from(t) });
+                    self.emit(DpAction::SetField {
+                        field: Field::IpTtl,
+                        value: u128::from(t),
+                    });
                 }
             }
         }
@@ -316,11 +319,18 @@ impl Ctx<'_> {
         // The new tag copies the outer tag's PCP/VID; the old outer tag becomes the inner one.
         self.unwildcard(Field::VlanTci);
         let old = self.key.get(Field::VlanTci);
-        let tci = if old & VLAN_PRESENT != 0 { old & !VLAN_PRESENT } else { 0 };
+        let tci = if old & VLAN_PRESENT != 0 {
+            old & !VLAN_PRESENT
+        } else {
+            0
+        };
         self.key.set(Field::CvlanTci, old);
         self.key.set(Field::VlanTci, tci | VLAN_PRESENT);
         self.set_parsed(true, old & VLAN_PRESENT != 0);
-        self.emit(DpAction::PushVlan { tpid, tci: tci as u16 });
+        self.emit(DpAction::PushVlan {
+            tpid,
+            tci: tci as u16,
+        });
     }
 
     fn pop_vlan(&mut self) {
@@ -374,7 +384,11 @@ impl Ctx<'_> {
             ports::ALL => self.flood(in_port, true),
             ports::NORMAL => self.normal(in_port),
             ports::CONTROLLER => {
-                let reason = if self.miss { PacketInReason::NoMatch } else { PacketInReason::Action };
+                let reason = if self.miss {
+                    PacketInReason::NoMatch
+                } else {
+                    PacketInReason::Action
+                };
                 self.controller(reason, max_len);
             }
             ports::TABLE | ports::ANY => {}
@@ -437,7 +451,11 @@ impl Ctx<'_> {
                 }
             }
             GroupType::FastFailover => {
-                if let Some(b) = g.buckets.iter().find(|b| p.groups.bucket_live(b, &live, depth)) {
+                if let Some(b) = g
+                    .buckets
+                    .iter()
+                    .find(|b| p.groups.bucket_live(b, &live, depth))
+                {
                     self.bucket(b, depth);
                 }
             }
@@ -445,7 +463,12 @@ impl Ctx<'_> {
                 let (mask, words) = select_hash_mask();
                 self.out.mask.or_assign(mask);
                 let usable = |b: &&Bucket| b.weight > 0 && p.groups.bucket_live(b, &live, depth);
-                let total: u64 = g.buckets.iter().filter(usable).map(|b| u64::from(b.weight)).sum();
+                let total: u64 = g
+                    .buckets
+                    .iter()
+                    .filter(usable)
+                    .map(|b| u64::from(b.weight))
+                    .sum();
                 if total == 0 {
                     return;
                 }
@@ -502,7 +525,10 @@ impl Ctx<'_> {
         } else if self.key.get(Field::VlanTci) != saved.get(Field::VlanTci) {
             self.unwildcard(Field::VlanTci);
             let value = saved.get(Field::VlanTci);
-            self.emit(DpAction::SetField { field: Field::VlanTci, value });
+            self.emit(DpAction::SetField {
+                field: Field::VlanTci,
+                value,
+            });
         }
         for &f in RESTORABLE {
             let value = saved.get(f);

@@ -16,7 +16,12 @@ use crate::model::{
 use crate::pipeline::{PipelineConfig, PortInfo};
 
 fn port(no: u32) -> PortInfo {
-    PortInfo { no, name: format!("p{no}"), live: true, ..PortInfo::default() }
+    PortInfo {
+        no,
+        name: format!("p{no}"),
+        live: true,
+        ..PortInfo::default()
+    }
 }
 
 fn control(n_ports: u32) -> Control {
@@ -53,11 +58,15 @@ fn ip() -> Match {
 }
 
 fn out(p: u32) -> Action {
-    Action::Output { port: p, max_len: 0 }
+    Action::Output {
+        port: p,
+        max_len: 0,
+    }
 }
 
 fn add(c: &mut Control, table: u8, prio: u16, matcher: Match, ins: Vec<Instruction>) {
-    c.flow_mod(&FlowMod::add(table, prio, matcher, ins)).unwrap();
+    c.flow_mod(&FlowMod::add(table, prio, matcher, ins))
+        .unwrap();
 }
 
 fn run(c: &mut Control, k: &FlowKey) -> Translation {
@@ -72,22 +81,57 @@ fn outputs(ps: &[u32]) -> Vec<DpAction> {
 }
 
 fn group(c: &mut Control, id: u32, kind: GroupType, buckets: Vec<Bucket>) {
-    c.group_mod(&GroupMod { command: GroupModCommand::Add, group: Group { id, kind, buckets } })
-        .unwrap();
+    c.group_mod(&GroupMod {
+        command: GroupModCommand::Add,
+        group: Group { id, kind, buckets },
+    })
+    .unwrap();
 }
 
 fn bucket(actions: Vec<Action>) -> Bucket {
-    Bucket { weight: 1, watch_port: ports::ANY, watch_group: GROUP_ANY, actions }
+    Bucket {
+        weight: 1,
+        watch_port: ports::ANY,
+        watch_group: GROUP_ANY,
+        actions,
+    }
 }
 
 #[test]
 fn goto_and_set_field_are_seen_by_the_next_table() {
     let mut c = control(4);
-    let set = Action::SetField { field: Field::Ipv4Dst, value: 0x0a00_0009 };
-    add(&mut c, 0, 1, ip(), vec![Instruction::ApplyActions(vec![set.clone()]), Instruction::GotoTable(1)]);
-    add(&mut c, 1, 1, m(&[(Field::EthType, 0x0800), (Field::Ipv4Dst, 0x0a00_0009)]), vec![Instruction::ApplyActions(vec![out(2)])]);
+    let set = Action::SetField {
+        field: Field::Ipv4Dst,
+        value: 0x0a00_0009,
+    };
+    add(
+        &mut c,
+        0,
+        1,
+        ip(),
+        vec![
+            Instruction::ApplyActions(vec![set.clone()]),
+            Instruction::GotoTable(1),
+        ],
+    );
+    add(
+        &mut c,
+        1,
+        1,
+        m(&[(Field::EthType, 0x0800), (Field::Ipv4Dst, 0x0a00_0009)]),
+        vec![Instruction::ApplyActions(vec![out(2)])],
+    );
     let t = run(&mut c, &ip_key(1));
-    assert_eq!(t.actions, vec![DpAction::SetField { field: Field::Ipv4Dst, value: 0x0a00_0009 }, DpAction::Output(2)]);
+    assert_eq!(
+        t.actions,
+        vec![
+            DpAction::SetField {
+                field: Field::Ipv4Dst,
+                value: 0x0a00_0009
+            },
+            DpAction::Output(2)
+        ]
+    );
     assert_eq!(t.mask.get(Field::Ipv4Dst), 0xffff_ffff);
     assert_eq!(t.mask.get(Field::EthType), 0xffff);
     assert_eq!(t.mask.get(Field::TpDst), 0, "nothing consulted tp_dst");
@@ -98,16 +142,41 @@ fn goto_and_set_field_are_seen_by_the_next_table() {
 #[test]
 fn write_actions_run_in_openflow_order_at_the_end() {
     let mut c = control(4);
-    let w = vec![out(3), Action::SetField { field: Field::Ipv4Src, value: 7 }, Action::DecNwTtl];
-    add(&mut c, 0, 1, ip(), vec![Instruction::WriteActions(w), Instruction::GotoTable(2)]);
-    add(&mut c, 2, 1, Match::ANY, vec![Instruction::WriteActions(vec![Action::SetQueue(5), out(4)]), Instruction::ApplyActions(vec![out(1)])]);
+    let w = vec![
+        out(3),
+        Action::SetField {
+            field: Field::Ipv4Src,
+            value: 7,
+        },
+        Action::DecNwTtl,
+    ];
+    add(
+        &mut c,
+        0,
+        1,
+        ip(),
+        vec![Instruction::WriteActions(w), Instruction::GotoTable(2)],
+    );
+    add(
+        &mut c,
+        2,
+        1,
+        Match::ANY,
+        vec![
+            Instruction::WriteActions(vec![Action::SetQueue(5), out(4)]),
+            Instruction::ApplyActions(vec![out(1)]),
+        ],
+    );
     let t = run(&mut c, &ip_key(2));
     assert_eq!(
         t.actions,
         vec![
             DpAction::Output(1),
             DpAction::DecTtl,
-            DpAction::SetField { field: Field::Ipv4Src, value: 7 },
+            DpAction::SetField {
+                field: Field::Ipv4Src,
+                value: 7
+            },
             DpAction::SetQueue(5),
             DpAction::Output(4),
         ]
@@ -117,16 +186,52 @@ fn write_actions_run_in_openflow_order_at_the_end() {
 #[test]
 fn clear_actions_empties_the_set() {
     let mut c = control(4);
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::WriteActions(vec![out(3)]), Instruction::GotoTable(1)]);
-    add(&mut c, 1, 1, Match::ANY, vec![Instruction::ClearActions, Instruction::ApplyActions(vec![out(4)])]);
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![
+            Instruction::WriteActions(vec![out(3)]),
+            Instruction::GotoTable(1),
+        ],
+    );
+    add(
+        &mut c,
+        1,
+        1,
+        Match::ANY,
+        vec![
+            Instruction::ClearActions,
+            Instruction::ApplyActions(vec![out(4)]),
+        ],
+    );
     assert_eq!(run(&mut c, &ip_key(1)).actions, outputs(&[4]));
 }
 
 #[test]
 fn write_metadata_keeps_unmasked_bits() {
     let mut c = control(4);
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::WriteMetadata { value: 0xabcd, mask: 0xff }, Instruction::GotoTable(1)]);
-    add(&mut c, 1, 1, m(&[(Field::Metadata, 0x1200_0000_0000_00cd)]), vec![Instruction::ApplyActions(vec![out(2)])]);
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![
+            Instruction::WriteMetadata {
+                value: 0xabcd,
+                mask: 0xff,
+            },
+            Instruction::GotoTable(1),
+        ],
+    );
+    add(
+        &mut c,
+        1,
+        1,
+        m(&[(Field::Metadata, 0x1200_0000_0000_00cd)]),
+        vec![Instruction::ApplyActions(vec![out(2)])],
+    );
     let mut k = ip_key(1);
     k.set(Field::Metadata, 0x1200_0000_0000_0011);
     assert_eq!(run(&mut c, &k).actions, outputs(&[2]));
@@ -137,18 +242,44 @@ fn write_metadata_keeps_unmasked_bits() {
 #[test]
 fn all_group_buckets_do_not_leak_into_each_other() {
     let mut c = control(4);
-    let set = Action::SetField { field: Field::Ipv4Dst, value: 9 };
-    group(&mut c, 1, GroupType::All, vec![bucket(vec![set, Action::DecNwTtl, out(2)]), bucket(vec![out(3)])]);
-    add(&mut c, 0, 1, ip(), vec![Instruction::ApplyActions(vec![Action::Group(1), out(4)])]);
+    let set = Action::SetField {
+        field: Field::Ipv4Dst,
+        value: 9,
+    };
+    group(
+        &mut c,
+        1,
+        GroupType::All,
+        vec![
+            bucket(vec![set, Action::DecNwTtl, out(2)]),
+            bucket(vec![out(3)]),
+        ],
+    );
+    add(
+        &mut c,
+        0,
+        1,
+        ip(),
+        vec![Instruction::ApplyActions(vec![Action::Group(1), out(4)])],
+    );
     let t = run(&mut c, &ip_key(1));
     assert_eq!(
         t.actions,
         vec![
-            DpAction::SetField { field: Field::Ipv4Dst, value: 9 },
+            DpAction::SetField {
+                field: Field::Ipv4Dst,
+                value: 9
+            },
             DpAction::DecTtl,
             DpAction::Output(2),
-            DpAction::SetField { field: Field::Ipv4Dst, value: 0x0a00_0002 },
-            DpAction::SetField { field: Field::IpTtl, value: 64 },
+            DpAction::SetField {
+                field: Field::Ipv4Dst,
+                value: 0x0a00_0002
+            },
+            DpAction::SetField {
+                field: Field::IpTtl,
+                value: 64
+            },
             DpAction::Output(3),
             DpAction::Output(4),
         ]
@@ -161,15 +292,39 @@ fn all_group_buckets_do_not_leak_into_each_other() {
 #[test]
 fn vlan_push_in_a_bucket_is_popped_after_it() {
     let mut c = control(4);
-    let push = vec![Action::PushVlan(0x8100), Action::SetField { field: Field::VlanVid, value: 10 }, out(2)];
-    group(&mut c, 1, GroupType::All, vec![bucket(push), bucket(vec![out(3)])]);
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::ApplyActions(vec![Action::Group(1)])]);
+    let push = vec![
+        Action::PushVlan(0x8100),
+        Action::SetField {
+            field: Field::VlanVid,
+            value: 10,
+        },
+        out(2),
+    ];
+    group(
+        &mut c,
+        1,
+        GroupType::All,
+        vec![bucket(push), bucket(vec![out(3)])],
+    );
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![Action::Group(1)])],
+    );
     let t = run(&mut c, &ip_key(1));
     assert_eq!(
         t.actions,
         vec![
-            DpAction::PushVlan { tpid: 0x8100, tci: 0 },
-            DpAction::SetField { field: Field::VlanVid, value: 0x1000 | 10 },
+            DpAction::PushVlan {
+                tpid: 0x8100,
+                tci: 0
+            },
+            DpAction::SetField {
+                field: Field::VlanVid,
+                value: 0x1000 | 10
+            },
             DpAction::Output(2),
             DpAction::PopVlan,
             DpAction::Output(3),
@@ -181,8 +336,19 @@ fn vlan_push_in_a_bucket_is_popped_after_it() {
 fn indirect_and_chained_groups() {
     let mut c = control(4);
     group(&mut c, 1, GroupType::Indirect, vec![bucket(vec![out(2)])]);
-    group(&mut c, 2, GroupType::Indirect, vec![bucket(vec![Action::Group(1), out(3)])]);
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::WriteActions(vec![Action::Group(2), out(4)])]);
+    group(
+        &mut c,
+        2,
+        GroupType::Indirect,
+        vec![bucket(vec![Action::Group(1), out(3)])],
+    );
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::WriteActions(vec![Action::Group(2), out(4)])],
+    );
     // The action set's group wins over its output.
     assert_eq!(run(&mut c, &ip_key(1)).actions, outputs(&[2, 3]));
 }
@@ -195,7 +361,13 @@ fn select_group_is_stable_weighted_and_masks_its_hash_fields() {
     let mut b2 = bucket(vec![out(3)]);
     b2.weight = 3;
     group(&mut c, 1, GroupType::Select, vec![b1, b2]);
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::ApplyActions(vec![Action::Group(1)])]);
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![Action::Group(1)])],
+    );
     c.publish();
     let p = c.published();
     let mut counts = [0u32; 2];
@@ -215,19 +387,48 @@ fn select_group_is_stable_weighted_and_masks_its_hash_fields() {
         assert_eq!(t.mask.get(Field::TpSrc), 0xffff);
         assert_eq!(t.mask.get(Field::Ipv4Src), 0xffff_ffff);
     }
-    assert!(counts[0] > 50 && counts[1] > 200, "weights 1:3 gave {counts:?}");
+    assert!(
+        counts[0] > 50 && counts[1] > 200,
+        "weights 1:3 gave {counts:?}"
+    );
 }
 
 #[test]
 fn fast_failover_uses_the_first_live_bucket() {
     let mut c = control(4);
-    let watch = |p: u32, o: u32| Bucket { weight: 0, watch_port: p, watch_group: GROUP_ANY, actions: vec![out(o)] };
-    group(&mut c, 1, GroupType::FastFailover, vec![watch(2, 2), watch(3, 3)]);
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::ApplyActions(vec![Action::Group(1)])]);
+    let watch = |p: u32, o: u32| Bucket {
+        weight: 0,
+        watch_port: p,
+        watch_group: GROUP_ANY,
+        actions: vec![out(o)],
+    };
+    group(
+        &mut c,
+        1,
+        GroupType::FastFailover,
+        vec![watch(2, 2), watch(3, 3)],
+    );
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![Action::Group(1)])],
+    );
     assert_eq!(run(&mut c, &ip_key(1)).actions, outputs(&[2]));
-    let cell_gen = c.published().shared.generation.load(std::sync::atomic::Ordering::Relaxed);
+    let cell_gen = c
+        .published()
+        .shared
+        .generation
+        .load(std::sync::atomic::Ordering::Relaxed);
     assert!(c.set_port_live(2, false));
-    assert!(c.published().shared.generation.load(std::sync::atomic::Ordering::Relaxed) > cell_gen);
+    assert!(
+        c.published()
+            .shared
+            .generation
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > cell_gen
+    );
     assert_eq!(run(&mut c, &ip_key(1)).actions, outputs(&[3]));
     c.set_port_live(3, false);
     assert!(run(&mut c, &ip_key(1)).actions.is_empty());
@@ -241,8 +442,20 @@ fn flood_skips_in_port_no_flood_and_down_ports_all_does_not() {
     ps[3].down = true;
     ps[4].no_fwd = true;
     c.set_ports(ps);
-    add(&mut c, 0, 2, m(&[(Field::TpDst, 0)]).tap_prereq(), vec![Instruction::ApplyActions(vec![out(ports::ALL)])]);
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::ApplyActions(vec![out(ports::FLOOD)])]);
+    add(
+        &mut c,
+        0,
+        2,
+        m(&[(Field::TpDst, 0)]).tap_prereq(),
+        vec![Instruction::ApplyActions(vec![out(ports::ALL)])],
+    );
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![out(ports::FLOOD)])],
+    );
     let t = run(&mut c, &ip_key(1));
     assert_eq!(t.actions, outputs(&[2]));
     assert_eq!(t.mask.get(Field::InPort), 0xffff_ffff);
@@ -266,26 +479,51 @@ impl TapPrereq for Match {
 #[test]
 fn in_port_output_needs_the_in_port_action() {
     let mut c = control(4);
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::ApplyActions(vec![out(1), out(ports::IN_PORT), out(ports::LOCAL)])]);
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![
+            out(1),
+            out(ports::IN_PORT),
+            out(ports::LOCAL),
+        ])],
+    );
     assert_eq!(run(&mut c, &ip_key(1)).actions, outputs(&[1, ports::LOCAL]));
 }
 
 #[test]
 fn normal_floods_unknown_then_unicasts_learned_and_masks_l2() {
     let mut c = control(3);
-    add(&mut c, 0, 0, Match::ANY, vec![Instruction::ApplyActions(vec![out(ports::NORMAL)])]);
+    add(
+        &mut c,
+        0,
+        0,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![out(ports::NORMAL)])],
+    );
     c.publish();
     let p = c.published();
     let mut t = Translation::default();
     // A (on port 1) sends to B: B unknown, flood.
-    let gen0 = p.shared.generation.load(std::sync::atomic::Ordering::Relaxed);
+    let gen0 = p
+        .shared
+        .generation
+        .load(std::sync::atomic::Ordering::Relaxed);
     let a_to_b = ip_key(1);
     p.translate(&a_to_b, &mut t);
     assert_eq!(t.actions, outputs(&[2, 3]));
     for f in [Field::InPort, Field::EthSrc, Field::EthDst, Field::VlanTci] {
         assert_eq!(t.mask.get(f), f.max_value(), "{f:?} in the mask");
     }
-    assert!(p.shared.generation.load(std::sync::atomic::Ordering::Relaxed) > gen0, "learning A bumps the generation");
+    assert!(
+        p.shared
+            .generation
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > gen0,
+        "learning A bumps the generation"
+    );
     // B (on port 3) answers A: A is known on port 1.
     let mut b_to_a = ip_key(3);
     b_to_a.set(Field::EthSrc, 0x0200_0000_0002);
@@ -309,21 +547,42 @@ fn normal_floods_unknown_then_unicasts_learned_and_masks_l2() {
 #[test]
 fn dec_ttl_expiry_drops_or_goes_to_the_controller() {
     for to_controller in [false, true] {
-        let cfg = PipelineConfig { invalid_ttl_to_controller: to_controller, ..PipelineConfig::default() };
+        let cfg = PipelineConfig {
+            invalid_ttl_to_controller: to_controller,
+            ..PipelineConfig::default()
+        };
         let (mut c, _) = Control::new(cfg);
         c.set_ports((1..=3).map(port).collect());
-        add(&mut c, 0, 1, Match::ANY, vec![Instruction::ApplyActions(vec![Action::DecNwTtl, out(2)]), Instruction::WriteActions(vec![out(3)])]);
+        add(
+            &mut c,
+            0,
+            1,
+            Match::ANY,
+            vec![
+                Instruction::ApplyActions(vec![Action::DecNwTtl, out(2)]),
+                Instruction::WriteActions(vec![out(3)]),
+            ],
+        );
         let mut k = ip_key(1);
         k.set(Field::IpTtl, 1);
         let t = run(&mut c, &k);
         assert_eq!(t.mask.get(Field::IpTtl), 0xff);
         if to_controller {
-            assert!(matches!(t.actions[..], [DpAction::Controller { reason: PacketInReason::InvalidTtl, .. }]));
+            assert!(matches!(
+                t.actions[..],
+                [DpAction::Controller {
+                    reason: PacketInReason::InvalidTtl,
+                    ..
+                }]
+            ));
         } else {
             assert!(t.actions.is_empty());
         }
         k.set(Field::IpTtl, 2);
-        assert_eq!(run(&mut c, &k).actions, vec![DpAction::DecTtl, DpAction::Output(2), DpAction::Output(3)]);
+        assert_eq!(
+            run(&mut c, &k).actions,
+            vec![DpAction::DecTtl, DpAction::Output(2), DpAction::Output(3)]
+        );
     }
 }
 
@@ -331,13 +590,50 @@ fn dec_ttl_expiry_drops_or_goes_to_the_controller() {
 fn table_miss_entry_versus_no_entry() {
     let mut c = control(3);
     let t = run(&mut c, &ip_key(1));
-    assert!(t.actions.is_empty() && t.flows.is_empty(), "no entry: drop, no packet-in");
-    add(&mut c, 0, 0, Match::ANY, vec![Instruction::ApplyActions(vec![Action::Output { port: ports::CONTROLLER, max_len: 128 }])]);
-    add(&mut c, 0, 5, m(&[(Field::InPort, 2)]), vec![Instruction::ApplyActions(vec![Action::Output { port: ports::CONTROLLER, max_len: 64 }])]);
+    assert!(
+        t.actions.is_empty() && t.flows.is_empty(),
+        "no entry: drop, no packet-in"
+    );
+    add(
+        &mut c,
+        0,
+        0,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![Action::Output {
+            port: ports::CONTROLLER,
+            max_len: 128,
+        }])],
+    );
+    add(
+        &mut c,
+        0,
+        5,
+        m(&[(Field::InPort, 2)]),
+        vec![Instruction::ApplyActions(vec![Action::Output {
+            port: ports::CONTROLLER,
+            max_len: 64,
+        }])],
+    );
     let t = run(&mut c, &ip_key(1));
-    assert_eq!(t.actions, vec![DpAction::Controller { reason: PacketInReason::NoMatch, max_len: 128, table_id: 0, cookie: 0 }]);
+    assert_eq!(
+        t.actions,
+        vec![DpAction::Controller {
+            reason: PacketInReason::NoMatch,
+            max_len: 128,
+            table_id: 0,
+            cookie: 0
+        }]
+    );
     let t = run(&mut c, &ip_key(2));
-    assert_eq!(t.actions, vec![DpAction::Controller { reason: PacketInReason::Action, max_len: 64, table_id: 0, cookie: 0 }]);
+    assert_eq!(
+        t.actions,
+        vec![DpAction::Controller {
+            reason: PacketInReason::Action,
+            max_len: 64,
+            table_id: 0,
+            cookie: 0
+        }]
+    );
     // no_packet_in on the ingress port suppresses it.
     let mut ps: Vec<PortInfo> = (1..=3).map(port).collect();
     ps[1].no_packet_in = true;
@@ -349,23 +645,51 @@ fn table_miss_entry_versus_no_entry() {
 fn counters_of_every_matched_entry_are_reported() {
     let mut c = control(3);
     add(&mut c, 0, 1, Match::ANY, vec![Instruction::GotoTable(3)]);
-    add(&mut c, 3, 1, Match::ANY, vec![Instruction::ApplyActions(vec![out(2)])]);
+    add(
+        &mut c,
+        3,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![out(2)])],
+    );
     let t = run(&mut c, &ip_key(1));
     assert_eq!(t.flows.len(), 2);
     t.flows[1].add(3, 300, 10);
     let views = c.flows(3, &crate::table::FlowFilter::ALL);
     assert_eq!((views[0].packets, views[0].bytes), (3, 300));
     let stats = c.table_stats();
-    assert_eq!((stats[3].active, stats[3].lookups, stats[3].matched), (1, 1, 1));
-    assert!(Arc::ptr_eq(&t.flows[0], &c.published().table(0).unwrap().classifier.iter().next().unwrap().counters));
+    assert_eq!(
+        (stats[3].active, stats[3].lookups, stats[3].matched),
+        (1, 1, 1)
+    );
+    assert!(Arc::ptr_eq(
+        &t.flows[0],
+        &c.published()
+            .table(0)
+            .unwrap()
+            .classifier
+            .iter()
+            .next()
+            .unwrap()
+            .counters
+    ));
 }
 
 #[test]
 fn action_explosion_is_bounded() {
-    let cfg = PipelineConfig { max_actions: 8, ..PipelineConfig::default() };
+    let cfg = PipelineConfig {
+        max_actions: 8,
+        ..PipelineConfig::default()
+    };
     let (mut c, _) = Control::new(cfg);
     c.set_ports((1..=20).map(port).collect());
-    add(&mut c, 0, 1, Match::ANY, vec![Instruction::ApplyActions(vec![out(ports::ALL)])]);
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![out(ports::ALL)])],
+    );
     let t = run(&mut c, &ip_key(1));
     assert!(t.actions.is_empty());
     assert!(!t.cacheable);
@@ -379,8 +703,14 @@ fn action_strategy() -> impl Strategy<Value = Action> {
         Just(out(ports::FLOOD)),
         Just(out(ports::IN_PORT)),
         Just(out(ports::CONTROLLER)),
-        (0u128..4).prop_map(|v| Action::SetField { field: Field::Ipv4Dst, value: v }),
-        (0u128..3).prop_map(|v| Action::SetField { field: Field::TpDst, value: v }),
+        (0u128..4).prop_map(|v| Action::SetField {
+            field: Field::Ipv4Dst,
+            value: v
+        }),
+        (0u128..3).prop_map(|v| Action::SetField {
+            field: Field::TpDst,
+            value: v
+        }),
         Just(Action::DecNwTtl),
         Just(Action::PushVlan(0x8100)),
         Just(Action::PopVlan),
@@ -417,7 +747,10 @@ fn instruction_strategy() -> impl Strategy<Value = Vec<Instruction>> {
 fn match_strategy() -> impl Strategy<Value = Match> {
     (
         prop::option::weighted(0.3, 0u128..4),
-        prop::option::weighted(0.3, (0u128..4, prop_oneof![Just(0xffff_ffffu128), Just(1u128)])),
+        prop::option::weighted(
+            0.3,
+            (0u128..4, prop_oneof![Just(0xffff_ffffu128), Just(1u128)]),
+        ),
         prop::option::weighted(0.3, 0u128..3),
         prop::option::weighted(0.3, (0u128..4, 0u128..4)),
         prop::option::weighted(0.2, 0u128..2),
@@ -446,7 +779,15 @@ fn match_strategy() -> impl Strategy<Value = Match> {
 }
 
 fn key_strategy() -> impl Strategy<Value = FlowKey> {
-    (0u128..5, 0u128..4, 0u128..3, 0u128..4, 0u128..3, prop_oneof![Just(0u128), Just(0x1005u128)], any::<u32>())
+    (
+        0u128..5,
+        0u128..4,
+        0u128..3,
+        0u128..4,
+        0u128..3,
+        prop_oneof![Just(0u128), Just(0x1005u128)],
+        any::<u32>(),
+    )
         .prop_map(|(inp, dst, tp, meta, ttl, vlan, src)| {
             let mut k = ip_key(0);
             k.set(Field::InPort, inp);
@@ -491,8 +832,8 @@ proptest! {
         for (key, noise) in keys {
             p.translate(&key, &mut t1);
             let mut key2 = key;
-            for i in 0..KEY_WORDS {
-                key2.w[i] = (key.w[i] & t1.mask.w[i]) | (noise[i] & !t1.mask.w[i]);
+            for (i, n) in noise.iter().enumerate() {
+                key2.w[i] = (key.w[i] & t1.mask.w[i]) | (n & !t1.mask.w[i]);
             }
             p.translate(&key2, &mut t2);
             prop_assert_eq!(&t1.actions, &t2.actions, "key {:?} key2 {:?} mask {:?}", key, key2, t1.mask);
