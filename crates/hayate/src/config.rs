@@ -143,10 +143,7 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
                 )));
             }
             let pname = p.name.clone().unwrap_or_else(|| p.spec.get_ref().clone());
-            if by_no
-                .insert(n, (pname, p.spec.get_ref().clone()))
-                .is_some()
-            {
+            if by_no.insert(n, (pname, p.spec.get_ref().clone())).is_some() {
                 return Err(ConfigError(format!(
                     "line {line}: ofport {n} is requested twice in bridge {name:?}; give each port its own number"
                 )));

@@ -44,7 +44,10 @@ extern "C" fn on_signal(_: libc::c_int) {
 fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
     if let Some(path) = &args.config {
         if !args.ports.is_empty() {
-            bail!("--port is for running without a config; put ports in {}", path.display());
+            bail!(
+                "--port is for running without a config; put ports in {}",
+                path.display()
+            );
         }
         return Ok(config::load(path)?);
     }
@@ -79,7 +82,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     for b in bridges {
         let mut ports = Vec::new();
         for (no, name, spec) in &b.ports {
-            let port = port::spec::open(spec, &pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+            let port =
+                port::spec::open(spec, &pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
             ports.push(SwitchPort {
                 ofport: *no,
                 name: name.clone(),
@@ -139,8 +143,15 @@ fn print_stats(running: &[(Switch, datapath::Running)]) {
             let s = p.port.stats();
             println!(
                 "{} port {} ({}): rx {} pkts {} bytes, tx {} pkts {} bytes, drops rx {} tx {}",
-                sw.name, p.ofport, p.name, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes,
-                s.rx_dropped, s.tx_dropped
+                sw.name,
+                p.ofport,
+                p.name,
+                s.rx_packets,
+                s.rx_bytes,
+                s.tx_packets,
+                s.tx_bytes,
+                s.rx_dropped,
+                s.tx_dropped
             );
         }
     }

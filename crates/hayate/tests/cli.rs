@@ -73,14 +73,26 @@ fn standalone_bridge_forwards_pcap_to_pcap() {
     let frames: Vec<Vec<u8>> = (0..10).map(|i| udp_frame(2, 1, i)).collect();
     write_pcap(&input, &frames);
     let st = Command::new(HAYATE)
-        .args(["run", "--duration", "1", "--stats-interval", "0", "--core", "0"])
+        .args([
+            "run",
+            "--duration",
+            "1",
+            "--stats-interval",
+            "0",
+            "--core",
+            "0",
+        ])
         .arg("--port")
         .arg(format!("pcap:in={},loops=1", input.display()))
         .arg("--port")
         .arg(format!("pcap:out={}", output.display()))
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     // NORMAL floods the unknown destination to the only other port.
     let got = read_pcap(&output);
     assert_eq!(got, frames);
@@ -124,11 +136,22 @@ spec = "pcap:out={}"
     let cfg_path = dir.path().join("hayate.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
     let st = Command::new(HAYATE)
-        .args(["run", "--duration", "1", "--stats-interval", "0", "--config"])
+        .args([
+            "run",
+            "--duration",
+            "1",
+            "--stats-interval",
+            "0",
+            "--config",
+        ])
         .arg(&cfg_path)
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     assert_eq!(read_pcap(&out2), vec![frames[0].clone(), frames[3].clone()]);
     assert_eq!(read_pcap(&out3), vec![frames[1].clone()]);
 }
@@ -142,7 +165,11 @@ fn bad_config_names_line_and_fix() {
         "[[bridge]]\nname = \"br0\"\nflows = [\"in_port=1,actions=output:7\"]\n[[bridge.port]]\nspec = \"null:sink\"\n",
     )
     .unwrap();
-    let st = Command::new(HAYATE).arg("check").arg(&cfg_path).output().unwrap();
+    let st = Command::new(HAYATE)
+        .arg("check")
+        .arg(&cfg_path)
+        .output()
+        .unwrap();
     assert!(!st.status.success());
     let err = String::from_utf8_lossy(&st.stderr);
     assert!(err.contains("line 3"), "{err}");
@@ -158,7 +185,11 @@ fn goto_backwards_is_refused() {
         "[[bridge]]\nname = \"br0\"\nflows = [\"table=1,actions=goto_table:0\"]\n[[bridge.port]]\nspec = \"null:sink\"\n",
     )
     .unwrap();
-    let st = Command::new(HAYATE).arg("check").arg(&cfg_path).output().unwrap();
+    let st = Command::new(HAYATE)
+        .arg("check")
+        .arg(&cfg_path)
+        .output()
+        .unwrap();
     assert!(!st.status.success());
     let err = String::from_utf8_lossy(&st.stderr);
     assert!(err.contains("line 3"), "{err}");
@@ -167,13 +198,26 @@ fn goto_backwards_is_refused() {
 
 #[test]
 fn bench_lists_scenarios_and_refuses_unknown() {
-    let st = Command::new(HAYATE).args(["bench", "--list"]).output().unwrap();
+    let st = Command::new(HAYATE)
+        .args(["bench", "--list"])
+        .output()
+        .unwrap();
     assert!(st.status.success());
     let out = String::from_utf8_lossy(&st.stdout);
-    for s in ["p2p-1flow", "l2-learning", "flows-1M", "acl-64", "pipeline-4", "new-flows"] {
+    for s in [
+        "p2p-1flow",
+        "l2-learning",
+        "flows-1M",
+        "acl-64",
+        "pipeline-4",
+        "new-flows",
+    ] {
         assert!(out.contains(s), "missing {s}: {out}");
     }
-    let st = Command::new(HAYATE).args(["bench", "nope"]).output().unwrap();
+    let st = Command::new(HAYATE)
+        .args(["bench", "nope"])
+        .output()
+        .unwrap();
     assert!(!st.status.success());
     assert!(String::from_utf8_lossy(&st.stderr).contains("unknown scenario"));
 }

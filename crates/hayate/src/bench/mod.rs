@@ -12,7 +12,6 @@ mod scenario;
 use anyhow::{bail, Result};
 use clap::Args;
 
-
 /// Options of `hayate bench`.
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {

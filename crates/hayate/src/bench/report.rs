@@ -46,7 +46,16 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>10} {:>9}\n",
-        "scenario", "bytes", "Mpps", "Gbit/s", "cyc/pkt", "setups/s", "emc hits", "mflow hits", "upcalls", "drops"
+        "scenario",
+        "bytes",
+        "Mpps",
+        "Gbit/s",
+        "cyc/pkt",
+        "setups/s",
+        "emc hits",
+        "mflow hits",
+        "upcalls",
+        "drops"
     ));
     for r in rows {
         let setups = r

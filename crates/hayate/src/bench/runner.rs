@@ -81,7 +81,11 @@ fn source(traffic: Traffic, frame_len: usize) -> NullConfig {
                 (0x0b00_0000, 0x0a00_0000)
             };
             NullConfig {
-                template: udp(0x0200_0000_0000 | src_base as u64, 0x0200_0000_0000 | dst_base as u64, IP_A),
+                template: udp(
+                    0x0200_0000_0000 | src_base as u64,
+                    0x0200_0000_0000 | dst_base as u64,
+                    IP_A,
+                ),
                 vary: vec![
                     Vary {
                         offset: OFF_ETH_SRC_LO,

@@ -102,7 +102,12 @@ pub fn all() -> Vec<Scenario> {
         ],
         vec!["table=0,priority=0,actions=normal".into()],
     ));
-    for (label, n) in [("1", 1u32), ("1k", 1000), ("100k", 100_000), ("1M", 1_000_000)] {
+    for (label, n) in [
+        ("1", 1u32),
+        ("1k", 1000),
+        ("100k", 100_000),
+        ("1M", 1_000_000),
+    ] {
         v.push(sc(
             &format!("flows-{label}"),
             &format!("{n} distinct 5-tuples through an L2 pipeline (dl_dst → port)"),
