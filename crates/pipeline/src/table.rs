@@ -44,13 +44,18 @@ impl FlowFilter {
             m.command,
             FlowModCommand::ModifyStrict | FlowModCommand::DeleteStrict
         );
+        // OpenFlow 1.3: out_port and out_group filter deletes only; modifies ignore them.
+        let delete = matches!(
+            m.command,
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict
+        );
         FlowFilter {
             matcher: m.matcher,
             strict_priority: strict.then_some(m.priority),
             cookie: m.cookie,
             cookie_mask: m.cookie_mask,
-            out_port: m.out_port,
-            out_group: m.out_group,
+            out_port: if delete { m.out_port } else { ports::ANY },
+            out_group: if delete { m.out_group } else { GROUP_ANY },
         }
     }
 

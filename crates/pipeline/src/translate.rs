@@ -543,3 +543,7 @@ impl Ctx<'_> {
 #[cfg(test)]
 #[path = "translate_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "translate_mask_tests.rs"]
+mod mask_tests;
