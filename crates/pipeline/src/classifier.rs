@@ -1,13 +1,14 @@
 //! One OpenFlow table's lookup structure: tuple-space search.
 //!
-//! Rules are grouped into *subtables*, one per distinct match mask. A subtable is a hash table
-//! from the masked key to the rules with that exact masked value, so probing it costs one
-//! masked hash and a short bucket scan. Lookup visits subtables in decreasing order of the
-//! highest priority they hold and stops as soon as a subtable's maximum priority is below the
-//! best match found so far. The mask it reports is the union of the masks of every subtable
-//! it visited, hit or not: a packet that agrees with the looked-up key on those bits visits
-//! the same subtables with the same outcome (extra 1-bits are safe; missing ones would
-//! forward wrongly).
+//! Rules are grouped into *subtables*, one per distinct match mask (see `subtable.rs`). A
+//! subtable is a hash table from the masked key to the rules with that exact masked value,
+//! so probing it costs a masked hash or two (staged lookup) and a short bucket scan. Lookup
+//! visits subtables in decreasing order of the highest priority they hold and stops as soon
+//! as a subtable's maximum priority is below the best match found so far. The mask it
+//! reports is the union of what every visited subtable depended on, hit or not (its whole
+//! mask, or only the stages up to the one that ruled it out): a packet that agrees with the
+//! looked-up key on those bits visits the same subtables with the same outcome (extra 1-bits
+//! are safe; missing ones would forward wrongly).
 //!
 //! Ties: among rules of equal priority the one with the lowest [`Rule::seq`] (installed
 //! first) wins, so the result never depends on hash order.
@@ -18,18 +19,19 @@
 //! one `Arc`, plus about half a bucket `Vec` header.
 //!
 //! Copy-on-write: a classifier is cheap to clone (one `Arc` per subtable). A subtable's
-//! buckets live in pages of 16 buckets (one `Vec` of rules each) behind `Arc`s, so
-//! changing a clone copies the changed subtable's page pointers (`rules / 32` of them) once,
-//! plus each page it touches (about 32 rule pointers). The control side keeps a working classifier and publishes clones; a batch of `b`
-//! changes to a subtable of `n` rules costs about `n / 32 + 16 b` pointer copies.
+//! buckets live in pages of 16 buckets behind `Arc`s (`paged.rs`), so changing a clone
+//! copies the changed subtable's page pointers (`rules / 32` of them) once, plus each page
+//! it touches (about 32 rule pointers). The control side keeps a working classifier and
+//! publishes clones; a batch of `b` changes to a subtable of `n` rules costs about
+//! `n / 32 + 32 b` pointer copies.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrayvec::ArrayVec;
-use packet::{FlowKey, KEY_WORDS};
+use packet::FlowKey;
 
 use crate::model::Match;
+use crate::subtable::Subtable;
 
 /// What the classifier needs to know about a rule.
 pub trait Rule {
@@ -43,206 +45,8 @@ pub trait Rule {
 
 /// Whether `a` beats `b`.
 #[inline(always)]
-fn better<R: Rule>(a: &R, b: &R) -> bool {
+pub(crate) fn better<R: Rule>(a: &R, b: &R) -> bool {
     a.priority() > b.priority() || (a.priority() == b.priority() && a.seq() < b.seq())
-}
-
-/// Buckets per page. Pages are the unit of copy-on-write: a change copies the page
-/// pointer array once per batch plus the pages it touches.
-const PAGE_BITS: u32 = 4;
-const PAGE: usize = 1 << PAGE_BITS;
-
-/// A page of `PAGE` buckets stored back to back: bucket `i` is
-/// `rules[start[i]..start[i + 1]]`, sorted best first. One allocation per page.
-#[derive(Debug)]
-struct PageData<R> {
-    start: [u32; PAGE + 1],
-    rules: Vec<Arc<R>>,
-}
-
-impl<R> Clone for PageData<R> {
-    fn clone(&self) -> Self {
-        PageData {
-            start: self.start,
-            rules: self.rules.clone(),
-        }
-    }
-}
-
-type Page<R> = Arc<PageData<R>>;
-
-/// All rules sharing one mask.
-#[derive(Debug)]
-struct Subtable<R> {
-    mask: FlowKey,
-    words: ArrayVec<u8, KEY_WORDS>,
-    max_priority: u16,
-    len: usize,
-    /// How many rules have each priority (to keep `max_priority` on removal).
-    priorities: BTreeMap<u16, u32>,
-    /// Number of buckets (a power of two, at least `PAGE`).
-    n_buckets: usize,
-    /// `n_buckets / PAGE` pages.
-    pages: Vec<Page<R>>,
-}
-
-impl<R> Clone for Subtable<R> {
-    fn clone(&self) -> Self {
-        Subtable {
-            mask: self.mask,
-            words: self.words.clone(),
-            max_priority: self.max_priority,
-            len: self.len,
-            priorities: self.priorities.clone(),
-            n_buckets: self.n_buckets,
-            pages: self.pages.clone(),
-        }
-    }
-}
-
-fn pages_of<R>(buckets: Vec<Vec<Arc<R>>>) -> Vec<Page<R>> {
-    let mut pages = Vec::with_capacity(buckets.len() / PAGE);
-    let mut page = PageData {
-        start: [0; PAGE + 1],
-        rules: Vec::new(),
-    };
-    for (i, b) in buckets.into_iter().enumerate() {
-        let j = i % PAGE;
-        page.start[j] = page.rules.len() as u32;
-        page.rules.extend(b);
-        if j == PAGE - 1 {
-            page.start[PAGE] = page.rules.len() as u32;
-            pages.push(Arc::new(std::mem::replace(
-                &mut page,
-                PageData {
-                    start: [0; PAGE + 1],
-                    rules: Vec::new(),
-                },
-            )));
-        }
-    }
-    pages
-}
-
-impl<R: Rule> Subtable<R> {
-    fn new(mask: FlowKey) -> Self {
-        Subtable {
-            mask,
-            words: mask.nonzero_words(),
-            max_priority: 0,
-            len: 0,
-            priorities: BTreeMap::new(),
-            n_buckets: PAGE,
-            pages: pages_of((0..PAGE).map(|_| Vec::new()).collect()),
-        }
-    }
-
-    #[inline(always)]
-    fn slot(&self, key: &FlowKey) -> usize {
-        key.masked_hash(&self.mask, &self.words) as usize & (self.n_buckets - 1)
-    }
-
-    #[inline(always)]
-    fn bucket(&self, slot: usize) -> &[Arc<R>] {
-        let p = &self.pages[slot >> PAGE_BITS];
-        let i = slot & (PAGE - 1);
-        &p.rules[p.start[i] as usize..p.start[i + 1] as usize]
-    }
-
-    /// The page holding `slot` (copied if shared) and the bucket's index in it.
-    fn page_mut(&mut self, slot: usize) -> (&mut PageData<R>, usize) {
-        (
-            Arc::make_mut(&mut self.pages[slot >> PAGE_BITS]),
-            slot & (PAGE - 1),
-        )
-    }
-
-    /// The best rule of this subtable matching `key`.
-    #[inline]
-    fn find(&self, key: &FlowKey) -> Option<&Arc<R>> {
-        self.bucket(self.slot(key))
-            .iter()
-            .find(|r| key.matches(&r.matcher().value, &self.mask))
-    }
-
-    fn find_exact(&self, value: &FlowKey, priority: u16) -> Option<&Arc<R>> {
-        self.bucket(self.slot(value))
-            .iter()
-            .find(|r| r.priority() == priority && r.matcher().value == *value)
-    }
-
-    /// Inserts, replacing a rule with the same value and priority (returned).
-    fn insert(&mut self, rule: Arc<R>) -> Option<Arc<R>> {
-        if self.len + 1 > self.n_buckets * 2 {
-            self.grow();
-        }
-        let slot = self.slot(&rule.matcher().value);
-        let value = rule.matcher().value;
-        let priority = rule.priority();
-        let (page, i) = self.page_mut(slot);
-        let (lo, hi) = (page.start[i] as usize, page.start[i + 1] as usize);
-        let bucket = &mut page.rules[lo..hi];
-        if let Some(j) = bucket
-            .iter()
-            .position(|r| r.priority() == priority && r.matcher().value == value)
-        {
-            let old = std::mem::replace(&mut bucket[j], rule);
-            // Keep the bucket sorted: the replacement may have another seq.
-            bucket.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.seq().cmp(&b.seq())));
-            return Some(old);
-        }
-        let at = bucket
-            .iter()
-            .position(|r| better(&*rule, &**r))
-            .unwrap_or(hi - lo);
-        page.rules.insert(lo + at, rule);
-        for s in &mut page.start[i + 1..] {
-            *s += 1;
-        }
-        self.len += 1;
-        *self.priorities.entry(priority).or_insert(0) += 1;
-        self.max_priority = self.max_priority.max(priority);
-        None
-    }
-
-    fn remove(&mut self, value: &FlowKey, priority: u16) -> Option<Arc<R>> {
-        let slot = self.slot(value);
-        let j = self
-            .bucket(slot)
-            .iter()
-            .position(|r| r.priority() == priority && r.matcher().value == *value)?;
-        let (page, i) = self.page_mut(slot);
-        let old = page.rules.remove(page.start[i] as usize + j);
-        for s in &mut page.start[i + 1..] {
-            *s -= 1;
-        }
-        self.len -= 1;
-        if let Some(n) = self.priorities.get_mut(&priority) {
-            *n -= 1;
-            if *n == 0 {
-                self.priorities.remove(&priority);
-            }
-        }
-        self.max_priority = self.priorities.keys().next_back().copied().unwrap_or(0);
-        Some(old)
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &Arc<R>> + '_ {
-        self.pages.iter().flat_map(|p| p.rules.iter())
-    }
-
-    fn grow(&mut self) {
-        let n = self.n_buckets * 2;
-        let mut fresh: Vec<Vec<Arc<R>>> = (0..n).map(|_| Vec::new()).collect();
-        // Each old bucket splits into two new ones, keeping its order (best first): pages
-        // hold their buckets in slot order.
-        for r in self.iter() {
-            let slot = r.matcher().value.masked_hash(&self.mask, &self.words) as usize & (n - 1);
-            fresh[slot].push(r.clone());
-        }
-        self.n_buckets = n;
-        self.pages = pages_of(fresh);
-    }
 }
 
 /// A tuple-space-search classifier over rules of type `R` (see the module docs).
@@ -312,8 +116,7 @@ impl<R: Rule> Classifier<R> {
                     break;
                 }
             }
-            wc.or_assign(&st.mask);
-            if let Some(r) = st.find(key) {
+            if let Some(r) = st.find(key, wc) {
                 let wins = match best {
                     None => true,
                     Some(b) => better(&**r, &**b),
@@ -406,7 +209,7 @@ impl<R: Rule> Classifier<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use packet::Field;
+    use packet::{Field, KEY_WORDS};
     use proptest::prelude::*;
 
     #[derive(Debug)]

@@ -10,6 +10,7 @@
 //! |---|---|
 //! | `model.rs` | the OpenFlow vocabulary (matches, actions, instructions, mods) |
 //! | `classifier.rs` | one table's tuple-space-search lookup |
+//! | `subtable.rs`, `paged.rs` | one mask's rules with staged lookup; copy-on-write buckets |
 //! | `flow.rs` | flow entries and flow-mod validation (prerequisites, instructions) |
 //! | `table.rs` | a flow table and flow-mod selection filters |
 //! | `group.rs`, `meter.rs` | group table and meters |
@@ -29,9 +30,11 @@ pub mod group;
 pub mod meter;
 pub mod model;
 pub mod normal;
+mod paged;
 pub mod ofctl;
 pub mod pipeline;
 pub mod stats;
+mod subtable;
 pub mod table;
 mod translate;
 
