@@ -96,6 +96,21 @@ impl TxSlot {
     }
 }
 
+/// Offers `b` to `slot`, counts what was sent, frees and counts as dropped what was not.
+#[inline]
+fn send_counted(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: &mut LocalStats) {
+    let before: u64 = b.as_slice().iter().map(|p| p.len() as u64).sum();
+    let offered = b.len();
+    let sent = slot.send(b);
+    let left: u64 = b.as_slice().iter().map(|p| p.len() as u64).sum();
+    st.add(Counter::TxPackets, sent as u64);
+    st.add(Counter::TxBytes, before - left);
+    if sent < offered {
+        st.add(Counter::DropTxFull, b.len() as u64);
+        b.free_into(cache);
+    }
+}
+
 /// One output port of a thread's tx table.
 pub struct TxPort {
     /// OpenFlow port number.
@@ -289,15 +304,27 @@ impl Executor {
 
     fn send(&mut self, i: usize, st: &mut LocalStats) {
         let t = &mut self.tx[i];
-        let before: u64 = t.buf.as_slice().iter().map(|p| p.len() as u64).sum();
-        let offered = t.buf.len();
-        let sent = t.slot.send(&mut t.buf);
-        let left: u64 = t.buf.as_slice().iter().map(|p| p.len() as u64).sum();
-        st.add(Counter::TxPackets, sent as u64);
-        st.add(Counter::TxBytes, before - left);
-        if sent < offered {
-            st.add(Counter::DropTxFull, t.buf.len() as u64);
-            t.buf.free_into(&mut self.cache);
+        send_counted(&mut t.slot, &mut t.buf, &mut self.cache, st);
+    }
+
+    /// Sends a whole batch whose packets all go to tx table entry `port` unchanged (a megaflow
+    /// with [`Plan::Forward`]), leaving `batch` empty. When nothing is buffered for that port
+    /// the batch goes to the tx queue as it is, without moving a packet; otherwise its packets
+    /// are appended to the port's buffer behind the ones already there (order is kept).
+    #[inline]
+    pub fn forward_batch(&mut self, port: u16, batch: &mut Batch, st: &mut LocalStats) {
+        let i = port as usize;
+        let Some(t) = self.tx.get_mut(i) else {
+            st.add(Counter::DropTxFull, batch.len() as u64);
+            batch.free_into(&mut self.cache);
+            return;
+        };
+        if t.buf.is_empty() {
+            send_counted(&mut t.slot, batch, &mut self.cache, st);
+            return;
+        }
+        for pkt in batch.drain() {
+            self.enqueue(port, pkt, st);
         }
     }
 

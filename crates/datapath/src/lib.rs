@@ -18,9 +18,10 @@
 //! 5. **Upcall** — classifier misses are translated by the thread's [`Upcall`] (the OpenFlow
 //!    pipeline), within the upcall budget; the result is compiled ([`megaflow::Actions`]) and
 //!    installed as a megaflow unless it is uncacheable or the table is at its bound.
-//! 6. **Execute** — packets are run through their megaflow's actions, grouped by megaflow
-//!    ([`execute::Executor`]): rewrites via `packet::rewrite`, meters, packet-ins into a bounded
-//!    queue, and outputs buffered in one batch per output port.
+//! 6. **Execute** — packets are run through their megaflow's actions ([`execute::Executor`]):
+//!    rewrites via `packet::rewrite`, meters, packet-ins into a bounded queue, and outputs
+//!    buffered in one batch per output port. A whole batch that belongs to one megaflow whose
+//!    only action is one output is handed to that port as it is, without moving a packet.
 //! 7. **Transmit** — each output batch is sent when full and at the end of the rx batch; what a
 //!    port does not take is freed and counted.
 //!
@@ -39,6 +40,7 @@
 //! (see [`pmd`] for why that is the simple correct policy and what revalidation would add).
 #![deny(missing_docs)]
 
+pub mod clock;
 pub mod config;
 pub mod datapath;
 pub mod dpcls;

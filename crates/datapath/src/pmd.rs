@@ -7,8 +7,14 @@
 //!
 //! One rx batch goes: recv → extract keys and hashes (prefetching the next packet) → EMC batch
 //! lookup → classifier batch lookup for the EMC misses (hits are offered to the EMC) →
-//! upcalls for the classifier misses, within the upcall budget → execute, grouped by megaflow
-//! → flush outputs.
+//! upcalls for the classifier misses, within the upcall budget → execute → flush outputs.
+//!
+//! Packets stay in the rx batch until they are executed, and each is moved once: into its
+//! output batch. When every packet of the batch resolved to the same megaflow and that
+//! megaflow's only action is one output ([`Plan::Forward`]), the rx batch itself is handed to
+//! the output port ([`Executor::forward_batch`]): no packet is moved at all. Otherwise packets
+//! run in arrival order and megaflow counters are added once per megaflow per batch.
+//! Time for meters and budgets comes from a [`TscClock`], not a system call per batch.
 //!
 //! Cache validity: at the start of each batch the thread compares [`Upcall::generation`] with
 //! the generation its caches were built at. On a change it flushes every megaflow's counters
@@ -27,15 +33,16 @@
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
-use packet::{extract_packet, Batch, FlowKey, Packet, PoolCache, BATCH_SIZE};
+use packet::{extract_packet, Batch, FlowKey, PoolCache, BATCH_SIZE};
 use pipeline::Translation;
 use port::RxQueue;
 
+use crate::clock::TscClock;
 use crate::config::DpConfig;
 use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
 use crate::execute::{Executor, PacketIn, TxPort};
-use crate::megaflow::{Actions, Arena, Megaflow, MegaflowId, PortMap};
+use crate::megaflow::{Actions, Arena, Megaflow, MegaflowId, Plan, PortMap};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::upcall::Upcall;
 
@@ -82,7 +89,7 @@ struct Scratch {
     hashes: [u32; BATCH_SIZE],
     ids: [Option<MegaflowId>; BATCH_SIZE],
     targets: [Target; BATCH_SIZE],
-    pkts: [Option<Packet>; BATCH_SIZE],
+    /// The rx batch; packets stay here until they are executed.
     batch: Batch,
     tr: Translation,
     actions: Actions,
@@ -111,6 +118,7 @@ pub struct Pmd {
     next_maintenance_ns: u64,
     sweep_at: usize,
     idle_polls: u32,
+    clock: TscClock,
     s: Box<Scratch>,
 }
 
@@ -161,7 +169,6 @@ impl Pmd {
             hashes: [0; BATCH_SIZE],
             ids: [None; BATCH_SIZE],
             targets: [Target::None; BATCH_SIZE],
-            pkts: Default::default(),
             batch: Batch::new(),
             tr: Translation::default(),
             actions: Actions::default(),
@@ -186,6 +193,7 @@ impl Pmd {
             next_maintenance_ns: 0,
             sweep_at: 0,
             idle_polls: 0,
+            clock: TscClock::new(),
             s,
             cfg,
         }
@@ -246,7 +254,8 @@ impl Pmd {
             self.idle_polls += 1;
             if self.idle_polls >= IDLE_POLLS_PER_CHECK {
                 self.idle_polls = 0;
-                self.maybe_maintain(now_ns());
+                let now = self.clock.now_ns();
+                self.maybe_maintain(now);
             }
         }
         self.stats.absorb(&mut self.local);
@@ -273,7 +282,7 @@ impl Pmd {
 
     /// Processes the packets in the scratch batch, received on `in_port`.
     fn process(&mut self, in_port: u32, t0: u64) {
-        let now = now_ns();
+        let now = self.clock.now_ns();
         self.exec.now_ns = now;
         self.check_generation();
         let n = self.extract(in_port);
@@ -302,22 +311,17 @@ impl Pmd {
         }
     }
 
-    /// Moves the batch's packets into the scratch array and extracts keys and hashes.
+    /// Extracts keys and hashes of the packets in the rx batch (they stay where they are).
     fn extract(&mut self, in_port: u32) -> usize {
         let s = &mut *self.s;
-        let mut n = 0;
-        for p in s.batch.drain() {
-            s.pkts[n] = Some(p);
-            n += 1;
-        }
+        let pkts = s.batch.as_mut_slice();
+        let n = pkts.len();
         let mut bytes = 0u64;
         for i in 0..n {
-            if let Some(Some(next)) = s.pkts.get(i + 1) {
+            if let Some(next) = pkts.get(i + 1) {
                 prefetch(next.data().as_ptr());
             }
-            let Some(p) = s.pkts[i].as_mut() else {
-                continue;
-            };
+            let p = &mut pkts[i];
             p.meta.in_port = in_port;
             extract_packet(p, &mut s.keys[i]);
             let h = s.keys[i].hash();
@@ -471,46 +475,86 @@ impl Pmd {
         push_uncached(&mut s.uncached, mf)
     }
 
-    /// Runs every packet's actions, grouped by megaflow (first-seen order, and packet order
-    /// within a group), so each megaflow is looked at once per batch.
+    /// Runs every packet's actions and empties the rx batch. Counters are added once per
+    /// megaflow; packets run in arrival order (so each output sees them in that order).
     fn execute(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.forward_whole_batch(n) {
+            return;
+        }
+        self.count_groups(n);
+        let Scratch {
+            batch,
+            targets,
+            uncached,
+            ..
+        } = &mut *self.s;
+        let mut current = Target::None;
+        let mut actions: Option<&Actions> = None;
+        for (j, pkt) in batch.drain().enumerate() {
+            let target = targets[j];
+            if target != current {
+                current = target;
+                actions = match target {
+                    Target::Flow(id) => self.arena.get(id).map(|m| &m.actions),
+                    Target::Uncached(u) => uncached.get(u as usize).map(|m| &m.actions),
+                    Target::None | Target::Shed => None,
+                };
+            }
+            match actions {
+                Some(a) => self.exec.run(pkt, a, &mut self.local),
+                None => {
+                    self.local.add(Counter::UpcallShed, 1);
+                    self.exec.cache().free(pkt);
+                }
+            }
+        }
+    }
+
+    /// The whole-batch hand-over: when all `n` packets go to one megaflow whose plan is a
+    /// single output, gives the rx batch to that port. Returns whether it did.
+    #[inline]
+    fn forward_whole_batch(&mut self, n: usize) -> bool {
+        let s = &mut *self.s;
+        let first = s.targets[0];
+        let Target::Flow(id) = first else {
+            return false;
+        };
+        if s.targets[1..n].iter().any(|t| *t != first) {
+            return false;
+        }
+        let Some(Plan::Forward(port)) = self.arena.get(id).map(|m| m.actions.plan) else {
+            return false;
+        };
+        let bytes: u64 = s.batch.as_slice().iter().map(|p| p.len() as u64).sum();
+        self.arena.count(id, n as u64, bytes);
+        self.exec.forward_batch(port, &mut s.batch, &mut self.local);
+        true
+    }
+
+    /// Adds each megaflow's packets and bytes of this batch to its counters, once per
+    /// megaflow.
+    fn count_groups(&mut self, n: usize) {
+        let s = &mut *self.s;
+        let pkts = s.batch.as_slice();
         let mut left = low_bits(n);
         while left != 0 {
             let first = left.trailing_zeros() as usize;
-            let target = self.s.targets[first];
-            let mut group = 0u32;
-            for j in bit_iter(left) {
-                if self.s.targets[j] == target {
-                    group |= 1 << j;
-                }
-            }
-            left &= !group;
+            let target = s.targets[first];
             let (mut packets, mut bytes) = (0u64, 0u64);
-            let actions = match target {
-                Target::Flow(id) => self.arena.get(id).map(|m| &m.actions),
-                Target::Uncached(u) => self.s.uncached.get(u as usize).map(|m| &m.actions),
-                Target::None | Target::Shed => None,
-            };
-            for j in bit_iter(group) {
-                let Some(pkt) = self.s.pkts[j].take() else {
-                    continue;
-                };
-                match actions {
-                    Some(a) => {
-                        packets += 1;
-                        bytes += pkt.len() as u64;
-                        self.exec.run(pkt, a, &mut self.local);
-                    }
-                    None => {
-                        self.local.add(Counter::UpcallShed, 1);
-                        self.exec.cache().free(pkt);
-                    }
+            for j in bit_iter(left) {
+                if s.targets[j] == target {
+                    left &= !(1 << j);
+                    packets += 1;
+                    bytes += pkts[j].len() as u64;
                 }
             }
             match target {
                 Target::Flow(id) => self.arena.count(id, packets, bytes),
                 Target::Uncached(u) => {
-                    if let Some(m) = self.s.uncached.get_mut(u as usize) {
+                    if let Some(m) = s.uncached.get_mut(u as usize) {
                         m.count(packets, bytes);
                         m.flush(pipeline::dpaction::now_ms());
                     }
@@ -549,11 +593,6 @@ impl Pmd {
 impl Drop for Pmd {
     fn drop(&mut self) {
         self.shutdown();
-        for p in self.s.pkts.iter_mut() {
-            if let Some(p) = p.take() {
-                self.exec.cache().free(p);
-            }
-        }
     }
 }
 
