@@ -373,6 +373,22 @@ impl Control {
         &self.ports
     }
 
+    /// The groups of the working copy (for dump-groups).
+    pub fn groups(&self) -> &GroupTable {
+        &self.groups
+    }
+
+    /// The meters of the working copy with their live state and counters (for
+    /// dump-meters), in no particular order.
+    pub fn meters(&self) -> impl Iterator<Item = &Arc<MeterState>> + '_ {
+        self.meters.values()
+    }
+
+    /// The NORMAL MAC learning table (for fdb/show).
+    pub fn mac_table(&self) -> &crate::normal::MacTable {
+        &self.shared.mac
+    }
+
     /// Dump-flows: entries of `table` (or [`ALL_TABLES`]) that `filter` selects, in the
     /// working copy.
     pub fn flows(&self, table: u8, filter: &FlowFilter) -> Vec<FlowView> {
@@ -397,7 +413,7 @@ impl Control {
 
     /// Expires flows whose idle or hard timeout passed at `now_ms` (on the
     /// [`now_ms`](crate::dpaction::now_ms) clock) and ages the MAC table. Publishes when a
-    /// flow was removed. Returns every removed flow (the agent sends FLOW_REMOVED for those
+    /// flow was removed (which also publishes any staged change). Returns every removed flow (the agent sends FLOW_REMOVED for those
     /// with `send_flow_rem`).
     pub fn tick(&mut self, now_ms: u64) -> Vec<RemovedFlow> {
         let mut out = Vec::new();
