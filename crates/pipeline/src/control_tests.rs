@@ -300,6 +300,25 @@ fn deleting_a_group_or_meter_deletes_its_flows() {
     c.flow_mod(&add(0, 1, port_match(3), 1)).unwrap();
     c.publish();
     assert!(c.published().meter(3).is_some());
+    // The meter instruction runs first whatever the order it was given in.
+    let metered = FlowMod::add(
+        0,
+        2,
+        port_match(4),
+        vec![
+            Instruction::ApplyActions(vec![Action::Output {
+                port: 5,
+                max_len: 0,
+            }]),
+            Instruction::Meter(3),
+        ],
+    );
+    c.flow_mod(&metered).unwrap();
+    c.publish();
+    assert_eq!(
+        actions(&c, &key(4)),
+        vec![crate::DpAction::Meter(3), crate::DpAction::Output(5)]
+    );
     c.group_mod(&GroupMod {
         command: GroupModCommand::Delete,
         group,

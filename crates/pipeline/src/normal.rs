@@ -9,6 +9,11 @@
 //! reported to the caller, which bumps the pipeline generation so cached megaflows get
 //! revalidated. Note that packets served from a megaflow do not refresh "last seen", so an
 //! active MAC can age out; the next miss relearns it.
+//!
+//! Forwarding (in `translate.rs`): a learned unicast destination goes to its port (never back
+//! to the ingress port); unknown, broadcast and multicast destinations flood like FLOOD. MACs
+//! are learned per VLAN, but ports carry no VLAN membership yet, so a flood reaches every
+//! flood port with the packet's tag unchanged.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
