@@ -11,7 +11,7 @@
 //! copies that subtable's bucket pointers once and later changes in the same batch are
 //! in place. Publishing copies 255 table pointers. Non-strict modify/delete and
 //! check_overlap scan the table (only subtables whose mask covers the filter's, for the
-//! former).
+//! former); `tick` scans the tables that hold entries with timeouts.
 
 use std::collections::HashMap;
 use std::sync::Arc;

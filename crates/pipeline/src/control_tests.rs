@@ -121,6 +121,21 @@ fn modify_and_modify_strict() {
     assert_eq!(by_prio(5).instructions, out(9));
     assert_eq!(by_prio(5).cookie, 0x11, "modify does not change the cookie");
     assert_eq!(by_prio(6).instructions, out(2));
+    // out_port filters deletes only: a modify with out_port still selects.
+    let mut with_port = FlowMod {
+        command: FlowModCommand::ModifyStrict,
+        ..add(0, 7, port_match(2), 6)
+    };
+    with_port.out_port = 99;
+    c.flow_mod(&with_port).unwrap();
+    assert_eq!(
+        c.flows(0, &FlowFilter::ALL)
+            .iter()
+            .find(|f| f.priority == 7)
+            .unwrap()
+            .instructions,
+        out(6)
+    );
     let loose = FlowMod {
         command: FlowModCommand::Modify,
         ..add(0, 0, port_match(1), 8)

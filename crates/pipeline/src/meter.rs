@@ -267,6 +267,39 @@ mod tests {
     }
 
     #[test]
+    fn threads_share_the_bucket_exactly() {
+        let m = std::sync::Arc::new(meter(
+            true,
+            vec![MeterBand::Drop {
+                rate: 1,
+                burst: 1000,
+            }],
+        ));
+        let passed = std::sync::Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (m, passed) = (m.clone(), passed.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..500 {
+                        if m.police(1, 64) == MeterVerdict::Pass {
+                            passed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(
+            passed.load(Ordering::Relaxed),
+            1000,
+            "exactly the burst passes"
+        );
+        assert_eq!(m.packets.load(Ordering::Relaxed), 2000);
+    }
+
+    #[test]
     fn validation() {
         let none = |_| false;
         let mk = |id, bands| MeterMod {
