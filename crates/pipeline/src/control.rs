@@ -411,10 +411,10 @@ impl Control {
         out
     }
 
-    /// Expires flows whose idle or hard timeout passed at `now_ms` (on the
-    /// [`now_ms`](crate::dpaction::now_ms) clock) and ages the MAC table. Publishes when a
-    /// flow was removed (which also publishes any staged change). Returns every removed flow (the agent sends FLOW_REMOVED for those
-    /// with `send_flow_rem`).
+    /// Expires flows whose idle or hard timeout passed at `now_ms` (on the clock of
+    /// [`crate::dpaction::now_ms`]) and ages the MAC table. Publishes when a flow was removed
+    /// (which also publishes any staged change). Returns every removed flow (the agent sends
+    /// FLOW_REMOVED for those with `send_flow_rem`).
     pub fn tick(&mut self, now_ms: u64) -> Vec<RemovedFlow> {
         let mut out = Vec::new();
         for t in 0..self.tables.len() {
