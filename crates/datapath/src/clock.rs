@@ -40,7 +40,13 @@ impl TscClock {
     /// Nanoseconds on the [`crate::now_ns`] time base.
     #[inline]
     pub fn now_ns(&mut self) -> u64 {
-        let tsc = cycles();
+        self.at(cycles())
+    }
+
+    /// Nanoseconds at cycle count `tsc`, a [`cycles`] reading the caller just took (saves
+    /// reading the counter twice).
+    #[inline]
+    pub fn at(&mut self, tsc: u64) -> u64 {
         let d = tsc.wrapping_sub(self.anchor_tsc);
         if self.rate == 0 || d >= RESYNC_CYCLES {
             return self.resync(tsc);

@@ -89,16 +89,51 @@ impl Emc {
         hashes: &[u32],
         out: &mut [Option<MegaflowId>; BATCH_SIZE],
     ) -> u32 {
+        self.lookup_masked(keys, hashes, u32::MAX, out)
+    }
+
+    /// [`Emc::lookup_batch`] for the keys whose bit is set in `probe` only (the others are
+    /// neither looked up nor counted, and never reported as misses).
+    #[inline]
+    pub fn lookup_masked(
+        &mut self,
+        keys: &[FlowKey],
+        hashes: &[u32],
+        probe: u32,
+        out: &mut [Option<MegaflowId>; BATCH_SIZE],
+    ) -> u32 {
         let n = keys.len().min(hashes.len()).min(BATCH_SIZE);
+        let probe = if n >= 32 {
+            probe
+        } else {
+            probe & ((1u32 << n) - 1)
+        };
+        // Prefetch every probed key's first slot before comparing any (the hash arrays are
+        // small; the key array is not).
+        let mut bits = probe;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            prefetch(
+                self.keys
+                    .as_ptr()
+                    .wrapping_add(self.slots(hashes[i])[0])
+                    .cast(),
+            );
+        }
         let mut miss = 0u32;
-        for i in 0..n {
+        let mut bits = probe;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
             out[i] = self.lookup_one(&keys[i], hashes[i]);
             if out[i].is_none() {
                 miss |= 1 << i;
             }
         }
-        self.window_lookups += n as u32;
-        self.window_hits += n as u32 - miss.count_ones();
+        let probed = probe.count_ones();
+        self.window_lookups += probed;
+        self.window_hits += probed - miss.count_ones();
         if self.window_lookups >= WINDOW {
             self.thrashing = self.window_hits * 2 < self.window_lookups;
             self.window_lookups = 0;
@@ -168,6 +203,17 @@ impl Emc {
     }
 }
 
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +242,20 @@ mod tests {
         assert_eq!(out[1], Some(id(7)));
         emc.clear();
         assert_eq!(emc.lookup_batch(&keys, &hashes, &mut out), 0b111);
+    }
+
+    #[test]
+    fn masked_lookup_probes_only_the_asked_keys() {
+        let mut emc = Emc::new(64, 1);
+        let keys = [key(1), key(2), key(3)];
+        let hashes = keys.map(|k| k.hash());
+        emc.insert(&keys[0], hashes[0], id(4));
+        let mut out = [None; BATCH_SIZE];
+        // Key 1 is cached, key 2 is not; key 3 is not asked for.
+        assert_eq!(emc.lookup_masked(&keys, &hashes, 0b011, &mut out), 0b010);
+        assert_eq!(out[0], Some(id(4)));
+        assert_eq!(out[2], None);
+        assert_eq!(emc.lookup_masked(&keys, &hashes, 0, &mut out), 0);
     }
 
     #[test]

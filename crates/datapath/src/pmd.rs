@@ -89,6 +89,8 @@ struct Scratch {
     hashes: [u32; BATCH_SIZE],
     ids: [Option<MegaflowId>; BATCH_SIZE],
     targets: [Target; BATCH_SIZE],
+    /// Bit `i`: packet `i` has the same key as packet `i - 1`.
+    same: u32,
     /// The rx batch; packets stay here until they are executed.
     batch: Batch,
     tr: Translation,
@@ -169,6 +171,7 @@ impl Pmd {
             hashes: [0; BATCH_SIZE],
             ids: [None; BATCH_SIZE],
             targets: [Target::None; BATCH_SIZE],
+            same: 0,
             batch: Batch::new(),
             tr: Translation::default(),
             actions: Actions::default(),
@@ -282,7 +285,7 @@ impl Pmd {
 
     /// Processes the packets in the scratch batch, received on `in_port`.
     fn process(&mut self, in_port: u32, t0: u64) {
-        let now = self.clock.now_ns();
+        let now = self.clock.at(t0);
         self.exec.now_ns = now;
         self.check_generation();
         let n = self.extract(in_port);
@@ -312,11 +315,15 @@ impl Pmd {
     }
 
     /// Extracts keys and hashes of the packets in the rx batch (they stay where they are).
+    /// A packet whose key equals the previous packet's (a train of one flow) takes that
+    /// packet's hash and is marked in `s.same`, so the lookup can skip it.
     fn extract(&mut self, in_port: u32) -> usize {
         let s = &mut *self.s;
         let pkts = s.batch.as_mut_slice();
         let n = pkts.len();
+        s.same = 0;
         let mut bytes = 0u64;
+        // Stage 1: parse every packet (prefetching the next one's bytes).
         for i in 0..n {
             if let Some(next) = pkts.get(i + 1) {
                 prefetch(next.data().as_ptr());
@@ -324,11 +331,20 @@ impl Pmd {
             let p = &mut pkts[i];
             p.meta.in_port = in_port;
             extract_packet(p, &mut s.keys[i]);
-            let h = s.keys[i].hash();
-            p.meta.hash = h;
-            s.hashes[i] = h;
             s.targets[i] = Target::None;
             bytes += p.len() as u64;
+        }
+        // Stage 2: hash, reading the keys with wide loads only now that the narrow stores of
+        // stage 1 are done (a wide load right after them cannot be forwarded and stalls).
+        for i in 0..n {
+            let h = if i > 0 && s.keys[i] == s.keys[i - 1] {
+                s.same |= 1 << i;
+                s.hashes[i - 1]
+            } else {
+                s.keys[i].hash()
+            };
+            pkts[i].meta.hash = h;
+            s.hashes[i] = h;
         }
         self.local.add(Counter::RxPackets, n as u64);
         self.local.add(Counter::RxBytes, bytes);
@@ -336,13 +352,17 @@ impl Pmd {
     }
 
     /// EMC then classifier. Returns (cache hits, mask of packets that missed both).
+    /// Packets with the same key as their predecessor are not probed: they take its EMC
+    /// result (and go on to the classifier with it when that was a miss).
     fn lookup(&mut self, n: usize) -> (u64, u32) {
         let s = &mut *self.s;
+        let all = low_bits(n);
+        let probe = all & !s.same;
         let mut miss = self
             .emc
-            .lookup_batch(&s.keys[..n], &s.hashes[..n], &mut s.ids);
+            .lookup_masked(&s.keys[..n], &s.hashes[..n], probe, &mut s.ids);
         // An EMC entry whose megaflow died is a miss.
-        let mut hit = !miss & low_bits(n);
+        let mut hit = probe & !miss;
         let mut bits = hit;
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
@@ -353,6 +373,17 @@ impl Pmd {
                     miss |= 1 << i;
                     hit &= !(1 << i);
                 }
+            }
+        }
+        let mut bits = s.same & all;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if miss & (1 << (i - 1)) != 0 {
+                miss |= 1 << i;
+            } else {
+                s.targets[i] = s.targets[i - 1];
+                hit |= 1 << i;
             }
         }
         let emc_hits = hit.count_ones() as u64;

@@ -214,8 +214,10 @@ fn parse(data: &[u8], key: &mut FlowKey, layers: &mut Layers) -> u16 {
         return parsed::TRUNCATED;
     };
     let mut flags = parsed::ETH;
-    let dst = mac48(eth[0..6].try_into().unwrap_or(&[0; 6]));
-    let src = mac48(eth[6..12].try_into().unwrap_or(&[0; 6]));
+    // Two 8-byte loads instead of twelve byte loads: bytes 0..8 hold dst in their top 48
+    // bits, bytes 4..12 hold src in their low 48 bits.
+    let dst = u64::from_be_bytes(eth[0..8].try_into().unwrap_or([0; 8])) >> 16;
+    let src = u64::from_be_bytes(eth[4..12].try_into().unwrap_or([0; 8])) & 0xffff_ffff_ffff;
     let mut tci = 0u64;
     let mut ctci = 0u64;
     let mut ty = be16(eth, 12);
