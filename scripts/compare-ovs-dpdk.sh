@@ -79,8 +79,9 @@ done
 command -v apt-get >/dev/null && command -v dpkg >/dev/null \
     || die "needs a Debian-based system (apt-get, dpkg); Debian 12 is what it was written for"
 if [ -n "$JSON_OUT" ]; then
-    : > "$JSON_OUT" 2>/dev/null || die "cannot write --json file $JSON_OUT; pick a writable path"
-    JSON_OUT=$(realpath "$JSON_OUT")
+    JSON_OUT=$(realpath -m "$JSON_OUT")
+    [ -d "$(dirname "$JSON_OUT")" ] && [ -w "$(dirname "$JSON_OUT")" ] \
+        || die "cannot write --json file $JSON_OUT; pick a path in a writable directory"
 fi
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -185,10 +186,9 @@ hugepages_up() {
     [ "$free" -ge $((SOCKET_MEM / 2)) ] || die "only $free free 2 MB hugepages, OVS needs \
 $((SOCKET_MEM / 2)); free memory or raise /proc/sys/vm/nr_hugepages"
     mkdir -p $HUGE
-    if ! mountpoint -q $HUGE; then
-        mount -t hugetlbfs -o pagesize=2M nodev $HUGE
-        MOUNTED_HUGE=1
-    fi
+    # The path is this script's own: a mount left there by an interrupted run is ours too.
+    mountpoint -q $HUGE || mount -t hugetlbfs -o pagesize=2M nodev $HUGE
+    MOUNTED_HUGE=1
 }
 
 # ---------------------------------------------------------------- 3. Open vSwitch with DPDK

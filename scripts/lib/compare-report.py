@@ -149,6 +149,14 @@ def report(a):
         notes.append("Share of the core each switch thread got (below 100% = other programs "
                      "ran there and the figures are low): " + ', '.join(shares)
                      + (f"; load average at start {a.loadavg}." if a.loadavg else "."))
+        got = [r['ovs']['cpu_share'] for r in out_rows
+               if r['ovs'] and r['ovs'].get('cpu_share') is not None]
+        if a.hayate_cpu_share is not None and hay:
+            got.append(a.hayate_cpu_share)
+        if got and min(got) < 0.9:
+            notes.append("WARNING: a switch had less than 90% of its core, so its figures "
+                         "(and the ratios) are lower than the switch can do; rerun when "
+                         f"nothing else runs on core {a.core}.")
     if not hay:
         notes.append('Hayate did not run: its columns are empty.')
     for n in notes:
