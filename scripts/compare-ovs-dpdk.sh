@@ -22,9 +22,10 @@
 # removed on exit, failure or Ctrl-C. Logs stay in /tmp/hayate-compare/log.
 #
 # One difference cannot be removed: net_pcap keeps every replayed frame in an mbuf of OVS's
-# shared mempool, which holds at most 262144 mbufs, so OVS's flows-1M twin replays
-# --ovs-flows distinct flows (default 250000, every one of them an exact-match-cache miss
-# like 1M would be) instead of 1,000,000. The report says how many it used.
+# shared mempool, which OVS 3.1 sizes at 262144 mbufs at most (MAX_NB_MBUF in
+# lib/netdev-dpdk.c), so OVS's flows-1M twin replays --ovs-flows distinct flows (default
+# 250000: like 1M, far more than OVS's 8192-entry exact-match cache holds, so nearly every
+# packet goes to the megaflow classifier) instead of 1,000,000. The report says how many.
 set -Eeuo pipefail
 
 usage() {
