@@ -14,6 +14,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 mkdir -p target
 cargo test --workspace 2>&1 | tee target/test.log
+echo "== compare script self-test (no root, no OVS needed)"
+bash scripts/compare-ovs-dpdk.sh --self-test
 echo "== bench smoke (every scenario, short)"
 cargo run --release -q -p hayate -- bench --seconds 0.2 --warmup 0.1 --json > target/bench-smoke.json
 python3 - <<'PY'
