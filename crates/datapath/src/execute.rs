@@ -102,7 +102,11 @@ fn send_counted(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: &mu
     let before: u64 = b.as_slice().iter().map(|p| p.len() as u64).sum();
     let offered = b.len();
     let sent = slot.send(b);
-    let left: u64 = b.as_slice().iter().map(|p| p.len() as u64).sum();
+    let left: u64 = if b.is_empty() {
+        0
+    } else {
+        b.as_slice().iter().map(|p| p.len() as u64).sum()
+    };
     st.add(Counter::TxPackets, sent as u64);
     st.add(Counter::TxBytes, before - left);
     if sent < offered {
