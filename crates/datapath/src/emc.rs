@@ -21,6 +21,8 @@ use crate::megaflow::MegaflowId;
 
 /// Lookups per hit-rate measurement window.
 const WINDOW: u32 = 4096;
+/// While thrashing, one batch in this many probes the cache.
+pub const THRASH_PROBE_EVERY: u32 = 8;
 
 /// The exact-match cache of one thread.
 pub struct Emc {
@@ -33,6 +35,8 @@ pub struct Emc {
     window_lookups: u32,
     window_hits: u32,
     rng: u32,
+    /// Batches since the last probe while thrashing.
+    skipped: u32,
 }
 
 impl std::fmt::Debug for Emc {
@@ -59,6 +63,7 @@ impl Emc {
             window_lookups: 0,
             window_hits: 0,
             rng: 0x2545_f491,
+            skipped: 0,
         }
     }
 
@@ -160,17 +165,55 @@ impl Emc {
     /// dice say no. Returns whether it was stored.
     #[inline]
     pub fn insert(&mut self, key: &FlowKey, hash: u32, id: MegaflowId) -> bool {
-        if self.thrashing && self.insert_inv_prob > 1 {
-            // xorshift32: cheap, per-thread, good enough to spread inserts.
-            let mut x = self.rng;
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            self.rng = x;
-            if x > u32::MAX / self.insert_inv_prob {
-                return false;
-            }
+        self.insert_with(key, id, || hash)
+    }
+
+    /// [`Emc::insert`] with the hash computed only when the insert is admitted (while the
+    /// cache thrashes most inserts are not, and their keys need no hash).
+    #[inline(always)]
+    pub fn insert_with(
+        &mut self,
+        key: &FlowKey,
+        id: MegaflowId,
+        hash: impl FnOnce() -> u32,
+    ) -> bool {
+        if self.thrashing && self.insert_inv_prob > 1 && !self.roll_dice() {
+            return false;
         }
+        self.store(key, hash(), id);
+        true
+    }
+
+    /// Whether to look anything up in this batch. Always while the cache is useful; while it
+    /// thrashes, one batch in [`THRASH_PROBE_EVERY`] (which keeps measuring the hit rate, so
+    /// the cache comes back when the traffic changes) and the others skip it: a probe that
+    /// almost always misses costs a hash per packet and a load per probe for nothing.
+    #[inline(always)]
+    pub fn probe_this_batch(&mut self) -> bool {
+        if !self.thrashing {
+            return true;
+        }
+        self.skipped += 1;
+        if self.skipped >= THRASH_PROBE_EVERY {
+            self.skipped = 0;
+            return true;
+        }
+        false
+    }
+
+    /// One in `insert_inv_prob` chance of `true` (xorshift32: cheap, per thread).
+    #[inline(always)]
+    fn roll_dice(&mut self) -> bool {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng = x;
+        x <= u32::MAX / self.insert_inv_prob
+    }
+
+    #[inline(never)]
+    fn store(&mut self, key: &FlowKey, hash: u32, id: MegaflowId) {
         let [a, b] = self.slots(hash);
         // Same key already cached: refresh in place. Otherwise an empty slot, otherwise
         // alternate victims by a hash bit.
@@ -190,7 +233,6 @@ impl Emc {
         self.hashes[slot] = hash;
         self.keys[slot] = *key;
         self.ids[slot] = Some(id);
-        true
     }
 
     /// Forgets every entry.
@@ -289,5 +331,36 @@ mod tests {
         assert!(emc.thrashing());
         // 32k misses: the first window inserts everything (4096), then about 1%.
         assert!(stored < 4096 + 1000, "stored {stored}");
+        // A thrashing cache is probed one batch in THRASH_PROBE_EVERY.
+        let probes = (0..8 * THRASH_PROBE_EVERY)
+            .filter(|_| emc.probe_this_batch())
+            .count();
+        assert_eq!(probes, 8);
+    }
+
+    #[test]
+    fn a_thrashing_cache_recovers_when_traffic_turns_hot() {
+        let mut emc = Emc::new(1024, 100);
+        let mut out = [None; BATCH_SIZE];
+        for round in 0..200u32 {
+            let keys: Vec<FlowKey> = (0..32).map(|i| key(round * 32 + i)).collect();
+            let hashes: Vec<u32> = keys.iter().map(|k| k.hash()).collect();
+            emc.lookup_batch(&keys, &hashes, &mut out);
+        }
+        assert!(emc.thrashing());
+        // Now one hot flow, offered to the cache after every miss (as the thread does).
+        let hot = [key(7); 32];
+        let hashes = hot.map(|k| k.hash());
+        for _ in 0..10_000 {
+            if !emc.probe_this_batch() {
+                emc.insert_with(&hot[0], id(7), || hashes[0]);
+                continue;
+            }
+            let miss = emc.lookup_batch(&hot, &hashes, &mut out);
+            if miss != 0 {
+                emc.insert(&hot[0], hashes[0], id(7));
+            }
+        }
+        assert!(!emc.thrashing());
     }
 }

@@ -91,6 +91,8 @@ struct Scratch {
     targets: [Target; BATCH_SIZE],
     /// Bit `i`: packet `i` has the same key as packet `i - 1`.
     same: u32,
+    /// Bit `i`: `hashes[i]` holds packet `i`'s key hash.
+    hashed: u32,
     /// The rx batch; packets stay here until they are executed.
     batch: Batch,
     tr: Translation,
@@ -172,6 +174,7 @@ impl Pmd {
             ids: [None; BATCH_SIZE],
             targets: [Target::None; BATCH_SIZE],
             same: 0,
+            hashed: 0,
             batch: Batch::new(),
             tr: Translation::default(),
             actions: Actions::default(),
@@ -288,10 +291,12 @@ impl Pmd {
         let now = self.clock.at(t0);
         self.exec.now_ns = now;
         self.check_generation();
-        let n = self.extract(in_port);
-        let (hits, miss) = self.lookup(n);
+        let probe = self.emc.probe_this_batch();
+        let n = self.extract(in_port, probe);
+        let (hits, miss) = self.lookup(n, probe);
         self.roll_budget(now, hits);
         if miss != 0 {
+            self.ensure_hashes(miss);
             self.handle_misses(miss, t0);
         }
         self.execute(n);
@@ -316,8 +321,10 @@ impl Pmd {
 
     /// Extracts keys and hashes of the packets in the rx batch (they stay where they are).
     /// A packet whose key equals the previous packet's (a train of one flow) takes that
-    /// packet's hash and is marked in `s.same`, so the lookup can skip it.
-    fn extract(&mut self, in_port: u32) -> usize {
+    /// packet's hash and is marked in `s.same`, so the lookup can skip it. Hashes are only
+    /// computed when the EMC is probed in this batch (`hash`); otherwise they are computed
+    /// later for the packets that need one ([`Pmd::ensure_hashes`], EMC inserts).
+    fn extract(&mut self, in_port: u32, hash: bool) -> usize {
         let s = &mut *self.s;
         let pkts = s.batch.as_mut_slice();
         let n = pkts.len();
@@ -336,15 +343,25 @@ impl Pmd {
         }
         // Stage 2: hash, reading the keys with wide loads only now that the narrow stores of
         // stage 1 are done (a wide load right after them cannot be forwarded and stalls).
-        for i in 0..n {
-            let h = if i > 0 && s.keys[i] == s.keys[i - 1] {
-                s.same |= 1 << i;
-                s.hashes[i - 1]
-            } else {
-                s.keys[i].hash()
-            };
-            pkts[i].meta.hash = h;
-            s.hashes[i] = h;
+        if hash {
+            for i in 0..n {
+                let h = if i > 0 && s.keys[i] == s.keys[i - 1] {
+                    s.same |= 1 << i;
+                    s.hashes[i - 1]
+                } else {
+                    s.keys[i].hash()
+                };
+                pkts[i].meta.hash = h;
+                s.hashes[i] = h;
+            }
+            s.hashed = low_bits(n);
+        } else {
+            for i in 1..n {
+                if s.keys[i] == s.keys[i - 1] {
+                    s.same |= 1 << i;
+                }
+            }
+            s.hashed = 0;
         }
         self.local.add(Counter::RxPackets, n as u64);
         self.local.add(Counter::RxBytes, bytes);
@@ -354,13 +371,18 @@ impl Pmd {
     /// EMC then classifier. Returns (cache hits, mask of packets that missed both).
     /// Packets with the same key as their predecessor are not probed: they take its EMC
     /// result (and go on to the classifier with it when that was a miss).
-    fn lookup(&mut self, n: usize) -> (u64, u32) {
+    /// When the EMC is not probed in this batch (it thrashes), every packet goes to the
+    /// classifier.
+    fn lookup(&mut self, n: usize, probe_emc: bool) -> (u64, u32) {
         let s = &mut *self.s;
         let all = low_bits(n);
-        let probe = all & !s.same;
-        let mut miss = self
-            .emc
-            .lookup_masked(&s.keys[..n], &s.hashes[..n], probe, &mut s.ids);
+        let probe = if probe_emc { all & !s.same } else { 0 };
+        let mut miss = if probe_emc {
+            self.emc
+                .lookup_masked(&s.keys[..n], &s.hashes[..n], probe, &mut s.ids)
+        } else {
+            all & !s.same
+        };
         // An EMC entry whose megaflow died is a miss.
         let mut hit = probe & !miss;
         let mut bits = hit;
@@ -399,11 +421,28 @@ impl Pmd {
             found &= found - 1;
             if let Some(id) = s.ids[i] {
                 s.targets[i] = Target::Flow(id);
-                self.emc.insert(&s.keys[i], s.hashes[i], id);
+                let (key, hashed, hash) = (&s.keys[i], s.hashed & (1 << i) != 0, s.hashes[i]);
+                self.emc
+                    .insert_with(key, id, || if hashed { hash } else { key.hash() });
             }
         }
         self.local.add(Counter::MegaflowHits, cls_hits);
         (emc_hits + cls_hits, left)
+    }
+
+    /// Computes the key hash of every packet in `bits` that has none yet (before upcalls,
+    /// which use hashes to find repeated keys and to fill the EMC).
+    fn ensure_hashes(&mut self, bits: u32) {
+        let s = &mut *self.s;
+        let pkts = s.batch.as_mut_slice();
+        for i in bit_iter(bits & !s.hashed) {
+            if let Some(p) = pkts.get_mut(i) {
+                let h = s.keys[i].hash();
+                p.meta.hash = h;
+                s.hashes[i] = h;
+            }
+        }
+        s.hashed |= bits;
     }
 
     fn roll_budget(&mut self, now: u64, hits: u64) {
