@@ -115,13 +115,15 @@ pub enum Plan {
     },
 }
 
-/// Compiled actions: the ops and the plan.
+/// Compiled actions: the ops and the plan. The plan comes first (`repr(C)`) so that it
+/// shares a cache line with a [`Megaflow`]'s generation and counters.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Actions {
-    /// The ops, in order.
-    pub ops: Vec<Op>,
     /// The shortcut the executor takes.
     pub plan: Plan,
+    /// The ops, in order.
+    pub ops: Vec<Op>,
 }
 
 impl Default for Actions {
@@ -213,35 +215,76 @@ fn plan_of(ops: &[Op]) -> Plan {
 }
 
 /// A cached flow: packets equal to `key` under `mask` get `actions`.
+///
+/// Layout (`repr(C)`, 384 bytes): the first cache line holds what every hit reads or
+/// writes (the arena slot's generation, the counters, the flow counter list and the plan),
+/// the second the ops, the rest the key and mask (read at install and eviction only).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Megaflow {
+    /// Generation of the arena slot holding it (see [`MegaflowId`]).
+    gen: u32,
+    /// Whether it is alive in its arena slot.
+    live: bool,
+    dirty: bool,
+    /// Hit since the eviction clock hand last passed it (see [`Arena::victim`]).
+    referenced: bool,
+    packets: u64,
+    bytes: u64,
+    flows: Vec<Arc<FlowCounters>>,
+    /// Compiled actions.
+    pub actions: Actions,
+    /// Last time (ms of `pipeline::dpaction::now_ms`) a packet hit it, updated at flush.
+    pub last_used_ms: u64,
     /// The key, already masked.
     pub key: FlowKey,
     /// The mask.
     pub mask: FlowKey,
-    /// Compiled actions.
-    pub actions: Actions,
-    flows: Vec<Arc<FlowCounters>>,
-    packets: u64,
-    bytes: u64,
-    dirty: bool,
-    /// Last time (ms of `pipeline::dpaction::now_ms`) a packet hit it, updated at flush.
-    pub last_used_ms: u64,
 }
 
+const _: () = assert!(std::mem::size_of::<Megaflow>() == 384);
+// The plan ends within the first cache line.
+const _: () = assert!(std::mem::offset_of!(Megaflow, actions) + std::mem::size_of::<Plan>() <= 64);
+
 impl Megaflow {
-    /// A megaflow for `key` under `tr.mask` with compiled `actions`.
+    /// A megaflow for `key` under `tr.mask` with compiled `actions`. Allocates; the upcall
+    /// path refills arena slots in place instead ([`Arena::insert_from`]).
     pub fn new(key: &FlowKey, tr: &Translation, actions: Actions, now_ms: u64) -> Megaflow {
+        let mut mf = Megaflow::vacant();
+        mf.refill(key, tr, now_ms);
+        mf.actions = actions;
+        mf
+    }
+
+    /// A megaflow that matches nothing yet: storage waiting for [`Megaflow::refill`].
+    fn vacant() -> Megaflow {
         Megaflow {
-            key: key.masked(&tr.mask),
-            mask: tr.mask,
-            actions,
-            flows: tr.flows.clone(),
+            gen: 1,
+            live: false,
+            dirty: false,
+            referenced: false,
             packets: 0,
             bytes: 0,
-            dirty: false,
-            last_used_ms: now_ms,
+            flows: Vec::new(),
+            actions: Actions::default(),
+            last_used_ms: 0,
+            key: FlowKey::ZERO,
+            mask: FlowKey::ZERO,
         }
+    }
+
+    /// Makes this megaflow the one for `key` under `tr.mask`, reusing its storage: the flow
+    /// counter list is refilled in place (no allocation once it has grown), counts restart at
+    /// zero. The actions are left as they are; compile into [`Megaflow::actions`] next.
+    pub fn refill(&mut self, key: &FlowKey, tr: &Translation, now_ms: u64) {
+        self.key = key.masked(&tr.mask);
+        self.mask = tr.mask;
+        self.flows.clone_from(&tr.flows);
+        self.packets = 0;
+        self.bytes = 0;
+        self.dirty = false;
+        self.referenced = false;
+        self.last_used_ms = now_ms;
     }
 
     /// Counts packets not yet flushed.
@@ -269,33 +312,48 @@ impl Megaflow {
     }
 }
 
-struct Slot {
-    gen: u32,
-    flow: Option<Megaflow>,
-}
+/// Slots a victim search looks at before it settles for the oldest one it passed.
+const VICTIM_SCAN: usize = 64;
 
 /// The megaflows of one thread, by [`MegaflowId`].
+///
+/// Memory is bounded: at most `capacity` slots, reserved when the arena is made and touched
+/// once as the first megaflows arrive. A dead slot keeps its megaflow's storage (action and
+/// counter lists) for the next tenant, so a churning table reaches a steady state with no
+/// allocation. When full, [`Arena::victim`] names the megaflow to evict (approximate LRU).
 pub struct Arena {
-    slots: Vec<Slot>,
+    /// The slots. A megaflow's storage stays in its slot when it dies and is refilled by the
+    /// next tenant; the slot generation changes on every death, so old ids never match.
+    slots: Vec<Megaflow>,
+    capacity: usize,
     free: Vec<u32>,
     dirty: Vec<u32>,
     live: usize,
+    /// The eviction clock hand: the slot the next victim search starts at.
+    hand: usize,
 }
 
 impl std::fmt::Debug for Arena {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Arena").field("live", &self.live).finish()
+        f.debug_struct("Arena")
+            .field("live", &self.live)
+            .field("capacity", &self.capacity)
+            .finish()
     }
 }
 
 impl Arena {
-    /// An empty arena with room reserved for `capacity` megaflows' bookkeeping.
+    /// An empty arena for at most `capacity` megaflows, with every table reserved up front.
     pub fn new(capacity: usize) -> Arena {
         Arena {
-            slots: Vec::new(),
-            free: Vec::new(),
-            dirty: Vec::with_capacity(capacity.min(1 << 20)),
+            slots: Vec::with_capacity(capacity),
+            capacity,
+            free: Vec::with_capacity(capacity),
+            // Each live megaflow is listed at most once, and [`Arena::remove`] flushes before
+            // stale entries of dead ones could pass `capacity`: `2 * capacity` never grows.
+            dirty: Vec::with_capacity(2 * capacity + 1),
             live: 0,
+            hand: 0,
         }
     }
 
@@ -309,26 +367,70 @@ impl Arena {
         self.live == 0
     }
 
-    /// Stores a megaflow and returns its id.
-    pub fn insert(&mut self, mf: Megaflow) -> MegaflowId {
-        self.live += 1;
+    /// Most megaflows the arena holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Whether an insert needs an eviction first.
+    pub fn is_full(&self) -> bool {
+        self.live >= self.capacity
+    }
+
+    /// Bytes the arena has reserved for slots (fixed from creation on; for tests and stats).
+    pub fn reserved_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Megaflow>()
+    }
+
+    /// A free slot index, or `None` when the arena is full.
+    fn take_slot(&mut self) -> Option<usize> {
         if let Some(i) = self.free.pop() {
-            let s = &mut self.slots[i as usize];
-            s.flow = Some(mf);
-            return MegaflowId::new(i, s.gen);
+            return Some(i as usize);
         }
-        self.slots.push(Slot {
-            gen: 1,
-            flow: Some(mf),
-        });
-        MegaflowId::new(self.slots.len() as u32 - 1, 1)
+        if self.slots.len() < self.capacity {
+            self.slots.push(Megaflow::vacant());
+            return Some(self.slots.len() - 1);
+        }
+        None
+    }
+
+    fn occupy(&mut self, i: usize) -> MegaflowId {
+        let s = &mut self.slots[i];
+        s.live = true;
+        self.live += 1;
+        MegaflowId::new(i as u32, s.gen)
+    }
+
+    /// Stores a megaflow and returns its id; `None` (and nothing stored) when full.
+    pub fn insert(&mut self, mf: Megaflow) -> Option<MegaflowId> {
+        let i = self.take_slot()?;
+        let gen = self.slots[i].gen;
+        self.slots[i] = mf;
+        self.slots[i].gen = gen;
+        Some(self.occupy(i))
+    }
+
+    /// Refills a free slot in place with the megaflow for `key` under `tr` (see
+    /// [`Megaflow::refill`]) and returns its id and the megaflow, whose actions the caller
+    /// compiles next. `None` when full. Does not allocate once the slot's lists have grown.
+    pub fn insert_from(
+        &mut self,
+        key: &FlowKey,
+        tr: &Translation,
+        now_ms: u64,
+    ) -> Option<(MegaflowId, &mut Megaflow)> {
+        let i = self.take_slot()?;
+        self.slots[i].refill(key, tr, now_ms);
+        let id = self.occupy(i);
+        Some((id, &mut self.slots[i]))
     }
 
     /// The megaflow `id` names, if it is still alive.
     #[inline(always)]
     pub fn get(&self, id: MegaflowId) -> Option<&Megaflow> {
         match self.slots.get(id.index()) {
-            Some(s) if s.gen == id.gen => s.flow.as_ref(),
+            // A slot's generation changes when its megaflow dies: a match means alive.
+            Some(s) if s.gen == id.gen => Some(s),
             _ => None,
         }
     }
@@ -337,7 +439,7 @@ impl Arena {
     #[inline(always)]
     pub fn get_mut(&mut self, id: MegaflowId) -> Option<&mut Megaflow> {
         match self.slots.get_mut(id.index()) {
-            Some(s) if s.gen == id.gen => s.flow.as_mut(),
+            Some(s) if s.gen == id.gen => Some(s),
             _ => None,
         }
     }
@@ -347,54 +449,100 @@ impl Arena {
     pub fn count(&mut self, id: MegaflowId, packets: u64, bytes: u64) {
         if let Some(s) = self.slots.get_mut(id.index()) {
             if s.gen == id.gen {
-                if let Some(mf) = s.flow.as_mut() {
-                    mf.packets += packets;
-                    mf.bytes += bytes;
-                    if !mf.dirty {
-                        mf.dirty = true;
-                        self.dirty.push(id.idx);
-                    }
+                let mf = s;
+                mf.packets += packets;
+                mf.bytes += bytes;
+                mf.referenced = true;
+                if !mf.dirty {
+                    mf.dirty = true;
+                    self.dirty.push(id.idx);
                 }
             }
         }
     }
 
-    /// Removes megaflow `id`, flushing its counters first. The id (and every copy of it in
-    /// the caches) goes stale.
-    pub fn remove(&mut self, id: MegaflowId, now_ms: u64) -> Option<Megaflow> {
+    /// Removes megaflow `id`, flushing its counters first, and returns it (readable until
+    /// the slot's next tenant arrives). The id (and every copy of it in the caches) goes
+    /// stale.
+    pub fn remove(&mut self, id: MegaflowId, now_ms: u64) -> Option<&Megaflow> {
         let s = self.slots.get_mut(id.index())?;
-        if s.gen != id.gen {
+        if s.gen != id.gen || !s.live {
             return None;
         }
-        let mut mf = s.flow.take()?;
-        mf.flush(now_ms);
+        s.flush(now_ms);
+        s.flows.clear();
         s.gen = s.gen.wrapping_add(1).max(1);
+        s.live = false;
         self.free.push(id.idx);
         self.live -= 1;
-        Some(mf)
+        if self.dirty.len() >= self.capacity {
+            // Entries of dead megaflows linger in the dirty list; keep it within its bound.
+            self.flush_dirty(now_ms);
+        }
+        Some(&self.slots[id.index()])
     }
 
     /// Flushes the counters of every megaflow hit since the last flush.
     pub fn flush_dirty(&mut self, now_ms: u64) {
         for i in self.dirty.drain(..) {
-            if let Some(mf) = self.slots[i as usize].flow.as_mut() {
-                mf.flush(now_ms);
+            let s = &mut self.slots[i as usize];
+            if s.live {
+                s.flush(now_ms);
             }
         }
     }
 
-    /// Flushes every counter, then removes every megaflow.
+    /// Flushes every counter, then removes every megaflow (their storage stays for reuse).
     pub fn clear(&mut self, now_ms: u64) {
         self.flush_dirty(now_ms);
         self.free.clear();
-        for (i, s) in self.slots.iter_mut().enumerate() {
-            if s.flow.take().is_some() {
+        for (i, s) in self.slots.iter_mut().enumerate().rev() {
+            if s.live {
+                s.live = false;
                 s.gen = s.gen.wrapping_add(1).max(1);
+                s.flows.clear();
             }
             self.free.push(i as u32);
         }
-        self.free.reverse();
         self.live = 0;
+        self.hand = 0;
+    }
+
+    /// The megaflow to evict to make room: a clock sweep (approximate LRU). The hand skips
+    /// megaflows hit since it last passed them (clearing their mark, a second chance) and
+    /// those `busy` names (in use by the current batch), and stops at the first other one;
+    /// after [`VICTIM_SCAN`] slots it takes the first eligible one it passed. `None` when
+    /// every megaflow is busy or the arena is empty.
+    pub fn victim(&mut self, busy: impl Fn(MegaflowId) -> bool) -> Option<MegaflowId> {
+        let len = self.slots.len();
+        if self.live == 0 || len == 0 {
+            return None;
+        }
+        let mut i = self.hand % len;
+        let mut fallback = None;
+        for step in 0..len {
+            let s = &mut self.slots[i];
+            let id = MegaflowId::new(i as u32, s.gen);
+            let here = i;
+            i = if i + 1 == len { 0 } else { i + 1 };
+            if !s.live || busy(id) {
+                continue;
+            }
+            if !s.referenced {
+                self.hand = i;
+                return Some(id);
+            }
+            s.referenced = false;
+            let first = *fallback.get_or_insert((here, id));
+            if step + 1 >= VICTIM_SCAN {
+                self.hand = first.0 + 1;
+                return Some(first.1);
+            }
+        }
+        fallback.map(|(here, id)| {
+            self.hand = here + 1;
+            id
+        })
     }
 
     /// Ids of the megaflows in slots `start..start + n` (wrapping), for incremental sweeps.
@@ -407,8 +555,8 @@ impl Arena {
         let mut i = start % len;
         for _ in 0..n.min(len) {
             let s = &self.slots[i];
-            if let Some(mf) = &s.flow {
-                f(MegaflowId::new(i as u32, s.gen), mf);
+            if s.live {
+                f(MegaflowId::new(i as u32, s.gen), s);
             }
             i = (i + 1) % len;
         }
@@ -416,90 +564,70 @@ impl Arena {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Megaflows of one batch that are run but not cached (uncacheable translations, or no room),
+/// refilled in place batch after batch so they do not allocate once warm.
+#[derive(Debug, Default)]
+pub struct MegaflowPool {
+    flows: Vec<Megaflow>,
+    len: usize,
+}
 
-    fn no_meter(_: u32) -> Option<Arc<dyn Policer>> {
-        None
+impl MegaflowPool {
+    /// A pool with storage for `n` megaflows.
+    pub fn with_capacity(n: usize) -> MegaflowPool {
+        MegaflowPool {
+            flows: (0..n).map(|_| Megaflow::vacant()).collect(),
+            len: 0,
+        }
     }
 
-    fn compile(actions: &[DpAction]) -> Actions {
-        let ports = PortMap::new(vec![(1, 0), (2, 1), (7, 2)]);
-        let mut a = Actions::default();
-        a.compile(actions, &ports, &no_meter);
-        a
+    /// Megaflows in use.
+    pub fn len(&self) -> usize {
+        self.len
     }
 
-    #[test]
-    fn plans_pick_the_cheap_cases() {
-        assert_eq!(compile(&[]).plan, Plan::Drop);
-        assert_eq!(compile(&[DpAction::Output(7)]).plan, Plan::Forward(2));
-        // Unknown ports vanish; what is left may be a single forward.
-        assert_eq!(
-            compile(&[DpAction::Output(99), DpAction::Output(2)]).plan,
-            Plan::Forward(1)
-        );
-        assert_eq!(
-            compile(&[DpAction::Output(1), DpAction::PopVlan, DpAction::Output(2)]).plan,
-            Plan::General { move_at: Some(2) }
-        );
-        let pi = DpAction::Controller {
-            reason: PacketInReason::Action,
-            max_len: 128,
-            table_id: 0,
-            cookie: 0,
-        };
-        assert_eq!(
-            compile(&[DpAction::Output(1), pi.clone()]).plan,
-            Plan::General { move_at: None }
-        );
-        assert_eq!(compile(&[pi]).plan, Plan::General { move_at: None });
-        // A meter that cannot be resolved is left out.
-        assert_eq!(compile(&[DpAction::Meter(3)]).plan, Plan::Drop);
+    /// Whether none is in use.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
-    #[test]
-    fn port_map_finds_ports() {
-        let m = PortMap::new(vec![(9, 3), (1, 0), (5, 2)]);
-        assert_eq!(m.get(5), Some(2));
-        assert_eq!(m.get(9), Some(3));
-        assert_eq!(m.get(4), None);
+    /// Megaflow `i` of this batch.
+    pub fn get(&self, i: usize) -> Option<&Megaflow> {
+        self.flows[..self.len].get(i)
     }
 
-    #[test]
-    fn arena_ids_go_stale_and_counters_flush() {
-        let fc = Arc::new(FlowCounters::default());
-        let mut tr = Translation::default();
-        tr.clear();
-        tr.flows.push(fc.clone());
-        tr.mask.set_all(Field::InPort);
-        let mut key = FlowKey::ZERO;
-        key.set(Field::InPort, 3);
-        key.set(Field::TpDst, 80);
-        let mut arena = Arena::new(16);
-        let id = arena.insert(Megaflow::new(&key, &tr, Actions::default(), 1));
-        assert_eq!(
-            arena.get(id).unwrap().key.get(Field::TpDst),
-            0,
-            "key is masked"
-        );
-        arena.count(id, 2, 120);
-        arena.count(id, 1, 60);
-        arena.flush_dirty(5);
-        assert_eq!(fc.packets.load(std::sync::atomic::Ordering::Relaxed), 3);
-        assert_eq!(fc.bytes.load(std::sync::atomic::Ordering::Relaxed), 180);
-        arena.count(id, 1, 60);
-        let mf = arena.remove(id, 6).unwrap();
-        assert_eq!(mf.unflushed(), (0, 0));
-        assert_eq!(fc.packets.load(std::sync::atomic::Ordering::Relaxed), 4);
-        assert!(arena.get(id).is_none());
-        let id2 = arena.insert(Megaflow::new(&key, &tr, Actions::default(), 7));
-        assert_eq!(id2.index(), id.index());
-        assert_ne!(id2, id);
-        assert!(arena.get(id).is_none());
-        arena.clear(8);
-        assert!(arena.get(id2).is_none());
-        assert!(arena.is_empty());
+    /// Megaflow `i` of this batch, writable.
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Megaflow> {
+        self.flows[..self.len].get_mut(i)
+    }
+
+    /// Refills the next megaflow for `key` under `tr` and returns its index and the megaflow
+    /// (compile its actions next).
+    pub fn push_from(
+        &mut self,
+        key: &FlowKey,
+        tr: &Translation,
+        now_ms: u64,
+    ) -> (usize, &mut Megaflow) {
+        if self.len == self.flows.len() {
+            self.flows.push(Megaflow::vacant());
+        }
+        let i = self.len;
+        self.len += 1;
+        let mf = &mut self.flows[i];
+        mf.refill(key, tr, now_ms);
+        (i, mf)
+    }
+
+    /// Ends the batch: every megaflow is released (storage kept).
+    pub fn clear(&mut self) {
+        for mf in &mut self.flows[..self.len] {
+            mf.flows.clear();
+        }
+        self.len = 0;
     }
 }
+
+#[cfg(test)]
+#[path = "megaflow_tests.rs"]
+mod tests;

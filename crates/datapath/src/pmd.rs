@@ -42,9 +42,9 @@ use crate::config::DpConfig;
 use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
 use crate::execute::{Executor, PacketIn, TxPort};
-use crate::megaflow::{Actions, Arena, Megaflow, MegaflowId, Plan, PortMap};
+use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
-use crate::upcall::Upcall;
+use crate::upcall::{Policer, Upcall};
 
 /// Nanoseconds on the monotonic clock every thread uses for meters and budgets.
 pub fn now_ns() -> u64 {
@@ -52,6 +52,16 @@ pub fn now_ns() -> u64 {
     use std::time::Instant;
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// [`pipeline::dpaction::now_ms`] at `t_ns` on the [`now_ns`] time base, without reading a
+/// clock: the two clocks differ by a constant offset, measured once (to within 1 ms).
+fn pipeline_ms(t_ns: u64) -> u64 {
+    use std::sync::OnceLock;
+    static OFFSET_MS: OnceLock<i64> = OnceLock::new();
+    let offset = *OFFSET_MS
+        .get_or_init(|| pipeline::dpaction::now_ms() as i64 - (now_ns() / 1_000_000) as i64);
+    ((t_ns / 1_000_000) as i64 + offset).max(1) as u64
 }
 
 /// Length of the upcall-budget window.
@@ -96,9 +106,8 @@ struct Scratch {
     /// The rx batch; packets stay here until they are executed.
     batch: Batch,
     tr: Translation,
-    actions: Actions,
     /// Translations of this batch that were not installed, compiled.
-    uncached: Vec<Megaflow>,
+    uncached: MegaflowPool,
     /// Idle megaflows found by a sweep.
     idle: Vec<MegaflowId>,
 }
@@ -177,8 +186,7 @@ impl Pmd {
             hashed: 0,
             batch: Batch::new(),
             tr: Translation::default(),
-            actions: Actions::default(),
-            uncached: Vec::with_capacity(uncached_cap.min(BATCH_SIZE)),
+            uncached: MegaflowPool::with_capacity(uncached_cap.min(BATCH_SIZE)),
             idle: Vec::with_capacity(SWEEP_SLOTS),
         });
         let cache_gen = p.upcall.generation();
@@ -471,15 +479,21 @@ impl Pmd {
     }
 
     fn handle_misses(&mut self, miss: u32, batch_t0: u64) {
+        // The batch's time, not a clock read per upcall.
+        let now_ms = pipeline_ms(self.exec.now_ns);
         let mut done = 0u32;
         let mut installed = false;
         let mut bits = miss;
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            // One translation per new flow: reuse an earlier miss's result for the same key.
+            // One translation per new flow: reuse an earlier miss's result for the same key
+            // (hashes first: a full key compare only when they agree).
             let earlier = miss & low_bits(i);
-            if let Some(j) = bit_iter(earlier).find(|&j| self.s.keys[j] == self.s.keys[i]) {
+            let s = &*self.s;
+            if let Some(j) =
+                bit_iter(earlier).find(|&j| s.hashes[j] == s.hashes[i] && s.keys[j] == s.keys[i])
+            {
                 self.s.targets[i] = self.s.targets[j];
                 continue;
             }
@@ -496,7 +510,7 @@ impl Pmd {
             }
             done += 1;
             let t = cycles();
-            let target = self.upcall_one(i);
+            let target = self.upcall_one(i, now_ms);
             if matches!(target, Target::Flow(_)) {
                 installed = true;
             }
@@ -508,41 +522,57 @@ impl Pmd {
         self.local.add(Counter::Upcalls, done as u64);
     }
 
-    /// Translates the key of packet `i`, installs the megaflow when allowed.
-    fn upcall_one(&mut self, i: usize) -> Target {
+    /// Translates the key of packet `i` and installs its megaflow, evicting the least
+    /// recently used one (a clock sweep, [`Arena::victim`]) when the table is full. The
+    /// megaflow is kept for this batch only when it may not be cached, or when every
+    /// megaflow is in use by this batch. Allocates nothing once the arena slots are warm.
+    fn upcall_one(&mut self, i: usize, now_ms: u64) -> Target {
         let s = &mut *self.s;
         s.tr.clear();
         self.upcall.translate(&s.keys[i], &mut s.tr);
         let upcall = &self.upcall;
-        s.actions
-            .compile(&s.tr.actions, &self.ports, &|id| upcall.meter(id));
-        let now_ms = pipeline::dpaction::now_ms();
-        let actions = std::mem::take(&mut s.actions);
-        let mf = Megaflow::new(&s.keys[i], &s.tr, actions, now_ms);
-        if s.tr.cacheable {
-            if self.cls.len() < self.cfg.max_megaflows {
-                let (key, mask) = (mf.key, mf.mask);
-                let id = self.arena.insert(mf);
-                match self.cls.insert(&key, &mask, id) {
-                    Insert::Installed => {
-                        self.local.add(Counter::MegaflowInstalls, 1);
-                        self.emc.insert(&s.keys[i], s.hashes[i], id);
-                        return Target::Flow(id);
+        let meter = |id: u32| upcall.meter(id);
+        let key = &s.keys[i];
+        if !s.tr.cacheable {
+            return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
+        }
+        if self.arena.is_full() {
+            // Megaflows this batch's packets already resolved to must survive until execute.
+            let targets = &s.targets;
+            match self.arena.victim(|id| targets.contains(&Target::Flow(id))) {
+                Some(victim) => {
+                    if let Some(mf) = self.arena.remove(victim, now_ms) {
+                        self.cls.remove(&mf.key, &mf.mask);
                     }
-                    Insert::Duplicate(existing) => {
-                        self.arena.remove(id, now_ms);
-                        return Target::Flow(existing);
-                    }
-                    Insert::Full => {
-                        let mf = self.arena.remove(id, now_ms).expect("just inserted");
-                        self.local.add(Counter::MegaflowFull, 1);
-                        return push_uncached(&mut s.uncached, mf);
-                    }
+                    self.local.add(Counter::MegaflowEvictions, 1);
+                }
+                None => {
+                    self.local.add(Counter::MegaflowFull, 1);
+                    return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
                 }
             }
-            self.local.add(Counter::MegaflowFull, 1);
         }
-        push_uncached(&mut s.uncached, mf)
+        let Some((id, mf)) = self.arena.insert_from(key, &s.tr, now_ms) else {
+            self.local.add(Counter::MegaflowFull, 1);
+            return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
+        };
+        mf.actions.compile(&s.tr.actions, &self.ports, &meter);
+        match self.cls.insert(&mf.key, &mf.mask, id) {
+            Insert::Installed => {
+                self.local.add(Counter::MegaflowInstalls, 1);
+                self.emc.insert(key, s.hashes[i], id);
+                Target::Flow(id)
+            }
+            Insert::Duplicate(existing) => {
+                self.arena.remove(id, now_ms);
+                Target::Flow(existing)
+            }
+            Insert::Full => {
+                self.arena.remove(id, now_ms);
+                self.local.add(Counter::MegaflowFull, 1);
+                push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms)
+            }
+        }
     }
 
     /// Runs every packet's actions and empties the rx batch. Counters are added once per
@@ -639,7 +669,7 @@ impl Pmd {
             return;
         }
         self.next_maintenance_ns = now + self.cfg.maintenance_ms * 1_000_000;
-        let now_ms = pipeline::dpaction::now_ms();
+        let now_ms = pipeline_ms(now);
         self.arena.flush_dirty(now_ms);
         self.cls.rerank();
         let idle_ms = self.cfg.megaflow_idle_ms;
@@ -666,9 +696,18 @@ impl Drop for Pmd {
     }
 }
 
-fn push_uncached(v: &mut Vec<Megaflow>, mf: Megaflow) -> Target {
-    v.push(mf);
-    Target::Uncached((v.len() - 1) as u8)
+/// Keeps the translation `tr` of `key` as a megaflow for this batch only.
+fn push_uncached(
+    pool: &mut MegaflowPool,
+    key: &FlowKey,
+    tr: &Translation,
+    ports: &PortMap,
+    meter: &dyn Fn(u32) -> Option<Arc<dyn Policer>>,
+    now_ms: u64,
+) -> Target {
+    let (i, mf) = pool.push_from(key, tr, now_ms);
+    mf.actions.compile(&tr.actions, ports, meter);
+    Target::Uncached(i as u8)
 }
 
 #[inline(always)]
