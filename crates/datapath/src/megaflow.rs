@@ -227,8 +227,11 @@ pub struct Megaflow {
     /// Whether it is alive in its arena slot.
     live: bool,
     dirty: bool,
-    /// Hit since the eviction clock hand last passed it (see [`Arena::victim`]).
-    referenced: bool,
+    /// Batches that hit it since the eviction clock hand last passed it (saturating; see
+    /// [`Arena::victim`]).
+    uses: u8,
+    /// Not yet passed by the clock hand: the batch that installed it does not count as a use.
+    fresh: bool,
     packets: u64,
     bytes: u64,
     flows: Vec<Arc<FlowCounters>>,
@@ -262,7 +265,8 @@ impl Megaflow {
             gen: 1,
             live: false,
             dirty: false,
-            referenced: false,
+            uses: 0,
+            fresh: true,
             packets: 0,
             bytes: 0,
             flows: Vec::new(),
@@ -283,7 +287,8 @@ impl Megaflow {
         self.packets = 0;
         self.bytes = 0;
         self.dirty = false;
-        self.referenced = false;
+        self.uses = 0;
+        self.fresh = true;
         self.last_used_ms = now_ms;
     }
 
@@ -452,7 +457,7 @@ impl Arena {
                 let mf = s;
                 mf.packets += packets;
                 mf.bytes += bytes;
-                mf.referenced = true;
+                mf.uses = mf.uses.saturating_add(1);
                 if !mf.dirty {
                     mf.dirty = true;
                     self.dirty.push(id.idx);
@@ -509,10 +514,12 @@ impl Arena {
     }
 
     /// The megaflow to evict to make room: a clock sweep (approximate LRU). The hand skips
-    /// megaflows hit since it last passed them (clearing their mark, a second chance) and
-    /// those `busy` names (in use by the current batch), and stops at the first other one;
-    /// after [`VICTIM_SCAN`] slots it takes the first eligible one it passed. `None` when
-    /// every megaflow is busy or the arena is empty.
+    /// megaflows used since it last passed them (clearing the mark: a second chance; for a
+    /// megaflow it has not passed yet, the batch that installed it is not a use, so a flood
+    /// of one-packet flows goes out oldest first while flows in use stay) and those `busy`
+    /// names (in use by the current batch), and stops at the first other one; after
+    /// [`VICTIM_SCAN`] slots it takes the first eligible one it passed. `None` when every
+    /// megaflow is busy or the arena is empty.
     pub fn victim(&mut self, busy: impl Fn(MegaflowId) -> bool) -> Option<MegaflowId> {
         let len = self.slots.len();
         if self.live == 0 || len == 0 {
@@ -528,11 +535,12 @@ impl Arena {
             if !s.live || busy(id) {
                 continue;
             }
-            if !s.referenced {
+            if s.uses <= u8::from(s.fresh) {
                 self.hand = i;
                 return Some(id);
             }
-            s.referenced = false;
+            s.uses = 0;
+            s.fresh = false;
             let first = *fallback.get_or_insert((here, id));
             if step + 1 >= VICTIM_SCAN {
                 self.hand = first.0 + 1;

@@ -86,3 +86,156 @@ fn arena_ids_go_stale_and_counters_flush() {
     assert!(arena.get(id2).is_none());
     assert!(arena.is_empty());
 }
+
+/// A translation that consults in_port and tp_src and credits `fc`.
+fn tr_for(fc: &Arc<FlowCounters>) -> Translation {
+    let mut tr = Translation::default();
+    tr.clear();
+    tr.flows.push(fc.clone());
+    tr.mask.set_all(Field::InPort);
+    tr.mask.set_all(Field::TpSrc);
+    tr
+}
+
+fn key_for(sport: u16) -> FlowKey {
+    let mut key = FlowKey::ZERO;
+    key.set(Field::InPort, 1);
+    key.set(Field::TpSrc, sport as u128);
+    key
+}
+
+fn packets(fc: &FlowCounters) -> u64 {
+    fc.packets.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[test]
+fn full_arena_evicts_the_least_recently_used_and_flushes_it() {
+    let fc = Arc::new(FlowCounters::default());
+    let tr = tr_for(&fc);
+    let mut arena = Arena::new(4);
+    // Megaflow #2 credits its own flow entry.
+    let fc2 = Arc::new(FlowCounters::default());
+    let tr2 = tr_for(&fc2);
+    let ids: Vec<MegaflowId> = (0..4)
+        .map(|p| {
+            let tr = if p == 2 { &tr2 } else { &tr };
+            arena.insert_from(&key_for(p), tr, 1).unwrap().0
+        })
+        .collect();
+    assert!(arena.is_full());
+    assert!(arena.insert_from(&key_for(9), &tr, 1).is_none(), "no room");
+    // The batches that installed them use each once (#2 with three packets).
+    for (n, &id) in ids.iter().enumerate() {
+        arena.count(id, if n == 2 { 3 } else { 1 }, 60);
+    }
+    // Nothing was used after its install: the oldest goes first.
+    assert_eq!(arena.victim(|_| false), Some(ids[0]));
+    // Later batches use 0, 1 and 3; #2 was not used since it was installed.
+    for n in [0, 1, 3] {
+        arena.count(ids[n], 1, 60);
+    }
+    let v = arena.victim(|_| false).unwrap();
+    assert_eq!(v, ids[2]);
+    assert_eq!(packets(&fc2), 0, "nothing flushed yet");
+    let mf = arena.remove(v, 3).unwrap();
+    assert_eq!(mf.unflushed(), (0, 0), "counters flushed on eviction");
+    assert_eq!(
+        packets(&fc2),
+        3,
+        "the evicted megaflow's packets reached its flow"
+    );
+    let (fresh, _) = arena.insert_from(&key_for(7), &tr, 3).unwrap();
+    assert_eq!(
+        fresh.index(),
+        v.index(),
+        "the evicted slot is reused in place"
+    );
+    assert!(arena.get(v).is_none());
+    assert_eq!(arena.len(), 4);
+    // The hand goes on: 3 is used by the current batch, 0 was used (second chance), 1 was
+    // used again after the hand passed it, so the new megaflow (never used) goes.
+    arena.count(ids[1], 1, 60);
+    assert_eq!(arena.victim(|id| id == ids[3]), Some(fresh));
+    // Next: 3 (used, and no longer busy) gets its second chance, 0 had its own already.
+    assert_eq!(arena.victim(|_| false), Some(ids[0]));
+}
+
+#[test]
+fn victim_is_none_when_everything_is_busy() {
+    let fc = Arc::new(FlowCounters::default());
+    let tr = tr_for(&fc);
+    let mut arena = Arena::new(2);
+    assert_eq!(arena.victim(|_| false), None, "empty");
+    for p in 0..2 {
+        arena.insert_from(&key_for(p), &tr, 1).unwrap();
+    }
+    assert_eq!(arena.victim(|_| true), None);
+    assert!(arena.victim(|_| false).is_some());
+}
+
+#[test]
+fn a_flood_through_a_full_arena_does_not_grow_it() {
+    let fc = Arc::new(FlowCounters::default());
+    let tr = tr_for(&fc);
+    let mut arena = Arena::new(64);
+    let reserved = arena.reserved_bytes();
+    let dirty_cap = arena.dirty.capacity();
+    let mut evicted = 0u64;
+    let mut first_storage = Vec::new();
+    for p in 0..10_000u16 {
+        if arena.is_full() {
+            let v = arena.victim(|_| false).expect("a full arena has a victim");
+            assert!(arena.remove(v, 5).is_some());
+            evicted += 1;
+        }
+        let (id, mf) = arena.insert_from(&key_for(p), &tr, 5).unwrap();
+        let storage = mf.flows.as_ptr();
+        match first_storage.get(id.index()) {
+            Some(&first) => assert_eq!(storage, first, "slot storage is reused"),
+            None => first_storage.push(storage),
+        }
+        arena.count(id, 1, 64);
+        if p % 1000 == 999 {
+            arena.flush_dirty(6);
+        }
+    }
+    assert_eq!(arena.len(), 64);
+    assert_eq!(evicted, 10_000 - 64);
+    assert_eq!(arena.slots.len(), 64);
+    assert_eq!(arena.reserved_bytes(), reserved, "slots never reallocated");
+    assert_eq!(
+        arena.dirty.capacity(),
+        dirty_cap,
+        "dirty list never reallocated"
+    );
+    arena.flush_dirty(7);
+    assert_eq!(
+        packets(&fc),
+        10_000,
+        "every packet reached the flow counters"
+    );
+}
+
+#[test]
+fn pool_refills_in_place() {
+    let fc = Arc::new(FlowCounters::default());
+    let tr = tr_for(&fc);
+    let mut pool = MegaflowPool::with_capacity(2);
+    let (i, mf) = pool.push_from(&key_for(1), &tr, 1);
+    mf.actions.compile(
+        &[DpAction::Output(2)],
+        &PortMap::new(vec![(2, 0)]),
+        &no_meter,
+    );
+    assert_eq!(i, 0);
+    assert_eq!(pool.get(0).unwrap().actions.plan, Plan::Forward(0));
+    assert!(pool.get(1).is_none());
+    pool.clear();
+    assert!(pool.is_empty());
+    assert!(pool.get(0).is_none());
+    assert_eq!(
+        Arc::strong_count(&fc),
+        2,
+        "cleared megaflows release the flow counters"
+    );
+}
