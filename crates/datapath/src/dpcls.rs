@@ -20,6 +20,30 @@ use packet::{FlowKey, BATCH_SIZE, KEY_WORDS};
 
 use crate::megaflow::MegaflowId;
 
+/// The indices of the set bits of `bits`, lowest first.
+#[inline(always)]
+fn bit_iter(mut bits: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if bits == 0 {
+            return None;
+        }
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        Some(i)
+    })
+}
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Result of [`Dpcls::insert`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Insert {
@@ -39,6 +63,11 @@ struct Subtable {
     keys: Vec<FlowKey>,
     hashes: Vec<u32>,
     ids: Vec<MegaflowId>,
+    /// Entries freed by removals, reused by inserts: entries never move, so a removal
+    /// touches only the removed entry's slots, and a churning subtable does not reallocate.
+    free: Vec<u32>,
+    /// Entries in use.
+    live: usize,
     hits: u64,
 }
 
@@ -51,6 +80,8 @@ impl Subtable {
             keys: Vec::new(),
             hashes: Vec::new(),
             ids: Vec::new(),
+            free: Vec::new(),
+            live: 0,
             hits: 0,
         }
     }
@@ -105,14 +136,15 @@ impl Subtable {
     }
 
     fn grow_if_needed(&mut self) {
-        if (self.keys.len() + 1) * 2 <= self.slots.len() {
+        if (self.live + 1) * 2 <= self.slots.len() {
             return;
         }
         let n = self.slots.len() * 2;
-        self.slots.clear();
-        self.slots.resize(n, 0);
-        for e in 0..self.keys.len() {
-            self.place(e);
+        let old = std::mem::replace(&mut self.slots, vec![0; n]);
+        for s in old {
+            if s != 0 {
+                self.place(s as usize - 1);
+            }
         }
     }
 
@@ -122,10 +154,24 @@ impl Subtable {
             return Err(self.ids[e]);
         }
         self.grow_if_needed();
-        self.keys.push(masked.masked(&self.mask));
-        self.hashes.push(hash);
-        self.ids.push(id);
-        self.place(self.keys.len() - 1);
+        let masked = masked.masked(&self.mask);
+        let e = match self.free.pop() {
+            Some(e) => {
+                let e = e as usize;
+                self.keys[e] = masked;
+                self.hashes[e] = hash;
+                self.ids[e] = id;
+                e
+            }
+            None => {
+                self.keys.push(masked);
+                self.hashes.push(hash);
+                self.ids.push(id);
+                self.keys.len() - 1
+            }
+        };
+        self.place(e);
+        self.live += 1;
         Ok(())
     }
 
@@ -153,21 +199,9 @@ impl Subtable {
         let hash = self.hash(key);
         let (e, slot) = self.find(key, hash)?;
         self.unslot(slot);
-        let id = self.ids[e];
-        let last = self.keys.len() - 1;
-        if e != last {
-            // The last entry moves to `e`: repoint its slot.
-            let m = self.slot_mask();
-            let mut i = self.hashes[last] as usize & m;
-            while self.slots[i] != last as u32 + 1 {
-                i = (i + 1) & m;
-            }
-            self.slots[i] = e as u32 + 1;
-        }
-        self.keys.swap_remove(e);
-        self.hashes.swap_remove(e);
-        self.ids.swap_remove(e);
-        Some(id)
+        self.free.push(e as u32);
+        self.live -= 1;
+        Some(self.ids[e])
     }
 }
 
@@ -234,13 +268,27 @@ impl Dpcls {
             if miss == 0 {
                 break;
             }
-            let mut left = miss;
-            let mut hits = 0u64;
-            while left != 0 {
-                let i = left.trailing_zeros() as usize;
-                left &= left - 1;
+            // Three passes so that memory loads of different packets overlap: hash every key
+            // and prefetch its home slot; read the slots and prefetch the entries they name;
+            // then compare.
+            let m = st.slot_mask();
+            let mut hashes = [0u32; BATCH_SIZE];
+            for i in bit_iter(miss) {
                 let h = st.hash(&keys[i]);
-                if let Some((e, _)) = st.find(&keys[i], h) {
+                hashes[i] = h;
+                prefetch(st.slots.as_ptr().wrapping_add(h as usize & m).cast());
+            }
+            for i in bit_iter(miss) {
+                let slot = st.slots[hashes[i] as usize & m];
+                if slot != 0 {
+                    let e = slot as usize - 1;
+                    prefetch(st.keys.as_ptr().wrapping_add(e).cast());
+                    prefetch(st.hashes.as_ptr().wrapping_add(e).cast());
+                }
+            }
+            let mut hits = 0u64;
+            for i in bit_iter(miss) {
+                if let Some((e, _)) = st.find(&keys[i], hashes[i]) {
                     out[i] = Some(st.ids[e]);
                     miss &= !(1 << i);
                     hits += 1;
@@ -285,7 +333,7 @@ impl Dpcls {
         let i = self.subtables.iter().position(|s| s.mask == *mask)?;
         let id = self.subtables[i].remove(key)?;
         self.len -= 1;
-        if self.subtables[i].keys.is_empty() {
+        if self.subtables[i].live == 0 {
             self.subtables.remove(i);
         }
         Some(id)
