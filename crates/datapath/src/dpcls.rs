@@ -339,6 +339,37 @@ impl Dpcls {
         Some(id)
     }
 
+    /// Starts loading what a later `remove(key, mask)` reads first (the key's home slot), so
+    /// that work done in between hides the cache miss. Reads nothing but the subtable list.
+    pub fn prefetch_remove(&self, key: &FlowKey, mask: &FlowKey) {
+        if let Some(st) = self.subtables.iter().find(|s| s.mask == *mask) {
+            let h = st.hash(key) as usize & st.slot_mask();
+            prefetch(st.slots.as_ptr().wrapping_add(h).cast());
+        }
+    }
+
+    /// The second step after [`Dpcls::prefetch_remove`], once the home slot has arrived:
+    /// starts loading the entry it names and the hashes of the entries in the slots after it
+    /// (which removal may shift back).
+    pub fn prefetch_remove_entry(&self, key: &FlowKey, mask: &FlowKey) {
+        let Some(st) = self.subtables.iter().find(|s| s.mask == *mask) else {
+            return;
+        };
+        let m = st.slot_mask();
+        let home = st.hash(key) as usize & m;
+        for k in 0..4 {
+            let slot = st.slots[(home + k) & m];
+            if slot == 0 {
+                break;
+            }
+            let e = slot as usize - 1;
+            prefetch(st.hashes.as_ptr().wrapping_add(e).cast());
+            if k == 0 {
+                prefetch(st.keys.as_ptr().wrapping_add(e).cast());
+            }
+        }
+    }
+
     /// Sorts subtables by hits since the last rerank, most first, and restarts the count.
     pub fn rerank(&mut self) {
         self.subtables

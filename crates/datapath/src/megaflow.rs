@@ -322,8 +322,10 @@ const VICTIM_SCAN: usize = 64;
 
 /// The megaflows of one thread, by [`MegaflowId`].
 ///
-/// Memory is bounded: at most `capacity` slots, reserved when the arena is made and touched
-/// once as the first megaflows arrive. A dead slot keeps its megaflow's storage (action and
+/// Memory is bounded: `capacity` slots plus one spare, reserved when the arena is made and
+/// touched once as the first megaflows arrive. The spare lets an install take a slot before
+/// the eviction that makes room, so that the two overlap their memory loads; [`Arena::is_full`]
+/// says when an eviction is due. A dead slot keeps its megaflow's storage (action and
 /// counter lists) for the next tenant, so a churning table reaches a steady state with no
 /// allocation. When full, [`Arena::victim`] names the megaflow to evict (approximate LRU).
 pub struct Arena {
@@ -351,12 +353,12 @@ impl Arena {
     /// An empty arena for at most `capacity` megaflows, with every table reserved up front.
     pub fn new(capacity: usize) -> Arena {
         Arena {
-            slots: Vec::with_capacity(capacity),
+            slots: Vec::with_capacity(capacity + 1),
             capacity,
-            free: Vec::with_capacity(capacity),
+            free: Vec::with_capacity(capacity + 1),
             // Each live megaflow is listed at most once, and [`Arena::remove`] flushes before
-            // stale entries of dead ones could pass `capacity`: `2 * capacity` never grows.
-            dirty: Vec::with_capacity(2 * capacity + 1),
+            // stale entries of dead ones could pass `capacity`: this never grows.
+            dirty: Vec::with_capacity(2 * capacity + 3),
             live: 0,
             hand: 0,
         }
@@ -372,12 +374,12 @@ impl Arena {
         self.live == 0
     }
 
-    /// Most megaflows the arena holds.
+    /// Most megaflows the arena keeps (one more may be in for a moment: see the type docs).
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
-    /// Whether an insert needs an eviction first.
+    /// Whether an eviction is due (an insert may still take the spare slot first).
     pub fn is_full(&self) -> bool {
         self.live >= self.capacity
     }
@@ -392,7 +394,7 @@ impl Arena {
         if let Some(i) = self.free.pop() {
             return Some(i as usize);
         }
-        if self.slots.len() < self.capacity {
+        if self.slots.len() <= self.capacity {
             self.slots.push(Megaflow::vacant());
             return Some(self.slots.len() - 1);
         }
@@ -406,7 +408,8 @@ impl Arena {
         MegaflowId::new(i as u32, s.gen)
     }
 
-    /// Stores a megaflow and returns its id; `None` (and nothing stored) when full.
+    /// Stores a megaflow and returns its id; `None` (and nothing stored) when even the spare
+    /// slot is taken.
     pub fn insert(&mut self, mf: Megaflow) -> Option<MegaflowId> {
         let i = self.take_slot()?;
         let gen = self.slots[i].gen;
@@ -417,7 +420,8 @@ impl Arena {
 
     /// Refills a free slot in place with the megaflow for `key` under `tr` (see
     /// [`Megaflow::refill`]) and returns its id and the megaflow, whose actions the caller
-    /// compiles next. `None` when full. Does not allocate once the slot's lists have grown.
+    /// compiles next. `None` when even the spare slot is taken. Does not allocate once the
+    /// slot's lists have grown.
     pub fn insert_from(
         &mut self,
         key: &FlowKey,

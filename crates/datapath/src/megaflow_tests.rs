@@ -123,7 +123,6 @@ fn full_arena_evicts_the_least_recently_used_and_flushes_it() {
         })
         .collect();
     assert!(arena.is_full());
-    assert!(arena.insert_from(&key_for(9), &tr, 1).is_none(), "no room");
     // The batches that installed them use each once (#2 with three packets).
     for (n, &id) in ids.iter().enumerate() {
         arena.count(id, if n == 2 { 3 } else { 1 }, 60);
@@ -158,6 +157,21 @@ fn full_arena_evicts_the_least_recently_used_and_flushes_it() {
     assert_eq!(arena.victim(|id| id == ids[3]), Some(fresh));
     // Next: 3 (used, and no longer busy) gets its second chance, 0 had its own already.
     assert_eq!(arena.victim(|_| false), Some(ids[0]));
+}
+
+#[test]
+fn a_full_arena_has_one_spare_slot() {
+    let fc = Arc::new(FlowCounters::default());
+    let tr = tr_for(&fc);
+    let mut arena = Arena::new(2);
+    for p in 0..2 {
+        arena.insert_from(&key_for(p), &tr, 1).unwrap();
+    }
+    assert!(arena.is_full());
+    let (spare, _) = arena.insert_from(&key_for(2), &tr, 1).unwrap();
+    assert!(arena.insert_from(&key_for(3), &tr, 1).is_none(), "no room");
+    assert!(arena.remove(spare, 1).is_some());
+    assert_eq!(arena.len(), 2);
 }
 
 #[test]

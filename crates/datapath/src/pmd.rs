@@ -41,7 +41,7 @@ use crate::clock::TscClock;
 use crate::config::DpConfig;
 use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
-use crate::execute::{Executor, PacketIn, TxPort};
+use crate::execute::{Executor, InPlace, PacketIn, TxPort};
 use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::upcall::{Policer, Upcall};
@@ -526,8 +526,23 @@ impl Pmd {
     /// recently used one (a clock sweep, [`Arena::victim`]) when the table is full. The
     /// megaflow is kept for this batch only when it may not be cached, or when every
     /// megaflow is in use by this batch. Allocates nothing once the arena slots are warm.
+    ///
+    /// The victim is chosen first and its classifier slot prefetched, so the translation
+    /// hides that cache miss; the new megaflow takes the arena's spare slot and is compiled
+    /// while the victim's classifier entry loads, and only then is the victim removed.
     fn upcall_one(&mut self, i: usize, now_ms: u64) -> Target {
         let s = &mut *self.s;
+        let victim = if self.arena.is_full() {
+            // Megaflows this batch's packets already resolved to must survive until execute.
+            let targets = &s.targets;
+            let v = self.arena.victim(|id| targets.contains(&Target::Flow(id)));
+            if let Some(mf) = v.and_then(|v| self.arena.get(v)) {
+                self.cls.prefetch_remove(&mf.key, &mf.mask);
+            }
+            v
+        } else {
+            None
+        };
         s.tr.clear();
         self.upcall.translate(&s.keys[i], &mut s.tr);
         let upcall = &self.upcall;
@@ -536,27 +551,33 @@ impl Pmd {
         if !s.tr.cacheable {
             return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
         }
-        if self.arena.is_full() {
-            // Megaflows this batch's packets already resolved to must survive until execute.
-            let targets = &s.targets;
-            match self.arena.victim(|id| targets.contains(&Target::Flow(id))) {
-                Some(victim) => {
-                    if let Some(mf) = self.arena.remove(victim, now_ms) {
-                        self.cls.remove(&mf.key, &mf.mask);
-                    }
-                    self.local.add(Counter::MegaflowEvictions, 1);
-                }
-                None => {
-                    self.local.add(Counter::MegaflowFull, 1);
-                    return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
+        match victim {
+            Some(v) => {
+                if let Some(mf) = self.arena.get(v) {
+                    self.cls.prefetch_remove_entry(&mf.key, &mf.mask);
                 }
             }
+            None if self.arena.is_full() => {
+                self.local.add(Counter::MegaflowFull, 1);
+                return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
+            }
+            None => {}
         }
         let Some((id, mf)) = self.arena.insert_from(key, &s.tr, now_ms) else {
             self.local.add(Counter::MegaflowFull, 1);
             return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
         };
         mf.actions.compile(&s.tr.actions, &self.ports, &meter);
+        if let Some(v) = victim {
+            if let Some(old) = self.arena.remove(v, now_ms) {
+                self.cls.remove(&old.key, &old.mask);
+                self.local.add(Counter::MegaflowEvictions, 1);
+            }
+        }
+        let Some(mf) = self.arena.get(id) else {
+            // Cannot happen (nothing removes it in between); handle the packet anyway.
+            return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
+        };
         match self.cls.insert(&mf.key, &mf.mask, id) {
             Insert::Installed => {
                 self.local.add(Counter::MegaflowInstalls, 1);
@@ -575,16 +596,23 @@ impl Pmd {
         }
     }
 
-    /// Runs every packet's actions and empties the rx batch. Counters are added once per
-    /// megaflow; packets run in arrival order (so each output sees them in that order).
+    /// Runs every packet's actions and empties the rx batch. Packets run in arrival order (so
+    /// each output sees them in that order).
+    ///
+    /// When every packet that is not dropped leaves through the same port, by the output that
+    /// takes the packet itself (the usual case: one flow, or many flows to one uplink), the
+    /// actions before that output run on the packets where they are, dropped packets are
+    /// taken out, and the rx batch is handed to the port ([`Executor::forward_batch`]): no
+    /// packet is moved. Otherwise each packet is moved once, into its output's batch.
     fn execute(&mut self, n: usize) {
         if n == 0 {
             return;
         }
-        if self.forward_whole_batch(n) {
+        self.count_runs(n);
+        if let Some((port, rewrites)) = self.common_port(n) {
+            self.hand_over(n, port, rewrites);
             return;
         }
-        self.count_groups(n);
         let Scratch {
             batch,
             targets,
@@ -613,50 +641,115 @@ impl Pmd {
         }
     }
 
-    /// The whole-batch hand-over: when all `n` packets go to one megaflow whose plan is a
-    /// single output, gives the rx batch to that port. Returns whether it did.
-    #[inline]
-    fn forward_whole_batch(&mut self, n: usize) -> bool {
-        let s = &mut *self.s;
-        let first = s.targets[0];
-        let Target::Flow(id) = first else {
-            return false;
-        };
-        if s.targets[1..n].iter().any(|t| *t != first) {
-            return false;
+    /// The actions of `target`, if it has any.
+    #[inline(always)]
+    fn actions_of<'a>(
+        arena: &'a Arena,
+        uncached: &'a MegaflowPool,
+        target: Target,
+    ) -> Option<&'a Actions> {
+        match target {
+            Target::Flow(id) => arena.get(id).map(|m| &m.actions),
+            Target::Uncached(u) => uncached.get(u as usize).map(|m| &m.actions),
+            Target::None | Target::Shed => None,
         }
-        let Some(Plan::Forward(port)) = self.arena.get(id).map(|m| m.actions.plan) else {
-            return false;
-        };
-        let bytes: u64 = s.batch.as_slice().iter().map(|p| p.len() as u64).sum();
-        self.arena.count(id, n as u64, bytes);
-        self.exec.forward_batch(port, &mut s.batch, &mut self.local);
-        true
     }
 
-    /// Adds each megaflow's packets and bytes of this batch to its counters, once per
-    /// megaflow.
-    fn count_groups(&mut self, n: usize) {
+    /// The one port every kept packet of the batch leaves through by its moving output, and
+    /// whether some packet has work to do in place first (ops before the output, or a drop).
+    /// `None` when packets go to several ports, need the general path, or are all dropped.
+    fn common_port(&self, n: usize) -> Option<(u16, bool)> {
+        let s = &*self.s;
+        let mut port = None;
+        let mut work = false;
+        let mut j = 0;
+        while j < n {
+            let target = s.targets[j];
+            while j < n && s.targets[j] == target {
+                j += 1;
+            }
+            let Some(a) = Pmd::actions_of(&self.arena, &s.uncached, target) else {
+                work = true;
+                continue;
+            };
+            match Executor::in_place(a) {
+                InPlace::Forward(p) => {
+                    if *port.get_or_insert(p) != p {
+                        return None;
+                    }
+                    work |= !matches!(a.plan, Plan::Forward(_));
+                }
+                InPlace::Drop => work = true,
+                InPlace::No => return None,
+            }
+        }
+        port.map(|p| (p, work))
+    }
+
+    /// Runs in-place work (when `work`), takes dropped packets out, hands the batch to `port`.
+    fn hand_over(&mut self, n: usize, port: u16, work: bool) {
+        let Scratch {
+            batch,
+            targets,
+            uncached,
+            ..
+        } = &mut *self.s;
+        let mut dropped = 0u32;
+        if work {
+            let mut current = Target::None;
+            let mut actions: Option<&Actions> = None;
+            for (j, pkt) in batch.as_mut_slice().iter_mut().enumerate().take(n) {
+                let target = targets[j];
+                if target != current || j == 0 {
+                    current = target;
+                    actions = Pmd::actions_of(&self.arena, uncached, target);
+                }
+                let verdict = match actions {
+                    Some(a) => self.exec.run_in_place(pkt, a, &mut self.local),
+                    None => Err(Counter::UpcallShed),
+                };
+                if let Err(counter) = verdict {
+                    self.local.add(counter, 1);
+                    dropped |= 1 << j;
+                }
+            }
+        }
+        if dropped != 0 {
+            let mut j = 0;
+            let exec = &mut self.exec;
+            batch.retain_or(
+                |_| {
+                    let keep = dropped & (1 << j) == 0;
+                    j += 1;
+                    keep
+                },
+                |p| exec.cache().free(p),
+            );
+        }
+        self.exec.forward_batch(port, batch, &mut self.local);
+    }
+
+    /// Adds the packets and bytes of this batch to their megaflows' counters, once per run of
+    /// consecutive packets of the same megaflow (one pass; a batch of one flow is one add).
+    fn count_runs(&mut self, n: usize) {
         let s = &mut *self.s;
         let pkts = s.batch.as_slice();
-        let mut left = low_bits(n);
-        while left != 0 {
-            let first = left.trailing_zeros() as usize;
-            let target = s.targets[first];
+        let n = n.min(pkts.len());
+        let mut j = 0;
+        while j < n {
+            let target = s.targets[j];
             let (mut packets, mut bytes) = (0u64, 0u64);
-            for j in bit_iter(left) {
-                if s.targets[j] == target {
-                    left &= !(1 << j);
-                    packets += 1;
-                    bytes += pkts[j].len() as u64;
-                }
+            while j < n && s.targets[j] == target {
+                packets += 1;
+                bytes += pkts[j].len() as u64;
+                j += 1;
             }
             match target {
                 Target::Flow(id) => self.arena.count(id, packets, bytes),
                 Target::Uncached(u) => {
                     if let Some(m) = s.uncached.get_mut(u as usize) {
                         m.count(packets, bytes);
-                        m.flush(pipeline::dpaction::now_ms());
+                        m.flush(pipeline_ms(self.exec.now_ns));
                     }
                 }
                 Target::None | Target::Shed => {}
