@@ -541,6 +541,8 @@ impl Arena {
             }
             if s.uses <= u8::from(s.fresh) {
                 self.hand = i;
+                // The next search most likely takes the slot at the hand: start loading it.
+                self.prefetch_slot(i);
                 return Some(id);
             }
             s.uses = 0;
@@ -555,6 +557,17 @@ impl Arena {
             self.hand = here + 1;
             id
         })
+    }
+
+    /// Starts loading every cache line of slot `i` (no-op past the end).
+    #[inline]
+    fn prefetch_slot(&self, i: usize) {
+        if let Some(s) = self.slots.get(i) {
+            let p = (s as *const Megaflow).cast::<u8>();
+            for line in 0..std::mem::size_of::<Megaflow>() / 64 {
+                prefetch(p.wrapping_add(line * 64));
+            }
+        }
     }
 
     /// Ids of the megaflows in slots `start..start + n` (wrapping), for incremental sweeps.
@@ -638,6 +651,17 @@ impl MegaflowPool {
         }
         self.len = 0;
     }
+}
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]
