@@ -115,6 +115,18 @@ fn send_counted(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: &mu
     }
 }
 
+/// What [`Executor::in_place`] says about a megaflow's actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlace {
+    /// After [`Executor::run_in_place`], the packet goes to this tx table entry unchanged.
+    Forward(u16),
+    /// The packet is dropped (no output).
+    Drop,
+    /// The actions need the packet by value (no output takes it): run them with
+    /// [`Executor::run`].
+    No,
+}
+
 /// One output port of a thread's tx table.
 pub struct TxPort {
     /// OpenFlow port number.
@@ -190,55 +202,98 @@ impl Executor {
         st: &mut LocalStats,
     ) {
         for (i, op) in ops.iter().enumerate() {
-            let ok = match op {
-                Op::Output(port) => {
-                    if move_at == Some(i) {
-                        self.enqueue(*port, pkt, st);
-                        return;
-                    }
-                    match self.copy(&pkt, usize::MAX) {
-                        Some(c) => self.enqueue(*port, c, st),
-                        None => st.add(Counter::DropPoolEmpty, 1),
-                    }
-                    true
-                }
-                Op::SetField { field, value } => {
-                    rewrite::set_field(&mut pkt, *field, *value).is_ok()
-                }
-                Op::PushVlan { tpid, tci } => rewrite::push_vlan(&mut pkt, *tpid, *tci).is_ok(),
-                Op::PopVlan => rewrite::pop_vlan(&mut pkt).is_ok(),
-                Op::DecTtl => rewrite::dec_ttl(&mut pkt).is_ok(),
-                Op::SetQueue(q) => {
-                    pkt.meta.user = *q;
-                    true
-                }
-                Op::Meter(m) => match m.police(self.now_ns, pkt.len() as u32) {
-                    Police::Pass => true,
-                    Police::Remark(prec) => remark_dscp(&mut pkt, prec),
-                    Police::Drop => {
-                        st.add(Counter::DropMeter, 1);
-                        self.cache.free(pkt);
-                        return;
-                    }
-                },
-                Op::Controller {
-                    reason,
-                    max_len,
-                    table_id,
-                    cookie,
-                } => {
-                    self.packet_in(&pkt, *reason, *max_len, *table_id, *cookie, st);
-                    true
-                }
-            };
-            if !ok {
-                st.add(Counter::DropRewrite, 1);
+            if let (Op::Output(port), true) = (op, move_at == Some(i)) {
+                self.enqueue(*port, pkt, st);
+                return;
+            }
+            if let Err(reason) = self.step(&mut pkt, op, st) {
+                st.add(reason, 1);
                 self.cache.free(pkt);
                 return;
             }
         }
         // Every output was a copy (or there was only a packet-in): the original is done.
         self.cache.free(pkt);
+    }
+
+    /// Runs one op that does not take the packet (an output here sends a copy). `Err` names
+    /// the drop counter when the packet must be dropped.
+    #[inline]
+    fn step(&mut self, pkt: &mut Packet, op: &Op, st: &mut LocalStats) -> Result<(), Counter> {
+        let ok = match op {
+            Op::Output(port) => {
+                match self.copy(pkt, usize::MAX) {
+                    Some(c) => self.enqueue(*port, c, st),
+                    None => st.add(Counter::DropPoolEmpty, 1),
+                }
+                true
+            }
+            Op::SetField { field, value } => rewrite::set_field(pkt, *field, *value).is_ok(),
+            Op::PushVlan { tpid, tci } => rewrite::push_vlan(pkt, *tpid, *tci).is_ok(),
+            Op::PopVlan => rewrite::pop_vlan(pkt).is_ok(),
+            Op::DecTtl => rewrite::dec_ttl(pkt).is_ok(),
+            Op::SetQueue(q) => {
+                pkt.meta.user = *q;
+                true
+            }
+            Op::Meter(m) => match m.police(self.now_ns, pkt.len() as u32) {
+                Police::Pass => true,
+                Police::Remark(prec) => remark_dscp(pkt, prec),
+                Police::Drop => return Err(Counter::DropMeter),
+            },
+            Op::Controller {
+                reason,
+                max_len,
+                table_id,
+                cookie,
+            } => {
+                self.packet_in(pkt, *reason, *max_len, *table_id, *cookie, st);
+                true
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Counter::DropRewrite)
+        }
+    }
+
+    /// How `actions` can run on a packet that stays in its rx batch, for the batch hand-over
+    /// ([`Executor::forward_batch`]).
+    #[inline]
+    pub fn in_place(actions: &Actions) -> InPlace {
+        match actions.plan {
+            Plan::Forward(port) => InPlace::Forward(port),
+            Plan::Drop => InPlace::Drop,
+            Plan::General { move_at: Some(k) } => match actions.ops.get(k) {
+                Some(Op::Output(port)) => InPlace::Forward(*port),
+                _ => InPlace::No,
+            },
+            Plan::General { move_at: None } => InPlace::No,
+        }
+    }
+
+    /// Runs the ops of `actions` that come before the output which takes the packet, on the
+    /// packet where it is (see [`Executor::in_place`]). `Err` names the drop counter when the
+    /// packet must be dropped (the caller removes and frees it).
+    #[inline]
+    pub fn run_in_place(
+        &mut self,
+        pkt: &mut Packet,
+        actions: &Actions,
+        st: &mut LocalStats,
+    ) -> Result<(), Counter> {
+        match actions.plan {
+            Plan::Forward(_) => Ok(()),
+            Plan::Drop => Err(Counter::DropNoAction),
+            Plan::General { move_at: Some(k) } => {
+                for op in actions.ops.get(..k).unwrap_or(&[]) {
+                    self.step(pkt, op, st)?;
+                }
+                Ok(())
+            }
+            Plan::General { move_at: None } => Ok(()),
+        }
     }
 
     /// A copy of the first `max` bytes of `pkt` with its metadata, in a new frame.

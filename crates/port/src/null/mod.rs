@@ -209,7 +209,7 @@ impl Chunks {
     }
 }
 
-const _: () = assert!((FRAME_SIZE - HEADROOM) % CHUNK == 0);
+const _: () = assert!((FRAME_SIZE - HEADROOM) / CHUNK * CHUNK == FRAME_SIZE - HEADROOM);
 
 /// The source.
 struct NullRx {
