@@ -2,7 +2,10 @@
 //!
 //! Size and owner: one per poll-mode thread, never shared; at most `max_megaflows` entries
 //! (default 200k) over all subtables. Memory is about 140 bytes per megaflow plus the slot
-//! arrays (4 bytes per slot, load at most 1/2).
+//! arrays (4 bytes per slot, load at most 1/2). Memory stays at its high-water mark: removed
+//! entries are reused in place by later inserts, and emptied subtables keep their storage for
+//! the next new masks, so a churning classifier (a flood of new flows evicting old ones, or
+//! refilling after every flow table change) does not reallocate.
 //!
 //! There is one subtable per distinct mask. A subtable is an open-addressing hash table of its
 //! own (flat arrays, linear probing, backward-shift deletion, no tombstones) from the masked key
@@ -84,6 +87,19 @@ impl Subtable {
             live: 0,
             hits: 0,
         }
+    }
+
+    /// Makes an emptied subtable the one for `mask`, keeping its storage.
+    fn reset(&mut self, mask: &FlowKey) {
+        self.mask = *mask;
+        self.words = mask.nonzero_words();
+        self.slots.fill(0);
+        self.keys.clear();
+        self.hashes.clear();
+        self.ids.clear();
+        self.free.clear();
+        self.live = 0;
+        self.hits = 0;
     }
 
     #[inline(always)]
@@ -210,7 +226,14 @@ pub struct Dpcls {
     subtables: Vec<Subtable>,
     len: usize,
     max: usize,
+    /// Emptied subtables (at most [`MAX_SPARE`]) whose storage the next new masks reuse, so
+    /// that refilling after [`Dpcls::clear`] (every flow table change) neither reallocates
+    /// nor faults pages in again.
+    spare: Vec<Subtable>,
 }
+
+/// Most emptied subtables kept for reuse.
+const MAX_SPARE: usize = 8;
 
 impl std::fmt::Debug for Dpcls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,6 +251,7 @@ impl Dpcls {
             subtables: Vec::new(),
             len: 0,
             max: max_megaflows,
+            spare: Vec::new(),
         }
     }
 
@@ -315,7 +339,14 @@ impl Dpcls {
         let st = match self.subtables.iter().position(|s| s.mask == *mask) {
             Some(i) => &mut self.subtables[i],
             None => {
-                self.subtables.push(Subtable::new(mask));
+                let st = match self.spare.pop() {
+                    Some(mut st) => {
+                        st.reset(mask);
+                        st
+                    }
+                    None => Subtable::new(mask),
+                };
+                self.subtables.push(st);
                 self.subtables.last_mut().expect("just pushed")
             }
         };
@@ -334,7 +365,8 @@ impl Dpcls {
         let id = self.subtables[i].remove(key)?;
         self.len -= 1;
         if self.subtables[i].live == 0 {
-            self.subtables.remove(i);
+            let st = self.subtables.remove(i);
+            self.retire(st);
         }
         Some(id)
     }
@@ -381,8 +413,17 @@ impl Dpcls {
 
     /// Removes every megaflow and subtable.
     pub fn clear(&mut self) {
-        self.subtables.clear();
+        while let Some(st) = self.subtables.pop() {
+            self.retire(st);
+        }
         self.len = 0;
+    }
+
+    /// Keeps an emptied subtable's storage for reuse (it is reset when reused).
+    fn retire(&mut self, st: Subtable) {
+        if self.spare.len() < MAX_SPARE {
+            self.spare.push(st);
+        }
     }
 }
 
@@ -429,6 +470,51 @@ mod tests {
         assert_eq!(cls.remove(&k2, &m_ip), Some(id(2)));
         assert_eq!(cls.subtables(), 1);
         assert_eq!(cls.lookup(&probe), None);
+    }
+
+    #[test]
+    fn storage_is_reused_after_clear_and_churn() {
+        let mut cls = Dpcls::new(10_000);
+        let mut m = FlowKey::ZERO;
+        m.set_all(Field::TpSrc);
+        let key = |p: u32| {
+            let mut k = FlowKey::ZERO;
+            k.set(Field::TpSrc, p as u128);
+            k
+        };
+        for p in 0..1000 {
+            assert_eq!(cls.insert(&key(p), &m, id(p)), Insert::Installed);
+        }
+        let (slots, keys) = (
+            cls.subtables[0].slots.len(),
+            cls.subtables[0].keys.capacity(),
+        );
+        // Churn at a steady size: removals free entries that inserts reuse.
+        for p in 1000..5000 {
+            assert_eq!(cls.remove(&key(p - 1000), &m), Some(id(p - 1000)));
+            assert_eq!(cls.insert(&key(p), &m, id(p)), Insert::Installed);
+        }
+        assert_eq!(cls.subtables[0].slots.len(), slots);
+        assert_eq!(cls.subtables[0].keys.capacity(), keys);
+        assert_eq!(cls.lookup(&key(4999)), Some(id(4999)));
+        assert_eq!(cls.lookup(&key(3999)), None);
+        cls.clear();
+        assert_eq!(cls.lookup(&key(4999)), None);
+        let mut m2 = FlowKey::ZERO;
+        m2.set_all(Field::TpDst);
+        assert_eq!(cls.insert(&key(1), &m2, id(1)), Insert::Installed);
+        assert_eq!(
+            cls.subtables[0].slots.len(),
+            slots,
+            "storage kept across clear"
+        );
+        assert_eq!(cls.subtables[0].keys.capacity(), keys);
+        assert_eq!(cls.len(), 1);
+        assert_eq!(
+            cls.lookup(&key(1)),
+            Some(id(1)),
+            "tp_dst 0 under the new mask"
+        );
     }
 
     #[test]
