@@ -493,12 +493,18 @@ impl Arena {
 
     /// Flushes the counters of every megaflow hit since the last flush.
     pub fn flush_dirty(&mut self, now_ms: u64) {
-        for i in self.dirty.drain(..) {
-            let s = &mut self.slots[i as usize];
+        // The listed slots are scattered: load a few ahead.
+        const AHEAD: usize = 8;
+        for k in 0..self.dirty.len() {
+            if let Some(&j) = self.dirty.get(k + AHEAD) {
+                self.prefetch_line(j as usize);
+            }
+            let s = &mut self.slots[self.dirty[k] as usize];
             if s.live {
                 s.flush(now_ms);
             }
         }
+        self.dirty.clear();
     }
 
     /// Flushes every counter, then removes every megaflow (their storage stays for reuse).
@@ -557,6 +563,14 @@ impl Arena {
             self.hand = here + 1;
             id
         })
+    }
+
+    /// Starts loading the first cache line of slot `i` (generation, counters, flow list).
+    #[inline]
+    fn prefetch_line(&self, i: usize) {
+        if let Some(s) = self.slots.get(i) {
+            prefetch((s as *const Megaflow).cast());
+        }
     }
 
     /// Starts loading every cache line of slot `i` (no-op past the end).

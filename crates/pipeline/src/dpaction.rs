@@ -79,7 +79,11 @@ impl FlowCounters {
     pub fn add(&self, packets: u64, bytes: u64, now_ms: u64) {
         self.packets.fetch_add(packets, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.last_used_ms.fetch_max(now_ms, Ordering::Relaxed);
+        // Most flushes within a millisecond see the time already recorded: skip the locked
+        // read-modify-write then (the loaded value only ever grows, so skipping is exact).
+        if self.last_used_ms.load(Ordering::Relaxed) < now_ms {
+            self.last_used_ms.fetch_max(now_ms, Ordering::Relaxed);
+        }
     }
 }
 
