@@ -273,27 +273,42 @@ impl Executor {
         }
     }
 
-    /// Runs the ops of `actions` that come before the output which takes the packet, on the
-    /// packet where it is (see [`Executor::in_place`]). `Err` names the drop counter when the
-    /// packet must be dropped (the caller removes and frees it).
+    /// Runs the ops of `actions` that come before the output which takes the packet, on
+    /// `pkts` where they are (see [`Executor::in_place`]): op by op over all the packets, so
+    /// each op is dispatched once per batch, not once per packet. Returns a mask of the packets
+    /// to drop (bit `i` for `pkts[i]`; their drop counters are added); the caller removes and
+    /// frees them. Per port, copies and packet-ins keep the packets' order.
     #[inline]
     pub fn run_in_place(
         &mut self,
-        pkt: &mut Packet,
+        pkts: &mut [Packet],
         actions: &Actions,
         st: &mut LocalStats,
-    ) -> Result<(), Counter> {
-        match actions.plan {
-            Plan::Forward(_) => Ok(()),
-            Plan::Drop => Err(Counter::DropNoAction),
-            Plan::General { move_at: Some(k) } => {
-                for op in actions.ops.get(..k).unwrap_or(&[]) {
-                    self.step(pkt, op, st)?;
-                }
-                Ok(())
+    ) -> u32 {
+        let n = pkts.len().min(32);
+        let all = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let prefix = match actions.plan {
+            Plan::Forward(_) => return 0,
+            Plan::Drop => {
+                st.add(Counter::DropNoAction, n as u64);
+                return all;
             }
-            Plan::General { move_at: None } => Ok(()),
+            Plan::General { move_at: Some(k) } => actions.ops.get(..k).unwrap_or(&[]),
+            Plan::General { move_at: None } => &[],
+        };
+        let mut dropped = 0u32;
+        for op in prefix {
+            for (i, pkt) in pkts.iter_mut().enumerate().take(n) {
+                if dropped & (1 << i) != 0 {
+                    continue;
+                }
+                if let Err(counter) = self.step(pkt, op, st) {
+                    st.add(counter, 1);
+                    dropped |= 1 << i;
+                }
+            }
         }
+        dropped
     }
 
     /// A copy of the first `max` bytes of `pkt` with its metadata, in a new frame.

@@ -701,21 +701,26 @@ impl Pmd {
         } = &mut *self.s;
         let mut dropped = 0u32;
         if work {
-            let mut current = Target::None;
-            let mut actions: Option<&Actions> = None;
-            for (j, pkt) in batch.as_mut_slice().iter_mut().enumerate().take(n) {
+            let pkts = batch.as_mut_slice();
+            let n = n.min(pkts.len());
+            let mut j = 0;
+            while j < n {
                 let target = targets[j];
-                if target != current || j == 0 {
-                    current = target;
-                    actions = Pmd::actions_of(&self.arena, uncached, target);
+                let start = j;
+                while j < n && targets[j] == target {
+                    j += 1;
                 }
-                let verdict = match actions {
-                    Some(a) => self.exec.run_in_place(pkt, a, &mut self.local),
-                    None => Err(Counter::UpcallShed),
-                };
-                if let Err(counter) = verdict {
-                    self.local.add(counter, 1);
-                    dropped |= 1 << j;
+                match Pmd::actions_of(&self.arena, uncached, target) {
+                    Some(a) => {
+                        let d = self
+                            .exec
+                            .run_in_place(&mut pkts[start..j], a, &mut self.local);
+                        dropped |= d << start;
+                    }
+                    None => {
+                        self.local.add(Counter::UpcallShed, (j - start) as u64);
+                        dropped |= low_bits(j - start) << start;
+                    }
                 }
             }
         }
