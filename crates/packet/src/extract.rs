@@ -96,6 +96,13 @@ pub(crate) fn hdr<const N: usize>(data: &[u8], off: usize) -> Option<&[u8; N]> {
     data.get(off..off.checked_add(N)?)?.try_into().ok()
 }
 
+/// Source and destination port of a TCP, UDP or SCTP header (its first four bytes), as
+/// `tp_src << 16 | tp_dst`.
+#[inline(always)]
+fn ports(h: &[u8]) -> u64 {
+    u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as u64
+}
+
 #[inline(always)]
 fn mac48(b: &[u8; 6]) -> u64 {
     u64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]])
@@ -310,9 +317,8 @@ fn parse_ipv4(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
             fr |= frag::LATER;
         }
     }
-    let src = u32::from_be_bytes([h[12], h[13], h[14], h[15]]) as u64;
-    let dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]) as u64;
-    key.w[5] = (src << 32) | dst;
+    // Source and destination addresses are 8 adjacent bytes: one load gives word 5.
+    key.w[5] = u64::from_be_bytes(h[12..20].try_into().unwrap_or([0; 8]));
     key.w[6] = ((proto as u64) << 56)
         | ((h[1] as u64) << 48)
         | ((h[8] as u64) << 40)
@@ -408,7 +414,7 @@ fn parse_l4(
             let Some(t) = hdr::<20>(data, off) else {
                 return parsed::TRUNCATED;
             };
-            key.w[6] |= ((be16(t, 0) as u64) << 16) | be16(t, 2) as u64;
+            key.w[6] |= ports(t);
             key.w[12] = (be16(t, 12) & 0x0fff) as u64;
             let doff = (t[12] >> 4) as usize * 4;
             if doff < 20 {
@@ -422,13 +428,13 @@ fn parse_l4(
             let Some(u) = hdr::<8>(data, off) else {
                 return parsed::TRUNCATED;
             };
-            key.w[6] |= ((be16(u, 0) as u64) << 16) | be16(u, 2) as u64;
+            key.w[6] |= ports(u);
         }
         ipproto::SCTP => {
             let Some(s) = hdr::<12>(data, off) else {
                 return parsed::TRUNCATED;
             };
-            key.w[6] |= ((be16(s, 0) as u64) << 16) | be16(s, 2) as u64;
+            key.w[6] |= ports(s);
         }
         ipproto::ICMP if !v6 => {
             let Some(i) = hdr::<8>(data, off) else {

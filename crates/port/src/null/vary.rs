@@ -222,6 +222,9 @@ impl Plan {
     /// checksums.
     #[inline]
     pub(crate) fn apply(&mut self, data: &mut [u8]) {
+        if self.fields.is_empty() {
+            return;
+        }
         let (mut ip_acc, mut l4_acc) = (0u32, 0u32);
         for f in &mut self.fields {
             let value = if f.random {
