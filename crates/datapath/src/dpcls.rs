@@ -23,6 +23,10 @@ use packet::{FlowKey, BATCH_SIZE, KEY_WORDS};
 
 use crate::megaflow::MegaflowId;
 
+/// Subtables with fewer slots than this are looked up without prefetching (at a load of at
+/// most one half, their entries fit the L1 cache).
+const PREFETCH_MIN_SLOTS: usize = 256;
+
 /// The indices of the set bits of `bits`, lowest first.
 #[inline(always)]
 fn bit_iter(mut bits: u32) -> impl Iterator<Item = usize> {
@@ -212,13 +216,26 @@ impl Subtable {
     }
 
     fn remove(&mut self, key: &FlowKey) -> Option<MegaflowId> {
-        let hash = self.hash(key);
+        self.remove_hashed(key, self.hash(key))
+    }
+
+    /// Removes `key`, whose hash under this subtable's mask is `hash`.
+    fn remove_hashed(&mut self, key: &FlowKey, hash: u32) -> Option<MegaflowId> {
         let (e, slot) = self.find(key, hash)?;
         self.unslot(slot);
         self.free.push(e as u32);
         self.live -= 1;
         Some(self.ids[e])
     }
+}
+
+/// Where a megaflow sits in the classifier, from [`Dpcls::prefetch_remove`]: lets the later
+/// steps of a removal skip finding the subtable and hashing the key again. A hint that no
+/// longer fits (the subtables changed) is detected and ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoveHint {
+    subtable: u32,
+    hash: u32,
 }
 
 /// The megaflow classifier of one thread.
@@ -295,19 +312,26 @@ impl Dpcls {
             // Three passes so that memory loads of different packets overlap: hash every key
             // and prefetch its home slot; read the slots and prefetch the entries they name;
             // then compare.
+            // A small subtable stays in the L1 cache: prefetching it only costs.
             let m = st.slot_mask();
             let mut hashes = [0u32; BATCH_SIZE];
-            for i in bit_iter(miss) {
-                let h = st.hash(&keys[i]);
-                hashes[i] = h;
-                prefetch(st.slots.as_ptr().wrapping_add(h as usize & m).cast());
-            }
-            for i in bit_iter(miss) {
-                let slot = st.slots[hashes[i] as usize & m];
-                if slot != 0 {
-                    let e = slot as usize - 1;
-                    prefetch(st.keys.as_ptr().wrapping_add(e).cast());
-                    prefetch(st.hashes.as_ptr().wrapping_add(e).cast());
+            if st.slots.len() < PREFETCH_MIN_SLOTS {
+                for i in bit_iter(miss) {
+                    hashes[i] = st.hash(&keys[i]);
+                }
+            } else {
+                for i in bit_iter(miss) {
+                    let h = st.hash(&keys[i]);
+                    hashes[i] = h;
+                    prefetch(st.slots.as_ptr().wrapping_add(h as usize & m).cast());
+                }
+                for i in bit_iter(miss) {
+                    let slot = st.slots[hashes[i] as usize & m];
+                    if slot != 0 {
+                        let e = slot as usize - 1;
+                        prefetch(st.keys.as_ptr().wrapping_add(e).cast());
+                        prefetch(st.hashes.as_ptr().wrapping_add(e).cast());
+                    }
                 }
             }
             let mut hits = 0u64;
@@ -371,24 +395,56 @@ impl Dpcls {
         Some(id)
     }
 
-    /// Starts loading what a later `remove(key, mask)` reads first (the key's home slot), so
-    /// that work done in between hides the cache miss. Reads nothing but the subtable list.
-    pub fn prefetch_remove(&self, key: &FlowKey, mask: &FlowKey) {
-        if let Some(st) = self.subtables.iter().find(|s| s.mask == *mask) {
-            let h = st.hash(key) as usize & st.slot_mask();
-            prefetch(st.slots.as_ptr().wrapping_add(h).cast());
+    /// [`Dpcls::remove`] with a hint from [`Dpcls::prefetch_remove`] for the same key and
+    /// mask (checked: a hint that no longer fits falls back to the plain removal).
+    pub fn remove_hinted(
+        &mut self,
+        hint: RemoveHint,
+        key: &FlowKey,
+        mask: &FlowKey,
+    ) -> Option<MegaflowId> {
+        let i = hint.subtable as usize;
+        if self.subtables.get(i).is_none_or(|st| st.mask != *mask) {
+            return self.remove(key, mask);
         }
+        let id = self.subtables[i].remove_hashed(key, hint.hash)?;
+        self.len -= 1;
+        if self.subtables[i].live == 0 {
+            let st = self.subtables.remove(i);
+            self.retire(st);
+        }
+        Some(id)
+    }
+
+    /// Starts loading what a later removal of `key` under `mask` reads first (the key's
+    /// home slot), so that work done in between hides the cache miss, and returns the hint
+    /// for [`Dpcls::prefetch_remove_entry`] and [`Dpcls::remove_hinted`] (`None`: no such
+    /// subtable). Reads nothing but the subtable list and the key.
+    pub fn prefetch_remove(&self, key: &FlowKey, mask: &FlowKey) -> Option<RemoveHint> {
+        let i = self.subtables.iter().position(|s| s.mask == *mask)?;
+        let st = &self.subtables[i];
+        let hash = st.hash(key);
+        prefetch(
+            st.slots
+                .as_ptr()
+                .wrapping_add(hash as usize & st.slot_mask())
+                .cast(),
+        );
+        Some(RemoveHint {
+            subtable: i as u32,
+            hash,
+        })
     }
 
     /// The second step after [`Dpcls::prefetch_remove`], once the home slot has arrived:
     /// starts loading the entry it names and the hashes of the entries in the slots after it
     /// (which removal may shift back).
-    pub fn prefetch_remove_entry(&self, key: &FlowKey, mask: &FlowKey) {
-        let Some(st) = self.subtables.iter().find(|s| s.mask == *mask) else {
+    pub fn prefetch_remove_entry(&self, hint: RemoveHint) {
+        let Some(st) = self.subtables.get(hint.subtable as usize) else {
             return;
         };
         let m = st.slot_mask();
-        let home = st.hash(key) as usize & m;
+        let home = hint.hash as usize & m;
         for k in 0..4 {
             let slot = st.slots[(home + k) & m];
             if slot == 0 {
@@ -515,6 +571,32 @@ mod tests {
             Some(id(1)),
             "tp_dst 0 under the new mask"
         );
+    }
+
+    #[test]
+    fn hinted_removal_matches_plain_removal_and_survives_stale_hints() {
+        let mut cls = Dpcls::new(100);
+        let mut m1 = FlowKey::ZERO;
+        m1.set_all(Field::TpSrc);
+        let mut m2 = FlowKey::ZERO;
+        m2.set_all(Field::TpDst);
+        let mut k = FlowKey::ZERO;
+        k.set(Field::TpSrc, 5);
+        let k2 = FlowKey::ZERO;
+        assert_eq!(cls.insert(&k2, &m2, id(2)), Insert::Installed);
+        assert_eq!(cls.insert(&k, &m1, id(1)), Insert::Installed);
+        let hint = cls.prefetch_remove(&k, &m1).unwrap();
+        cls.prefetch_remove_entry(hint);
+        assert_eq!(cls.remove_hinted(hint, &k, &m1), Some(id(1)));
+        assert_eq!(cls.lookup(&k), Some(id(2)), "only the m2 megaflow is left");
+        assert_eq!(cls.prefetch_remove(&k, &m1), None, "its subtable is gone");
+        // A hint taken before the subtables changed still removes the right megaflow.
+        assert_eq!(cls.insert(&k, &m1, id(3)), Insert::Installed);
+        let stale = cls.prefetch_remove(&k, &m1).unwrap();
+        cls.rerank();
+        assert_eq!(cls.remove(&k2, &m2), Some(id(2)));
+        assert_eq!(cls.remove_hinted(stale, &k, &m1), Some(id(3)));
+        assert!(cls.is_empty());
     }
 
     #[test]

@@ -542,10 +542,13 @@ impl Arena {
             let id = MegaflowId::new(i as u32, s.gen);
             let here = i;
             i = if i + 1 == len { 0 } else { i + 1 };
-            if !s.live || busy(id) {
+            if !s.live {
                 continue;
             }
             if s.uses <= u8::from(s.fresh) {
+                if busy(id) {
+                    continue;
+                }
                 self.hand = i;
                 // The next search most likely takes the slot at the hand: start loading it.
                 self.prefetch_slot(i);
@@ -553,10 +556,14 @@ impl Arena {
             }
             s.uses = 0;
             s.fresh = false;
-            let first = *fallback.get_or_insert((here, id));
+            if fallback.is_none() && !busy(id) {
+                fallback = Some((here, id));
+            }
             if step + 1 >= VICTIM_SCAN {
-                self.hand = first.0 + 1;
-                return Some(first.1);
+                if let Some((at, id)) = fallback {
+                    self.hand = at + 1;
+                    return Some(id);
+                }
             }
         }
         fallback.map(|(here, id)| {

@@ -541,10 +541,10 @@ impl Pmd {
             // Megaflows this batch's packets already resolved to must survive until execute.
             let targets = &s.targets;
             let v = self.arena.victim(|id| targets.contains(&Target::Flow(id)));
-            if let Some(mf) = v.and_then(|v| self.arena.get(v)) {
-                self.cls.prefetch_remove(&mf.key, &mf.mask);
-            }
-            v
+            v.and_then(|v| {
+                let mf = self.arena.get(v)?;
+                Some((v, self.cls.prefetch_remove(&mf.key, &mf.mask)))
+            })
         } else {
             None
         };
@@ -557,9 +557,9 @@ impl Pmd {
             return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
         }
         match victim {
-            Some(v) => {
-                if let Some(mf) = self.arena.get(v) {
-                    self.cls.prefetch_remove_entry(&mf.key, &mf.mask);
+            Some((_, hint)) => {
+                if let Some(hint) = hint {
+                    self.cls.prefetch_remove_entry(hint);
                 }
             }
             None if self.arena.is_full() => {
@@ -573,9 +573,12 @@ impl Pmd {
             return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
         };
         mf.actions.compile(&s.tr.actions, &self.ports, &meter);
-        if let Some(v) = victim {
+        if let Some((v, hint)) = victim {
             if let Some(old) = self.arena.remove(v, now_ms) {
-                self.cls.remove(&old.key, &old.mask);
+                match hint {
+                    Some(hint) => self.cls.remove_hinted(hint, &old.key, &old.mask),
+                    None => self.cls.remove(&old.key, &old.mask),
+                };
                 self.local.add(Counter::MegaflowEvictions, 1);
             }
         }
