@@ -283,7 +283,18 @@ impl Megaflow {
     pub fn refill(&mut self, key: &FlowKey, tr: &Translation, now_ms: u64) {
         self.key = key.masked(&tr.mask);
         self.mask = tr.mask;
-        self.flows.clone_from(&tr.flows);
+        // A churning table mostly replaces a megaflow with one for the same flow entries:
+        // keep the counter references then (no reference-count traffic).
+        let same = self.flows.len() == tr.flows.len()
+            && self
+                .flows
+                .iter()
+                .zip(&tr.flows)
+                .all(|(a, b)| Arc::ptr_eq(a, b));
+        if !same {
+            self.flows.clear();
+            self.flows.extend(tr.flows.iter().cloned());
+        }
         self.packets = 0;
         self.bytes = 0;
         self.dirty = false;
@@ -479,7 +490,7 @@ impl Arena {
             return None;
         }
         s.flush(now_ms);
-        s.flows.clear();
+        // The flow counter list stays for the next tenant (see `Megaflow::refill`).
         s.gen = s.gen.wrapping_add(1).max(1);
         s.live = false;
         self.free.push(id.idx);
