@@ -17,6 +17,10 @@
 //! mask covering every bit its translation consulted), so the first match is a right one and
 //! order only matters for speed: subtables count their hits and [`Dpcls::rerank`] sorts them by
 //! hits, most first, periodically (the owning thread calls it about every 100 ms).
+//!
+//! Within a subtable a batch is looked up in passes (hash every key and prefetch its home
+//! slot; read the slots and prefetch the entries; compare), so that the cache misses of the
+//! batch's packets overlap; subtables small enough to stay in the L1 cache skip the prefetch.
 
 use arrayvec::ArrayVec;
 use packet::{FlowKey, BATCH_SIZE, KEY_WORDS};

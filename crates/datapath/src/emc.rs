@@ -13,7 +13,13 @@
 //! `emc-insert-inv-prob`): the hit rate is measured over windows of lookups, and while it is
 //! below one half only one insert in `insert_inv_prob` is done. A workload of a million flows
 //! then does not pay a wasted 128-byte key copy per packet, while a few hot flows still make it
-//! in after a few dozen packets.
+//! in after a few dozen packets. While it thrashes the cache is also probed in only one batch
+//! in [`THRASH_PROBE_EVERY`] ([`Emc::probe_this_batch`]): the other batches skip it (and the
+//! key hash) and go straight to the megaflow classifier; the sampled batches keep measuring the
+//! hit rate, so the cache comes back when the traffic turns hot again.
+//!
+//! A batch lookup ([`Emc::lookup_masked`]) prefetches every probed slot's key before comparing
+//! any, so the cache misses of one batch overlap.
 
 use packet::{FlowKey, BATCH_SIZE};
 
