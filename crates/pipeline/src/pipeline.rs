@@ -19,6 +19,7 @@ use crate::meter::MeterState;
 use crate::model::MAX_TABLE;
 use crate::normal::MacTable;
 use crate::table::{FlowTable, TableStats};
+use crate::Translation;
 
 /// Settings of a pipeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,6 +189,15 @@ impl PipelineCell {
     #[inline]
     pub fn load(&self) -> Arc<Pipeline> {
         self.current.load_full()
+    }
+
+    /// Translates `key` through the current snapshot into `out` (see
+    /// [`Pipeline::translate`]). Cheaper than `load().translate(..)`: it borrows the snapshot
+    /// instead of taking a reference, so threads translating at once do not contend on the
+    /// snapshot's reference count.
+    #[inline]
+    pub fn translate(&self, key: &FlowKey, out: &mut Translation) {
+        self.current.load().translate(key, out);
     }
 
     /// A number that changes whenever any translation result could change: a published

@@ -82,17 +82,19 @@ impl FlowFilter {
 pub struct TableStats {
     /// Translations that looked this table up.
     pub lookups: AtomicU64,
-    /// Of those, the ones that found an entry.
-    pub matched: AtomicU64,
+    /// Of those, the ones that found no entry (counted instead of the matches, which are the
+    /// common case: one locked add per table per translation instead of two).
+    pub missed: AtomicU64,
 }
 
 impl TableStats {
     /// `(lookups, matched)`.
     pub fn get(&self) -> (u64, u64) {
-        (
-            self.lookups.load(Ordering::Relaxed),
-            self.matched.load(Ordering::Relaxed),
-        )
+        // Read the misses first: a translation adds its lookup before any miss, so the
+        // difference never underflows.
+        let missed = self.missed.load(Ordering::Relaxed);
+        let lookups = self.lookups.load(Ordering::Relaxed);
+        (lookups, lookups.saturating_sub(missed))
     }
 }
 

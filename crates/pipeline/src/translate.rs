@@ -136,12 +136,13 @@ impl Pipeline {
             let stats = &self.shared.stats[table as usize];
             stats.lookups.fetch_add(1, Ordering::Relaxed);
             let Some(t) = self.tables.get(table as usize) else {
+                stats.missed.fetch_add(1, Ordering::Relaxed);
                 break;
             };
             let Some(e) = t.classifier.lookup(&cx.key, &mut cx.out.mask) else {
+                stats.missed.fetch_add(1, Ordering::Relaxed);
                 break;
             };
-            stats.matched.fetch_add(1, Ordering::Relaxed);
             cx.out.flows.push(e.counters.clone());
             cx.table_id = table;
             cx.cookie = e.cookie;
