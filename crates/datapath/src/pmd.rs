@@ -557,11 +557,8 @@ impl Pmd {
             return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
         }
         match victim {
-            Some((_, hint)) => {
-                if let Some(hint) = hint {
-                    self.cls.prefetch_remove_entry(hint);
-                }
-            }
+            Some((_, Some(hint))) => self.cls.prefetch_remove_entry(hint),
+            Some((_, None)) => {}
             None if self.arena.is_full() => {
                 self.local.add(Counter::MegaflowFull, 1);
                 return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);

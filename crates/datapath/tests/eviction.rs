@@ -63,7 +63,7 @@ fn a_flow_in_use_survives_a_flood() {
     let mut f = fixture(2, config(4), per_source_port(&fc));
     let hot = udp(7, [10, 0, 0, 2]);
     for sport in 0..50u16 {
-        f.inject(1, &[hot.clone()]);
+        f.inject(1, std::slice::from_ref(&hot));
         f.poll();
         f.inject(1, &[udp(2000 + sport, [10, 0, 0, 2])]);
         f.poll();
