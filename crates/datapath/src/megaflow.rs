@@ -2,9 +2,16 @@
 //! arena that owns them.
 //!
 //! Size and owner: one [`Arena`] per poll-mode thread holding at most `max_megaflows`
-//! (default 200k) megaflows; only that thread reads or writes it. The exact-match cache and
-//! the classifier name megaflows by [`MegaflowId`] (slot index + slot generation), so a slot
-//! that is freed and reused never answers for an id that pointed at its previous tenant.
+//! (default 200k) megaflows of 384 bytes each (77 MB at the default), reserved up front and
+//! never grown; only that thread reads or writes it. The exact-match cache and the classifier
+//! name megaflows by [`MegaflowId`] (slot index + slot generation), so a slot that is freed
+//! and reused never answers for an id that pointed at its previous tenant.
+//!
+//! A full arena makes room by eviction, not by refusing the install: [`Arena::victim`] runs a
+//! clock sweep over the slots (approximate LRU: a megaflow used since the hand last passed it
+//! gets a second chance), the victim's counters are flushed and its slot is refilled in place
+//! by the next install ([`Arena::insert_from`]), its action and flow-counter lists reused. So
+//! a flood of new flows reaches a steady state with no allocation and no page faults.
 //!
 //! Actions are compiled once, at install: `Output(ofport)` becomes an index into the thread's
 //! tx table, meters are resolved to their token bucket, and a [`Plan`] records the cheap cases
