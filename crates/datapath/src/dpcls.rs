@@ -117,7 +117,7 @@ impl Subtable {
 
     #[inline(always)]
     fn hash(&self, key: &FlowKey) -> u32 {
-        key.masked_hash(&self.mask, &self.words)
+        key.masked_fold_hash(&self.mask, &self.words)
     }
 
     /// Compares `key & mask` with the stored masked key over the mask's words only.
