@@ -254,3 +254,38 @@ fn pool_refills_in_place() {
         "cleared megaflows release the flow counters"
     );
 }
+
+#[test]
+fn flush_sums_runs_of_megaflows_of_one_flow_entry() {
+    let a = Arc::new(FlowCounters::default());
+    let b = Arc::new(FlowCounters::default());
+    let (tr_a, tr_b) = (tr_for(&a), tr_for(&b));
+    let mut both = tr_for(&a);
+    both.flows.push(b.clone());
+    let mut arena = Arena::new(8);
+    let ids: Vec<MegaflowId> = [&tr_a, &tr_a, &tr_b, &tr_a, &both, &tr_a]
+        .iter()
+        .enumerate()
+        .map(|(p, tr)| arena.insert_from(&key_for(p as u16), tr, 1).unwrap().0)
+        .collect();
+    for (n, &id) in ids.iter().enumerate() {
+        arena.count(id, n as u64 + 1, 100 * (n as u64 + 1));
+    }
+    // A megaflow counted again and one that died keep the totals exact.
+    arena.count(ids[0], 10, 1000);
+    arena.remove(ids[3], 2).unwrap();
+    assert_eq!(packets(&a), 4, "the dead one flushed on removal");
+    arena.flush_dirty(3);
+    assert_eq!(packets(&a), 1 + 10 + 2 + 4 + 5 + 6);
+    assert_eq!(a.bytes.load(std::sync::atomic::Ordering::Relaxed), 2800);
+    assert_eq!(packets(&b), 3 + 5);
+    assert_eq!(a.last_used_ms.load(std::sync::atomic::Ordering::Relaxed), 3);
+    for &id in &ids {
+        if let Some(mf) = arena.get(id) {
+            assert_eq!(mf.unflushed(), (0, 0));
+            assert!(!mf.dirty);
+        }
+    }
+    arena.flush_dirty(4);
+    assert_eq!(packets(&a), 28, "nothing counted twice");
+}
