@@ -515,13 +515,19 @@ impl Arena {
     /// same entry (the common case under a flood of new flows through one rule) are summed
     /// and added once, saving two locked adds per megaflow.
     pub fn flush_dirty(&mut self, now_ms: u64) {
-        // The listed slots are scattered: load a few ahead.
+        // The listed slots are scattered: load their first lines well ahead, and once those
+        // are in, the flow counter lists they point to.
         const AHEAD: usize = 8;
         // (slot whose single flow entry collects the sum, packets, bytes)
         let mut run: Option<(usize, u64, u64)> = None;
         for k in 0..self.dirty.len() {
-            if let Some(&j) = self.dirty.get(k + AHEAD) {
+            if let Some(&j) = self.dirty.get(k + 2 * AHEAD) {
                 self.prefetch_line(j as usize);
+            }
+            if let Some(&j) = self.dirty.get(k + AHEAD) {
+                if let Some(s) = self.slots.get(j as usize) {
+                    prefetch(s.flows.as_ptr().cast());
+                }
             }
             let i = self.dirty[k] as usize;
             let s = &self.slots[i];
