@@ -64,6 +64,10 @@ fn pipeline_ms(t_ns: u64) -> u64 {
     ((t_ns / 1_000_000) as i64 + offset).max(1) as u64
 }
 
+/// After a batch without trains (packets with the same key as the one before), batches
+/// between two checks for them.
+const TRAIN_RECHECK: u32 = 16;
+
 /// Length of the upcall-budget window.
 const WINDOW_NS: u64 = 1_000_000;
 /// Megaflow slots examined per maintenance pass for idleness.
@@ -103,6 +107,10 @@ struct Scratch {
     same: u32,
     /// Bit `i`: `hashes[i]` holds packet `i`'s key hash.
     hashed: u32,
+    /// Whether the last batch checked for trains had one.
+    had_trains: bool,
+    /// Batches since the last check for trains.
+    since_train_check: u32,
     /// The rx batch; packets stay here until they are executed.
     batch: Batch,
     tr: Translation,
@@ -184,6 +192,8 @@ impl Pmd {
             targets: [Target::None; BATCH_SIZE],
             same: 0,
             hashed: 0,
+            had_trains: true,
+            since_train_check: 0,
             batch: Batch::new(),
             tr: Translation::default(),
             uncached: MegaflowPool::with_capacity(uncached_cap.min(BATCH_SIZE)),
@@ -351,9 +361,16 @@ impl Pmd {
         }
         // Stage 2: hash, reading the keys with wide loads only now that the narrow stores of
         // stage 1 are done (a wide load right after them cannot be forwarded and stalls).
+        // Look for trains only while they occur (and in one batch in TRAIN_RECHECK after a
+        // batch without any): with every packet a different flow the compare is wasted.
+        s.since_train_check += 1;
+        let trains = s.had_trains || s.since_train_check >= TRAIN_RECHECK;
+        if trains {
+            s.since_train_check = 0;
+        }
         if hash {
             for (i, p) in pkts.iter_mut().enumerate() {
-                let h = if i > 0 && s.keys[i] == s.keys[i - 1] {
+                let h = if trains && i > 0 && s.keys[i] == s.keys[i - 1] {
                     s.same |= 1 << i;
                     s.hashes[i - 1]
                 } else {
@@ -365,11 +382,14 @@ impl Pmd {
             s.hashed = low_bits(n);
         } else {
             for i in 1..n {
-                if s.keys[i] == s.keys[i - 1] {
+                if trains && s.keys[i] == s.keys[i - 1] {
                     s.same |= 1 << i;
                 }
             }
             s.hashed = 0;
+        }
+        if trains {
+            s.had_trains = s.same != 0;
         }
         self.local.add(Counter::RxPackets, n as u64);
         self.local.add(Counter::RxBytes, bytes);

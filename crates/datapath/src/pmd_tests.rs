@@ -142,6 +142,22 @@ fn one_flow_batch_is_handed_over_in_order() {
 }
 
 #[test]
+fn trains_after_a_run_of_distinct_flows_are_still_right() {
+    let mut r = rig(2, DpConfig::default(), by_sport(2));
+    for round in 0..40u16 {
+        // 20 batches of distinct flows (no trains: the check backs off), then trains.
+        let frames: Vec<_> = if round < 20 {
+            (0..32).map(|i| udp(2 * (round * 32 + i), 2)).collect()
+        } else {
+            vec![udp(4, 2); 32]
+        };
+        r.batch_in(1, &frames);
+        assert!(r.out(2) == frames, "round {round}");
+    }
+    assert_eq!(r.stats()[Counter::TxPackets], 40 * 32);
+}
+
+#[test]
 fn many_flows_to_one_port_keep_their_order() {
     let mut r = rig(2, DpConfig::default(), by_sport(2));
     let frames: Vec<_> = (0..32).map(|i| udp(100 + i, 2)).collect();
