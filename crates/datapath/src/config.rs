@@ -7,7 +7,8 @@ pub struct DpConfig {
     pub emc_entries: usize,
     /// While the exact-match cache thrashes, one insert in this many is done (1 = always).
     pub emc_insert_inv_prob: u32,
-    /// Most megaflows per thread; at the bound, new flows are handled without caching.
+    /// Most megaflows per thread; at the bound each new megaflow evicts the least recently
+    /// used one (the arena reserves this many 384-byte slots up front).
     pub max_megaflows: usize,
     /// Most translations per rx batch.
     pub max_upcalls_per_batch: u32,

@@ -70,7 +70,7 @@ impl Upcall for Arc<PipelineCell> {
     }
 
     fn translate(&mut self, key: &FlowKey, out: &mut Translation) {
-        self.load().translate(key, out);
+        PipelineCell::translate(self, key, out);
     }
 
     fn meter(&self, id: u32) -> Option<Arc<dyn Policer>> {
