@@ -28,7 +28,7 @@ pub enum Counter {
     UpcallShed,
     /// Megaflows installed.
     MegaflowInstalls,
-    /// Megaflows removed because they were idle.
+    /// Megaflows removed because they were idle or evicted to make room for a new one.
     MegaflowEvictions,
     /// Translations not installed because the megaflow table was at its bound.
     MegaflowFull,
@@ -207,7 +207,7 @@ pub struct Snapshot {
     pub upcall_shed: u64,
     /// Megaflows installed.
     pub megaflow_installs: u64,
-    /// Megaflows removed because they were idle.
+    /// Megaflows removed because they were idle or evicted to make room for a new one.
     pub megaflow_evictions: u64,
     /// Translations not installed because the megaflow table was at its bound.
     pub megaflow_full: u64,
