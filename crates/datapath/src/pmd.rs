@@ -33,7 +33,8 @@
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
-use packet::{extract_packet, Batch, FlowKey, PoolCache, BATCH_SIZE};
+use packet::key::parsed;
+use packet::{extract_packet, Batch, Field, FlowKey, PoolCache, BATCH_SIZE};
 use pipeline::Translation;
 use port::RxQueue;
 
@@ -67,6 +68,8 @@ fn pipeline_ms(t_ns: u64) -> u64 {
 /// After a batch without trains (packets with the same key as the one before), batches
 /// between two checks for them.
 const TRAIN_RECHECK: u32 = 16;
+/// Frames with these `parsed` bits are dropped before lookup (and counted).
+const BAD_FRAME: u16 = parsed::TRUNCATED | parsed::MALFORMED;
 
 /// Length of the upcall-budget window.
 const WINDOW_NS: u64 = 1_000_000;
@@ -105,6 +108,8 @@ struct Scratch {
     targets: [Target; BATCH_SIZE],
     /// Bit `i`: packet `i` has the same key as packet `i - 1`.
     same: u32,
+    /// Bit `i`: packet `i` is truncated or malformed (dropped before lookup).
+    malformed: u32,
     /// Bit `i`: `hashes[i]` holds packet `i`'s key hash.
     hashed: u32,
     /// Whether the last batch checked for trains had one.
@@ -191,6 +196,7 @@ impl Pmd {
             ids: [None; BATCH_SIZE],
             targets: [Target::None; BATCH_SIZE],
             same: 0,
+            malformed: 0,
             hashed: 0,
             had_trains: true,
             since_train_check: 0,
@@ -310,7 +316,13 @@ impl Pmd {
         self.exec.now_ns = now;
         self.check_generation();
         let probe = self.emc.probe_this_batch();
-        let n = self.extract(in_port, probe);
+        let mut n = self.extract(in_port, probe);
+        if self.s.malformed != 0 {
+            n = self.drop_malformed(in_port, probe);
+            if n == 0 {
+                return;
+            }
+        }
         let (hits, miss) = self.lookup(n, probe);
         self.roll_budget(now, hits);
         if miss != 0 {
@@ -347,6 +359,7 @@ impl Pmd {
         let pkts = s.batch.as_mut_slice();
         let n = pkts.len();
         s.same = 0;
+        s.malformed = 0;
         let mut bytes = 0u64;
         // Stage 1: parse every packet (prefetching the next one's bytes).
         for i in 0..n {
@@ -356,6 +369,8 @@ impl Pmd {
             let p = &mut pkts[i];
             p.meta.in_port = in_port;
             extract_packet(p, &mut s.keys[i]);
+            let parsed = s.keys[i].get(Field::Parsed) as u16;
+            s.malformed |= (((parsed & BAD_FRAME) != 0) as u32) << i;
             s.targets[i] = Target::None;
             bytes += p.len() as u64;
         }
@@ -393,6 +408,40 @@ impl Pmd {
         }
         self.local.add(Counter::RxPackets, n as u64);
         self.local.add(Counter::RxBytes, bytes);
+        n
+    }
+
+    /// Takes truncated or malformed frames out of the batch (freed, counted as
+    /// `drop_malformed`, and their receive counts taken back) and extracts the rest again.
+    /// Runs only for batches that carried such a frame.
+    #[cold]
+    fn drop_malformed(&mut self, in_port: u32, probe: bool) -> usize {
+        let bad = self.s.malformed;
+        let mut i = 0;
+        let mut dropped = 0u64;
+        let cache = self.exec.cache();
+        self.s.batch.retain_or(
+            |_| {
+                let keep = bad & (1 << i) == 0;
+                i += 1;
+                keep
+            },
+            |p| {
+                dropped += 1;
+                cache.free(p);
+            },
+        );
+        self.local.add(Counter::DropMalformed, dropped);
+        if self.s.batch.is_empty() {
+            return 0;
+        }
+        // `extract` counts what it sees; every frame was counted as received the first
+        // time, so take the survivors' second count back.
+        let survivors = self.s.batch.len() as u64;
+        let bytes: u64 = self.s.batch.as_slice().iter().map(|p| p.len() as u64).sum();
+        let n = self.extract(in_port, probe);
+        self.local.sub(Counter::RxPackets, survivors);
+        self.local.sub(Counter::RxBytes, bytes);
         n
     }
 

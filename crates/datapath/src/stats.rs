@@ -46,6 +46,8 @@ pub enum Counter {
     DropPacketInFull,
     /// Copies (multi-output, packet-in) not made because the buffer pool was empty.
     DropPoolEmpty,
+    /// Frames dropped on receive because their headers were truncated or malformed.
+    DropMalformed,
     /// Packet-ins queued for the agent.
     PacketIns,
     /// Cycles spent on batches that carried packets.
@@ -57,7 +59,7 @@ pub enum Counter {
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 22;
+pub const COUNTERS: usize = 23;
 
 impl Counter {
     /// Every counter, in index order.
@@ -80,6 +82,7 @@ impl Counter {
         Counter::DropMeter,
         Counter::DropPacketInFull,
         Counter::DropPoolEmpty,
+        Counter::DropMalformed,
         Counter::PacketIns,
         Counter::BusyCycles,
         Counter::IdleCycles,
@@ -107,6 +110,7 @@ impl Counter {
             Counter::DropMeter => "drop_meter",
             Counter::DropPacketInFull => "drop_packet_in_full",
             Counter::DropPoolEmpty => "drop_pool_empty",
+            Counter::DropMalformed => "drop_malformed",
             Counter::PacketIns => "packet_ins",
             Counter::BusyCycles => "busy_cycles",
             Counter::IdleCycles => "idle_cycles",
@@ -161,6 +165,12 @@ impl LocalStats {
     #[inline(always)]
     pub fn add(&mut self, c: Counter, n: u64) {
         self.c[c as usize] += n;
+    }
+
+    /// Takes back `n` added to a counter during this batch (saturating at 0).
+    #[inline]
+    pub fn sub(&mut self, c: Counter, n: u64) {
+        self.c[c as usize] = self.c[c as usize].saturating_sub(n);
     }
 
     /// Reads a counter.
@@ -225,6 +235,8 @@ pub struct Snapshot {
     pub drop_packet_in_full: u64,
     /// Copies (multi-output, packet-in) not made because the buffer pool was empty.
     pub drop_pool_empty: u64,
+    /// Frames dropped on receive because their headers were truncated or malformed.
+    pub drop_malformed: u64,
     /// Packet-ins queued for the agent.
     pub packet_ins: u64,
     /// Cycles spent on batches that carried packets.
@@ -245,6 +257,7 @@ impl Snapshot {
             Counter::DropTxFull,
             Counter::DropMeter,
             Counter::DropPoolEmpty,
+            Counter::DropMalformed,
         ]
         .iter()
         .map(|&c| self[c])
@@ -279,6 +292,7 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::DropMeter => &self.drop_meter,
             Counter::DropPacketInFull => &self.drop_packet_in_full,
             Counter::DropPoolEmpty => &self.drop_pool_empty,
+            Counter::DropMalformed => &self.drop_malformed,
             Counter::PacketIns => &self.packet_ins,
             Counter::BusyCycles => &self.busy_cycles,
             Counter::IdleCycles => &self.idle_cycles,
@@ -308,6 +322,7 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::DropMeter => &mut self.drop_meter,
             Counter::DropPacketInFull => &mut self.drop_packet_in_full,
             Counter::DropPoolEmpty => &mut self.drop_pool_empty,
+            Counter::DropMalformed => &mut self.drop_malformed,
             Counter::PacketIns => &mut self.packet_ins,
             Counter::BusyCycles => &mut self.busy_cycles,
             Counter::IdleCycles => &mut self.idle_cycles,

@@ -368,3 +368,34 @@ fn idle_megaflows_are_evicted_with_counters_flushed() {
     assert_eq!(f.collect(2).len(), 3);
     assert_eq!(f.stats()[Counter::Upcalls], 3);
 }
+
+#[test]
+fn truncated_and_malformed_frames_are_dropped_and_counted() {
+    let mut f = fixture(2, DpConfig::default(), patch_logic());
+    let good = udp(1000, [10, 0, 0, 2]);
+    // A runt shorter than an Ethernet header.
+    let runt = good[..10].to_vec();
+    // An IPv4 header length of 3 words (less than the minimum 5).
+    let mut bad_ihl = good.clone();
+    bad_ihl[14] = 0x43;
+    // An IPv4 frame cut inside its header.
+    let cut = good[..20].to_vec();
+    let frames = vec![good.clone(), runt, good.clone(), bad_ihl, cut, good.clone()];
+    f.inject(1, &frames);
+    f.poll();
+    assert_eq!(f.collect(2), vec![good.clone(), good.clone(), good]);
+    let s = f.stats();
+    assert_eq!(s[Counter::DropMalformed], 3);
+    assert_eq!(
+        s[Counter::RxPackets],
+        6,
+        "every frame is counted as received once"
+    );
+    assert_eq!(s[Counter::TxPackets], 3);
+
+    // A batch of only bad frames forwards nothing.
+    f.inject(1, &[vec![0u8; 4], vec![0xffu8; 13]]);
+    f.poll();
+    assert!(f.collect(2).is_empty());
+    assert_eq!(f.stats()[Counter::DropMalformed], 5);
+}
