@@ -2,7 +2,7 @@
 //! arena that owns them.
 //!
 //! Size and owner: one [`Arena`] per poll-mode thread holding at most `max_megaflows`
-//! (default 200k) megaflows of 384 bytes each (77 MB at the default), reserved up front and
+//! (default 200k) megaflows of 384 + 32 bytes each (83 MB at the default), reserved up front and
 //! never grown; only that thread reads or writes it. The exact-match cache and the classifier
 //! name megaflows by [`MegaflowId`] (slot index + slot generation), so a slot that is freed
 //! and reused never answers for an id that pointed at its previous tenant.
@@ -30,7 +30,7 @@ use crate::upcall::Policer;
 
 #[path = "megaflow_arena.rs"]
 mod arena;
-pub use arena::Arena;
+pub use arena::{Arena, Hot};
 
 /// Names a megaflow in its thread's [`Arena`]: slot index plus the slot's generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -227,20 +227,17 @@ fn plan_of(ops: &[Op]) -> Plan {
 
 /// A cached flow: packets equal to `key` under `mask` get `actions`.
 ///
-/// Layout (`repr(C)`, 384 bytes): the first cache line holds what every hit reads or
-/// writes (the arena slot's generation, the counters, the flow counter list and the plan),
-/// the second the ops, the rest the key and mask (read at install and eviction only).
+/// Layout (`repr(C)`, 384 bytes): the first cache line holds the flags, the counters of a
+/// megaflow outside an arena, the flow counter list and the plan, the second the ops, the
+/// rest the key and mask (read at install and eviction only). In an [`Arena`], what every hit
+/// reads or writes (generation, counters, where the packets go) is in the slot's [`Hot`]
+/// entry instead; the general executor path reads the ops here.
 #[derive(Debug)]
 #[repr(C)]
 pub struct Megaflow {
-    /// Generation of the arena slot holding it (see [`MegaflowId`]).
-    gen: u32,
     /// Whether it is alive in its arena slot.
     live: bool,
     dirty: bool,
-    /// Batches that hit it since the eviction clock hand last passed it (saturating; see
-    /// [`Arena::victim`]).
-    uses: u8,
     /// Not yet passed by the clock hand: the batch that installed it does not count as a use.
     fresh: bool,
     packets: u64,
@@ -273,10 +270,8 @@ impl Megaflow {
     /// A megaflow that matches nothing yet: storage waiting for [`Megaflow::refill`].
     fn vacant() -> Megaflow {
         Megaflow {
-            gen: 1,
             live: false,
             dirty: false,
-            uses: 0,
             fresh: true,
             packets: 0,
             bytes: 0,
@@ -309,7 +304,6 @@ impl Megaflow {
         self.packets = 0;
         self.bytes = 0;
         self.dirty = false;
-        self.uses = 0;
         self.fresh = true;
         self.last_used_ms = now_ms;
     }

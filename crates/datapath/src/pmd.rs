@@ -467,7 +467,7 @@ impl Pmd {
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             match s.ids[i] {
-                Some(id) if self.arena.get(id).is_some() => s.targets[i] = Target::Flow(id),
+                Some(id) if self.arena.is_live(id) => s.targets[i] = Target::Flow(id),
                 _ => {
                     miss |= 1 << i;
                     hit &= !(1 << i);
@@ -493,6 +493,13 @@ impl Pmd {
         let left = self.cls.lookup_batch(&s.keys[..n], miss, &mut s.ids);
         let mut found = miss & !left;
         let cls_hits = found.count_ones() as u64;
+        // The megaflows are scattered over a table larger than L1: start loading every
+        // hit's hot entry now, so the loads overlap each other and the EMC inserts below.
+        for i in bit_iter(found) {
+            if let Some(id) = s.ids[i] {
+                self.arena.prefetch(id);
+            }
+        }
         while found != 0 {
             let i = found.trailing_zeros() as usize;
             found &= found - 1;
@@ -639,6 +646,7 @@ impl Pmd {
             return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
         };
         mf.actions.compile(&s.tr.actions, &self.ports, &meter);
+        self.arena.compiled(id);
         if let Some((v, hint)) = victim {
             if let Some(old) = self.arena.remove(v, now_ms) {
                 match hint {
@@ -742,16 +750,22 @@ impl Pmd {
             while j < n && s.targets[j] == target {
                 j += 1;
             }
-            let Some(a) = Pmd::actions_of(&self.arena, &s.uncached, target) else {
+            // A megaflow's hot entry says all this without loading the megaflow itself.
+            let fast = match target {
+                Target::Flow(id) => self.arena.fast(id),
+                _ => Pmd::actions_of(&self.arena, &s.uncached, target)
+                    .map(|a| (Executor::in_place(a), !matches!(a.plan, Plan::Forward(_)))),
+            };
+            let Some((in_place, needs_work)) = fast else {
                 work = true;
                 continue;
             };
-            match Executor::in_place(a) {
+            match in_place {
                 InPlace::Forward(p) => {
                     if *port.get_or_insert(p) != p {
                         return None;
                     }
-                    work |= !matches!(a.plan, Plan::Forward(_));
+                    work |= needs_work;
                 }
                 InPlace::Drop => work = true,
                 InPlace::No => return None,
@@ -847,8 +861,9 @@ impl Pmd {
         let idle_ms = self.cfg.megaflow_idle_ms;
         let idle = &mut self.s.idle;
         idle.clear();
-        self.sweep_at = self.arena.sweep(self.sweep_at, SWEEP_SLOTS, |id, mf| {
-            let (p, _) = mf.unflushed();
+        let arena = &self.arena;
+        self.sweep_at = arena.sweep(self.sweep_at, SWEEP_SLOTS, |id, mf| {
+            let (p, _) = arena.unflushed(id);
             if p == 0 && now_ms.saturating_sub(mf.last_used_ms) > idle_ms {
                 idle.push(id);
             }
