@@ -7,6 +7,11 @@ pub struct DpConfig {
     pub emc_entries: usize,
     /// While the exact-match cache thrashes, one insert in this many is done (1 = always).
     pub emc_insert_inv_prob: u32,
+    /// The exact-match cache is probed and filled only while the classifier has more
+    /// subtables (masks) than this (0 = always). With one or two masks a classifier lookup
+    /// costs about what an EMC probe does, so the EMC would only add a probe in front of it
+    /// (measured: 10,000 flows over two masks, 146 → 117 cycles a packet without it).
+    pub emc_min_subtables: usize,
     /// Most megaflows per thread; at the bound each new megaflow evicts the least recently
     /// used one (the arena reserves this many 384-byte slots up front).
     pub max_megaflows: usize,
@@ -31,6 +36,7 @@ impl Default for DpConfig {
         DpConfig {
             emc_entries: 8192,
             emc_insert_inv_prob: 100,
+            emc_min_subtables: 2,
             max_megaflows: 200_000,
             max_upcalls_per_batch: 32,
             min_upcalls_per_batch: 1,

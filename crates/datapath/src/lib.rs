@@ -11,7 +11,8 @@
 //! 2. **Extract** — each packet's [`packet::FlowKey`] and its hash are computed once
 //!    (`packet::extract_packet`), prefetching the next packet's bytes.
 //! 3. **Exact-match cache** — [`emc::Emc::lookup_batch`] finds the megaflow of packets whose
-//!    whole key was seen recently; it returns a miss mask.
+//!    whole key was seen recently; it returns a miss mask. It is skipped while the classifier
+//!    has at most [`DpConfig::emc_min_subtables`] masks (a classifier lookup is then as cheap).
 //! 4. **Megaflow classifier** — [`dpcls::Dpcls::lookup_batch`] runs the EMC misses through one
 //!    hash table per distinct mask (tuple-space search, busiest subtable first); hits are
 //!    offered to the EMC.

@@ -315,7 +315,9 @@ impl Pmd {
         let now = self.clock.at(t0);
         self.exec.now_ns = now;
         self.check_generation();
-        let probe = self.emc.probe_this_batch();
+        // With few masks a classifier lookup costs about what an EMC probe does, and the
+        // EMC only adds a probe (and inserts) in front of it.
+        let probe = self.emc_in_use() && self.emc.probe_this_batch();
         let mut n = self.extract(in_port, probe);
         if self.s.malformed != 0 {
             n = self.drop_malformed(in_port, probe);
@@ -336,6 +338,13 @@ impl Pmd {
         self.local.add(Counter::BusyCycles, busy);
         self.budget.busy += busy;
         self.maybe_maintain(now);
+    }
+
+    /// Whether the EMC is probed and filled at all: only while the classifier has more
+    /// subtables than `emc_min_subtables`.
+    #[inline(always)]
+    fn emc_in_use(&self) -> bool {
+        self.cls.subtables() > self.cfg.emc_min_subtables
     }
 
     fn check_generation(&mut self) {
@@ -446,72 +455,75 @@ impl Pmd {
     }
 
     /// EMC then classifier. Returns (cache hits, mask of packets that missed both).
-    /// Packets with the same key as their predecessor are not probed: they take its EMC
-    /// result (and go on to the classifier with it when that was a miss).
-    /// When the EMC is not probed in this batch (it thrashes), every packet goes to the
-    /// classifier.
+    /// Packets with the same key as their predecessor (`s.same`) are not looked up: they
+    /// take its result, counted in the tier that answered it (and go on to the upcall with it
+    /// when both missed). When the EMC is not probed in this batch (it thrashes, or the
+    /// classifier is as cheap), the other packets go straight to the classifier.
     fn lookup(&mut self, n: usize, probe_emc: bool) -> (u64, u32) {
         let s = &mut *self.s;
         let all = low_bits(n);
-        let probe = if probe_emc { all & !s.same } else { 0 };
+        let lead = all & !s.same;
+        let probe = if probe_emc { lead } else { 0 };
         let mut miss = if probe_emc {
             self.emc
                 .lookup_masked(&s.keys[..n], &s.hashes[..n], probe, &mut s.ids)
         } else {
-            all & !s.same
+            lead
         };
         // An EMC entry whose megaflow died is a miss.
-        let mut hit = probe & !miss;
-        let mut bits = hit;
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
+        let mut emc_hit = probe & !miss;
+        for i in bit_iter(emc_hit) {
             match s.ids[i] {
                 Some(id) if self.arena.is_live(id) => s.targets[i] = Target::Flow(id),
                 _ => {
                     miss |= 1 << i;
-                    hit &= !(1 << i);
+                    emc_hit &= !(1 << i);
                 }
             }
         }
-        let mut bits = s.same & all;
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if miss & (1 << (i - 1)) != 0 {
+        let mut cls_hit = 0u32;
+        if miss != 0 && !self.cls.is_empty() {
+            let left = self.cls.lookup_batch(&s.keys[..n], miss, &mut s.ids);
+            cls_hit = miss & !left;
+            miss = left;
+            // The megaflows are scattered over a table larger than L1: start loading every
+            // hit's hot entry now, so the loads overlap each other and the EMC inserts below.
+            for i in bit_iter(cls_hit) {
+                if let Some(id) = s.ids[i] {
+                    self.arena.prefetch(id);
+                }
+            }
+            for i in bit_iter(cls_hit) {
+                if let Some(id) = s.ids[i] {
+                    s.targets[i] = Target::Flow(id);
+                    if probe_emc {
+                        let (key, hashed, hash) =
+                            (&s.keys[i], s.hashed & (1 << i) != 0, s.hashes[i]);
+                        self.emc
+                            .insert_with(key, id, || if hashed { hash } else { key.hash() });
+                    }
+                }
+            }
+        }
+        // Followers take their predecessor's result (in order: a follower may lead the next).
+        for i in bit_iter(s.same & all) {
+            let prev = 1u32 << (i - 1);
+            if miss & prev != 0 {
                 miss |= 1 << i;
             } else {
                 s.targets[i] = s.targets[i - 1];
-                hit |= 1 << i;
+                if emc_hit & prev != 0 {
+                    emc_hit |= 1 << i;
+                } else {
+                    cls_hit |= 1 << i;
+                }
             }
         }
-        let emc_hits = hit.count_ones() as u64;
+        let emc_hits = emc_hit.count_ones() as u64;
+        let cls_hits = cls_hit.count_ones() as u64;
         self.local.add(Counter::EmcHits, emc_hits);
-        if miss == 0 || self.cls.is_empty() {
-            return (emc_hits, miss);
-        }
-        let left = self.cls.lookup_batch(&s.keys[..n], miss, &mut s.ids);
-        let mut found = miss & !left;
-        let cls_hits = found.count_ones() as u64;
-        // The megaflows are scattered over a table larger than L1: start loading every
-        // hit's hot entry now, so the loads overlap each other and the EMC inserts below.
-        for i in bit_iter(found) {
-            if let Some(id) = s.ids[i] {
-                self.arena.prefetch(id);
-            }
-        }
-        while found != 0 {
-            let i = found.trailing_zeros() as usize;
-            found &= found - 1;
-            if let Some(id) = s.ids[i] {
-                s.targets[i] = Target::Flow(id);
-                let (key, hashed, hash) = (&s.keys[i], s.hashed & (1 << i) != 0, s.hashes[i]);
-                self.emc
-                    .insert_with(key, id, || if hashed { hash } else { key.hash() });
-            }
-        }
         self.local.add(Counter::MegaflowHits, cls_hits);
-        (emc_hits + cls_hits, left)
+        (emc_hits + cls_hits, miss)
     }
 
     /// Computes the key hash of every packet in `bits` that has none yet (before upcalls,
@@ -663,7 +675,9 @@ impl Pmd {
         match self.cls.insert(&mf.key, &mf.mask, id) {
             Insert::Installed => {
                 self.local.add(Counter::MegaflowInstalls, 1);
-                self.emc.insert(key, s.hashes[i], id);
+                if self.cls.subtables() > self.cfg.emc_min_subtables {
+                    self.emc.insert(key, s.hashes[i], id);
+                }
                 Target::Flow(id)
             }
             Insert::Duplicate(existing) => {

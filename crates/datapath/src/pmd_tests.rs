@@ -128,17 +128,27 @@ fn by_sport(odd_to: u32) -> Logic {
 
 #[test]
 fn one_flow_batch_is_handed_over_in_order() {
-    let mut r = rig(2, DpConfig::default(), by_sport(2));
-    let frames = vec![udp(10, 2); 32];
-    r.batch_in(1, &frames);
-    r.batch_in(1, &frames);
-    assert_eq!(r.out(2), [frames.clone(), frames].concat());
-    let s = r.stats();
-    assert_eq!(s[Counter::Upcalls], 1);
-    // The second batch is one train: every packet counts as an EMC hit.
-    assert_eq!(s[Counter::EmcHits], 32);
-    assert_eq!(s[Counter::TxPackets], 64);
-    assert_eq!(s.drops(), 0);
+    // With the EMC in use whatever the number of masks, and (the default) without it while
+    // the classifier has at most two masks.
+    for (emc_min_subtables, tier) in [(0, Counter::EmcHits), (2, Counter::MegaflowHits)] {
+        let cfg = DpConfig {
+            emc_min_subtables,
+            ..DpConfig::default()
+        };
+        let mut r = rig(2, cfg, by_sport(2));
+        let frames = vec![udp(10, 2); 32];
+        r.batch_in(1, &frames);
+        r.batch_in(1, &frames);
+        assert_eq!(r.out(2), [frames.clone(), frames].concat());
+        let s = r.stats();
+        assert_eq!(s[Counter::Upcalls], 1);
+        // The second batch is one train: one lookup, and every packet counts as a hit of the
+        // tier that answered it.
+        assert_eq!(s[tier], 32, "{tier:?}");
+        assert_eq!(s[Counter::EmcHits] + s[Counter::MegaflowHits], 32);
+        assert_eq!(s[Counter::TxPackets], 64);
+        assert_eq!(s.drops(), 0);
+    }
 }
 
 #[test]

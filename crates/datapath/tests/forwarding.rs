@@ -22,8 +22,30 @@ fn patch_logic() -> common::Logic {
 }
 
 #[test]
-fn forwards_to_the_right_port_and_counts_cache_hits() {
+fn with_few_masks_the_classifier_answers_without_the_emc() {
     let mut f = fixture(2, DpConfig::default(), patch_logic());
+    let frames: Vec<_> = (0..10).map(|i| udp(1000 + i, [10, 0, 0, 2])).collect();
+    f.inject(1, &frames);
+    f.poll();
+    f.inject(1, &frames);
+    f.poll();
+    assert_eq!(f.collect(2), [frames.clone(), frames].concat());
+    let s = f.stats();
+    assert_eq!(s[Counter::Upcalls], 1);
+    assert_eq!(s[Counter::EmcHits], 0, "one mask: the EMC is skipped");
+    // The first batch's other nine keys are matched while its misses are handled (not
+    // counted as hits); the second batch is ten classifier hits.
+    assert_eq!(s[Counter::MegaflowHits], 10);
+}
+
+#[test]
+fn forwards_to_the_right_port_and_counts_cache_hits() {
+    // The EMC in use even with one mask (by default it is skipped then), so both tiers show.
+    let cfg = DpConfig {
+        emc_min_subtables: 0,
+        ..DpConfig::default()
+    };
+    let mut f = fixture(2, cfg, patch_logic());
     let frames: Vec<_> = (0..10).map(|_| udp(1000, [10, 0, 0, 2])).collect();
     f.inject(1, &frames);
     assert_eq!(f.poll(), 10);
@@ -42,6 +64,7 @@ fn forwards_to_the_right_port_and_counts_cache_hits() {
     f.poll();
     assert_eq!(f.collect(2).len(), 10);
     assert_eq!(f.stats()[Counter::EmcHits], 10);
+    assert_eq!(f.stats()[Counter::MegaflowHits], 0);
 
     // New exact keys, same megaflow: classifier hits, no upcall.
     let other: Vec<_> = (0..8).map(|i| udp(2000 + i, [10, 0, 0, 9])).collect();
