@@ -235,11 +235,7 @@ fn plan_of(ops: &[Op]) -> Plan {
 #[derive(Debug)]
 #[repr(C)]
 pub struct Megaflow {
-    /// Whether it is alive in its arena slot.
-    live: bool,
     dirty: bool,
-    /// Not yet passed by the clock hand: the batch that installed it does not count as a use.
-    fresh: bool,
     packets: u64,
     bytes: u64,
     flows: Vec<Arc<FlowCounters>>,
@@ -270,9 +266,7 @@ impl Megaflow {
     /// A megaflow that matches nothing yet: storage waiting for [`Megaflow::refill`].
     fn vacant() -> Megaflow {
         Megaflow {
-            live: false,
             dirty: false,
-            fresh: true,
             packets: 0,
             bytes: 0,
             flows: Vec::new(),
@@ -304,7 +298,6 @@ impl Megaflow {
         self.packets = 0;
         self.bytes = 0;
         self.dirty = false;
-        self.fresh = true;
         self.last_used_ms = now_ms;
     }
 

@@ -23,6 +23,10 @@ pub struct Hot {
     gen: u32,
     /// Listed in the dirty list since the last flush.
     dirty: bool,
+    /// Whether a megaflow lives in the slot.
+    live: bool,
+    /// Not yet passed by the clock hand: the batch that installed it does not count as a use.
+    fresh: bool,
     /// Batches that hit it since the eviction clock hand last passed it (saturating).
     uses: u8,
     /// Whether the actions run in place before one output takes the packet (what the
@@ -43,6 +47,8 @@ impl Hot {
     const VACANT: Hot = Hot {
         gen: 1,
         dirty: false,
+        live: false,
+        fresh: true,
         uses: 0,
         work: true,
         fast: InPlace::No,
@@ -138,11 +144,11 @@ impl Arena {
     }
 
     fn occupy(&mut self, i: usize) -> MegaflowId {
-        self.slots[i].live = true;
         self.live += 1;
         let h = &mut self.hot[i];
         *h = Hot {
             gen: h.gen,
+            live: true,
             ..Hot::VACANT
         };
         MegaflowId::new(i as u32, h.gen)
@@ -270,7 +276,7 @@ impl Arena {
     /// the slot's next tenant arrives). The id (and every copy of it in the caches) goes
     /// stale.
     pub fn remove(&mut self, id: MegaflowId, now_ms: u64) -> Option<&Megaflow> {
-        if !self.is_live(id) || !self.slots[id.index()].live {
+        if !self.is_live(id) || !self.hot[id.index()].live {
             return None;
         }
         self.settle(id.index());
@@ -279,7 +285,7 @@ impl Arena {
         // The flow counter list stays for the next tenant (see `Megaflow::refill`).
         let h = &mut self.hot[id.index()];
         h.gen = h.gen.wrapping_add(1).max(1);
-        s.live = false;
+        h.live = false;
         self.free.push(id.idx);
         self.live -= 1;
         if self.dirty.len() >= self.capacity {
@@ -310,7 +316,7 @@ impl Arena {
                 }
             }
             let i = self.dirty[k] as usize;
-            if !self.slots[i].live {
+            if !self.hot[i].live {
                 continue;
             }
             let (packets, bytes) = self.settle(i);
@@ -350,8 +356,8 @@ impl Arena {
         self.flush_dirty(now_ms);
         self.free.clear();
         for (i, (s, h)) in self.slots.iter_mut().zip(&mut self.hot).enumerate().rev() {
-            if s.live {
-                s.live = false;
+            if h.live {
+                h.live = false;
                 h.gen = h.gen.wrapping_add(1).max(1);
                 h.dirty = false;
                 s.flows.clear();
@@ -376,16 +382,16 @@ impl Arena {
         }
         let mut i = self.hand % len;
         let mut fallback = None;
+        // Only the dense hot entries are scanned.
         for step in 0..len {
-            let s = &mut self.slots[i];
             let h = &mut self.hot[i];
             let id = MegaflowId::new(i as u32, h.gen);
             let here = i;
             i = if i + 1 == len { 0 } else { i + 1 };
-            if !s.live {
+            if !h.live {
                 continue;
             }
-            if h.uses <= u8::from(s.fresh) {
+            if h.uses <= u8::from(h.fresh) {
                 if busy(id) {
                     continue;
                 }
@@ -395,7 +401,7 @@ impl Arena {
                 return Some(id);
             }
             h.uses = 0;
-            s.fresh = false;
+            h.fresh = false;
             if fallback.is_none() && !busy(id) {
                 fallback = Some((here, id));
             }
@@ -450,9 +456,9 @@ impl Arena {
         }
         let mut i = start % len;
         for _ in 0..n.min(len) {
-            let s = &self.slots[i];
-            if s.live {
-                f(MegaflowId::new(i as u32, self.hot[i].gen), s);
+            let h = &self.hot[i];
+            if h.live {
+                f(MegaflowId::new(i as u32, h.gen), &self.slots[i]);
             }
             i = (i + 1) % len;
         }
