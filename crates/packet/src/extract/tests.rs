@@ -191,6 +191,48 @@ proptest! {
         prop_assert_eq!(l.l4_off != 0, k.get(Field::Parsed) as u16 & parsed::L4 != 0);
     }
 
+    /// The fast path gives exactly the general parser's key and layers wherever it applies,
+    /// on built frames (whole, cut, or padded) and on random bytes behind an IPv4 header.
+    #[test]
+    fn fast_path_matches_the_general_parser(
+        s in arb::spec(),
+        cut in any::<usize>(),
+        pad in 0usize..8,
+        in_port in any::<u32>(),
+    ) {
+        let mut bytes = s.build();
+        bytes.extend(std::iter::repeat_n(0xa5, pad));
+        let cut = cut % (bytes.len() + 1);
+        check_fast_path(&bytes[..cut], in_port)?;
+        check_fast_path(&bytes, in_port)?;
+    }
+
+    /// Random bytes after an Ethernet/IPv4 prefix, so the fast path's checks are all reached.
+    #[test]
+    fn fast_path_matches_on_random_bytes(
+        mut bytes in proptest::collection::vec(any::<u8>(), 0..120),
+        proto_tcp in any::<bool>(),
+        ihl_ok in any::<bool>(),
+        in_port in any::<u32>(),
+    ) {
+        if bytes.len() >= 24 {
+            bytes[12] = 0x08;
+            bytes[13] = 0x00;
+            if ihl_ok {
+                bytes[14] = 0x45;
+            }
+            bytes[23] = if proto_tcp { ipproto::TCP } else { ipproto::UDP };
+            // A plausible total length half of the time.
+            if bytes[15] & 1 == 0 {
+                let tot = bytes.len().saturating_sub(14) as u16 - (bytes[15] as u16 & 7);
+                bytes[16..18].copy_from_slice(&tot.to_be_bytes());
+                bytes[20] &= 0x80;
+                bytes[21] = 0;
+            }
+        }
+        check_fast_path(&bytes, in_port)?;
+    }
+
     /// Every prefix of a valid frame parses without panicking and keeps the L2 fields.
     #[test]
     fn prefixes_never_panic(s in arb::spec(), cut in any::<usize>()) {
@@ -203,6 +245,41 @@ proptest! {
             prop_assert_eq!(k.get(Field::EthDst), arb::expected_key(&s, 1).get(Field::EthDst));
         }
     }
+}
+
+/// Asserts that the fast path, where it applies, agrees with the general parser.
+fn check_fast_path(bytes: &[u8], in_port: u32) -> Result<(), TestCaseError> {
+    let mut general = FlowKey::ONES;
+    let gl = extract_general(bytes, in_port, &mut general);
+    let mut fast = FlowKey::ONES;
+    if let Some(fl) = extract_fast(bytes, in_port, &mut fast) {
+        prop_assert_eq!(fast, general, "frame {:02x?}", bytes);
+        prop_assert_eq!(fl, gl);
+    } else {
+        prop_assert_eq!(fast, FlowKey::ONES, "a refused frame leaves the key alone");
+    }
+    let mut full = FlowKey::ONES;
+    prop_assert_eq!(extract(bytes, in_port, &mut full), gl);
+    prop_assert_eq!(full, general);
+    Ok(())
+}
+
+#[test]
+fn fast_path_takes_udp_and_tcp_and_refuses_the_rest() {
+    let udp = hex(UDP4);
+    let mut k = FlowKey::ZERO;
+    assert!(extract_fast(&udp, 1, &mut k).is_some());
+    let mut tcp = udp.clone();
+    tcp[23] = ipproto::TCP;
+    tcp[46] = 0x50;
+    assert!(extract_fast(&tcp, 1, &mut k).is_some());
+    let mut frag = udp.clone();
+    frag[20] = 0x20; // more fragments
+    assert!(extract_fast(&frag, 1, &mut k).is_none());
+    let mut opts = udp.clone();
+    opts[14] = 0x46;
+    assert!(extract_fast(&opts, 1, &mut k).is_none());
+    assert!(extract_fast(&udp[..53], 1, &mut k).is_none());
 }
 
 /// Rough speed check, not a benchmark: `cargo test -p packet --release extract_speed --
