@@ -25,35 +25,12 @@
 use arrayvec::ArrayVec;
 use packet::{FlowKey, BATCH_SIZE, KEY_WORDS};
 
+use crate::bits::{bit_iter, prefetch};
 use crate::megaflow::MegaflowId;
 
 /// Subtables with fewer slots than this are looked up without prefetching (at a load of at
 /// most one half, their entries fit the L1 cache).
 const PREFETCH_MIN_SLOTS: usize = 256;
-
-/// The indices of the set bits of `bits`, lowest first.
-#[inline(always)]
-fn bit_iter(mut bits: u32) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        if bits == 0 {
-            return None;
-        }
-        let i = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
-        Some(i)
-    })
-}
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// Result of [`Dpcls::insert`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,6 +23,7 @@
 
 use packet::{FlowKey, BATCH_SIZE};
 
+use crate::bits::prefetch;
 use crate::megaflow::MegaflowId;
 
 /// Lookups per hit-rate measurement window.
@@ -249,17 +250,6 @@ impl Emc {
         self.window_lookups = 0;
         self.window_hits = 0;
     }
-}
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 #[cfg(test)]

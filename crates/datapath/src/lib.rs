@@ -41,6 +41,7 @@
 //! (see [`pmd`] for why that is the simple correct policy and what revalidation would add).
 #![deny(missing_docs)]
 
+mod bits;
 pub mod clock;
 pub mod config;
 pub mod datapath;

@@ -7,6 +7,7 @@ use packet::FlowKey;
 use pipeline::Translation;
 
 use super::{Megaflow, MegaflowId, Plan};
+use crate::bits::prefetch;
 use crate::execute::{Executor, InPlace};
 
 /// Slots a victim search looks at before it settles for the oldest one it passed.
@@ -464,15 +465,4 @@ impl Arena {
         }
         i
     }
-}
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }

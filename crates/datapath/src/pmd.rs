@@ -38,6 +38,7 @@ use packet::{extract_packet, Batch, Field, FlowKey, PoolCache, BATCH_SIZE};
 use pipeline::Translation;
 use port::RxQueue;
 
+use crate::bits::{bit_iter, prefetch};
 use crate::clock::TscClock;
 use crate::config::DpConfig;
 use crate::dpcls::{Dpcls, Insert};
@@ -918,29 +919,6 @@ fn low_bits(n: usize) -> u32 {
     } else {
         (1u32 << n) - 1
     }
-}
-
-#[inline(always)]
-fn bit_iter(mut bits: u32) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        if bits == 0 {
-            return None;
-        }
-        let i = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
-        Some(i)
-    })
-}
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 #[cfg(test)]
