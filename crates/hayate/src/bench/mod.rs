@@ -30,6 +30,10 @@ pub struct BenchArgs {
     /// Warm-up before each window (caches fill, flows are set up), in seconds.
     #[arg(long, default_value_t = 0.5)]
     pub warmup: f64,
+    /// Runs per (scenario, size); the run with the median rate is reported (this machine's
+    /// noise makes single runs vary by ±10 %).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
     /// Core to pin the switch thread to (default: the last core).
     #[arg(long)]
     pub core: Option<usize>,
@@ -51,6 +55,9 @@ pub fn main(args: BenchArgs) -> Result<()> {
     }
     if !(args.warmup >= 0.0 && args.warmup <= 600.0) {
         bail!("--warmup must be in [0, 600]");
+    }
+    if !(1..=99).contains(&args.repeat) {
+        bail!("--repeat must be in 1..=99");
     }
     for &s in &args.sizes {
         if !(64..=1518).contains(&s) {
@@ -79,7 +86,11 @@ pub fn main(args: BenchArgs) -> Result<()> {
                 core,
                 tsc_hz: hz,
             };
-            let row = runner::run(sc, &opts)?;
+            let mut runs = Vec::with_capacity(args.repeat);
+            for _ in 0..args.repeat {
+                runs.push(runner::run(sc, &opts)?);
+            }
+            let row = report::median(runs);
             if !args.json {
                 eprint!(
                     "\r{:<14} {:>5} B  {:>8.2} Mpps  {:>6.1} cyc/pkt          ",

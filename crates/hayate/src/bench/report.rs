@@ -33,12 +33,24 @@ pub struct Row {
     pub drops: u64,
     /// Core the switch thread ran on.
     pub core: usize,
+    /// How many runs this row is the median of.
+    pub runs: usize,
 }
 
 /// Wire bits per frame of `frame_len` bytes (FCS included): the frame, preamble and
 /// inter-frame gap.
 pub fn wire_bits(frame_len: usize) -> f64 {
     ((frame_len + 20) * 8) as f64
+}
+
+/// The run with the median rate (the upper median for an even count), with `runs` set.
+pub fn median(mut runs: Vec<Row>) -> Row {
+    assert!(!runs.is_empty(), "median of no runs");
+    runs.sort_by(|a, b| a.mpps.total_cmp(&b.mpps));
+    let n = runs.len();
+    let mut row = runs.swap_remove(n / 2);
+    row.runs = n;
+    row
 }
 
 /// Renders rows as an aligned text table.
@@ -107,9 +119,35 @@ mod tests {
             upcalls: 1,
             drops: 0,
             core: 1,
+            runs: 1,
         };
         let t = table(&[r.clone(), r]);
         assert_eq!(t.lines().count(), 3);
         assert!(t.contains("p2p-1flow"));
+    }
+
+    #[test]
+    fn median_picks_the_middle_rate() {
+        let mk = |mpps: f64| Row {
+            scenario: "x".into(),
+            frame_len: 64,
+            mpps,
+            gbps: 0.0,
+            cycles_per_packet: 0.0,
+            setups_per_sec: None,
+            packets: 1,
+            seconds: 1.0,
+            tsc_ghz: 1.0,
+            emc_hits: 0,
+            megaflow_hits: 0,
+            upcalls: 0,
+            drops: 0,
+            core: 0,
+            runs: 1,
+        };
+        let m = median(vec![mk(3.0), mk(1.0), mk(2.0)]);
+        assert_eq!(m.mpps, 2.0);
+        assert_eq!(m.runs, 3);
+        assert_eq!(median(vec![mk(5.0)]).mpps, 5.0);
     }
 }

@@ -213,5 +213,6 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         upcalls,
         drops: s1.drops() - s0.drops(),
         core: opts.core,
+        runs: 1,
     })
 }
