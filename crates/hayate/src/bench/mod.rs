@@ -106,10 +106,11 @@ pub fn main(args: BenchArgs) -> Result<()> {
         eprintln!("\r{:<80}", "");
         print!("{}", report::table(&rows));
         println!(
-            "(one thread pinned to core {core}; TSC {:.2} GHz; {} s windows after {} s warm-up)",
+            "(one thread pinned to core {core}; TSC {:.2} GHz; {} s windows after {} s warm-up; median of {} run(s))",
             hz / 1e9,
             args.seconds,
-            args.warmup
+            args.warmup,
+            args.repeat
         );
     }
     Ok(())
