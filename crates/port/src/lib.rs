@@ -77,6 +77,41 @@ pub struct PortStats {
     pub tx_errors: u64,
 }
 
+impl PortStats {
+    /// Port counters from one receive and one transmit queue's counters.
+    pub fn from_queues(rx: &QueueCounters, tx: &QueueCounters) -> PortStats {
+        let (rx_packets, rx_bytes, rx_dropped, rx_errors) = rx.read();
+        let (tx_packets, tx_bytes, tx_dropped, tx_errors) = tx.read();
+        PortStats {
+            rx_packets,
+            rx_bytes,
+            rx_dropped,
+            rx_errors,
+            tx_packets,
+            tx_bytes,
+            tx_dropped,
+            tx_errors,
+        }
+    }
+}
+
+/// For backends with one queue per direction: refuses any queue but 0, naming the backend.
+pub fn check_single_queue(
+    port: &str,
+    backend: &str,
+    kind: &str,
+    queue: u16,
+) -> Result<(), PortError> {
+    if queue == 0 {
+        Ok(())
+    } else {
+        Err(PortError::new(
+            port,
+            format!("a {backend} port has one {kind} queue; ask for queue 0, not {queue}"),
+        ))
+    }
+}
+
 /// What a port can do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Capabilities {

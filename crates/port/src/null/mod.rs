@@ -19,7 +19,9 @@ use packet::{Batch, Packet, Pool, PoolCache, FRAME_SIZE, HEADROOM};
 
 use crate::claim::{QueueClaim, QueueSlot};
 use crate::template::UdpFrame;
-use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
+use crate::{
+    check_single_queue, Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue,
+};
 
 pub use vary::Vary;
 
@@ -98,17 +100,6 @@ impl NullPort {
     }
 }
 
-fn check_queue(port: &str, kind: &str, queue: u16) -> Result<(), PortError> {
-    if queue == 0 {
-        Ok(())
-    } else {
-        Err(PortError::new(
-            port,
-            format!("a null port has one {kind} queue; ask for queue 0, not {queue}"),
-        ))
-    }
-}
-
 impl Port for NullPort {
     fn name(&self) -> &str {
         &self.name
@@ -124,7 +115,7 @@ impl Port for NullPort {
     }
 
     fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
-        check_queue(&self.name, "rx", queue)?;
+        check_single_queue(&self.name, "null", "rx", queue)?;
         let claim = self.rx_slot.claim(&self.name, "rx queue 0")?;
         Ok(Box::new(NullRx {
             cache: self.pool.cache(),
@@ -138,7 +129,7 @@ impl Port for NullPort {
     }
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        check_queue(&self.name, "tx", queue)?;
+        check_single_queue(&self.name, "null", "tx", queue)?;
         let claim = self.tx_slot.claim(&self.name, "tx queue 0")?;
         Ok(Box::new(NullTx {
             cache: self.pool.cache(),
@@ -148,18 +139,7 @@ impl Port for NullPort {
     }
 
     fn stats(&self) -> PortStats {
-        let (rx_packets, rx_bytes, rx_dropped, rx_errors) = self.rx_counters.read();
-        let (tx_packets, tx_bytes, tx_dropped, tx_errors) = self.tx_counters.read();
-        PortStats {
-            rx_packets,
-            rx_bytes,
-            rx_dropped,
-            rx_errors,
-            tx_packets,
-            tx_bytes,
-            tx_dropped,
-            tx_errors,
-        }
+        PortStats::from_queues(&self.rx_counters, &self.tx_counters)
     }
 }
 

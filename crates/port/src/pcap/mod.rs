@@ -21,7 +21,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use packet::{Batch, Pool, PoolCache, FRAME_SIZE, HEADROOM};
 
 use crate::claim::{QueueClaim, QueueSlot};
-use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
+use crate::{
+    check_single_queue, Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue,
+};
 
 use file::{Capture, Writer};
 
@@ -135,12 +137,7 @@ impl Port for PcapPort {
                 "this pcap port has no input file, so no rx queue; give in=FILE",
             ));
         };
-        if queue != 0 {
-            return Err(PortError::new(
-                &self.name,
-                format!("a pcap port has one rx queue; ask for queue 0, not {queue}"),
-            ));
-        }
+        check_single_queue(&self.name, "pcap", "rx", queue)?;
         let claim = self.rx_slot.claim(&self.name, "rx queue 0")?;
         let skipped = capture.too_long + u64::from(capture.truncated);
         Ok(Box::new(PcapRx {
@@ -168,12 +165,7 @@ impl Port for PcapPort {
                 "this pcap port has no output file, so no tx queue; give out=FILE",
             ));
         };
-        if queue != 0 {
-            return Err(PortError::new(
-                &self.name,
-                format!("a pcap port has one tx queue; ask for queue 0, not {queue}"),
-            ));
-        }
+        check_single_queue(&self.name, "pcap", "tx", queue)?;
         let claim = self.tx_slot.claim(&self.name, "tx queue 0")?;
         let writer = home.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(writer) = writer else {
@@ -192,18 +184,7 @@ impl Port for PcapPort {
     }
 
     fn stats(&self) -> PortStats {
-        let (rx_packets, rx_bytes, rx_dropped, rx_errors) = self.rx_counters.read();
-        let (tx_packets, tx_bytes, tx_dropped, tx_errors) = self.tx_counters.read();
-        PortStats {
-            rx_packets,
-            rx_bytes,
-            rx_dropped,
-            rx_errors,
-            tx_packets,
-            tx_bytes,
-            tx_dropped,
-            tx_errors,
-        }
+        PortStats::from_queues(&self.rx_counters, &self.tx_counters)
     }
 }
 

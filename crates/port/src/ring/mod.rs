@@ -19,7 +19,9 @@ use std::sync::Arc;
 use packet::{Batch, Pool, FRAME_SIZE, HEADROOM};
 
 use crate::claim::{QueueClaim, QueueSlot};
-use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
+use crate::{
+    check_single_queue, Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue,
+};
 
 pub use registry::{open_named, Registry};
 pub use spsc::MAX_CAPACITY;
@@ -91,17 +93,6 @@ impl RingPort {
     }
 }
 
-fn check_queue(port: &str, kind: &str, queue: u16) -> Result<(), PortError> {
-    if queue == 0 {
-        Ok(())
-    } else {
-        Err(PortError::new(
-            port,
-            format!("a ring port has one {kind} queue; ask for queue 0, not {queue}"),
-        ))
-    }
-}
-
 impl Port for RingPort {
     fn name(&self) -> &str {
         &self.name
@@ -117,7 +108,7 @@ impl Port for RingPort {
     }
 
     fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
-        check_queue(&self.name, "rx", queue)?;
+        check_single_queue(&self.name, "ring", "rx", queue)?;
         let claim = self.rx_slot.claim(&self.name, "rx queue 0")?;
         Ok(Box::new(RingRx {
             ring: spsc::Consumer::new(self.rx_ring.clone()),
@@ -127,7 +118,7 @@ impl Port for RingPort {
     }
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        check_queue(&self.name, "tx", queue)?;
+        check_single_queue(&self.name, "ring", "tx", queue)?;
         let claim = self.tx_slot.claim(&self.name, "tx queue 0")?;
         Ok(Box::new(RingTx {
             ring: spsc::Producer::new(self.tx_ring.clone()),
@@ -137,18 +128,7 @@ impl Port for RingPort {
     }
 
     fn stats(&self) -> PortStats {
-        let (rx_packets, rx_bytes, rx_dropped, rx_errors) = self.rx_counters.read();
-        let (tx_packets, tx_bytes, tx_dropped, tx_errors) = self.tx_counters.read();
-        PortStats {
-            rx_packets,
-            rx_bytes,
-            rx_dropped,
-            rx_errors,
-            tx_packets,
-            tx_bytes,
-            tx_dropped,
-            tx_errors,
-        }
+        PortStats::from_queues(&self.rx_counters, &self.tx_counters)
     }
 }
 
