@@ -1,5 +1,7 @@
 //! Tunables of the fast path, with the defaults that make it usable.
 
+use crate::idle::IdleConfig;
+
 /// Datapath configuration (same for every poll-mode thread).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DpConfig {
@@ -29,6 +31,8 @@ pub struct DpConfig {
     pub maintenance_ms: u64,
     /// Capacity of the packet-in queue shared by all threads.
     pub packet_in_queue: usize,
+    /// How threads idle when their queues are empty (busy-poll, then sleep).
+    pub idle: IdleConfig,
 }
 
 impl Default for DpConfig {
@@ -44,6 +48,7 @@ impl Default for DpConfig {
             megaflow_idle_ms: 10_000,
             maintenance_ms: 100,
             packet_in_queue: 1024,
+            idle: IdleConfig::default(),
         }
     }
 }
@@ -78,7 +83,7 @@ impl DpConfig {
         if self.packet_in_queue == 0 {
             return Err("packet_in_queue is 0; use at least 1 (default 1024)".into());
         }
-        Ok(())
+        self.idle.validate()
     }
 }
 

@@ -44,6 +44,7 @@ use crate::config::DpConfig;
 use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
 use crate::execute::{Executor, InPlace, PacketIn, TxPort};
+use crate::idle::{Idle, Step};
 use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::upcall::{Policer, Upcall};
@@ -146,6 +147,7 @@ pub struct Pmd {
     sweep_at: usize,
     idle_polls: u32,
     clock: TscClock,
+    idle: Idle,
     s: Box<Scratch>,
 }
 
@@ -207,6 +209,7 @@ impl Pmd {
             idle: Vec::with_capacity(SWEEP_SLOTS),
         });
         let cache_gen = p.upcall.generation();
+        let idle = Idle::new(cfg.idle, p.rx.iter().map(|(_, q)| q.readiness_fd()));
         Pmd {
             index: p.index,
             core: p.core,
@@ -225,6 +228,7 @@ impl Pmd {
             sweep_at: 0,
             idle_polls: 0,
             clock: TscClock::new(),
+            idle,
             s,
             cfg,
         }
@@ -294,10 +298,22 @@ impl Pmd {
     }
 
     /// Polls until `stop` turns true, then flushes counters and frees buffered packets.
+    /// Sleeps when the queues stay empty (see [`crate::idle`]).
     pub fn run(&mut self, stop: &std::sync::atomic::AtomicBool) {
         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            if self.poll_once() == 0 {
-                std::hint::spin_loop();
+            if self.poll_once() != 0 {
+                self.idle.busy();
+                continue;
+            }
+            let now = self.clock.now_ns();
+            match self.idle.empty(now) {
+                Step::Spin => std::hint::spin_loop(),
+                Step::Sleep => {
+                    self.maybe_maintain(now);
+                    self.idle.sleep();
+                    self.local.add(Counter::IdleSleeps, 1);
+                    self.stats.absorb(&mut self.local);
+                }
             }
         }
         self.shutdown();

@@ -56,10 +56,12 @@ pub enum Counter {
     IdleCycles,
     /// Cycles spent inside upcalls (translation and megaflow install).
     UpcallCycles,
+    /// Times the thread slept because its queues stayed empty (see [`crate::idle`]).
+    IdleSleeps,
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 23;
+pub const COUNTERS: usize = 24;
 
 impl Counter {
     /// Every counter, in index order.
@@ -87,6 +89,7 @@ impl Counter {
         Counter::BusyCycles,
         Counter::IdleCycles,
         Counter::UpcallCycles,
+        Counter::IdleSleeps,
     ];
 
     /// A stable snake_case name (for JSON and tables).
@@ -115,6 +118,7 @@ impl Counter {
             Counter::BusyCycles => "busy_cycles",
             Counter::IdleCycles => "idle_cycles",
             Counter::UpcallCycles => "upcall_cycles",
+            Counter::IdleSleeps => "idle_sleeps",
         }
     }
 }
@@ -245,6 +249,8 @@ pub struct Snapshot {
     pub idle_cycles: u64,
     /// Cycles spent inside upcalls (translation and megaflow install).
     pub upcall_cycles: u64,
+    /// Times the thread slept because its queues stayed empty.
+    pub idle_sleeps: u64,
 }
 
 impl Snapshot {
@@ -297,6 +303,7 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::BusyCycles => &self.busy_cycles,
             Counter::IdleCycles => &self.idle_cycles,
             Counter::UpcallCycles => &self.upcall_cycles,
+            Counter::IdleSleeps => &self.idle_sleeps,
         }
     }
 }
@@ -327,6 +334,7 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::BusyCycles => &mut self.busy_cycles,
             Counter::IdleCycles => &mut self.idle_cycles,
             Counter::UpcallCycles => &mut self.upcall_cycles,
+            Counter::IdleSleeps => &mut self.idle_sleeps,
         }
     }
 }
