@@ -5,16 +5,21 @@
 //! core, and counts what the sinks received over a measured window after a warm-up. The
 //! figures are Mpps, Gbit/s on the wire and time-stamp-counter cycles per packet.
 
+pub mod compare;
 mod report;
 mod runner;
 mod scenario;
 
 use anyhow::{bail, Result};
-use clap::Args;
+use clap::{Args, Subcommand};
 
 /// Options of `hayate bench`.
 #[derive(Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    /// `compare`: Hayate beside the Linux bridge and Open vSwitch on real veths.
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// Scenarios to run (default: all). `hayate bench --list` names them.
     pub scenarios: Vec<String>,
     /// List the scenarios and exit.
@@ -42,8 +47,20 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
+/// Benchmarks with their own options.
+#[derive(Subcommand, Debug, Clone)]
+pub enum BenchCommand {
+    /// Two hosts in network namespaces joined by each switch in turn (Hayate on AF_XDP and
+    /// AF_PACKET ports, the Linux bridge, Open vSwitch): packet rates by frame size, TCP
+    /// throughput, ping latency; a table with ratios to the Linux bridge, JSON, SVG plot.
+    Compare(compare::CompareArgs),
+}
+
 /// Runs `hayate bench`.
 pub fn main(args: BenchArgs) -> Result<()> {
+    if let Some(BenchCommand::Compare(c)) = args.command {
+        return compare::main(c);
+    }
     if args.list {
         for s in scenario::all() {
             println!("{:<14} {}", s.name, s.about);

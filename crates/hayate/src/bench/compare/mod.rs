@@ -1,0 +1,230 @@
+//! `hayate bench compare`: the same two-host veth topology for each switch in turn — Hayate
+//! with AF_XDP ports, Hayate with AF_PACKET ports, the Linux bridge, Open vSwitch's userspace
+//! datapath on system and on AF_XDP ports (when installed) — measured in one run: packet rate
+//! A→B by frame size, iperf3 TCP with the hosts' offloads on and off, and ping latency idle and
+//! under load. Prints a table with ratios to the Linux bridge, writes JSON and an SVG plot.
+//!
+//! Each switch gets a fresh topology ([`topo`]); the generator, iperf3 and ping run on one core
+//! and the switch on another. Needs root.
+
+mod measure;
+mod report;
+mod switches;
+mod topo;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use measure::Generator;
+use report::{Report, SwitchResult};
+use switches::Switch;
+use topo::Topo;
+
+/// Options of `hayate bench compare`.
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Switches to measure (default: all that are installed): linux-bridge, hayate-afxdp,
+    /// hayate-afpacket, ovs-netdev, ovs-afxdp.
+    #[arg(long, value_delimiter = ',')]
+    pub switches: Vec<String>,
+    /// Frame sizes for the packet-rate test, bytes with FCS.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,128,256,512,1024,1518"
+    )]
+    pub sizes: Vec<usize>,
+    /// Measured window per frame size, seconds.
+    #[arg(long, default_value_t = 3.0)]
+    pub seconds: f64,
+    /// Sending before each window, seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Length of each iperf3 TCP stream, seconds (0: no TCP test).
+    #[arg(long, default_value_t = 10)]
+    pub tcp_seconds: u64,
+    /// Pings per latency measurement (one per millisecond).
+    #[arg(long, default_value_t = 1000)]
+    pub pings: usize,
+    /// Packet-rate generator.
+    #[arg(long, default_value = "trafgen")]
+    pub generator: String,
+    /// Core of the generator, iperf3 and ping.
+    #[arg(long, default_value_t = 0)]
+    pub gen_core: usize,
+    /// Core of the switch.
+    #[arg(long, default_value_t = 1)]
+    pub switch_core: usize,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write an SVG plot of throughput by frame size to this file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Folder for logs and generator configs (default: a fresh one under /tmp).
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+}
+
+fn check_tools(gen: Generator) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("bench compare builds network namespaces: run it as root");
+    }
+    let mut missing = Vec::new();
+    let mut need = vec![
+        ("ip", "iproute2"),
+        ("ethtool", "ethtool"),
+        ("ping", "iputils-ping"),
+    ];
+    need.push(("iperf3", "iperf3"));
+    need.push(("taskset", "util-linux"));
+    if gen == Generator::Trafgen {
+        need.push(("trafgen", "netsniff-ng"));
+    }
+    for (bin, pkg) in need {
+        let found = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
+            .unwrap_or(false);
+        if !found {
+            missing.push(pkg);
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "missing programs; install them with: apt-get install -y {}",
+            missing.join(" ")
+        );
+    }
+    Ok(())
+}
+
+/// Runs `hayate bench compare`.
+pub fn main(args: CompareArgs) -> Result<()> {
+    let gen = Generator::from_name(&args.generator)?;
+    check_tools(gen)?;
+    if !(args.seconds > 0.0 && args.seconds <= 600.0 && (0.0..=600.0).contains(&args.warmup)) {
+        bail!("--seconds must be in (0, 600] and --warmup in [0, 600]");
+    }
+    for &s in &args.sizes {
+        if !(64..=1518).contains(&s) {
+            bail!("frame size {s} is out of range; use 64..=1518");
+        }
+    }
+    let switches: Vec<Switch> = if args.switches.is_empty() {
+        switches::ALL.to_vec()
+    } else {
+        args.switches
+            .iter()
+            .map(|s| Switch::from_name(s))
+            .collect::<Result<_>>()?
+    };
+    let hayate = std::env::current_exe().context("finding the hayate binary")?;
+    let dir = match &args.workdir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("hayate-compare-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let mut report = Report {
+        generator: gen.name().into(),
+        gen_core: args.gen_core,
+        switch_core: args.switch_core,
+        window_s: args.seconds,
+        results: Vec::new(),
+    };
+    for sw in switches {
+        let mut r = SwitchResult {
+            switch: sw.name().into(),
+            ..SwitchResult::default()
+        };
+        if let Some(why) = sw.unavailable() {
+            eprintln!("hayate: skipping {}: {why}", sw.name());
+            r.status = format!("skipped: {why}");
+        } else {
+            eprintln!("hayate: measuring {} ...", sw.name());
+            r.status = match measure_switch(sw, &args, gen, &hayate, &dir, &mut r) {
+                Ok(()) => "ok".into(),
+                Err(e) => {
+                    eprintln!("hayate: {}: {e:#}", sw.name());
+                    format!("failed: {e:#}")
+                }
+            };
+        }
+        report.results.push(r);
+    }
+    print!("{}", report.table());
+    if let Some(p) = &args.json {
+        std::fs::write(p, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &args.plot {
+        report.plot(p)?;
+    }
+    Ok(())
+}
+
+fn measure_switch(
+    sw: Switch,
+    args: &CompareArgs,
+    gen: Generator,
+    hayate: &std::path::Path,
+    dir: &std::path::Path,
+    r: &mut SwitchResult,
+) -> Result<()> {
+    let prefix = format!("hc{}", std::process::id() % 100_000);
+    let topo = Topo::up(&prefix)?;
+    topo.host_offloads(false)?;
+    let mut running = sw.start(&topo, hayate, args.switch_core, dir)?;
+    if !measure::reachable(&topo, Duration::from_secs(10)) {
+        running.check_alive()?;
+        bail!("host A cannot reach host B through the switch");
+    }
+    let pid = running.pid();
+    if let Some(pid) = pid {
+        std::thread::sleep(Duration::from_secs(1));
+        r.idle_cpu_pct = measure::cpu_share(pid, Duration::from_secs(2));
+    }
+    let test = measure::RateTest {
+        topo: &topo,
+        gen,
+        warmup: args.warmup,
+        window: args.seconds,
+        core: args.gen_core,
+        dir,
+        switch_pid: pid,
+    };
+    for &size in &args.sizes {
+        let rate = measure::rate(&test, size)?;
+        eprintln!(
+            "hayate:   {size:>4} B: {:.3} Mpps (offered {:.3})",
+            rate.pps / 1e6,
+            rate.offered_pps / 1e6
+        );
+        r.rates.push(rate);
+        running.check_alive()?;
+    }
+    r.ping_idle = Some(measure::ping(&topo, args.pings, args.gen_core)?);
+    if args.tcp_seconds > 0 {
+        let t = measure::tcp(&topo, args.tcp_seconds, args.pings, args.gen_core, dir)?;
+        eprintln!("hayate:   TCP, offloads off: {}", tcp_line(&t));
+        r.tcp_offloads_off = Some(t);
+        topo.host_offloads(true)?;
+        let t = measure::tcp(&topo, args.tcp_seconds, args.pings, args.gen_core, dir)?;
+        eprintln!("hayate:   TCP, offloads on: {}", tcp_line(&t));
+        r.tcp_offloads_on = Some(t);
+    }
+    running.check_alive()?;
+    drop(running);
+    drop(topo);
+    Ok(())
+}
+
+fn tcp_line(t: &measure::Tcp) -> String {
+    match &t.error {
+        Some(e) => format!("{:.2} Gbit/s ({e})", t.gbps),
+        None => format!("{:.2} Gbit/s", t.gbps),
+    }
+}
