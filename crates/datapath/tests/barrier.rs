@@ -17,6 +17,9 @@ use pipeline::DpAction;
 use port::ring;
 use port::Port;
 
+/// The outside ends of the switch's ports (rx, tx), indexed by port - 1.
+type Outside = Vec<(Box<dyn port::RxQueue>, Box<dyn port::TxQueue>)>;
+
 fn output_to(port: u32) -> Logic {
     Box::new(move |_k, out| {
         out.mask = mask_of(&[Field::InPort]);
@@ -29,7 +32,7 @@ fn barrier_holds(cfg: DpConfig) {
     let gen = Arc::new(AtomicU64::new(1));
     let logic = Arc::new(Mutex::new(output_to(2)));
     let mut b = Datapath::builder().pool(pool.clone()).config(cfg);
-    let mut outside = Vec::new();
+    let mut outside: Outside = Vec::new();
     for p in 1..=3u32 {
         let (sw, out) = ring::pair(&format!("bsw{p}"), &format!("bout{p}"), 256, &pool);
         outside.push((out.open_rx(0).unwrap(), out.open_tx(0).unwrap()));
@@ -48,9 +51,7 @@ fn barrier_holds(cfg: DpConfig) {
         .start()
         .unwrap();
     let mut cache = pool.cache();
-    let mut send_and_see = |outside: &mut Vec<(Box<dyn port::RxQueue>, Box<dyn port::TxQueue>)>,
-                            sport: u16|
-     -> Option<usize> {
+    let mut send_and_see = |outside: &mut Outside, sport: u16| -> Option<usize> {
         let mut batch = Batch::new();
         batch
             .push(cache.alloc_from(&udp(sport, [10, 0, 0, 2])).unwrap())
