@@ -166,13 +166,18 @@ mod tests {
         // A long outage is reported once, at exactly the delay after the last disconnect.
         tx.send(0).unwrap();
         settle().await;
-        advance(Duration::from_secs(100)).await;
+        advance(Duration::from_millis(9_999)).await;
+        settle().await;
+        assert_eq!(log.lock().unwrap().len(), 1);
+        advance(Duration::from_millis(1)).await;
         settle().await;
         assert_eq!(
             log.lock().unwrap()[1],
             (Connectivity::Lost, Duration::from_secs(49))
         );
-        assert_eq!(log.lock().unwrap().len(), 2);
+        advance(Duration::from_secs(100)).await;
+        settle().await;
+        assert_eq!(log.lock().unwrap().len(), 2, "reported once");
         drop(tx);
         task.await.unwrap();
     }
