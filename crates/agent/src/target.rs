@@ -72,7 +72,7 @@ impl Target {
                         "name the controller: tcp:HOST[:PORT]",
                     ));
                 }
-                let port = parse_port(port, DEFAULT_PORT).map_err(|p| err(p, PORT_FIX))?;
+                let port = parse_port(port, false).map_err(|p| err(p, PORT_FIX))?;
                 Ok(Target::Active {
                     host: host.to_string(),
                     port,
@@ -84,7 +84,7 @@ impl Target {
                     Some((port, ip)) => (port, ip),
                     None => (rest, ""),
                 };
-                let port = parse_port(port, DEFAULT_PORT).map_err(|p| err(p, PORT_FIX))?;
+                let port = parse_port(port, true).map_err(|p| err(p, PORT_FIX))?;
                 let ip = ip
                     .strip_prefix('[')
                     .and_then(|s| s.strip_suffix(']'))
@@ -133,13 +133,15 @@ impl Target {
 
 const PORT_FIX: &str = "give a port number from 1 to 65535, or leave it out for 6653";
 
-fn parse_port(text: &str, default: u16) -> Result<u16, String> {
+/// Parses a port; 0 (any free port, for tests and tools) only when `listen`.
+fn parse_port(text: &str, listen: bool) -> Result<u16, String> {
     if text.is_empty() {
-        return Ok(default);
+        return Ok(DEFAULT_PORT);
     }
     match text.parse::<u16>() {
-        Ok(0) | Err(_) => Err(format!("{text:?} is not a port number")),
+        Ok(0) if !listen => Err(format!("{text:?} is not a port number")),
         Ok(p) => Ok(p),
+        Err(_) => Err(format!("{text:?} is not a port number")),
     }
 }
 
@@ -230,6 +232,7 @@ mod tests {
             ("tcp:[fe80::1]", active("fe80::1", 6653, false)),
             ("ptcp:", passive("0.0.0.0", 6653, false)),
             ("ptcp:6654", passive("0.0.0.0", 6654, false)),
+            ("ptcp:0:127.0.0.1", passive("127.0.0.1", 0, false)),
             ("ptcp:6654:127.0.0.1", passive("127.0.0.1", 6654, false)),
             ("pssl::[::1]", passive("::1", 6653, true)),
             (
