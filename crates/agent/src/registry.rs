@@ -242,3 +242,48 @@ impl Drop for Registration {
         self.registry.bridge.on_disconnect(self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{bridge, message};
+    use crate::wire::msg_type as mt;
+
+    #[tokio::test]
+    async fn full_queue_drops_and_counts() {
+        let (reg, connected) = Registry::new(bridge(), RateLimit::default(), 2);
+        let target = Target::Unix("t".into());
+        let (guard, mut rx) = reg.register(ConnId(1), &target, "peer");
+        assert_eq!(*connected.borrow(), 1);
+        let ps = message(mt::PORT_STATUS, 0, &[0; 72]);
+        let d: Vec<Delivery> = (0..3)
+            .map(|_| reg.send_async(AsyncKind::PortStatus, &ps))
+            .collect();
+        assert_eq!(
+            d[1],
+            Delivery {
+                queued: 1,
+                ..Delivery::default()
+            }
+        );
+        assert_eq!(
+            d[2],
+            Delivery {
+                queue_full: 1,
+                ..Delivery::default()
+            }
+        );
+        let info = &reg.connections()[0];
+        assert_eq!((info.async_queued, info.queue_full), (2, 1));
+        assert_eq!(&*rx.recv().await.unwrap(), &ps[..]);
+        // Room again after the session took one.
+        assert_eq!(reg.send_async(AsyncKind::PortStatus, &ps).queued, 1);
+        drop(guard);
+        assert_eq!(*connected.borrow(), 0);
+        assert!(reg.connections().is_empty());
+        assert_eq!(
+            reg.send_async(AsyncKind::PortStatus, &ps),
+            Delivery::default()
+        );
+    }
+}
