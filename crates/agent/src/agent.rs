@@ -17,6 +17,7 @@ use crate::registry::{ConnInfo, Delivery, Registry};
 use crate::session;
 use crate::target::Target;
 use crate::transport::{self, Listener, TransportError};
+use crate::ConnId;
 
 /// A running agent; dropping it stops every connection of the bridge.
 pub struct Agent {
@@ -39,6 +40,12 @@ impl AsyncSender {
     /// queued is dropped and counted, never buffered without bound.
     pub fn send(&self, kind: AsyncKind, msg: &[u8]) -> Delivery {
         self.registry.send_async(kind, msg)
+    }
+
+    /// Queues `msg` for controller `conn` alone, e.g. a reply the bridge finished after
+    /// [`Bridge::handle`] returned. All-zero [`Delivery`] when that controller is gone.
+    pub fn send_to(&self, conn: ConnId, msg: &[u8]) -> Delivery {
+        self.registry.send_to(conn, msg)
     }
 }
 

@@ -203,6 +203,26 @@ impl Registry {
         d
     }
 
+    /// Queues `msg` for connection `id` alone (no role check, no rate limit): for replies the
+    /// bridge produces after [`crate::Bridge::handle`] returned. All zero when `id` is gone.
+    pub(crate) fn send_to(&self, id: ConnId, msg: &[u8]) -> Delivery {
+        let mut d = Delivery::default();
+        if let Some(e) = self.lock().conns.get(&id) {
+            match e.tx.try_send(Arc::from(msg)) {
+                Ok(()) => {
+                    d.queued = 1;
+                    e.counters.async_queued.fetch_add(1, Relaxed);
+                }
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    d.queue_full = 1;
+                    e.counters.queue_full.fetch_add(1, Relaxed);
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+        d
+    }
+
     /// A snapshot of every registered connection, by id.
     pub(crate) fn connections(&self) -> Vec<ConnInfo> {
         let st = self.lock();
@@ -278,6 +298,16 @@ mod tests {
         assert_eq!(&*rx.recv().await.unwrap(), &ps[..]);
         // Room again after the session took one.
         assert_eq!(reg.send_async(AsyncKind::PortStatus, &ps).queued, 1);
+        assert_eq!(
+            reg.send_to(ConnId(1), &ps).queue_full,
+            1,
+            "send_to shares the bound"
+        );
+        assert_eq!(
+            reg.send_to(ConnId(9), &ps),
+            Delivery::default(),
+            "unknown connection"
+        );
         drop(guard);
         assert_eq!(*connected.borrow(), 0);
         assert!(reg.connections().is_empty());
