@@ -238,3 +238,52 @@ async fn start_errors_name_the_target() {
         .unwrap();
     assert!(err.to_string().contains("need TLS files"), "{err}");
 }
+
+#[tokio::test]
+async fn failed_sessions_back_off_exponentially_to_the_cap() {
+    // A "controller" that accepts and hangs up at once: no HELLO, so the backoff never resets.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let _agent = Agent::start(config(&[&format!("tcp:127.0.0.1:{port}")]), bridge())
+        .await
+        .unwrap();
+    let mut times = vec![];
+    for _ in 0..7 {
+        drop(accept(&l).await);
+        times.push(tokio::time::Instant::now());
+    }
+    let gaps: Vec<u128> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_millis())
+        .collect();
+    // Backoff 20, 40, 80, 160, 160, 160 ms (plus the session's own short life).
+    for (gap, want) in gaps.iter().zip([20, 40, 80, 160, 160, 160]) {
+        assert!(*gap >= want - 2 && *gap < want + 500, "gaps {gaps:?}");
+    }
+}
+
+#[tokio::test]
+async fn several_active_controllers_at_once() {
+    let l1 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let l2 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let t1 = format!("tcp:127.0.0.1:{}", l1.local_addr().unwrap().port());
+    let t2 = format!("tcp:127.0.0.1:{}", l2.local_addr().unwrap().port());
+    let agent = Agent::start(config(&[&t1, &t2, "ptcp:0:127.0.0.1"]), bridge())
+        .await
+        .unwrap();
+    let Target::Passive { port, .. } = agent.listening()[0] else {
+        panic!("not passive")
+    };
+    let mut c1 = FakeController::handshake(accept(&l1).await).await;
+    let mut c2 = FakeController::handshake(accept(&l2).await).await;
+    let mut c3 =
+        FakeController::handshake(TcpStream::connect(("127.0.0.1", port)).await.unwrap()).await;
+    wait_for("three controllers", || agent.connections().len() == 3).await;
+    let pin = message(mt::PACKET_IN, 0, b"p");
+    assert_eq!(agent.sender().send(AsyncKind::PacketIn, &pin).queued, 3);
+    for c in [&mut c1, &mut c2, &mut c3] {
+        assert_eq!(c.expect(mt::PACKET_IN).await, pin);
+    }
+    let id = agent.connections()[2].id;
+    assert_eq!(agent.sender().send_to(id, &pin).queued, 1);
+}
