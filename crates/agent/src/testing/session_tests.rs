@@ -245,3 +245,45 @@ async fn queued_async_messages_are_written() {
     assert_eq!(d.queued, 1);
     assert_eq!(c.expect(mt::PACKET_IN).await, pin);
 }
+
+mod robustness {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Any bytes after (or instead of) the HELLO end the session cleanly, never a panic.
+        #[test]
+        fn any_bytes_never_panic(
+            hello_first in any::<bool>(),
+            msgs in prop::collection::vec(
+                (0u8..8, 0u8..32, 0u16..64, prop::collection::vec(any::<u8>(), 0..48)),
+                0..12,
+            ),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let (rig, theirs) = start();
+                let mut c = if hello_first {
+                    FakeController::handshake(theirs).await
+                } else {
+                    FakeController::new(theirs)
+                };
+                for (version, ty, len, body) in &msgs {
+                    let mut m = vec![];
+                    Header { version: *version, msg_type: *ty, length: *len, xid: 1 }.write(&mut m);
+                    m.extend_from_slice(body);
+                    c.send(&m).await;
+                }
+                drop(c);
+                // Ends by itself: peer closed, bad length, hello failure or a timeout.
+                rig.session.await.unwrap();
+                assert!(rig.registry.connections().is_empty());
+            });
+        }
+    }
+}
