@@ -59,11 +59,7 @@ impl Agent {
     ) -> Result<Agent, TransportError> {
         let (registry, connected) = Registry::new(bridge, config.packet_in_limit, config.queue_len);
         let config = Arc::new(config);
-        let mut listeners = Vec::new();
-        for target in config.targets.iter().filter(|t| t.is_passive()) {
-            listeners.push(Listener::bind(target, config.tls.as_ref()).await?);
-        }
-        // Active TLS targets fail at connect time without a TLS set-up; say so now instead.
+        // A TLS target without a TLS set-up could never work: say so before starting anything.
         if let Some(t) = config
             .targets
             .iter()
@@ -74,6 +70,10 @@ impl Agent {
                 problem: "no TLS set-up".into(),
                 fix: "ssl: and pssl: targets need TLS files (CA certificate, certificate, key)",
             });
+        }
+        let mut listeners = Vec::new();
+        for target in config.targets.iter().filter(|t| t.is_passive()) {
+            listeners.push(Listener::bind(target, config.tls.as_ref()).await?);
         }
         let listening = listeners.iter().map(Listener::local_target).collect();
         let mut tasks = Vec::new();

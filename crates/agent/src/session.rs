@@ -164,8 +164,11 @@ impl Session<'_> {
                         Ok(_) => {}
                         Err(e) => return SessionEnd::Io(e),
                     }
-                    probing = false;
-                    timer.as_mut().reset(Instant::now() + probe);
+                    // Before the HELLO the wait is absolute: trickling bytes buys no time.
+                    if self.registration.is_some() {
+                        probing = false;
+                        timer.as_mut().reset(Instant::now() + probe);
+                    }
                     let next = self.take_messages(&mut framer);
                     if let Err(end) = self.flush(stream, probe).await {
                         return end;

@@ -156,6 +156,23 @@ async fn silent_peer_times_out_before_hello() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn trickling_bytes_do_not_extend_the_hello_wait() {
+    let (rig, theirs) = start();
+    let mut c = FakeController::new(theirs);
+    let t0 = Instant::now();
+    let mut hello = vec![];
+    wire::hello(&mut hello, 1);
+    // One byte a second for 4 s: a wait reset by reads would end at 8 s, not 5.
+    for b in &hello[..4] {
+        c.send(&[*b]).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let out = rig.session.await.unwrap();
+    assert!(matches!(out.end, SessionEnd::HelloTimeout), "{:?}", out.end);
+    assert_eq!(t0.elapsed(), PROBE);
+}
+
+#[tokio::test(start_paused = true)]
 async fn inactivity_probe_then_disconnect() {
     let (rig, mut c) = ready().await;
     c.auto_echo = false;
