@@ -27,8 +27,8 @@ pub mod tls;
 pub mod transport;
 pub mod wire;
 
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod testing;
 
 pub use agent::{Agent, AsyncSender};
 pub use bridge::{AsyncKind, Bridge};

@@ -1,4 +1,7 @@
-//! Test doubles: a bridge that records what it is given and an in-test fake controller.
+//! Test doubles (feature `test-utils`): a bridge that records what it is given and a fake
+//! controller that speaks just enough OpenFlow, for this crate's tests and for crates that
+//! test against the agent. Helpers panic with a message on anything unexpected: they are for
+//! tests only.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,13 +14,18 @@ use crate::role::Role;
 use crate::wire::{self, msg_type as mt, Header};
 use crate::{Bridge, ConnId};
 
+#[cfg(test)]
 mod agent_tests;
+#[cfg(test)]
 mod idle_cpu;
+#[cfg(test)]
 mod session_tests;
+#[cfg(test)]
 mod tls_tests;
 
-/// OFPT_FEATURES_REQUEST / REPLY, which the fake bridge answers.
+/// OFPT_FEATURES_REQUEST, which the fake bridge answers.
 pub const FEATURES_REQUEST: u8 = 5;
+/// OFPT_FEATURES_REPLY, the fake bridge's header-only answer.
 pub const FEATURES_REPLY: u8 = 6;
 
 /// Bound on every wait in these tests.
@@ -26,9 +34,13 @@ pub const WAIT: Duration = Duration::from_secs(10);
 /// Records everything; answers FEATURES_REQUEST with a header-only FEATURES_REPLY.
 #[derive(Default)]
 pub struct FakeBridge {
+    /// Every message given to `handle`, with its connection and role.
     pub messages: Mutex<Vec<(ConnId, Role, Vec<u8>)>>,
+    /// Every connectivity event.
     pub events: Mutex<Vec<Connectivity>>,
+    /// Connections that finished their HELLO.
     pub connects: Mutex<Vec<ConnId>>,
+    /// Connections that ended.
     pub disconnects: Mutex<Vec<ConnId>>,
 }
 
@@ -120,6 +132,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> FakeController<S> {
         c
     }
 
+    /// Writes `bytes` (panics if the connection is gone).
     pub async fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).await.unwrap();
         self.stream.flush().await.unwrap();
