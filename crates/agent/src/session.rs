@@ -164,12 +164,13 @@ impl Session<'_> {
                         Ok(_) => {}
                         Err(e) => return SessionEnd::Io(e),
                     }
+                    let next = self.take_messages(&mut framer);
                     // Before the HELLO the wait is absolute: trickling bytes buys no time.
+                    // After it (from the read that completed it on), any byte is activity.
                     if self.registration.is_some() {
                         probing = false;
                         timer.as_mut().reset(Instant::now() + probe);
                     }
-                    let next = self.take_messages(&mut framer);
                     if let Err(end) = self.flush(stream, probe).await {
                         return end;
                     }
