@@ -1,0 +1,367 @@
+//! The OpenFlow session on one controller connection.
+//!
+//! ```text
+//!  send HELLO ─► await HELLO ──(1.3 common)──► ready ──► messages ◄─► bridge
+//!                   │ other / incompatible         │ idle probe_interval: ECHO_REQUEST
+//!                   └─► ERROR HELLO_FAILED, close   └ idle again: close
+//! ```
+//!
+//! Once ready: ECHO_REQUEST is answered here, ROLE_REQUEST goes to the bridge's role table,
+//! a message of another version gets OFPBRC_BAD_VERSION (the session lives on), a
+//! state-changing message from a slave gets OFPBRC_IS_SLAVE, and everything else goes to
+//! [`crate::Bridge::handle`]. A length below 8 cannot be framed: OFPBRC_BAD_LEN, then close.
+//! Replies to one read are written together; asynchronous messages queued by the registry
+//! are written as they come. A write that stalls longer than the probe interval ends the
+//! session, so a controller that stops reading cannot hold a task forever.
+
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Instant};
+
+use crate::framing::Framer;
+use crate::registry::{Registration, Registry};
+use crate::role::Role;
+use crate::target::Target;
+use crate::wire::{self, error_code as ec, msg_type as mt, Header, HelloOffer, RoleMessage};
+use crate::ConnId;
+
+/// Why a session ended.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionEnd {
+    /// The controller closed the connection.
+    #[error("the controller closed the connection")]
+    PeerClosed,
+    /// Reading or writing failed.
+    #[error("connection error: {0}")]
+    Io(#[from] io::Error),
+    /// No HELLO within the probe interval.
+    #[error("no HELLO from the controller within the probe interval")]
+    HelloTimeout,
+    /// The controller's first message was not a usable HELLO.
+    #[error("version negotiation failed: {0}")]
+    HelloFailed(String),
+    /// A header declared a length below 8.
+    #[error("message length {0} is below the 8-byte header; the stream cannot be framed")]
+    BadLength(u16),
+    /// Nothing came back to an inactivity probe.
+    #[error("no reply to the echo probe within the probe interval")]
+    ProbeTimeout,
+    /// The controller did not take our bytes within the probe interval.
+    #[error("the controller stopped reading (write stalled for the probe interval)")]
+    WriteStalled,
+}
+
+/// How a session went.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The connection's id.
+    pub id: ConnId,
+    /// Whether the HELLO exchange completed (resets the reconnection backoff).
+    pub negotiated: bool,
+    /// Why it ended.
+    pub end: SessionEnd,
+}
+
+/// Messages a slave may not send (OpenFlow 1.3 §6.3.6).
+fn changes_state(msg_type: u8) -> bool {
+    matches!(
+        msg_type,
+        mt::PACKET_OUT
+            | mt::FLOW_MOD
+            | mt::GROUP_MOD
+            | mt::PORT_MOD
+            | mt::TABLE_MOD
+            | mt::METER_MOD
+    )
+}
+
+/// What to do after a message.
+enum Next {
+    Continue,
+    Close(SessionEnd),
+}
+
+struct Session<'a> {
+    registry: &'a Arc<Registry>,
+    id: ConnId,
+    target: &'a Target,
+    peer: &'a str,
+    registration: Option<Registration>,
+    queue: Option<mpsc::Receiver<Arc<[u8]>>>,
+    out: Vec<u8>,
+    next_xid: u32,
+}
+
+/// Runs the session on `stream` until it ends.
+pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+    registry: &Arc<Registry>,
+    mut stream: S,
+    target: &Target,
+    peer: &str,
+    probe_interval: Duration,
+) -> Outcome {
+    let mut s = Session {
+        registry,
+        id: registry.next_id(),
+        target,
+        peer,
+        registration: None,
+        queue: None,
+        out: Vec::with_capacity(1024),
+        next_xid: 1,
+    };
+    let end = s.drive(&mut stream, probe_interval).await;
+    // Closing politely is best effort: the peer may be gone already.
+    let _ = tokio::time::timeout(probe_interval, stream.shutdown()).await;
+    Outcome {
+        id: s.id,
+        negotiated: s.registration.is_some(),
+        end,
+    }
+}
+
+/// Waits on the queue when there is one.
+async fn recv(queue: &mut Option<mpsc::Receiver<Arc<[u8]>>>) -> Option<Arc<[u8]>> {
+    match queue {
+        Some(q) => q.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Most queued asynchronous messages gathered into one write.
+const ASYNC_BATCH: usize = 64;
+
+impl Session<'_> {
+    fn xid(&mut self) -> u32 {
+        self.next_xid = self.next_xid.wrapping_add(1);
+        self.next_xid
+    }
+
+    async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        stream: &mut S,
+        probe: Duration,
+    ) -> SessionEnd {
+        let xid = self.xid();
+        wire::hello(&mut self.out, xid);
+        if let Err(end) = self.flush(stream, probe).await {
+            return end;
+        }
+        let mut framer = Framer::new();
+        let timer = sleep_until(Instant::now() + probe);
+        tokio::pin!(timer);
+        let mut probing = false;
+        loop {
+            tokio::select! {
+                read = stream.read_buf(framer.read_buffer()) => {
+                    match read {
+                        Ok(0) => return SessionEnd::PeerClosed,
+                        Ok(_) => {}
+                        Err(e) => return SessionEnd::Io(e),
+                    }
+                    let next = self.take_messages(&mut framer);
+                    // Before the HELLO the wait is absolute: trickling bytes buys no time.
+                    // After it (from the read that completed it on), any byte is activity.
+                    if self.registration.is_some() {
+                        probing = false;
+                        timer.as_mut().reset(Instant::now() + probe);
+                    }
+                    if let Err(end) = self.flush(stream, probe).await {
+                        return end;
+                    }
+                    if let Next::Close(end) = next {
+                        return end;
+                    }
+                }
+                Some(msg) = recv(&mut self.queue) => {
+                    self.out.extend_from_slice(&msg);
+                    if let Some(q) = &mut self.queue {
+                        for _ in 1..ASYNC_BATCH {
+                            let Ok(msg) = q.try_recv() else { break };
+                            self.out.extend_from_slice(&msg);
+                        }
+                    }
+                    if let Err(end) = self.flush(stream, probe).await {
+                        return end;
+                    }
+                }
+                () = &mut timer => {
+                    if self.registration.is_none() {
+                        return SessionEnd::HelloTimeout;
+                    }
+                    if probing {
+                        return SessionEnd::ProbeTimeout;
+                    }
+                    probing = true;
+                    if let Some(r) = &self.registration {
+                        r.counters.probes.fetch_add(1, Relaxed);
+                    }
+                    let xid = self.xid();
+                    wire::echo_request(&mut self.out, xid);
+                    if let Err(end) = self.flush(stream, probe).await {
+                        return end;
+                    }
+                    timer.as_mut().reset(Instant::now() + probe);
+                }
+            }
+        }
+    }
+
+    async fn flush<S: AsyncWrite + Unpin>(
+        &mut self,
+        stream: &mut S,
+        limit: Duration,
+    ) -> Result<(), SessionEnd> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let out = &self.out;
+        let written = tokio::time::timeout(limit, async {
+            stream.write_all(out).await?;
+            stream.flush().await
+        })
+        .await;
+        self.out.clear();
+        match written {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(SessionEnd::Io(e)),
+            Err(_) => Err(SessionEnd::WriteStalled),
+        }
+    }
+
+    /// Handles every whole message in `framer`.
+    fn take_messages(&mut self, framer: &mut Framer) -> Next {
+        loop {
+            match framer.next_message() {
+                Ok(Some(msg)) => {
+                    if let Next::Close(end) = self.on_message(msg) {
+                        return Next::Close(end);
+                    }
+                }
+                Ok(None) => return Next::Continue,
+                Err(bad) => {
+                    wire::error_for(
+                        &mut self.out,
+                        &bad.header,
+                        ec::BAD_REQUEST,
+                        ec::BAD_REQUEST_BAD_LEN,
+                    );
+                    return Next::Close(SessionEnd::BadLength(bad.declared));
+                }
+            }
+        }
+    }
+
+    fn on_message(&mut self, msg: &[u8]) -> Next {
+        // The framer hands out only messages of at least 8 bytes.
+        let Some(h) = Header::parse(msg) else {
+            return Next::Continue;
+        };
+        let Some(registration) = &self.registration else {
+            return self.on_hello(h, msg);
+        };
+        registration.counters.rx_messages.fetch_add(1, Relaxed);
+        if h.version != wire::OFP_VERSION {
+            wire::error_for(
+                &mut self.out,
+                msg,
+                ec::BAD_REQUEST,
+                ec::BAD_REQUEST_BAD_VERSION,
+            );
+            return Next::Continue;
+        }
+        match h.msg_type {
+            mt::HELLO | mt::ECHO_REPLY => {}
+            mt::ECHO_REQUEST => wire::echo_reply(&mut self.out, msg),
+            mt::ROLE_REQUEST => self.on_role_request(h, msg),
+            ty => {
+                let role = self.registry.role(self.id);
+                if role == Role::Slave && changes_state(ty) {
+                    wire::error_for(
+                        &mut self.out,
+                        msg,
+                        ec::BAD_REQUEST,
+                        ec::BAD_REQUEST_IS_SLAVE,
+                    );
+                } else {
+                    self.registry
+                        .bridge
+                        .handle(self.id, role, msg, &mut self.out);
+                }
+            }
+        }
+        Next::Continue
+    }
+
+    fn on_hello(&mut self, h: Header, msg: &[u8]) -> Next {
+        let (code, why) = match HelloOffer::parse(msg) {
+            None => (ec::HELLO_FAILED_EPERM, format!("first message has type {}, not HELLO", h.msg_type)),
+            Some(offer) if !offer.accepts_1_3() => (
+                ec::HELLO_FAILED_INCOMPATIBLE,
+                format!(
+                    "the controller offers version 0x{:02x} (bitmap {:?}); Hayate speaks only OpenFlow 1.3 (0x04)",
+                    offer.header_version, offer.bitmap
+                ),
+            ),
+            Some(_) => {
+                let (registration, queue) = self.registry.register(self.id, self.target, self.peer);
+                self.registration = Some(registration);
+                self.queue = Some(queue);
+                tracing::info!(
+                    dpid = format_args!("{:016x}", self.registry.bridge.datapath_id()),
+                    conn = self.id.0,
+                    target = %self.target,
+                    peer = self.peer,
+                    "controller connected (OpenFlow 1.3)"
+                );
+                return Next::Continue;
+            }
+        };
+        // Answer in a version the peer can read: its own when lower than ours.
+        let version = h.version.min(wire::OFP_VERSION);
+        wire::error(
+            &mut self.out,
+            version,
+            h.xid,
+            ec::HELLO_FAILED,
+            code,
+            why.as_bytes(),
+        );
+        Next::Close(SessionEnd::HelloFailed(why))
+    }
+
+    fn on_role_request(&mut self, h: Header, msg: &[u8]) {
+        let Some(req) = RoleMessage::parse(msg) else {
+            wire::error_for(&mut self.out, msg, ec::BAD_REQUEST, ec::BAD_REQUEST_BAD_LEN);
+            return;
+        };
+        match self
+            .registry
+            .role_request(self.id, req.role, req.generation_id)
+        {
+            Ok(reply) => {
+                if let Some(old) = reply.demoted {
+                    tracing::info!(
+                        conn = old.0,
+                        new_master = self.id.0,
+                        "master demoted to slave"
+                    );
+                }
+                let m = RoleMessage {
+                    role: reply.role.to_wire(),
+                    generation_id: reply.generation_id,
+                };
+                m.write(&mut self.out, mt::ROLE_REPLY, h.xid);
+            }
+            Err(e) => {
+                tracing::debug!(conn = self.id.0, "role request refused: {e}");
+                wire::error_for(&mut self.out, msg, ec::ROLE_REQUEST_FAILED, e.wire_code());
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Test doubles (feature `test-utils`): a bridge that records what it is given and a fake
+//! controller that speaks just enough OpenFlow, for this crate's tests and for crates that
+//! test against the agent. Helpers panic with a message on anything unexpected: they are for
+//! tests only.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::connectivity::Connectivity;
+use crate::framing::Framer;
+use crate::role::Role;
+use crate::wire::{self, msg_type as mt, Header};
+use crate::{Bridge, ConnId};
+
+#[cfg(test)]
+mod agent_tests;
+#[cfg(test)]
+mod idle_cpu;
+#[cfg(test)]
+mod session_tests;
+#[cfg(test)]
+mod tls_tests;
+
+/// OFPT_FEATURES_REQUEST, which the fake bridge answers.
+pub const FEATURES_REQUEST: u8 = 5;
+/// OFPT_FEATURES_REPLY, the fake bridge's header-only answer.
+pub const FEATURES_REPLY: u8 = 6;
+
+/// Bound on every wait in these tests.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Records everything; answers FEATURES_REQUEST with a header-only FEATURES_REPLY.
+#[derive(Default)]
+pub struct FakeBridge {
+    /// Every message given to `handle`, with its connection and role.
+    pub messages: Mutex<Vec<(ConnId, Role, Vec<u8>)>>,
+    /// Every connectivity event.
+    pub events: Mutex<Vec<Connectivity>>,
+    /// Connections that finished their HELLO.
+    pub connects: Mutex<Vec<ConnId>>,
+    /// Connections that ended.
+    pub disconnects: Mutex<Vec<ConnId>>,
+}
+
+impl Bridge for FakeBridge {
+    fn datapath_id(&self) -> u64 {
+        0x00aa_bbcc_ddee_ff00
+    }
+
+    fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>) {
+        self.messages
+            .lock()
+            .unwrap()
+            .push((conn, role, msg.to_vec()));
+        let h = Header::parse(msg).unwrap();
+        if h.msg_type == FEATURES_REQUEST {
+            Header {
+                version: 4,
+                msg_type: FEATURES_REPLY,
+                length: 8,
+                xid: h.xid,
+            }
+            .write(replies);
+        }
+    }
+
+    fn on_connectivity(&self, event: Connectivity) {
+        self.events.lock().unwrap().push(event);
+    }
+
+    fn on_connect(&self, conn: ConnId) {
+        self.connects.lock().unwrap().push(conn);
+    }
+
+    fn on_disconnect(&self, conn: ConnId) {
+        self.disconnects.lock().unwrap().push(conn);
+    }
+}
+
+/// A message of `msg_type` with `body`, version 1.3.
+pub fn message(msg_type: u8, xid: u32, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![];
+    let length = (8 + body.len()) as u16;
+    Header {
+        version: 4,
+        msg_type,
+        length,
+        xid,
+    }
+    .write(&mut m);
+    m.extend_from_slice(body);
+    m
+}
+
+/// The (type, code) of an ERROR message.
+pub fn error_of(msg: &[u8]) -> (u16, u16) {
+    assert_eq!(msg[1], mt::ERROR, "not an ERROR: {msg:02x?}");
+    (
+        u16::from_be_bytes([msg[8], msg[9]]),
+        u16::from_be_bytes([msg[10], msg[11]]),
+    )
+}
+
+/// The controller side of a connection, speaking just enough OpenFlow for the tests.
+pub struct FakeController<S> {
+    stream: S,
+    framer: Framer,
+    /// Whether to answer ECHO_REQUESTs by itself (and hide them from `recv`).
+    pub auto_echo: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> FakeController<S> {
+    /// Wraps a stream without saying anything yet.
+    pub fn new(stream: S) -> Self {
+        FakeController {
+            stream,
+            framer: Framer::new(),
+            auto_echo: true,
+        }
+    }
+
+    /// Sends HELLO (1.3) and waits for the switch's HELLO.
+    pub async fn handshake(stream: S) -> Self {
+        let mut c = FakeController::new(stream);
+        let mut hello = vec![];
+        wire::hello(&mut hello, 1);
+        c.send(&hello).await;
+        let m = c.recv().await.expect("switch closed before its HELLO");
+        assert_eq!(m[1], mt::HELLO, "first message from the switch: {m:02x?}");
+        c
+    }
+
+    /// Writes `bytes` (panics if the connection is gone).
+    pub async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+        self.stream.flush().await.unwrap();
+    }
+
+    /// The next message, `None` when the switch closed or broke the connection.
+    pub async fn recv(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if let Some(m) = self.framer.next_message().unwrap() {
+                let m = m.to_vec();
+                if self.auto_echo && m[1] == mt::ECHO_REQUEST {
+                    let mut reply = vec![];
+                    wire::echo_reply(&mut reply, &m);
+                    self.send(&reply).await;
+                    continue;
+                }
+                return Some(m);
+            }
+            match self.stream.read_buf(self.framer.read_buffer()).await {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// The next message within [`WAIT`], which must have type `msg_type`.
+    pub async fn expect(&mut self, msg_type: u8) -> Vec<u8> {
+        let m = tokio::time::timeout(WAIT, self.recv())
+            .await
+            .expect("timed out waiting for a message")
+            .expect("connection closed");
+        assert_eq!(m[1], msg_type, "unexpected message {m:02x?}");
+        m
+    }
+
+    /// Waits within [`WAIT`] for the switch to close the connection (answering echoes).
+    pub async fn expect_closed(&mut self) {
+        let end = tokio::time::timeout(WAIT, async {
+            while let Some(m) = self.recv().await {
+                assert!(m[1] != mt::ERROR || self.auto_echo, "unexpected {m:02x?}");
+            }
+        });
+        end.await.expect("the switch did not close the connection");
+    }
+}
+
+/// Polls `cond` every 5 ms until it holds, at most [`WAIT`].
+pub async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = tokio::time::Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < WAIT, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A fresh bridge shared with the agent.
+pub fn bridge() -> Arc<FakeBridge> {
+    Arc::new(FakeBridge::default())
+}
