@@ -21,6 +21,7 @@ pub mod pcap;
 pub mod ring;
 pub mod spec;
 pub mod template;
+pub mod vnet;
 
 pub use spec::open;
 
