@@ -161,7 +161,12 @@ impl VlanTag {
 /// Length of `frame` once `vlan` (if any) is put back.
 #[inline]
 pub fn copied_len(frame: &[u8], vlan: Option<VlanTag>) -> usize {
-    frame.len() + if vlan.is_some() && frame.len() >= 12 { 4 } else { 0 }
+    frame.len()
+        + if vlan.is_some() && frame.len() >= 12 {
+            4
+        } else {
+            0
+        }
 }
 
 /// Copies `frame` into `out`, putting `vlan` back after the MAC addresses; returns the length
@@ -201,6 +206,9 @@ pub fn complete_csum(frame: &mut [u8], start: usize, offset: usize) -> Result<()
 
 /// What a received frame needs, in the coordinates of the copied frame (VLAN tag back in).
 #[derive(Debug, Clone)]
+// The segmenter is big (it holds the headers) but lives on the stack for one frame; boxing it
+// would allocate per packet.
+#[allow(clippy::large_enum_variant)]
 pub enum Offload {
     /// Nothing: copy it.
     None,
@@ -323,8 +331,7 @@ impl TcpSegmenter {
                 // Extension headers: trust the checksum start, which points at TCP.
                 let l4 = if frame.get(l3 + 6) == Some(&6) {
                     l3 + 40
-                } else if hdr.flags & F_NEEDS_CSUM != 0 && usize::from(hdr.csum_start) > l3 + 40
-                {
+                } else if hdr.flags & F_NEEDS_CSUM != 0 && usize::from(hdr.csum_start) > l3 + 40 {
                     usize::from(hdr.csum_start)
                 } else {
                     return Err(bad("IPv6 next header is not TCP"));
@@ -424,12 +431,7 @@ impl TcpSegmenter {
         out[l4 + 12..l4 + 14].copy_from_slice(&word.to_be_bytes());
         out[l4 + 16..l4 + 18].fill(0);
         let pseudo = if self.v4 {
-            checksum::pseudo_v4(
-                be32(out, l3 + 12),
-                be32(out, l3 + 16),
-                6,
-                l4_len as u16,
-            )
+            checksum::pseudo_v4(be32(out, l3 + 12), be32(out, l3 + 16), 6, l4_len as u16)
         } else {
             checksum::pseudo_v6(be128(out, l3 + 8), be128(out, l3 + 24), 6, l4_len as u32)
         };

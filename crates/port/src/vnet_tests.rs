@@ -220,7 +220,10 @@ fn checksum_completion_matches_a_full_checksum() {
         assert_eq!(&out[..12], &good[..12]);
         assert_eq!(&out[12..16], &[0x81, 0, 0, 20]);
         let c = u16::from_be_bytes([out[l4 + 4 + 6], out[l4 + 4 + 7]]);
-        assert!(c == full || (c == 0xffff && full == 0), "{c:#x} vs {full:#x}");
+        assert!(
+            c == full || (c == 0xffff && full == 0),
+            "{c:#x} vs {full:#x}"
+        );
         assert_eq!(&out[16..], &good[12..]);
         batch.free_into(&mut cache);
     }
