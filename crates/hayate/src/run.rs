@@ -33,6 +33,10 @@ pub struct RunArgs {
     /// Frames in the packet buffer pool.
     #[arg(long, default_value_t = 65536)]
     pub pool_frames: u32,
+    /// At exit, write every port's final counters to this file as JSON:
+    /// `[{"bridge", "ofport", "name", "rx_packets", "rx_bytes", ...}]`.
+    #[arg(long)]
+    pub stats_json: Option<PathBuf>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -134,7 +138,35 @@ pub fn run(args: RunArgs) -> Result<()> {
         handle.stop();
     }
     print_stats(&running);
+    if let Some(path) = &args.stats_json {
+        write_stats_json(path, &running)?;
+    }
     Ok(())
+}
+
+fn write_stats_json(path: &Path, running: &[(Switch, datapath::Running)]) -> Result<()> {
+    let mut rows = Vec::new();
+    for (sw, _) in running {
+        for p in &sw.ports {
+            let s = p.port.stats();
+            rows.push(serde_json::json!({
+                "bridge": sw.name,
+                "ofport": p.ofport,
+                "name": p.name,
+                "rx_packets": s.rx_packets,
+                "rx_bytes": s.rx_bytes,
+                "rx_dropped": s.rx_dropped,
+                "rx_errors": s.rx_errors,
+                "tx_packets": s.tx_packets,
+                "tx_bytes": s.tx_bytes,
+                "tx_dropped": s.tx_dropped,
+                "tx_errors": s.tx_errors,
+            }));
+        }
+    }
+    let text = serde_json::to_string_pretty(&rows)?;
+    std::fs::write(path, text)
+        .map_err(|e| anyhow!("--stats-json {}: cannot write: {e}", path.display()))
 }
 
 fn print_stats(running: &[(Switch, datapath::Running)]) {
