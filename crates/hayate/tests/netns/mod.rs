@@ -6,6 +6,9 @@
 //! it), and every Hayate child is killed when its [`Hayate`] is dropped — also when the test
 //! panics. Every wait is bounded. Tests need root and `ip`, `ping`, `iperf3`; without them
 //! they print a loud SKIPPED line (CI runs them as root after scripts/setup.sh).
+//!
+//! `HAYATE_BIN=target/release/hayate cargo test -p hayate --test netns_iperf -- --nocapture`
+//! runs the suite against another build of the binary (throughput figures need a release one).
 
 #![allow(dead_code)] // Each test binary uses a part of the harness.
 
@@ -16,7 +19,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const HAYATE: &str = env!("CARGO_BIN_EXE_hayate");
+/// The binary under test: `HAYATE_BIN` when set (e.g. a release build, for throughput
+/// figures), else the one cargo built for the tests.
+fn hayate_bin() -> String {
+    std::env::var("HAYATE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hayate").to_string())
+}
 
 /// How a host is joined to the switch. A new backend joins the suite by adding a variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,6 +352,8 @@ pub struct PortCounters {
     pub rx_packets: u64,
     /// Bytes received.
     pub rx_bytes: u64,
+    /// Frames lost on receive because the switch did not keep up (e.g. ring full).
+    pub rx_dropped: u64,
     /// Frames the port dropped on receive (malformed or refused offload).
     pub rx_errors: u64,
     /// Packets sent by the switch on this port.
@@ -394,6 +403,7 @@ impl Hayate {
                     PortCounters {
                         rx_packets: n("rx_packets"),
                         rx_bytes: n("rx_bytes"),
+                        rx_dropped: n("rx_dropped"),
                         rx_errors: n("rx_errors"),
                         tx_packets: n("tx_packets"),
                         tx_bytes: n("tx_bytes"),

@@ -16,7 +16,8 @@
 //!   `vnet_hdr=off`, turn those offloads off on the host (`ethtool -K IF tso off gso off tx
 //!   off`), or frames longer than a pool frame are dropped and checksums arrive unfinished.
 //!
-//! Frames longer than a pool frame (`FRAME_SIZE - HEADROOM` = 1920 bytes) that are not TCP
+//! `rx_dropped` counts frames the kernel dropped because the ring was full (the switch did not
+//! keep up). Frames longer than a pool frame (`FRAME_SIZE - HEADROOM` = 1920 bytes) that are not TCP
 //! super-packets are dropped and counted as `rx_errors`; keep the interface's MTU at 1500.
 //!
 //! Needs CAP_NET_RAW (root). Every open error names the interface and the fix.
@@ -25,7 +26,8 @@ mod rx;
 mod socket;
 mod tx;
 
-use std::sync::atomic::AtomicUsize;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use packet::{Pool, FRAME_SIZE, HEADROOM};
@@ -110,6 +112,7 @@ impl AfPacketPort {
                 ring,
                 next_block: AtomicUsize::new(0),
                 counters: QueueCounters::default(),
+                ring_drops: AtomicU64::new(0),
             }));
             tx.push(Arc::new(TxSocket {
                 fd: socket::open_tx_socket(name, ifindex, cfg.vnet_hdr)?,
@@ -185,9 +188,11 @@ impl Port for AfPacketPort {
         let mut s = PortStats::default();
         for r in &self.rx {
             let (p, b, d, e) = r.counters.read();
+            let kernel = socket::ring_drops(r.fd.as_raw_fd());
+            let ring = r.ring_drops.fetch_add(kernel, Ordering::Relaxed) + kernel;
             s.rx_packets += p;
             s.rx_bytes += b;
-            s.rx_dropped += d;
+            s.rx_dropped += d + ring;
             s.rx_errors += e;
         }
         for t in &self.tx {

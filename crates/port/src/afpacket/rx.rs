@@ -13,7 +13,7 @@
 //! a `Release` store, so the copies out of it are done before the kernel may refill it.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use packet::{Batch, PoolCache};
@@ -30,6 +30,9 @@ pub(super) struct RxSocket {
     /// The block the next reader starts at (kept across re-opens of the queue).
     pub next_block: AtomicUsize,
     pub counters: QueueCounters,
+    /// Frames the kernel dropped because the ring was full, summed over reads of
+    /// `PACKET_STATISTICS` (which resets the kernel's count).
+    pub ring_drops: AtomicU64,
 }
 
 /// Where the reader is inside the current block.

@@ -11,6 +11,7 @@ use crate::PortError;
 pub(super) const SOL_PACKET: libc::c_int = 263;
 const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
 const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_STATISTICS: libc::c_int = 6;
 const PACKET_VERSION: libc::c_int = 10;
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_FANOUT: libc::c_int = 18;
@@ -336,6 +337,29 @@ pub(super) fn open_tx_socket(
     // Protocol 0: this socket never receives.
     bind(port, fd, ifindex, 0)?;
     Ok(sock)
+}
+
+/// Frames the kernel dropped since the last call because the ring was full
+/// (`PACKET_STATISTICS`, which resets on read). Control path.
+pub(super) fn ring_drops(fd: RawFd) -> u64 {
+    // struct tpacket_stats_v3 { tp_packets, tp_drops, tp_freeze_q_cnt }
+    let mut st = [0u32; 3];
+    let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+    // SAFETY: st is a buffer of len bytes the kernel fills.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            SOL_PACKET,
+            PACKET_STATISTICS,
+            st.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if r == 0 {
+        u64::from(st[1])
+    } else {
+        0
+    }
 }
 
 /// A fanout group id unlikely to collide with another port's in the same namespace.
