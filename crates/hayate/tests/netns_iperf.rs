@@ -142,5 +142,12 @@ fn iperf3_tcp_and_udp_with_host_offloads_on() {
             "{kind:?}: b got what the switch sent"
         );
         assert!(pa.rx_bytes >= tcp_bytes, "{kind:?}: TCP bytes");
+        // The host handed over TCP super-packets (offloads on) and the switch cut them up.
+        assert!(
+            hosts[0].1 < pa.rx_packets,
+            "{kind:?}: host a sent {} frames, the switch received {}: no super-packets?",
+            hosts[0].1,
+            pa.rx_packets
+        );
     }
 }

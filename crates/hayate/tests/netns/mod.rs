@@ -281,8 +281,10 @@ impl Net {
     }
 
     /// Starts Hayate in `switch_ns` on `ports` (specs, numbered from 1) with `flows` (none:
-    /// standalone L2 learning) on `core`; waits (≤ 10 s) until it runs.
+    /// standalone L2 learning) on `core` (the last core if there are fewer); waits (≤ 10 s) until it runs.
     pub fn hayate(&self, switch_ns: &str, ports: &[String], flows: &[&str], core: usize) -> Hayate {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let core = core.min(cores - 1);
         let tag = format!("{switch_ns}-{core}");
         let cfg = self.dir.path().join(format!("{tag}.toml"));
         let stats = self.dir.path().join(format!("{tag}.json"));

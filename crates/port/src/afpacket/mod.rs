@@ -2,7 +2,7 @@
 //!
 //! Spec: `afpacket:IFNAME[,queues=N][,vnet_hdr=on|off]`.
 //!
-//! - Receive ([`rx`](self)): one socket per queue, each with a memory-mapped TPACKET_V3 ring
+//! - Receive (`rx.rs`): one socket per queue, each with a memory-mapped TPACKET_V3 ring
 //!   (64 blocks of 128 KiB, blocks handed over after at most 1 ms), joined in a
 //!   `PACKET_FANOUT_HASH` group when there are several queues so each flow stays on one
 //!   queue. The interface is made promiscuous (`PACKET_ADD_MEMBERSHIP`), and frames the host

@@ -62,8 +62,13 @@ impl Drop for Veth {
 }
 
 fn port(ifname: &str, queues: u16, pool: &Pool) -> AfPacketPort {
+    port_with(ifname, queues, true, pool)
+}
+
+fn port_with(ifname: &str, queues: u16, vnet_hdr: bool, pool: &Pool) -> AfPacketPort {
     let cfg = AfPacketConfig {
         queues,
+        vnet_hdr,
         ..AfPacketConfig::new(ifname)
     };
     AfPacketPort::new(&format!("afpacket:{ifname}"), cfg, pool).unwrap()
@@ -121,23 +126,29 @@ fn frames_cross_a_veth_in_order_and_are_counted() {
     if !root_or_skip("frames_cross_a_veth_in_order_and_are_counted") {
         return;
     }
-    let v = Veth::new("x");
-    let pool = Pool::with_frames(1024);
-    let a = port(&v.a, 1, &pool);
-    let b = port(&v.b, 1, &pool);
-    let mut rx = vec![b.open_rx(0).unwrap()];
-    let mut tx = a.open_tx(0).unwrap();
-    let frames: Vec<Vec<u8>> = (0..100)
-        .map(|i| frame(i, 60 + usize::from(i) * 9))
-        .collect();
-    send(tx.as_mut(), &frames, &pool);
-    let got = receive(&mut rx, 100, &pool);
-    let got: Vec<Vec<u8>> = got.into_iter().map(|(_, f)| f).collect();
-    assert_eq!(got, frames);
-    let bytes: u64 = frames.iter().map(|f| f.len() as u64).sum();
-    let (sa, sb) = (a.stats(), b.stats());
-    assert_eq!((sa.tx_packets, sa.tx_bytes), (100, bytes));
-    assert_eq!((sb.rx_packets, sb.rx_bytes, sb.rx_errors), (100, bytes, 0));
+    // Both ends with and without virtio-net headers, and mixed.
+    for (va, vb) in [(true, true), (false, false), (true, false), (false, true)] {
+        let v = Veth::new("x");
+        let pool = Pool::with_frames(1024);
+        let a = port_with(&v.a, 1, va, &pool);
+        let b = port_with(&v.b, 1, vb, &pool);
+        let mut rx = vec![b.open_rx(0).unwrap()];
+        let mut tx = a.open_tx(0).unwrap();
+        let frames: Vec<Vec<u8>> = (0..100)
+            .map(|i| frame(i, 60 + usize::from(i) * 9))
+            .collect();
+        send(tx.as_mut(), &frames, &pool);
+        let got = receive(&mut rx, 100, &pool);
+        let got: Vec<Vec<u8>> = got.into_iter().map(|(_, f)| f).collect();
+        assert_eq!(got, frames, "vnet_hdr {va}/{vb}");
+        let bytes: u64 = frames.iter().map(|f| f.len() as u64).sum();
+        let (sa, sb) = (a.stats(), b.stats());
+        assert_eq!((sa.tx_packets, sa.tx_bytes), (100, bytes));
+        assert_eq!(
+            (sb.rx_packets, sb.rx_bytes, sb.rx_errors, sb.rx_dropped),
+            (100, bytes, 0, 0)
+        );
+    }
 }
 
 #[test]
