@@ -148,6 +148,8 @@ fn frames_cross_a_veth_in_order_and_are_counted() {
             (sb.rx_packets, sb.rx_bytes, sb.rx_errors, sb.rx_dropped),
             (100, bytes, 0, 0)
         );
+        drop((rx, tx, a, b));
+        assert_eq!(pool.shared_free(), 1024, "frames leaked");
     }
 }
 

@@ -114,3 +114,37 @@ fn bad_names_are_refused() {
         .to_string();
     assert!(e.contains("not a device name"), "{e}");
 }
+
+/// Deletes a persistent device on drop.
+struct Persistent(String);
+
+impl Drop for Persistent {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["link", "del", &self.0])
+            .status();
+    }
+}
+
+#[test]
+fn attaches_to_an_existing_persistent_tap_and_leaves_it() {
+    if !root_or_skip("attaches_to_an_existing_persistent_tap_and_leaves_it") {
+        return;
+    }
+    let dev = name("p");
+    crate::afpacket::tests::ip(&["tuntap", "add", "dev", &dev, "mode", "tap", "vnet_hdr"]);
+    let guard = Persistent(dev.clone());
+    let pool = Pool::with_frames(64);
+    {
+        let tap = TapPort::new(&format!("tap:{dev}"), TapConfig::new(&dev), &pool).unwrap();
+        let mut tx = tap.open_tx(0).unwrap();
+        let mut b = Batch::new();
+        b.push(pool.cache().alloc_from(&frame(1)).unwrap()).unwrap();
+        assert_eq!(tx.send(&mut b), 1);
+    }
+    let flags = std::fs::read_to_string(format!("/sys/class/net/{dev}/flags"))
+        .expect("the persistent tap outlives the port");
+    let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(flags & 1, 1, "the port set the device up");
+    drop(guard);
+}
