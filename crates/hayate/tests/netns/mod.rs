@@ -298,12 +298,13 @@ impl Net {
             text += &format!("[[bridge.port]]\nname = \"{p}\"\nspec = \"{p}\"\n");
         }
         std::fs::write(&cfg, text).expect("write config");
+        let bin = hayate_bin();
         let child = Command::new("ip")
             .args([
                 "netns",
                 "exec",
                 switch_ns,
-                HAYATE,
+                &bin,
                 "run",
                 "--stats-interval",
                 "0",
