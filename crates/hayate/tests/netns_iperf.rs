@@ -73,7 +73,7 @@ fn iperf3_tcp_and_udp_with_host_offloads_on() {
         let sw = net.switch_ns("sw");
         let a = net.link(kind, "a", &sw, &["10.8.0.1/24"]);
         let b = net.link(kind, "b", &sw, &["10.8.0.2/24"]);
-        let hayate = net.hayate(&sw, &[a.spec(), b.spec()], &[], 1);
+        let hayate = net.hayate(&sw, &[a.spec(), b.spec()], &[], &[1]);
         net.configure(&a, &sw);
         net.configure(&b, &sw);
         assert!(offloads_on(&a), "{kind:?}: TSO is off on {}", a.host_if);

@@ -16,7 +16,7 @@ fn ping_and_ping6_through_the_switch_with_exact_counters() {
         let sw = net.switch_ns("sw");
         let a = net.link(kind, "a", &sw, &["10.9.0.1/24", "fd09::1/64"]);
         let b = net.link(kind, "b", &sw, &["10.9.0.2/24", "fd09::2/64"]);
-        let hayate = net.hayate(&sw, &[a.spec(), b.spec()], &[], 1);
+        let hayate = net.hayate(&sw, &[a.spec(), b.spec()], &[], &[1]);
         net.configure(&a, &sw);
         net.configure(&b, &sw);
 
@@ -50,6 +50,41 @@ fn ping_and_ping6_through_the_switch_with_exact_counters() {
             assert_eq!(p.rx_errors, 0, "{kind:?}: rx errors");
             // At least the 16 echo requests or replies each way plus ARP/ND.
             assert!(p.rx_packets >= 18, "{kind:?}: {p:?}");
+        }
+    }
+}
+
+/// Ports with two queues each, served by two poll threads: queues are spread over the threads
+/// (AF_PACKET fanout / multi-queue tap), each thread sends on its own tx queue, and counters
+/// sum over the queues.
+#[test]
+fn two_queues_on_two_threads() {
+    if !netns::can_run("netns_ping two queues", &["ping"]) {
+        return;
+    }
+    for kind in PortKind::ALL {
+        let mut net = Net::new();
+        let sw = net.switch_ns("sw");
+        let a = net.link(kind, "a", &sw, &["10.9.1.1/24", "fd09:1::1/64"]);
+        let b = net.link(kind, "b", &sw, &["10.9.1.2/24", "fd09:1::2/64"]);
+        let (sa, sb) = (
+            format!("{},queues=2", a.spec()),
+            format!("{},queues=2", b.spec()),
+        );
+        let hayate = net.hayate(&sw, &[sa.clone(), sb.clone()], &[], &[0, 1]);
+        net.configure(&a, &sw);
+        net.configure(&b, &sw);
+        assert!(a.ping("10.9.1.2", 3), "{kind:?}: ping a -> b");
+        assert!(b.ping("fd09:1::1", 3), "{kind:?}: ping6 b -> a");
+        let hosts = freeze(&[&a, &b]);
+        let stats = hayate.stop();
+        for (spec, (h_rx, h_tx, _, _)) in [&sa, &sb].iter().zip(hosts) {
+            let p = port(&stats, spec);
+            assert_eq!(
+                (p.rx_packets, p.tx_packets),
+                (h_tx, h_rx),
+                "{kind:?} {spec}"
+            );
         }
     }
 }

@@ -30,8 +30,8 @@ fn same_vlan_pings_and_cross_vlan_does_not() {
         let b2 = net.link(kind, "b2", &sw2, &["10.7.0.4/24"]);
         let (t1, t2) = net.trunk(&sw1, &sw2, "t");
         let (t1, t2) = (PortKind::AfPacket.spec(&t1), PortKind::AfPacket.spec(&t2));
-        let h1 = net.hayate(&sw1, &[a1.spec(), a2.spec(), t1.clone()], &FLOWS, 0);
-        let h2 = net.hayate(&sw2, &[b1.spec(), b2.spec(), t2.clone()], &FLOWS, 1);
+        let h1 = net.hayate(&sw1, &[a1.spec(), a2.spec(), t1.clone()], &FLOWS, &[0]);
+        let h2 = net.hayate(&sw2, &[b1.spec(), b2.spec(), t2.clone()], &FLOWS, &[1]);
         for (l, sw) in [(&a1, &sw1), (&a2, &sw1), (&b1, &sw2), (&b2, &sw2)] {
             net.configure(l, sw);
         }

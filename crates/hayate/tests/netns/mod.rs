@@ -281,15 +281,25 @@ impl Net {
     }
 
     /// Starts Hayate in `switch_ns` on `ports` (specs, numbered from 1) with `flows` (none:
-    /// standalone L2 learning) on `core` (the last core if there are fewer); waits (≤ 10 s) until it runs.
-    pub fn hayate(&self, switch_ns: &str, ports: &[String], flows: &[&str], core: usize) -> Hayate {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let core = core.min(cores - 1);
-        let tag = format!("{switch_ns}-{core}");
+    /// standalone L2 learning), one poll thread per entry of `cores` (each clamped to the last
+    /// core); waits (≤ 10 s) until it runs.
+    pub fn hayate(
+        &self,
+        switch_ns: &str,
+        ports: &[String],
+        flows: &[&str],
+        cores: &[usize],
+    ) -> Hayate {
+        let last = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+        let cores: Vec<String> = cores.iter().map(|c| (*c).min(last).to_string()).collect();
+        let tag = format!("{switch_ns}-{}", cores.join("-"));
         let cfg = self.dir.path().join(format!("{tag}.toml"));
         let stats = self.dir.path().join(format!("{tag}.json"));
         let log = self.dir.path().join(format!("{tag}.log"));
-        let mut text = format!("[[bridge]]\nname = \"br0\"\ncores = [{core}]\nflows = [\n");
+        let mut text = format!(
+            "[[bridge]]\nname = \"br0\"\ncores = [{}]\nflows = [\n",
+            cores.join(", ")
+        );
         for f in flows {
             text += &format!("  \"{f}\",\n");
         }
