@@ -18,7 +18,8 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub config: Option<PathBuf>,
     /// Without a config: a port of the one standalone bridge, numbered in the order given
-    /// (`null:`, `null:sink`, `ring:NAME`, `pcap:in=FILE`, `pcap:out=FILE`).
+    /// (`null:`, `null:sink`, `ring:NAME`, `pcap:in=FILE`, `pcap:out=FILE`, `afpacket:IFNAME`,
+    /// `tap:NAME`).
     #[arg(long = "port", short = 'p')]
     pub ports: Vec<String>,
     /// Without a config: cores for poll threads (default: the last core).
@@ -37,6 +38,10 @@ pub struct RunArgs {
     /// whose queues stay empty for 200 µs sleeps until packets arrive.
     #[arg(long)]
     pub busy_poll: bool,
+    /// At exit, write every port's final counters to this file as JSON:
+    /// `[{"bridge", "ofport", "name", "rx_packets", "rx_bytes", ...}]`.
+    #[arg(long)]
+    pub stats_json: Option<PathBuf>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -139,7 +144,35 @@ pub fn run(args: RunArgs) -> Result<()> {
         handle.stop();
     }
     print_stats(&running);
+    if let Some(path) = &args.stats_json {
+        write_stats_json(path, &running)?;
+    }
     Ok(())
+}
+
+fn write_stats_json(path: &Path, running: &[(Switch, datapath::Running)]) -> Result<()> {
+    let mut rows = Vec::new();
+    for (sw, _) in running {
+        for p in &sw.ports {
+            let s = p.port.stats();
+            rows.push(serde_json::json!({
+                "bridge": sw.name,
+                "ofport": p.ofport,
+                "name": p.name,
+                "rx_packets": s.rx_packets,
+                "rx_bytes": s.rx_bytes,
+                "rx_dropped": s.rx_dropped,
+                "rx_errors": s.rx_errors,
+                "tx_packets": s.tx_packets,
+                "tx_bytes": s.tx_bytes,
+                "tx_dropped": s.tx_dropped,
+                "tx_errors": s.tx_errors,
+            }));
+        }
+    }
+    let text = serde_json::to_string_pretty(&rows)?;
+    std::fs::write(path, text)
+        .map_err(|e| anyhow!("--stats-json {}: cannot write: {e}", path.display()))
 }
 
 fn print_stats(running: &[(Switch, datapath::Running)]) {

@@ -10,17 +10,22 @@
 //!   from the batch, and the ones not sent stay in it (the caller frees them and counts drops).
 //!
 //! Backends: [`ring`] (in-memory pairs), [`null`] (benchmark source and sink), [`pcap`]
-//! (capture files). [`open`] opens any of them from a text spec such as `null:flows=1000`.
+//! (capture files), [`afpacket`] (kernel interfaces through a TPACKET_V3 ring), [`tap`] (TAP
+//! devices); [`vnet`] handles the virtio-net header (checksum and TCP segmentation offloads)
+//! for the last two. [`open`] opens any of them from a text spec such as `null:flows=1000`.
 
 #![deny(missing_docs)]
 
+pub mod afpacket;
 mod claim;
 mod csum;
 pub mod null;
 pub mod pcap;
 pub mod ring;
 pub mod spec;
+pub mod tap;
 pub mod template;
+pub mod vnet;
 
 pub use spec::open;
 

@@ -11,6 +11,8 @@
 //! | `null:limit=N` | stop after N packets |
 //! | `null:sink` | produces nothing, counts and frees what is sent |
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
+//! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off]` | a kernel interface through AF_PACKET (TPACKET_V3 ring; default 1 queue, vnet_hdr=on) |
+//! | `tap:NAME[,queues=N]` | a TAP device, created or attached to (default 1 queue) |
 //!
 //! File names cannot contain commas.
 
@@ -18,14 +20,16 @@ use std::sync::Arc;
 
 use packet::{Pool, FRAME_SIZE, HEADROOM};
 
+use crate::afpacket::{AfPacketConfig, AfPacketPort};
 use crate::null::{NullConfig, NullPort, Vary};
 use crate::pcap::{PcapConfig, PcapPort};
 use crate::ring;
+use crate::tap::{TapConfig, TapPort};
 use crate::template::{UdpFrame, IPV4_SRC_OFFSET, MIN_UDP_FRAME};
 use crate::{Port, PortError};
 
 /// The kinds `open` knows.
-const KINDS: &str = "ring, null, pcap";
+const KINDS: &str = "ring, null, pcap, afpacket, tap";
 
 /// Opens the port `spec` describes (see the [module docs](self)), drawing packets from `pool`.
 pub fn open(spec: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
@@ -39,7 +43,9 @@ pub fn open(spec: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
         "ring" => open_ring(spec, rest, pool),
         "null" => open_null(spec, rest, pool),
         "pcap" => open_pcap(spec, rest, pool),
-        "afxdp" | "afpacket" | "tap" | "vhostuser" | "vxlan" | "geneve" => Err(err(format!(
+        "afpacket" => open_afpacket(spec, rest, pool),
+        "tap" => open_tap(spec, rest, pool),
+        "afxdp" | "vhostuser" | "vxlan" | "geneve" => Err(err(format!(
             "{kind} ports are not built yet; use one of: {KINDS}"
         ))),
         _ => Err(err(format!(
@@ -206,6 +212,55 @@ fn open_pcap(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortE
     Ok(Arc::new(PcapPort::new(spec, cfg, pool)?))
 }
 
+/// The interface name first, then options: `KIND:NAME[,opt=v...]`.
+fn name_first<'a>(spec: &str, rest: &'a str, usage: &str) -> Result<(&'a str, &'a str), PortError> {
+    let (name, rest) = rest.split_once(',').unwrap_or((rest, ""));
+    if name.is_empty() || name.contains('=') {
+        return Err(PortError::new(
+            spec,
+            format!("the spec starts with the interface name: {usage}"),
+        ));
+    }
+    Ok((name, rest))
+}
+
+fn on_off(spec: &str, opt: &Opt<'_>) -> Result<bool, PortError> {
+    match value(spec, opt)? {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        v => Err(PortError::new(
+            spec,
+            format!("option '{}': '{v}' is neither on nor off", opt.key),
+        )),
+    }
+}
+
+fn open_afpacket(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
+    let usage = "afpacket:IFNAME[,queues=N][,vnet_hdr=on|off]";
+    let (ifname, rest) = name_first(spec, rest, usage)?;
+    let mut cfg = AfPacketConfig::new(ifname);
+    for opt in options(rest) {
+        match opt.key {
+            "queues" => cfg.queues = number(spec, &opt)?,
+            "vnet_hdr" => cfg.vnet_hdr = on_off(spec, &opt)?,
+            key => return Err(unknown(spec, "afpacket", key, "queues, vnet_hdr")),
+        }
+    }
+    Ok(Arc::new(AfPacketPort::new(spec, cfg, pool)?))
+}
+
+fn open_tap(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
+    let (name, rest) = name_first(spec, rest, "tap:NAME[,queues=N]")?;
+    let mut cfg = TapConfig::new(name);
+    for opt in options(rest) {
+        match opt.key {
+            "queues" => cfg.queues = number(spec, &opt)?,
+            key => return Err(unknown(spec, "tap", key, "queues")),
+        }
+    }
+    Ok(Arc::new(TapPort::new(spec, cfg, pool)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,7 +351,7 @@ mod tests {
             ("nothing", "KIND:OPTIONS"),
             (
                 "bogus:x",
-                "unknown port kind 'bogus'; use one of: ring, null, pcap",
+                "unknown port kind 'bogus'; use one of: ring, null, pcap, afpacket, tap",
             ),
             ("afxdp:eth0", "afxdp ports are not built yet"),
             (
@@ -317,6 +372,13 @@ mod tests {
             ("ring:", "starts with the ring's name"),
             ("ring:r,capacity=3", "not a power of two"),
             ("ring:r,size=3", "valid options: capacity"),
+            ("afpacket:", "starts with the interface name"),
+            ("afpacket:lo,vnet_hdr=yes", "'yes' is neither on nor off"),
+            ("afpacket:lo,ring=4", "valid options: queues, vnet_hdr"),
+            ("afpacket:lo,queues=0", "queues=0: give 1 to 64"),
+            ("afpacket:nosuchif0", "no interface named nosuchif0"),
+            ("tap:", "starts with the interface name"),
+            ("tap:t0,vnet_hdr=on", "valid options: queues"),
         ];
         for (spec, want) in cases {
             let got = error(spec);

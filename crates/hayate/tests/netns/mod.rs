@@ -1,0 +1,457 @@
+//! The network-namespace harness: hosts in their own namespaces, each joined to a Hayate
+//! switch (run as a child process in a switch namespace) by a port of some [`PortKind`].
+//!
+//! Every name starts with a prefix unique to the test process and the test (`hy<pid><n>`), every
+//! namespace is deleted when the [`Net`] is dropped (which deletes the veths and taps inside
+//! it), and every Hayate child is killed when its [`Hayate`] is dropped — also when the test
+//! panics. Every wait is bounded. Tests need root and `ip`, `ping`, `iperf3`; without them
+//! they print a loud SKIPPED line (CI runs them as root after scripts/setup.sh).
+//!
+//! `HAYATE_BIN=target/release/hayate cargo test -p hayate --test netns_iperf -- --nocapture`
+//! runs the suite against another build of the binary (throughput figures need a release one).
+
+#![allow(dead_code)] // Each test binary uses a part of the harness.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The binary under test: `HAYATE_BIN` when set (e.g. a release build, for throughput
+/// figures), else the one cargo built for the tests.
+fn hayate_bin() -> String {
+    std::env::var("HAYATE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hayate").to_string())
+}
+
+/// How a host is joined to the switch. A new backend joins the suite by adding a variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// A veth pair: the host's end in its namespace, the switch's end opened with
+    /// `afpacket:IF`.
+    AfPacket,
+    /// A TAP device the switch creates with `tap:IF`, then moved into the host's namespace.
+    Tap,
+}
+
+impl PortKind {
+    /// Every kind the suite runs over.
+    pub const ALL: [PortKind; 2] = [PortKind::AfPacket, PortKind::Tap];
+
+    /// The switch's port spec for interface `ifname`.
+    pub fn spec(self, ifname: &str) -> String {
+        match self {
+            PortKind::AfPacket => format!("afpacket:{ifname}"),
+            PortKind::Tap => format!("tap:{ifname}"),
+        }
+    }
+}
+
+/// Whether the suite can run here; prints a loud SKIPPED line when not.
+pub fn can_run(test: &str, tools: &[&str]) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED {test}: needs root (network namespaces); CI runs it as root");
+        return false;
+    }
+    for t in tools.iter().chain(&["ip"]) {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !found {
+            eprintln!("SKIPPED {test}: needs `{t}`; run scripts/setup.sh");
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs a command, returning its output (never panics on failure).
+pub fn run(args: &[&str]) -> Output {
+    Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", args.join(" ")))
+}
+
+/// Runs a command that must succeed.
+pub fn must(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "{} failed: {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Runs a command inside namespace `ns`.
+pub fn ns_run(ns: &str, args: &[&str]) -> Output {
+    let mut full = vec!["ip", "netns", "exec", ns];
+    full.extend_from_slice(args);
+    run(&full)
+}
+
+/// One link between a host namespace and a switch namespace.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The kind of switch port.
+    pub kind: PortKind,
+    /// The host's namespace.
+    pub host_ns: String,
+    /// The host's interface (in `host_ns` once configured).
+    pub host_if: String,
+    /// The switch's interface (in the switch namespace).
+    pub switch_if: String,
+    /// Addresses given to the host's interface (`10.0.0.1/24`, `fd00::1/64`).
+    pub addrs: Vec<String>,
+}
+
+impl Link {
+    /// The switch's port spec for this link.
+    pub fn spec(&self) -> String {
+        self.kind.spec(&self.switch_if)
+    }
+
+    /// Runs a command in the host's namespace.
+    pub fn run(&self, args: &[&str]) -> Output {
+        ns_run(&self.host_ns, args)
+    }
+
+    /// Whether `count` pings to `dst` are answered (all of them), within ~`count` seconds.
+    pub fn ping(&self, dst: &str, count: u32) -> bool {
+        let c = count.to_string();
+        let deadline = (count + 3).to_string();
+        self.run(&[
+            "ping", "-c", &c, "-i", "0.2", "-W", "1", "-w", &deadline, "-q", dst,
+        ])
+        .status
+        .success()
+    }
+
+    /// Whether a single ping to `dst` gets an answer within 1 s (for "must not reach").
+    pub fn reaches(&self, dst: &str) -> bool {
+        self.run(&["ping", "-c", "2", "-i", "0.2", "-W", "1", "-q", dst])
+            .status
+            .success()
+    }
+
+    /// The host interface's (rx_packets, tx_packets, rx_bytes, tx_bytes).
+    pub fn counters(&self) -> (u64, u64, u64, u64) {
+        let read = |c: &str| -> u64 {
+            let path = format!("/sys/class/net/{}/statistics/{c}", self.host_if);
+            let o = self.run(&["cat", &path]);
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse()
+                .unwrap_or(0)
+        };
+        (
+            read("rx_packets"),
+            read("tx_packets"),
+            read("rx_bytes"),
+            read("tx_bytes"),
+        )
+    }
+}
+
+/// A set of namespaces and links, all deleted on drop.
+pub struct Net {
+    /// Prefix of every name (unique per test process and test).
+    pub prefix: String,
+    namespaces: Vec<String>,
+    /// Scratch directory for configs and stats.
+    pub dir: tempfile::TempDir,
+}
+
+impl Net {
+    /// A new, empty net with a unique prefix.
+    pub fn new() -> Net {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        Net {
+            prefix: format!("hy{}{n}", std::process::id() % 100_000),
+            namespaces: Vec::new(),
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// Creates namespace `<prefix><name>` with loopback up; returns its name.
+    pub fn ns(&mut self, name: &str) -> String {
+        let ns = format!("{}{name}", self.prefix);
+        must(&["ip", "netns", "add", &ns]);
+        self.namespaces.push(ns.clone());
+        must(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// A switch namespace: IPv6 off, so the switch's own interfaces send nothing.
+    pub fn switch_ns(&mut self, name: &str) -> String {
+        let ns = self.ns(name);
+        for k in ["all", "default"] {
+            let key = format!("net.ipv6.conf.{k}.disable_ipv6=1");
+            ns_run(&ns, &["sysctl", "-q", "-w", &key]);
+        }
+        ns
+    }
+
+    /// A link of `kind` between a new host namespace `host` and `switch_ns`. A veth is
+    /// created now; a tap is created by the switch and moved by [`Net::configure`].
+    pub fn link(&mut self, kind: PortKind, host: &str, switch_ns: &str, addrs: &[&str]) -> Link {
+        let host_ns = self.ns(host);
+        let switch_if = format!("{}{host}s", self.prefix);
+        let host_if = match kind {
+            PortKind::AfPacket => format!("{}{host}h", self.prefix),
+            PortKind::Tap => switch_if.clone(),
+        };
+        assert!(switch_if.len() <= 15, "interface name {switch_if} too long");
+        if kind == PortKind::AfPacket {
+            must(&[
+                "ip", "link", "add", &host_if, "netns", &host_ns, "type", "veth", "peer", "name",
+                &switch_if, "netns", switch_ns,
+            ]);
+            let key = format!("net.ipv6.conf.{switch_if}.disable_ipv6=1");
+            ns_run(switch_ns, &["sysctl", "-q", "-w", &key]);
+            must(&["ip", "-n", switch_ns, "link", "set", &switch_if, "up"]);
+        }
+        Link {
+            kind,
+            host_ns,
+            host_if,
+            switch_if,
+            addrs: addrs.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// A plain veth between two switch namespaces (a trunk), both ends up.
+    pub fn trunk(&mut self, ns_a: &str, ns_b: &str, tag: &str) -> (String, String) {
+        let (a, b) = (
+            format!("{}{tag}a", self.prefix),
+            format!("{}{tag}b", self.prefix),
+        );
+        must(&[
+            "ip", "link", "add", &a, "netns", ns_a, "type", "veth", "peer", "name", &b, "netns",
+            ns_b,
+        ]);
+        for (ns, i) in [(ns_a, &a), (ns_b, &b)] {
+            let key = format!("net.ipv6.conf.{i}.disable_ipv6=1");
+            ns_run(ns, &["sysctl", "-q", "-w", &key]);
+            must(&["ip", "-n", ns, "link", "set", i, "up"]);
+        }
+        (a, b)
+    }
+
+    /// Gives the host its interface (moving a tap out of `switch_ns`), addresses and link up.
+    /// Call after the switch runs.
+    pub fn configure(&self, link: &Link, switch_ns: &str) {
+        if link.kind == PortKind::Tap {
+            must(&[
+                "ip",
+                "-n",
+                switch_ns,
+                "link",
+                "set",
+                &link.switch_if,
+                "netns",
+                &link.host_ns,
+            ]);
+        }
+        for a in &link.addrs {
+            let mut args = vec!["ip", "-n", &link.host_ns, "addr", "add", a, "dev"];
+            args.push(&link.host_if);
+            if a.contains(':') {
+                args.push("nodad");
+            }
+            must(&args);
+        }
+        must(&[
+            "ip",
+            "-n",
+            &link.host_ns,
+            "link",
+            "set",
+            &link.host_if,
+            "up",
+        ]);
+    }
+
+    /// Starts Hayate in `switch_ns` on `ports` (specs, numbered from 1) with `flows` (none:
+    /// standalone L2 learning), one poll thread per entry of `cores` (each clamped to the last
+    /// core); waits (≤ 10 s) until it runs.
+    pub fn hayate(
+        &self,
+        switch_ns: &str,
+        ports: &[String],
+        flows: &[&str],
+        cores: &[usize],
+    ) -> Hayate {
+        let last = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+        let cores: Vec<String> = cores.iter().map(|c| (*c).min(last).to_string()).collect();
+        let tag = format!("{switch_ns}-{}", cores.join("-"));
+        let cfg = self.dir.path().join(format!("{tag}.toml"));
+        let stats = self.dir.path().join(format!("{tag}.json"));
+        let log = self.dir.path().join(format!("{tag}.log"));
+        let mut text = format!(
+            "[[bridge]]\nname = \"br0\"\ncores = [{}]\nflows = [\n",
+            cores.join(", ")
+        );
+        for f in flows {
+            text += &format!("  \"{f}\",\n");
+        }
+        text += "]\n";
+        for p in ports {
+            text += &format!("[[bridge.port]]\nname = \"{p}\"\nspec = \"{p}\"\n");
+        }
+        std::fs::write(&cfg, text).expect("write config");
+        let bin = hayate_bin();
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                switch_ns,
+                &bin,
+                "run",
+                "--stats-interval",
+                "0",
+            ])
+            .arg("--pool-frames")
+            .arg("16384")
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--stats-json")
+            .arg(&stats)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start hayate");
+        let h = Hayate {
+            child: Some(child),
+            stats,
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = h.log_text();
+            if text.contains("running") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline && !text.contains("hayate: "),
+                "hayate did not start: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        h
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for ns in self.namespaces.iter().rev() {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// Final counters of one switch port (from `hayate run --stats-json`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Packets received by the switch on this port.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Frames lost on receive because the switch did not keep up (e.g. ring full).
+    pub rx_dropped: u64,
+    /// Frames the port dropped on receive (malformed or refused offload).
+    pub rx_errors: u64,
+    /// Packets sent by the switch on this port.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Errors on send.
+    pub tx_errors: u64,
+}
+
+/// A running Hayate child process; killed on drop.
+pub struct Hayate {
+    child: Option<Child>,
+    stats: PathBuf,
+    log: PathBuf,
+}
+
+impl Hayate {
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Stops the switch (SIGTERM, ≤ 10 s) and returns each port's final counters by spec.
+    pub fn stop(mut self) -> Vec<(String, PortCounters)> {
+        let mut child = self.child.take().expect("running");
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait hayate") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("hayate did not stop within 10 s: {}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "hayate failed: {}", self.log_text());
+        let text = std::fs::read_to_string(&self.stats).expect("stats json");
+        let rows: Vec<Value> = serde_json::from_str(&text).expect("stats json parses");
+        rows.iter()
+            .map(|r| {
+                let n = |k: &str| r[k].as_u64().unwrap_or(0);
+                (
+                    r["name"].as_str().unwrap_or("").to_string(),
+                    PortCounters {
+                        rx_packets: n("rx_packets"),
+                        rx_bytes: n("rx_bytes"),
+                        rx_dropped: n("rx_dropped"),
+                        rx_errors: n("rx_errors"),
+                        tx_packets: n("tx_packets"),
+                        tx_bytes: n("tx_bytes"),
+                        tx_errors: n("tx_errors"),
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Hayate {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The counters of the port with spec `spec`.
+pub fn port<'a>(stats: &'a [(String, PortCounters)], spec: &str) -> &'a PortCounters {
+    &stats
+        .iter()
+        .find(|(n, _)| n == spec)
+        .unwrap_or_else(|| panic!("no port {spec} in {stats:?}"))
+        .1
+}
+
+/// Takes every host's link down (so nothing more is sent), waits for the switch to drain, and
+/// reads the hosts' counters: call before [`Hayate::stop`] to compare counts exactly.
+pub fn freeze(links: &[&Link]) -> Vec<(u64, u64, u64, u64)> {
+    for l in links {
+        must(&["ip", "-n", &l.host_ns, "link", "set", &l.host_if, "down"]);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    links.iter().map(|l| l.counters()).collect()
+}

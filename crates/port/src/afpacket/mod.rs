@@ -1,0 +1,210 @@
+//! `afpacket`: a kernel network interface through AF_PACKET sockets.
+//!
+//! Spec: `afpacket:IFNAME[,queues=N][,vnet_hdr=on|off]`.
+//!
+//! - Receive (`rx.rs`): one socket per queue, each with a memory-mapped TPACKET_V3 ring
+//!   (64 blocks of 128 KiB, blocks handed over after at most 1 ms), joined in a
+//!   `PACKET_FANOUT_HASH` group when there are several queues so each flow stays on one
+//!   queue. The interface is made promiscuous (`PACKET_ADD_MEMBERSHIP`), and frames the host
+//!   itself sends out of the interface are ignored (`PACKET_IGNORE_OUTGOING`). Each frame is
+//!   copied once into a pool frame; a VLAN tag the kernel took out of the frame is put back.
+//! - Transmit: one socket per queue, `PACKET_QDISC_BYPASS`, one `sendmmsg` per batch (see
+//!   `tx.rs` for why not the TPACKET transmit ring).
+//! - With `vnet_hdr=on` (the default), frames carry a virtio-net header, so the host may keep
+//!   checksum and TCP segmentation offloads on: partial checksums are completed and TCP
+//!   super-packets are cut into MSS-sized frames on receive ([`crate::vnet`]). With
+//!   `vnet_hdr=off`, turn those offloads off on the host (`ethtool -K IF tso off gso off tx
+//!   off`), or frames longer than a pool frame are dropped and checksums arrive unfinished.
+//!
+//! `rx_dropped` counts frames the kernel dropped because the ring was full (the switch did not
+//! keep up). Frames longer than a pool frame (`FRAME_SIZE - HEADROOM` = 1920 bytes) that are not TCP
+//! super-packets are dropped and counted as `rx_errors`; keep the interface's MTU at 1500.
+//!
+//! Needs CAP_NET_RAW (root). Every open error names the interface and the fix.
+
+mod rx;
+mod socket;
+mod tx;
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use packet::{Pool, FRAME_SIZE, HEADROOM};
+
+use crate::claim::QueueSlot;
+use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
+
+use rx::{AfPacketRx, RxSocket};
+use socket::{RingGeometry, RxOptions};
+use tx::{AfPacketTx, TxSocket};
+
+/// Most queues an AF_PACKET port may have.
+pub const MAX_QUEUES: u16 = 64;
+
+/// What an [`AfPacketPort`] opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AfPacketConfig {
+    /// The interface's name.
+    pub ifname: String,
+    /// Receive and transmit queues (sockets), 1 to [`MAX_QUEUES`].
+    pub queues: u16,
+    /// Frames carry virtio-net headers (offloads on the host can stay on).
+    pub vnet_hdr: bool,
+}
+
+impl AfPacketConfig {
+    /// One queue with virtio-net headers on `ifname`.
+    pub fn new(ifname: &str) -> AfPacketConfig {
+        AfPacketConfig {
+            ifname: ifname.to_string(),
+            queues: 1,
+            vnet_hdr: true,
+        }
+    }
+}
+
+/// A port on a kernel interface through AF_PACKET; see the [module docs](self).
+pub struct AfPacketPort {
+    name: String,
+    pool: Pool,
+    cfg: AfPacketConfig,
+    rx: Vec<Arc<RxSocket>>,
+    tx: Vec<Arc<TxSocket>>,
+    rx_slots: Vec<QueueSlot>,
+    tx_slots: Vec<QueueSlot>,
+}
+
+impl std::fmt::Debug for AfPacketPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AfPacketPort")
+            .field("name", &self.name)
+            .field("cfg", &self.cfg)
+            .finish()
+    }
+}
+
+impl AfPacketPort {
+    /// Opens every queue's sockets on the interface. Errors name the fix, e.g.
+    /// "port afpacket:x: no interface named x; check `ip link`" or "... needs CAP_NET_RAW;
+    /// run as root or grant it".
+    pub fn new(name: &str, cfg: AfPacketConfig, pool: &Pool) -> Result<AfPacketPort, PortError> {
+        if cfg.queues == 0 || cfg.queues > MAX_QUEUES {
+            return Err(PortError::new(
+                name,
+                format!("queues={}: give 1 to {MAX_QUEUES}", cfg.queues),
+            ));
+        }
+        let ifindex = socket::ifindex(name, &cfg.ifname)?;
+        let fanout = (cfg.queues > 1).then(socket::fanout_group);
+        let mut rx = Vec::new();
+        let mut tx = Vec::new();
+        for _ in 0..cfg.queues {
+            let opts = RxOptions {
+                ifindex,
+                vnet_hdr: cfg.vnet_hdr,
+                fanout,
+                geometry: RingGeometry::default(),
+            };
+            let (fd, ring) = socket::open_rx_socket(name, &opts)?;
+            rx.push(Arc::new(RxSocket {
+                fd,
+                ring,
+                next_block: AtomicUsize::new(0),
+                counters: QueueCounters::default(),
+                ring_drops: AtomicU64::new(0),
+            }));
+            tx.push(Arc::new(TxSocket {
+                fd: socket::open_tx_socket(name, ifindex, cfg.vnet_hdr)?,
+                counters: QueueCounters::default(),
+            }));
+        }
+        let n = usize::from(cfg.queues);
+        Ok(AfPacketPort {
+            name: name.to_string(),
+            pool: pool.clone(),
+            cfg,
+            rx,
+            tx,
+            rx_slots: (0..n).map(|_| QueueSlot::default()).collect(),
+            tx_slots: (0..n).map(|_| QueueSlot::default()).collect(),
+        })
+    }
+
+    fn check_queue(&self, kind: &str, queue: u16) -> Result<(), PortError> {
+        if queue < self.cfg.queues {
+            Ok(())
+        } else {
+            Err(PortError::new(
+                &self.name,
+                format!(
+                    "{kind} queue {queue} does not exist: the port has {} (queues=N for more)",
+                    self.cfg.queues
+                ),
+            ))
+        }
+    }
+}
+
+impl Port for AfPacketPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            rx_queues: self.cfg.queues,
+            tx_queues: self.cfg.queues,
+            vnet_hdr: self.cfg.vnet_hdr,
+            max_frame: (FRAME_SIZE - HEADROOM) as u32,
+        }
+    }
+
+    fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
+        self.check_queue("rx", queue)?;
+        let q = usize::from(queue);
+        let claim = self.rx_slots[q].claim(&self.name, &format!("rx queue {queue}"))?;
+        Ok(Box::new(AfPacketRx::new(
+            self.rx[q].clone(),
+            self.pool.cache(),
+            self.cfg.vnet_hdr,
+            claim,
+        )))
+    }
+
+    fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
+        self.check_queue("tx", queue)?;
+        let q = usize::from(queue);
+        let claim = self.tx_slots[q].claim(&self.name, &format!("tx queue {queue}"))?;
+        Ok(Box::new(AfPacketTx::new(
+            self.tx[q].clone(),
+            self.pool.cache(),
+            self.cfg.vnet_hdr,
+            claim,
+        )))
+    }
+
+    fn stats(&self) -> PortStats {
+        let mut s = PortStats::default();
+        for r in &self.rx {
+            let (p, b, d, e) = r.counters.read();
+            let kernel = socket::ring_drops(r.fd.as_raw_fd());
+            let ring = r.ring_drops.fetch_add(kernel, Ordering::Relaxed) + kernel;
+            s.rx_packets += p;
+            s.rx_bytes += b;
+            s.rx_dropped += d + ring;
+            s.rx_errors += e;
+        }
+        for t in &self.tx {
+            let (p, b, d, e) = t.counters.read();
+            s.tx_packets += p;
+            s.tx_bytes += b;
+            s.tx_dropped += d;
+            s.tx_errors += e;
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,251 @@
+//! AF_PACKET tests on a veth pair (root only; they say so loudly when skipped).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use packet::builder::PacketSpec;
+use packet::{Batch, Pool};
+
+use super::*;
+
+/// Whether the tests can create interfaces; prints a loud notice when not.
+pub(crate) fn root_or_skip(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("SKIPPED {test}: needs root (creates interfaces); CI runs it as root");
+    }
+    root
+}
+
+/// Runs `ip ARGS`, panicking with its output on failure.
+pub(crate) fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A veth pair with unique names, up, deleted on drop (even when the test panics).
+pub(crate) struct Veth {
+    pub a: String,
+    pub b: String,
+}
+
+impl Veth {
+    pub(crate) fn new(tag: &str) -> Veth {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let base = format!("hp{}{n}{tag}", std::process::id() % 100_000);
+        let v = Veth {
+            a: format!("{base}a"),
+            b: format!("{base}b"),
+        };
+        ip(&["link", "add", &v.a, "type", "veth", "peer", "name", &v.b]);
+        for i in [&v.a, &v.b] {
+            // No IPv6 on test links: no router solicitations or DAD frames in the way.
+            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{i}/disable_ipv6"), "1");
+            ip(&["link", "set", i, "up"]);
+        }
+        v
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.a]).status();
+    }
+}
+
+fn port(ifname: &str, queues: u16, pool: &Pool) -> AfPacketPort {
+    port_with(ifname, queues, true, pool)
+}
+
+fn port_with(ifname: &str, queues: u16, vnet_hdr: bool, pool: &Pool) -> AfPacketPort {
+    let cfg = AfPacketConfig {
+        queues,
+        vnet_hdr,
+        ..AfPacketConfig::new(ifname)
+    };
+    AfPacketPort::new(&format!("afpacket:{ifname}"), cfg, pool).unwrap()
+}
+
+fn frame(i: u16, len: usize) -> Vec<u8> {
+    PacketSpec::udp4(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        [10, 0, 0, 1],
+        [10, 0, 0, 2],
+        1000 + i,
+        2000,
+        len,
+    )
+    .build()
+}
+
+/// Receives from every queue until `want` frames arrived or 3 s passed.
+fn receive(rx: &mut [Box<dyn RxQueue>], want: usize, pool: &Pool) -> Vec<(usize, Vec<u8>)> {
+    let mut got = Vec::new();
+    let mut cache = pool.cache();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while got.len() < want && Instant::now() < deadline {
+        for (q, r) in rx.iter_mut().enumerate() {
+            let mut b = Batch::new();
+            r.recv(&mut b);
+            for p in b.drain() {
+                got.push((q, p.data().to_vec()));
+                cache.free(p);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    got
+}
+
+fn send(tx: &mut dyn TxQueue, frames: &[Vec<u8>], pool: &Pool) {
+    let mut cache = pool.cache();
+    for chunk in frames.chunks(32) {
+        let mut b = Batch::new();
+        for f in chunk {
+            b.push(cache.alloc_from(f).unwrap()).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !b.is_empty() && Instant::now() < deadline {
+            tx.send(&mut b);
+        }
+        assert!(b.is_empty(), "could not send within 2 s");
+    }
+}
+
+#[test]
+fn frames_cross_a_veth_in_order_and_are_counted() {
+    if !root_or_skip("frames_cross_a_veth_in_order_and_are_counted") {
+        return;
+    }
+    // Both ends with and without virtio-net headers, and mixed.
+    for (va, vb) in [(true, true), (false, false), (true, false), (false, true)] {
+        let v = Veth::new("x");
+        let pool = Pool::with_frames(1024);
+        let a = port_with(&v.a, 1, va, &pool);
+        let b = port_with(&v.b, 1, vb, &pool);
+        let mut rx = vec![b.open_rx(0).unwrap()];
+        let mut tx = a.open_tx(0).unwrap();
+        let frames: Vec<Vec<u8>> = (0..100)
+            .map(|i| frame(i, 60 + usize::from(i) * 9))
+            .collect();
+        send(tx.as_mut(), &frames, &pool);
+        let got = receive(&mut rx, 100, &pool);
+        let got: Vec<Vec<u8>> = got.into_iter().map(|(_, f)| f).collect();
+        assert_eq!(got, frames, "vnet_hdr {va}/{vb}");
+        let bytes: u64 = frames.iter().map(|f| f.len() as u64).sum();
+        let (sa, sb) = (a.stats(), b.stats());
+        assert_eq!((sa.tx_packets, sa.tx_bytes), (100, bytes));
+        assert_eq!(
+            (sb.rx_packets, sb.rx_bytes, sb.rx_errors, sb.rx_dropped),
+            (100, bytes, 0, 0)
+        );
+        drop((rx, tx, a, b));
+        assert_eq!(pool.shared_free(), 1024, "frames leaked");
+    }
+}
+
+#[test]
+fn vlan_tag_taken_out_by_the_kernel_is_put_back() {
+    if !root_or_skip("vlan_tag_taken_out_by_the_kernel_is_put_back") {
+        return;
+    }
+    let v = Veth::new("v");
+    let pool = Pool::with_frames(256);
+    let a = port(&v.a, 1, &pool);
+    let b = port(&v.b, 1, &pool);
+    let mut rx = vec![b.open_rx(0).unwrap()];
+    let mut spec = PacketSpec::udp4(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        [10, 0, 0, 1],
+        [10, 0, 0, 2],
+        1,
+        2,
+        100,
+    );
+    spec.vlans = vec![(0x8100, 0x2000 | 10)];
+    let tagged = spec.build();
+    send(
+        a.open_tx(0).unwrap().as_mut(),
+        std::slice::from_ref(&tagged),
+        &pool,
+    );
+    let got = receive(&mut rx, 1, &pool);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].1, tagged);
+}
+
+#[test]
+fn readiness_fd_is_readable_when_a_block_is_ready() {
+    if !root_or_skip("readiness_fd_is_readable_when_a_block_is_ready") {
+        return;
+    }
+    let v = Veth::new("r");
+    let pool = Pool::with_frames(256);
+    let a = port(&v.a, 1, &pool);
+    let b = port(&v.b, 1, &pool);
+    let mut rx = b.open_rx(0).unwrap();
+    let fd = rx.readiness_fd().expect("afpacket rx has a readiness fd");
+    send(a.open_tx(0).unwrap().as_mut(), &[frame(0, 64)], &pool);
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; bounded wait of 2 s.
+    let n = unsafe { libc::poll(&mut pfd, 1, 2000) };
+    assert_eq!(n, 1, "no readiness within 2 s");
+    let mut batch = Batch::new();
+    assert_eq!(rx.recv(&mut batch), 1);
+    batch.free_into(&mut pool.cache());
+}
+
+#[test]
+fn several_queues_share_the_flows() {
+    if !root_or_skip("several_queues_share_the_flows") {
+        return;
+    }
+    let v = Veth::new("q");
+    let pool = Pool::with_frames(1024);
+    let a = port(&v.a, 1, &pool);
+    let b = port(&v.b, 4, &pool);
+    assert_eq!(b.capabilities().rx_queues, 4);
+    let mut rx: Vec<Box<dyn RxQueue>> = (0..4).map(|q| b.open_rx(q).unwrap()).collect();
+    let err = |r: Result<Box<dyn RxQueue>, PortError>| r.err().expect("opened").to_string();
+    assert!(err(b.open_rx(0)).contains("already open"));
+    assert!(err(b.open_rx(4)).contains("does not exist"));
+    let frames: Vec<Vec<u8>> = (0..64).map(|i| frame(i, 64)).collect();
+    send(a.open_tx(0).unwrap().as_mut(), &frames, &pool);
+    let got = receive(&mut rx, 64, &pool);
+    assert_eq!(got.len(), 64);
+    let mut per_queue = [0; 4];
+    for (q, _) in &got {
+        per_queue[*q] += 1;
+    }
+    assert!(
+        per_queue.iter().filter(|&&n| n > 0).count() > 1,
+        "64 flows all on one queue: {per_queue:?}"
+    );
+    assert_eq!(b.stats().rx_packets, 64);
+}
+
+#[test]
+fn missing_interface_is_named() {
+    let pool = Pool::with_frames(4);
+    let e = AfPacketPort::new("afpacket:nosuch0", AfPacketConfig::new("nosuch0"), &pool)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "port afpacket:nosuch0: no interface named nosuch0; check `ip link`"
+    );
+}

@@ -1,0 +1,301 @@
+//! `tap`: a TAP device (`/dev/net/tun`), the usual way to give a VM or a container a port.
+//!
+//! Spec: `tap:NAME[,queues=N]`.
+//!
+//! Opening creates the device or attaches to an existing one of the same name
+//! (`IFF_TAP | IFF_NO_PI | IFF_VNET_HDR`, plus `IFF_MULTI_QUEUE` with several queues: one
+//! file descriptor per queue), sets it up, and announces checksum and TCP segmentation
+//! offloads (`TUNSETOFFLOAD` with `TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN`), so the
+//! kernel hands over partial checksums and TCP super-packets of up to 64 KiB, which receive
+//! finishes and segments ([`crate::vnet`]). A device the port created goes away when the
+//! port is dropped; one that existed (persistent) stays.
+//!
+//! The tun API moves one frame per `read(2)` or `writev(2)`, so this backend makes one
+//! system call per packet (not per batch): it is for VMs and containers, not for line rate.
+//! File descriptors are non-blocking; the rx queue's is its readiness fd.
+//!
+//! Needs CAP_NET_ADMIN (root) to create a device.
+
+mod queue;
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use packet::{Pool, FRAME_SIZE, HEADROOM};
+
+use crate::claim::QueueSlot;
+use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
+
+use queue::{TapRx, TapTx};
+
+/// Most queues a TAP port may have (the kernel's limit is 256).
+pub const MAX_QUEUES: u16 = 64;
+
+/// What a [`TapPort`] opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TapConfig {
+    /// The device's name (at most 15 bytes).
+    pub name: String,
+    /// Queues (file descriptors), 1 to [`MAX_QUEUES`].
+    pub queues: u16,
+}
+
+impl TapConfig {
+    /// One queue on device `name`.
+    pub fn new(name: &str) -> TapConfig {
+        TapConfig {
+            name: name.to_string(),
+            queues: 1,
+        }
+    }
+}
+
+/// One queue's descriptor and counters.
+struct TapQueueState {
+    fd: OwnedFd,
+    rx: QueueCounters,
+    tx: QueueCounters,
+}
+
+/// A TAP device port; see the [module docs](self).
+pub struct TapPort {
+    name: String,
+    pool: Pool,
+    cfg: TapConfig,
+    queues: Vec<Arc<TapQueueState>>,
+    rx_slots: Vec<QueueSlot>,
+    tx_slots: Vec<QueueSlot>,
+}
+
+impl std::fmt::Debug for TapPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TapPort")
+            .field("name", &self.name)
+            .field("cfg", &self.cfg)
+            .finish()
+    }
+}
+
+/// `struct ifreq` with the flags member (40 bytes on 64-bit Linux).
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+impl IfReq {
+    fn new(name: &str, flags: libc::c_short) -> IfReq {
+        let mut r = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            flags,
+            _pad: [0; 22],
+        };
+        r.name[..name.len()].copy_from_slice(name.as_bytes());
+        r
+    }
+}
+
+fn ioctl_err(port: &str, what: &str, e: io::Error) -> PortError {
+    let fix = match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => ": needs CAP_NET_ADMIN; run as root or grant it",
+        Some(libc::ENOENT) => ": no /dev/net/tun; load the tun module (modprobe tun)",
+        Some(libc::EINVAL) | Some(libc::EBUSY) => {
+            ": a device of this name exists with other flags (not a tap, or single-queue \
+             while queues>1); delete it or match it"
+        }
+        _ => "",
+    };
+    PortError::new(port, format!("{what}: {e}{fix}"))
+}
+
+/// Opens one queue's descriptor on device `name`.
+fn open_queue(port: &str, name: &str, multi: bool) -> Result<OwnedFd, PortError> {
+    // SAFETY: a constant NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            c"/dev/net/tun".as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(ioctl_err(
+            port,
+            "cannot open /dev/net/tun",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut flags = libc::IFF_TAP | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
+    if multi {
+        flags |= libc::IFF_MULTI_QUEUE;
+    }
+    let mut req = IfReq::new(name, flags as libc::c_short);
+    let call = |req: libc::c_ulong, arg: *mut libc::c_void| {
+        // SAFETY: each call passes the argument type its ioctl expects.
+        if unsafe { libc::ioctl(fd.as_raw_fd(), req as _, arg) } < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    };
+    call(libc::TUNSETIFF as _, (&mut req as *mut IfReq).cast())
+        .map_err(|e| ioctl_err(port, &format!("cannot create or attach to tap {name}"), e))?;
+    let mut sz: libc::c_int = crate::vnet::VNET_HDR_LEN as libc::c_int;
+    call(
+        libc::TUNSETVNETHDRSZ as _,
+        (&mut sz as *mut libc::c_int).cast(),
+    )
+    .map_err(|e| ioctl_err(port, "cannot set the virtio-net header size", e))?;
+    let offloads = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
+    call(
+        libc::TUNSETOFFLOAD as _,
+        offloads as usize as *mut libc::c_void,
+    )
+    .map_err(|e| ioctl_err(port, "cannot announce offloads (TUNSETOFFLOAD)", e))?;
+    Ok(fd)
+}
+
+/// Sets interface `name` up.
+fn set_up(port: &str, name: &str) -> Result<(), PortError> {
+    // SAFETY: plain socket(2) for interface ioctls.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(ioctl_err(
+            port,
+            "cannot open a socket",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: s is a fresh descriptor we own.
+    let s = unsafe { OwnedFd::from_raw_fd(s) };
+    let mut req = IfReq::new(name, 0);
+    let fd: RawFd = s.as_raw_fd();
+    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS take a struct ifreq.
+    unsafe {
+        if libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req as *mut IfReq) < 0 {
+            return Err(ioctl_err(
+                port,
+                "cannot read the tap's flags",
+                io::Error::last_os_error(),
+            ));
+        }
+        req.flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &mut req as *mut IfReq) < 0 {
+            return Err(ioctl_err(
+                port,
+                "cannot set the tap up",
+                io::Error::last_os_error(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl TapPort {
+    /// Creates or attaches to the device and opens every queue. Errors name the fix.
+    pub fn new(name: &str, cfg: TapConfig, pool: &Pool) -> Result<TapPort, PortError> {
+        if cfg.queues == 0 || cfg.queues > MAX_QUEUES {
+            return Err(PortError::new(
+                name,
+                format!("queues={}: give 1 to {MAX_QUEUES}", cfg.queues),
+            ));
+        }
+        if cfg.name.is_empty() || cfg.name.len() >= libc::IFNAMSIZ || cfg.name.contains('/') {
+            return Err(PortError::new(
+                name,
+                format!("'{}' is not a device name: 1 to 15 bytes, no '/'", cfg.name),
+            ));
+        }
+        let multi = cfg.queues > 1;
+        let mut queues = Vec::new();
+        for _ in 0..cfg.queues {
+            queues.push(Arc::new(TapQueueState {
+                fd: open_queue(name, &cfg.name, multi)?,
+                rx: QueueCounters::default(),
+                tx: QueueCounters::default(),
+            }));
+        }
+        set_up(name, &cfg.name)?;
+        let n = usize::from(cfg.queues);
+        Ok(TapPort {
+            name: name.to_string(),
+            pool: pool.clone(),
+            queues,
+            rx_slots: (0..n).map(|_| QueueSlot::default()).collect(),
+            tx_slots: (0..n).map(|_| QueueSlot::default()).collect(),
+            cfg,
+        })
+    }
+
+    fn check_queue(&self, kind: &str, queue: u16) -> Result<usize, PortError> {
+        if queue < self.cfg.queues {
+            Ok(usize::from(queue))
+        } else {
+            Err(PortError::new(
+                &self.name,
+                format!(
+                    "{kind} queue {queue} does not exist: the port has {} (queues=N for more)",
+                    self.cfg.queues
+                ),
+            ))
+        }
+    }
+}
+
+impl Port for TapPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            rx_queues: self.cfg.queues,
+            tx_queues: self.cfg.queues,
+            vnet_hdr: true,
+            max_frame: (FRAME_SIZE - HEADROOM) as u32,
+        }
+    }
+
+    fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
+        let q = self.check_queue("rx", queue)?;
+        let claim = self.rx_slots[q].claim(&self.name, &format!("rx queue {queue}"))?;
+        Ok(Box::new(TapRx::new(
+            self.queues[q].clone(),
+            self.pool.cache(),
+            claim,
+        )))
+    }
+
+    fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
+        let q = self.check_queue("tx", queue)?;
+        let claim = self.tx_slots[q].claim(&self.name, &format!("tx queue {queue}"))?;
+        Ok(Box::new(TapTx::new(
+            self.queues[q].clone(),
+            self.pool.cache(),
+            claim,
+        )))
+    }
+
+    fn stats(&self) -> PortStats {
+        let mut s = PortStats::default();
+        for q in &self.queues {
+            let (p, b, d, e) = q.rx.read();
+            s.rx_packets += p;
+            s.rx_bytes += b;
+            s.rx_dropped += d;
+            s.rx_errors += e;
+            let (p, b, d, e) = q.tx.read();
+            s.tx_packets += p;
+            s.tx_bytes += b;
+            s.tx_dropped += d;
+            s.tx_errors += e;
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests;

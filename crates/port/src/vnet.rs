@@ -1,0 +1,571 @@
+//! The virtio-net header that kernel ports (AF_PACKET with `PACKET_VNET_HDR`, TAP with
+//! `IFF_VNET_HDR`) put before each frame, and what the switch does with it on receive.
+//!
+//! With the header, a host can keep its checksum and TCP segmentation offloads on: the kernel
+//! hands over a frame whose L4 checksum is only partial ([`F_NEEDS_CSUM`]) or a TCP
+//! "super-packet" of up to 64 KiB ([`GSO_TCPV4`], [`GSO_TCPV6`]) instead of wire-ready frames.
+//! The switch's frames are 2 KiB, so on receive ([`plan`]):
+//!
+//! - a frame with no offload is copied as it is;
+//! - a frame needing its checksum gets it completed in software ([`complete_csum`]);
+//! - a TCP super-packet whose payload is longer than one MSS (`gso_size`) is cut into
+//!   MSS-sized segments ([`TcpSegmenter`]), each with its own IPv4 id and total length (or IPv6
+//!   payload length), TCP sequence number, flags (FIN and PSH only on the last segment, CWR
+//!   only on the first) and a full TCP checksum — what the host's NIC would have done.
+//!
+//! Other GSO types (UDP fragmentation offload, UDP GSO) are refused with [`VnetError`]; hosts
+//! only produce them when an application asks, and the port counts them as receive errors.
+//!
+//! On transmit the switch's frames are complete (checksums done, at most one MTU), so ports
+//! write [`VnetHdr::NONE`].
+//!
+//! Multi-byte fields are in the host's byte order: both AF_PACKET and TAP (without
+//! `TUNSETVNETLE`) use the legacy virtio layout.
+//!
+//! Per-packet code: nothing here allocates.
+
+use packet::checksum;
+
+/// Length of the virtio-net header (`struct virtio_net_hdr`) on the wire.
+pub const VNET_HDR_LEN: usize = 10;
+
+/// `flags`: the L4 checksum is partial; complete it from `csum_start`, store at
+/// `csum_start + csum_offset`.
+pub const F_NEEDS_CSUM: u8 = 1;
+/// `flags`: the checksum was verified by the sender.
+pub const F_DATA_VALID: u8 = 2;
+/// `gso_type`: not a super-packet.
+pub const GSO_NONE: u8 = 0;
+/// `gso_type`: TCP over IPv4 super-packet.
+pub const GSO_TCPV4: u8 = 1;
+/// `gso_type`: UDP fragmentation offload (legacy).
+pub const GSO_UDP: u8 = 3;
+/// `gso_type`: TCP over IPv6 super-packet.
+pub const GSO_TCPV6: u8 = 4;
+/// `gso_type`: UDP segmentation offload.
+pub const GSO_UDP_L4: u8 = 5;
+/// `gso_type` bit: the super-packet carries ECN (segmentation keeps CWR on the first segment
+/// only, as it does for every super-packet).
+pub const GSO_ECN: u8 = 0x80;
+
+/// Longest header (Ethernet, VLAN tags, IP with options or extension headers, TCP with
+/// options) a super-packet may have.
+pub const MAX_HEADERS: usize = 256;
+
+/// A virtio-net header (`struct virtio_net_hdr`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VnetHdr {
+    /// [`F_NEEDS_CSUM`], [`F_DATA_VALID`].
+    pub flags: u8,
+    /// [`GSO_NONE`], [`GSO_TCPV4`], [`GSO_TCPV6`], ... possibly with [`GSO_ECN`].
+    pub gso_type: u8,
+    /// Length of the headers (a hint; this module computes it from the frame).
+    pub hdr_len: u16,
+    /// Maximum segment size of a super-packet.
+    pub gso_size: u16,
+    /// Where the checksummed data starts (from the start of the frame).
+    pub csum_start: u16,
+    /// Where the checksum field is, from `csum_start`.
+    pub csum_offset: u16,
+}
+
+impl VnetHdr {
+    /// A header that asks for nothing: a complete frame.
+    pub const NONE: VnetHdr = VnetHdr {
+        flags: 0,
+        gso_type: GSO_NONE,
+        hdr_len: 0,
+        gso_size: 0,
+        csum_start: 0,
+        csum_offset: 0,
+    };
+
+    /// Reads a header from its wire bytes (host byte order).
+    pub fn from_bytes(b: &[u8; VNET_HDR_LEN]) -> VnetHdr {
+        let u = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        VnetHdr {
+            flags: b[0],
+            gso_type: b[1],
+            hdr_len: u(2),
+            gso_size: u(4),
+            csum_start: u(6),
+            csum_offset: u(8),
+        }
+    }
+
+    /// The header's wire bytes (host byte order).
+    pub fn to_bytes(&self) -> [u8; VNET_HDR_LEN] {
+        let mut b = [0u8; VNET_HDR_LEN];
+        b[0] = self.flags;
+        b[1] = self.gso_type;
+        b[2..4].copy_from_slice(&self.hdr_len.to_ne_bytes());
+        b[4..6].copy_from_slice(&self.gso_size.to_ne_bytes());
+        b[6..8].copy_from_slice(&self.csum_start.to_ne_bytes());
+        b[8..10].copy_from_slice(&self.csum_offset.to_ne_bytes());
+        b
+    }
+}
+
+/// Why a received frame's offload request cannot be carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VnetError {
+    /// A GSO type other than TCPv4/TCPv6 (the value is the type).
+    UnsupportedGso(u8),
+    /// The checksum start/offset point outside the frame.
+    BadCsum,
+    /// The headers of a TCP super-packet could not be parsed (what was wrong).
+    BadHeaders(&'static str),
+    /// A TCP super-packet with `gso_size` 0.
+    ZeroMss,
+    /// Ethernet + IP + TCP headers longer than [`MAX_HEADERS`].
+    HeadersTooLong,
+}
+
+impl std::fmt::Display for VnetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VnetError::UnsupportedGso(t) => write!(
+                f,
+                "GSO type {t} is not supported (only TCPv4/TCPv6); turn off UDP offloads on the host"
+            ),
+            VnetError::BadCsum => write!(f, "checksum start/offset outside the frame"),
+            VnetError::BadHeaders(why) => write!(f, "TCP super-packet headers: {why}"),
+            VnetError::ZeroMss => write!(f, "TCP super-packet with gso_size 0"),
+            VnetError::HeadersTooLong => {
+                write!(f, "TCP super-packet headers longer than {MAX_HEADERS} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for VnetError {}
+
+/// A VLAN tag a kernel port took out of the frame (AF_PACKET reports it beside the frame);
+/// it goes back after the MAC addresses when the frame is copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VlanTag {
+    /// Tag protocol identifier (0x8100 or 0x88a8).
+    pub tpid: u16,
+    /// Priority, DEI and VID.
+    pub tci: u16,
+}
+
+impl VlanTag {
+    fn bytes(&self) -> [u8; 4] {
+        let [a, b] = self.tpid.to_be_bytes();
+        let [c, d] = self.tci.to_be_bytes();
+        [a, b, c, d]
+    }
+}
+
+/// Length of `frame` once `vlan` (if any) is put back.
+#[inline]
+pub fn copied_len(frame: &[u8], vlan: Option<VlanTag>) -> usize {
+    frame.len()
+        + if vlan.is_some() && frame.len() >= 12 {
+            4
+        } else {
+            0
+        }
+}
+
+/// Copies `frame` into `out`, putting `vlan` back after the MAC addresses; returns the length
+/// written. `out` must hold [`copied_len`] bytes.
+#[inline]
+pub fn copy_frame(frame: &[u8], vlan: Option<VlanTag>, out: &mut [u8]) -> usize {
+    match vlan {
+        Some(tag) if frame.len() >= 12 => {
+            out[..12].copy_from_slice(&frame[..12]);
+            out[12..16].copy_from_slice(&tag.bytes());
+            out[16..frame.len() + 4].copy_from_slice(&frame[12..]);
+            frame.len() + 4
+        }
+        _ => {
+            out[..frame.len()].copy_from_slice(frame);
+            frame.len()
+        }
+    }
+}
+
+/// Completes a partial L4 checksum in place: sums `frame[start..]` (the field already holds
+/// the pseudo-header sum) and stores the complement at `start + offset`. A result of 0 is
+/// stored as 0xffff (the same value in ones' complement; 0 would mean "no checksum" in UDP).
+#[inline]
+pub fn complete_csum(frame: &mut [u8], start: usize, offset: usize) -> Result<(), VnetError> {
+    let at = start.checked_add(offset).ok_or(VnetError::BadCsum)?;
+    if at + 2 > frame.len() {
+        return Err(VnetError::BadCsum);
+    }
+    let mut c = !checksum::fold(checksum::sum(&frame[start..], 0));
+    if c == 0 {
+        c = 0xffff;
+    }
+    frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
+/// What a received frame needs, in the coordinates of the copied frame (VLAN tag back in).
+#[derive(Debug, Clone)]
+// The segmenter is big (it holds the headers) but lives on the stack for one frame; boxing it
+// would allocate per packet.
+#[allow(clippy::large_enum_variant)]
+pub enum Offload {
+    /// Nothing: copy it.
+    None,
+    /// Copy it, then [`complete_csum`] with this start and offset.
+    Csum {
+        /// Start of the checksummed data.
+        start: usize,
+        /// Offset of the checksum field from `start`.
+        offset: usize,
+    },
+    /// Cut it into segments.
+    Tcp(TcpSegmenter),
+}
+
+/// Decides what a received `frame` (as the kernel delivered it: without `vlan`) with header
+/// `hdr` needs.
+pub fn plan(frame: &[u8], vlan: Option<VlanTag>, hdr: &VnetHdr) -> Result<Offload, VnetError> {
+    let shift = if vlan.is_some() && frame.len() >= 12 {
+        4
+    } else {
+        0
+    };
+    let needs_csum = hdr.flags & F_NEEDS_CSUM != 0;
+    match hdr.gso_type & !GSO_ECN {
+        GSO_NONE => {}
+        GSO_TCPV4 | GSO_TCPV6 => {
+            let seg = TcpSegmenter::new(frame, vlan, hdr)?;
+            if seg.segments() > 1 {
+                return Ok(Offload::Tcp(seg));
+            }
+            // One MSS or less: a plain frame with a partial checksum.
+            return Ok(Offload::Csum {
+                start: seg.l4,
+                offset: 16,
+            });
+        }
+        t => return Err(VnetError::UnsupportedGso(t)),
+    }
+    if !needs_csum {
+        return Ok(Offload::None);
+    }
+    let start = usize::from(hdr.csum_start) + shift;
+    let offset = usize::from(hdr.csum_offset);
+    if start + offset + 2 > frame.len() + shift {
+        return Err(VnetError::BadCsum);
+    }
+    Ok(Offload::Csum { start, offset })
+}
+
+/// Cuts one TCP super-packet into MSS-sized segments. Holds a copy of the headers (with the
+/// VLAN tag back in); the payload is read from the original frame on each
+/// [`write`](TcpSegmenter::write).
+#[derive(Clone)]
+pub struct TcpSegmenter {
+    headers: [u8; MAX_HEADERS],
+    /// Length of Ethernet + IP + TCP headers in `headers`.
+    hdr_len: usize,
+    /// Offset of the IP header.
+    l3: usize,
+    /// Offset of the TCP header.
+    l4: usize,
+    v4: bool,
+    /// Where the payload starts in the original frame.
+    payload_at: usize,
+    payload_len: usize,
+    mss: usize,
+    seq: u32,
+    ip_id: u16,
+    flags: u16,
+}
+
+impl std::fmt::Debug for TcpSegmenter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpSegmenter")
+            .field("hdr_len", &self.hdr_len)
+            .field("v4", &self.v4)
+            .field("payload_len", &self.payload_len)
+            .field("mss", &self.mss)
+            .finish()
+    }
+}
+
+const ETH_VLAN: u16 = 0x8100;
+const ETH_QINQ: u16 = 0x88a8;
+const ETH_IPV4: u16 = 0x0800;
+const ETH_IPV6: u16 = 0x86dd;
+const TCP_FIN: u16 = 0x001;
+const TCP_PSH: u16 = 0x008;
+const TCP_CWR: u16 = 0x080;
+
+impl TcpSegmenter {
+    /// Parses the headers of a TCP super-packet `frame` (delivered without `vlan`).
+    pub fn new(
+        frame: &[u8],
+        vlan: Option<VlanTag>,
+        hdr: &VnetHdr,
+    ) -> Result<TcpSegmenter, VnetError> {
+        let bad = VnetError::BadHeaders;
+        let mss = usize::from(hdr.gso_size);
+        if mss == 0 {
+            return Err(VnetError::ZeroMss);
+        }
+        // Find the IP header in the frame as delivered, walking any tags still in it.
+        let mut at = 12;
+        let mut ethertype = be16(frame, at).ok_or(bad("frame shorter than Ethernet"))?;
+        while ethertype == ETH_VLAN || ethertype == ETH_QINQ {
+            at += 4;
+            ethertype = be16(frame, at).ok_or(bad("truncated VLAN tag"))?;
+        }
+        let l3 = at + 2;
+        let (v4, l4) = match ethertype {
+            ETH_IPV4 => {
+                let ihl = usize::from(*frame.get(l3).ok_or(bad("no IPv4 header"))? & 0x0f) * 4;
+                if ihl < 20 || frame.get(l3 + 9) != Some(&6) {
+                    return Err(bad("IPv4 header length below 20 or protocol not TCP"));
+                }
+                (true, l3 + ihl)
+            }
+            ETH_IPV6 => {
+                // Extension headers: trust the checksum start, which points at TCP.
+                let l4 = if frame.get(l3 + 6) == Some(&6) {
+                    l3 + 40
+                } else if hdr.flags & F_NEEDS_CSUM != 0 && usize::from(hdr.csum_start) > l3 + 40 {
+                    usize::from(hdr.csum_start)
+                } else {
+                    return Err(bad("IPv6 next header is not TCP"));
+                };
+                (false, l4)
+            }
+            _ => return Err(bad("not IPv4 or IPv6")),
+        };
+        let doff = usize::from(*frame.get(l4 + 12).ok_or(bad("no TCP header"))? >> 4) * 4;
+        if doff < 20 {
+            return Err(bad("TCP data offset below 5"));
+        }
+        let end = l4 + doff;
+        if end > frame.len() {
+            return Err(bad("TCP header beyond the frame"));
+        }
+        let shift = if vlan.is_some() { 4 } else { 0 };
+        if end + shift > MAX_HEADERS {
+            return Err(VnetError::HeadersTooLong);
+        }
+        let mut headers = [0u8; MAX_HEADERS];
+        let hdr_len = copy_frame(&frame[..end], vlan, &mut headers);
+        let (l3, l4) = (l3 + shift, l4 + shift);
+        let seq = u32::from_be_bytes([
+            headers[l4 + 4],
+            headers[l4 + 5],
+            headers[l4 + 6],
+            headers[l4 + 7],
+        ]);
+        Ok(TcpSegmenter {
+            headers,
+            hdr_len,
+            l3,
+            l4,
+            v4,
+            payload_at: end,
+            payload_len: frame.len() - end,
+            mss,
+            seq,
+            ip_id: if v4 {
+                u16::from_be_bytes([headers[l3 + 4], headers[l3 + 5]])
+            } else {
+                0
+            },
+            flags: u16::from_be_bytes([headers[l4 + 12], headers[l4 + 13]]) & 0x0fff,
+        })
+    }
+
+    /// How many segments the payload makes (at least 1).
+    pub fn segments(&self) -> usize {
+        self.payload_len.div_ceil(self.mss).max(1)
+    }
+
+    /// The length of segment `i`.
+    pub fn segment_len(&self, i: usize) -> usize {
+        let off = i * self.mss;
+        self.hdr_len + self.payload_len.saturating_sub(off).min(self.mss)
+    }
+
+    /// Offset of the TCP header in each segment.
+    pub fn l4_offset(&self) -> usize {
+        self.l4
+    }
+
+    /// Writes segment `i` (below [`segments`](Self::segments)) of the super-packet `frame`
+    /// (the same frame given to [`new`](Self::new)) into `out`, which must hold
+    /// [`segment_len`](Self::segment_len) bytes; returns the length.
+    pub fn write(&self, frame: &[u8], i: usize, out: &mut [u8]) -> usize {
+        let off = i * self.mss;
+        let len = self.payload_len.saturating_sub(off).min(self.mss);
+        let last = off + len >= self.payload_len;
+        let (h, l3, l4) = (self.hdr_len, self.l3, self.l4);
+        out[..h].copy_from_slice(&self.headers[..h]);
+        let start = self.payload_at + off;
+        out[h..h + len].copy_from_slice(&frame[start..start + len]);
+        let l4_len = h - l4 + len;
+        if self.v4 {
+            let tot = (h - l3 + len) as u16;
+            out[l3 + 2..l3 + 4].copy_from_slice(&tot.to_be_bytes());
+            out[l3 + 4..l3 + 6].copy_from_slice(&self.ip_id.wrapping_add(i as u16).to_be_bytes());
+            out[l3 + 10..l3 + 12].fill(0);
+            let c = checksum::checksum(&out[l3..l4]);
+            out[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+        } else {
+            let plen = (h - l3 - 40 + len) as u16;
+            out[l3 + 4..l3 + 6].copy_from_slice(&plen.to_be_bytes());
+        }
+        out[l4 + 4..l4 + 8].copy_from_slice(&self.seq.wrapping_add(off as u32).to_be_bytes());
+        let mut flags = self.flags;
+        if !last {
+            flags &= !(TCP_FIN | TCP_PSH);
+        }
+        if i > 0 {
+            flags &= !TCP_CWR;
+        }
+        let word = (u16::from(out[l4 + 12]) << 8) & 0xf000 | flags;
+        out[l4 + 12..l4 + 14].copy_from_slice(&word.to_be_bytes());
+        out[l4 + 16..l4 + 18].fill(0);
+        let pseudo = if self.v4 {
+            checksum::pseudo_v4(be32(out, l3 + 12), be32(out, l3 + 16), 6, l4_len as u16)
+        } else {
+            checksum::pseudo_v6(be128(out, l3 + 8), be128(out, l3 + 24), 6, l4_len as u32)
+        };
+        let c = !checksum::fold(checksum::sum(&out[l4..h + len], pseudo));
+        out[l4 + 16..l4 + 18].copy_from_slice(&c.to_be_bytes());
+        h + len
+    }
+}
+
+/// How far [`deliver`] got with one received frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivered {
+    /// Every packet the frame makes is in the batch.
+    Done {
+        /// Packets appended.
+        packets: usize,
+        /// Their bytes.
+        bytes: usize,
+    },
+    /// The batch filled up or the pool ran dry: call again with `first` = `next`.
+    More {
+        /// Packets appended.
+        packets: usize,
+        /// Their bytes.
+        bytes: usize,
+        /// The first segment (or 0 for a plain frame) still to deliver.
+        next: usize,
+    },
+    /// The frame was dropped: its offload request cannot be carried out, or it (or one of
+    /// its segments) is longer than a pool frame.
+    Dropped,
+}
+
+/// Copies one received frame into pool frames appended to `batch`: one copy per packet,
+/// the VLAN tag put back, checksums completed and super-packets segmented as `hdr` asks
+/// (`None`: a port without virtio-net headers). Segments from `first` on are delivered (a
+/// super-packet can make more segments than a batch holds). Never allocates.
+pub fn deliver(
+    frame: &[u8],
+    vlan: Option<VlanTag>,
+    hdr: Option<&VnetHdr>,
+    first: usize,
+    cache: &mut packet::PoolCache,
+    batch: &mut packet::Batch,
+) -> Delivered {
+    const ROOM: usize = packet::FRAME_SIZE - packet::HEADROOM;
+    let offload = match hdr {
+        None => Offload::None,
+        Some(h) => match plan(frame, vlan, h) {
+            Ok(o) => o,
+            Err(_) => return Delivered::Dropped,
+        },
+    };
+    match offload {
+        Offload::Tcp(seg) => {
+            let n = seg.segments();
+            let (mut packets, mut bytes) = (0, 0);
+            for i in first..n {
+                let len = seg.segment_len(i);
+                if len > ROOM {
+                    return Delivered::Dropped;
+                }
+                if batch.room() == 0 {
+                    return Delivered::More {
+                        packets,
+                        bytes,
+                        next: i,
+                    };
+                }
+                let Some(mut pkt) = cache.alloc() else {
+                    return Delivered::More {
+                        packets,
+                        bytes,
+                        next: i,
+                    };
+                };
+                pkt.set_len(len);
+                seg.write(frame, i, pkt.data_mut());
+                bytes += len;
+                packets += 1;
+                let _ = batch.push(pkt);
+            }
+            Delivered::Done { packets, bytes }
+        }
+        plain => {
+            let len = copied_len(frame, vlan);
+            if len > ROOM {
+                return Delivered::Dropped;
+            }
+            if batch.room() == 0 {
+                return Delivered::More {
+                    packets: 0,
+                    bytes: 0,
+                    next: 0,
+                };
+            }
+            let Some(mut pkt) = cache.alloc() else {
+                return Delivered::More {
+                    packets: 0,
+                    bytes: 0,
+                    next: 0,
+                };
+            };
+            pkt.set_len(len);
+            copy_frame(frame, vlan, pkt.data_mut());
+            if let Offload::Csum { start, offset } = plain {
+                if complete_csum(pkt.data_mut(), start, offset).is_err() {
+                    cache.free(pkt);
+                    return Delivered::Dropped;
+                }
+            }
+            let _ = batch.push(pkt);
+            Delivered::Done {
+                packets: 1,
+                bytes: len,
+            }
+        }
+    }
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn be128(b: &[u8], at: usize) -> u128 {
+    let mut a = [0u8; 16];
+    a.copy_from_slice(&b[at..at + 16]);
+    u128::from_be_bytes(a)
+}
+
+#[cfg(test)]
+#[path = "vnet_tests.rs"]
+mod tests;
