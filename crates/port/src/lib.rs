@@ -10,10 +10,11 @@
 //!   from the batch, and the ones not sent stay in it (the caller frees them and counts drops).
 //!
 //! Backends: [`ring`] (in-memory pairs), [`null`] (benchmark source and sink), [`pcap`]
-//! (capture files). [`open`] opens any of them from a text spec such as `null:flows=1000`.
+//! (capture files), [`afxdp`] (Linux interfaces through AF_XDP sockets). [`open`] opens any of them from a text spec such as `null:flows=1000`.
 
 #![deny(missing_docs)]
 
+pub mod afxdp;
 mod claim;
 mod csum;
 pub mod null;
