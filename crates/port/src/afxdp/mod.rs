@@ -205,7 +205,6 @@ impl AfXdpPort {
             rings,
             s.tx.clone(),
             self.pool.cache(),
-            !s.zero_copy,
             s.tx_counters.clone(),
         ))
     }

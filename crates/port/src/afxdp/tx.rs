@@ -6,9 +6,10 @@
 //! pool; its own frame cannot be given back without its pool's cache, so it is left unfreed,
 //! which leaks it safely (as the ring port does).
 //!
-//! System calls: in zero-copy mode only when the kernel sets `need_wakeup` on the tx ring; in
-//! copy mode the kernel transmits only inside `sendto`, so one `sendto` per batch that put
-//! something on the ring (the floor for a kernel-copied port).
+//! System calls: one `sendto` per batch at most, and only when the kernel sets `need_wakeup`
+//! on the tx ring. Zero-copy drivers set it when their transmit side went to sleep; in copy
+//! mode the kernel transmits only inside `sendto`, so it keeps the flag set and every batch
+//! that put something on the ring is kicked (the floor for a kernel-copied port).
 
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
@@ -25,8 +26,6 @@ pub struct AfXdpTx {
     slot: Slot<TxRings>,
     cache: PoolCache,
     frames: u32,
-    /// Copy mode: the kernel needs a `sendto` for every batch.
-    copy_mode: bool,
     counters: Arc<QueueCounters>,
     /// Packets of another pool that were copied into a frame of ours.
     copies: u64,
@@ -35,7 +34,6 @@ pub struct AfXdpTx {
 impl std::fmt::Debug for AfXdpTx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AfXdpTx")
-            .field("copy_mode", &self.copy_mode)
             .field("in_flight", &self.rings.in_flight)
             .finish()
     }
@@ -55,7 +53,6 @@ impl AfXdpTx {
         rings: TxRings,
         slot: Slot<TxRings>,
         cache: PoolCache,
-        copy_mode: bool,
         counters: Arc<QueueCounters>,
     ) -> AfXdpTx {
         let frames = cache.pool().frames();
@@ -64,7 +61,6 @@ impl AfXdpTx {
             slot,
             cache,
             frames,
-            copy_mode,
             counters,
             copies: 0,
         }
@@ -106,7 +102,7 @@ impl AfXdpTx {
     /// Asks the kernel to transmit when it needs asking.
     #[inline]
     fn kick(&mut self) {
-        if self.copy_mode || self.rings.tx.needs_wakeup() {
+        if self.rings.tx.needs_wakeup() {
             self.rings.tx.wake();
         }
     }
