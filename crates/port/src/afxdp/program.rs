@@ -12,8 +12,6 @@
 
 use std::io;
 use std::os::fd::RawFd;
-#[cfg(test)]
-use std::os::fd::{AsFd, AsRawFd};
 
 use aya::maps::XskMap;
 use aya::programs::{Xdp, XdpFlags};
@@ -211,23 +209,44 @@ impl XdpProgram {
         xsks.set(queue, fd, 0)
             .map_err(|e| explain(&format!("putting queue {queue}'s socket in the XSKMAP"), &e))
     }
+}
 
-    /// The program's descriptor (tests attach it the old way to make a stale program).
-    #[cfg(test)]
-    pub(crate) fn prog_fd(&mut self) -> RawFd {
-        program(&mut self.ebpf)
-            .fd()
-            .expect("loaded")
-            .as_fd()
-            .as_raw_fd()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Wrapper(io::Error);
+
+    impl std::fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "wrapped")
+        }
     }
 
-    /// Loads the program without attaching it (tests).
-    #[cfg(test)]
-    pub(crate) fn load_detached() -> Result<XdpProgram, String> {
-        Ok(XdpProgram {
-            ebpf: load()?,
-            native: false,
-        })
+    impl std::error::Error for Wrapper {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn permission_errors_deep_in_a_chain_name_the_capabilities() {
+        let e = Wrapper(io::Error::from_raw_os_error(libc::EPERM));
+        let text = explain("loading the XDP program", &e);
+        assert!(text.contains(NEED_CAPS), "{text}");
+        let busy = Wrapper(io::Error::from_raw_os_error(libc::EBUSY));
+        assert!(explain("x", &busy).contains("stop it first"));
+        let plain = io::Error::other("no errno");
+        assert_eq!(explain("x", &plain), "x (no errno): no errno");
+    }
+
+    #[test]
+    fn the_embedded_object_has_the_program_and_the_map() {
+        // An ELF object for BPF built by build.rs; loading it needs root, parsing does not.
+        assert_eq!(&OBJECT[..4], b"\x7fELF");
+        let find = |needle: &[u8]| OBJECT.windows(needle.len()).any(|w| w == needle);
+        assert!(find(PROGRAM_NAME.as_bytes()));
+        assert!(find(MAP_NAME.as_bytes()));
     }
 }
