@@ -195,6 +195,47 @@ fn dropping_the_port_removes_the_program() {
 }
 
 #[test]
+fn every_frame_is_back_in_the_pool_after_close() {
+    if !root_or_say_why("every_frame_is_back_in_the_pool_after_close") {
+        return;
+    }
+    in_netns(|| {
+        let a = Veth::new("ca");
+        let b = Veth::new("cb");
+        let pool = Pool::with_frames(4096);
+        {
+            let pa = open(&a.port, &pool);
+            let pb = open(&b.port, &pool);
+            let mut rx = pa.open_rx_queue(0).unwrap();
+            let mut tx = pb.open_tx_queue(0).unwrap();
+            assert!(rx.frames_in_kernel() > 0, "the fill ring was filled");
+            let src = Raw::new(&a.peer);
+            let dst = Raw::new(&b.peer);
+            for i in 0..8 {
+                src.send(&test_frame(i, 90));
+            }
+            let got = recv_frames(&mut rx, 8, &pool);
+            let mut batch = Batch::new();
+            got.into_iter().for_each(|p| batch.push(p).unwrap());
+            assert_eq!(tx.send(&mut batch), 8);
+            for _ in 0..8 {
+                assert!(dst.recv_test_frame(WAIT).is_some());
+            }
+            let start = Instant::now();
+            while tx.frames_in_flight() > 0 && start.elapsed() < WAIT {
+                tx.flush();
+            }
+            // Queues dropped before or after the port: either order gives everything back.
+            drop(tx);
+            drop(pb);
+            drop(pa);
+            drop(rx);
+        }
+        assert_eq!(pool.shared_free(), 4096, "frames lost by a closed port");
+    });
+}
+
+#[test]
 fn skb_mode_works_too() {
     if !root_or_say_why("skb_mode_works_too") {
         return;

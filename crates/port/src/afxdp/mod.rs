@@ -14,10 +14,11 @@
 //! completion rings); the two can live on different threads. Dropping the port detaches the
 //! program and, once the queues are dropped too, closes the sockets.
 //!
-//! Frames the kernel holds when a port is dropped (on the fill ring, in flight on tx) cannot
-//! be read back safely, so they stay out of the pool: at most `fill target + RING_SIZE` frames
-//! per queue, once per port lifetime.
+//! When the port and its queues are dropped, the frames the kernel held go back to the pool in
+//! copy mode; in zero-copy mode (and for tx frames not yet completed) they stay out of it, as
+//! the kernel may still be letting go of them (module `xsk`).
 
+mod frames;
 mod netlink;
 mod program;
 mod rx;
@@ -25,7 +26,7 @@ mod sys;
 mod tx;
 mod xsk;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use packet::{Pool, BATCH_SIZE, FRAME_SIZE};
 
@@ -91,9 +92,8 @@ pub struct AfXdpPort {
     /// The attached program; dropped (detached) first, before the sockets close.
     program: Mutex<XdpProgram>,
     name: String,
-    pool: Pool,
     /// One socket per queue.
-    sockets: Vec<Xsk>,
+    sockets: Vec<Arc<Xsk>>,
     fill_target: u32,
 }
 
@@ -166,7 +166,6 @@ impl AfXdpPort {
         );
         Ok(AfXdpPort {
             name,
-            pool: pool.clone(),
             sockets,
             program: Mutex::new(program),
             fill_target,
@@ -187,29 +186,17 @@ impl AfXdpPort {
     pub fn open_rx_queue(&self, queue: u16) -> Result<AfXdpRx, PortError> {
         let s = self.socket(queue, "rx")?;
         let rings = xsk::claim(&s.rx, &self.name, &format!("rx queue {queue}"))?;
-        Ok(AfXdpRx::new(
-            rings,
-            s.rx.clone(),
-            &self.pool,
-            self.fill_target,
-            s.rx_counters.clone(),
-            s.fd(),
-        ))
+        Ok(AfXdpRx::new(rings, s.clone(), self.fill_target))
     }
 
     /// Opens transmit queue `queue` as its concrete type (what [`Port::open_tx`] boxes).
     pub fn open_tx_queue(&self, queue: u16) -> Result<AfXdpTx, PortError> {
         let s = self.socket(queue, "tx")?;
         let rings = xsk::claim(&s.tx, &self.name, &format!("tx queue {queue}"))?;
-        Ok(AfXdpTx::new(
-            rings,
-            s.tx.clone(),
-            self.pool.cache(),
-            s.tx_counters.clone(),
-        ))
+        Ok(AfXdpTx::new(rings, s.clone()))
     }
 
-    fn socket(&self, queue: u16, kind: &str) -> Result<&Xsk, PortError> {
+    fn socket(&self, queue: u16, kind: &str) -> Result<&Arc<Xsk>, PortError> {
         self.sockets.get(usize::from(queue)).ok_or_else(|| {
             PortError::new(
                 &self.name,

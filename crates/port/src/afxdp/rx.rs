@@ -12,19 +12,20 @@ use std::sync::Arc;
 
 use packet::{Batch, Pool, PoolCache, BATCH_SIZE, FRAME_SIZE};
 
-use super::xsk::{release, RxRings, Slot};
+use super::xsk::{release, RxRings, Xsk};
 use crate::{QueueCounters, RxQueue};
 
 /// Receive queue `q` of an AF_XDP port.
 pub struct AfXdpRx {
     rings: ManuallyDrop<RxRings>,
-    slot: Slot<RxRings>,
     pool: Pool,
     cache: PoolCache,
     /// Frames the fill ring is kept topped up to.
     fill_target: u32,
     counters: Arc<QueueCounters>,
     fd: RawFd,
+    /// The socket (its slot takes the rings back on drop).
+    xsk: Arc<Xsk>,
 }
 
 impl std::fmt::Debug for AfXdpRx {
@@ -37,22 +38,15 @@ impl std::fmt::Debug for AfXdpRx {
 }
 
 impl AfXdpRx {
-    pub(crate) fn new(
-        rings: RxRings,
-        slot: Slot<RxRings>,
-        pool: &Pool,
-        fill_target: u32,
-        counters: Arc<QueueCounters>,
-        fd: RawFd,
-    ) -> AfXdpRx {
+    pub(crate) fn new(rings: RxRings, xsk: Arc<Xsk>, fill_target: u32) -> AfXdpRx {
         let mut rx = AfXdpRx {
             rings: ManuallyDrop::new(rings),
-            slot,
-            pool: pool.clone(),
-            cache: pool.cache(),
+            pool: xsk.pool.clone(),
+            cache: xsk.pool.cache(),
             fill_target,
-            counters,
-            fd,
+            counters: xsk.rx_counters.clone(),
+            fd: xsk.fd(),
+            xsk,
         };
         rx.refill();
         rx
@@ -65,13 +59,18 @@ impl AfXdpRx {
         if room == 0 {
             return;
         }
-        let mut writer = self.rings.fill.fill(room);
+        let rings = &mut *self.rings;
+        let mut writer = rings.fill.fill(room);
         let cap = writer.capacity() as usize;
         let cache = &mut self.cache;
+        let held = &mut rings.held;
         // `take(cap)`: the ring never sees more frames than it reserved, so none is lost.
         let frames = std::iter::from_fn(|| cache.take_frame())
             .take(cap)
-            .map(|f| f as u64 * FRAME_SIZE as u64);
+            .map(|f| {
+                held.insert(f);
+                f as u64 * FRAME_SIZE as u64
+            });
         let n = writer.insert(frames);
         writer.commit();
         drop(writer);
@@ -97,17 +96,22 @@ impl RxQueue for AfXdpRx {
         let frames = self.pool.frames();
         let (mut got, mut bytes, mut bad) = (0usize, 0u64, 0u64);
         {
-            let mut reader = self.rings.rx.receive(want);
+            let rings = &mut *self.rings;
+            let mut reader = rings.rx.receive(want);
             while let Some(desc) = reader.read() {
                 let frame = desc.addr / FRAME_SIZE as u64;
                 let off = desc.addr % FRAME_SIZE as u64;
-                if frame >= u64::from(frames) || off + u64::from(desc.len) > FRAME_SIZE as u64 {
-                    // Not a frame of ours: the kernel never does this; count it, keep going.
+                if frame >= u64::from(frames)
+                    || off + u64::from(desc.len) > FRAME_SIZE as u64
+                    || !rings.held.remove(frame as u32)
+                {
+                    // Not a frame this queue gave the kernel (it never does this): making a
+                    // packet of it could give a frame two owners. Count it, keep going.
                     bad += 1;
                     continue;
                 }
                 // SAFETY: the frame was put on the fill ring by this queue (taken out of the
-                // pool's free stacks), so no other `Packet` owns it; the kernel gave it back.
+                // pool's free stacks) and is back from the kernel: no `Packet` owns it.
                 let pkt = unsafe {
                     self.pool
                         .packet_from_frame(frame as u32, off as u16, desc.len as u16)
@@ -122,10 +126,7 @@ impl RxQueue for AfXdpRx {
             }
             reader.release();
         }
-        self.rings.in_kernel = self
-            .rings
-            .in_kernel
-            .saturating_sub((got as u64 + bad) as u32);
+        self.rings.in_kernel -= got as u32;
         if self.fill_target.saturating_sub(self.rings.in_kernel) >= BATCH_SIZE as u32 {
             self.refill();
         }
@@ -147,6 +148,6 @@ impl Drop for AfXdpRx {
     fn drop(&mut self) {
         // SAFETY: taken once, here; `self.rings` is not used afterwards.
         let rings = unsafe { ManuallyDrop::take(&mut self.rings) };
-        release(&self.slot, rings);
+        release(&self.xsk.rx, rings);
     }
 }

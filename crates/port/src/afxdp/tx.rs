@@ -17,13 +17,14 @@ use std::sync::Arc;
 use packet::{Batch, Packet, PoolCache, FRAME_SIZE};
 use xdpilone::xdp::XdpDesc;
 
-use super::xsk::{release, Slot, TxRings};
+use super::xsk::{release, TxRings, Xsk};
 use crate::{QueueCounters, TxQueue};
 
 /// Transmit queue `q` of an AF_XDP port.
 pub struct AfXdpTx {
     rings: ManuallyDrop<TxRings>,
-    slot: Slot<TxRings>,
+    /// The socket (its slot takes the rings back on drop).
+    xsk: Arc<Xsk>,
     cache: PoolCache,
     frames: u32,
     counters: Arc<QueueCounters>,
@@ -49,19 +50,13 @@ fn desc(pkt: &Packet) -> XdpDesc {
 }
 
 impl AfXdpTx {
-    pub(crate) fn new(
-        rings: TxRings,
-        slot: Slot<TxRings>,
-        cache: PoolCache,
-        counters: Arc<QueueCounters>,
-    ) -> AfXdpTx {
-        let frames = cache.pool().frames();
+    pub(crate) fn new(rings: TxRings, xsk: Arc<Xsk>) -> AfXdpTx {
         AfXdpTx {
             rings: ManuallyDrop::new(rings),
-            slot,
-            cache,
-            frames,
-            counters,
+            cache: xsk.pool.cache(),
+            frames: xsk.pool.frames(),
+            counters: xsk.tx_counters.clone(),
+            xsk,
             copies: 0,
         }
     }
@@ -79,24 +74,8 @@ impl AfXdpTx {
     }
 
     #[inline(always)]
-    fn reap_with(&mut self, mut seen: impl FnMut(u32)) {
-        if self.rings.in_flight == 0 {
-            return;
-        }
-        let mut n = 0u32;
-        let in_flight = self.rings.in_flight;
-        let mut reader = self.rings.comp.complete(in_flight);
-        while let Some(addr) = reader.read() {
-            let frame = addr / FRAME_SIZE as u64;
-            if frame < u64::from(self.frames) {
-                seen(frame as u32);
-                self.cache.put_frame(frame as u32);
-            }
-            n += 1;
-        }
-        reader.release();
-        drop(reader);
-        self.rings.in_flight -= n;
+    fn reap_with(&mut self, seen: impl FnMut(u32)) {
+        self.rings.reap(self.frames, &mut self.cache, seen);
     }
 
     /// Asks the kernel to transmit when it needs asking.
@@ -129,7 +108,8 @@ impl TxQueue for AfXdpTx {
         }
         let (mut sent, mut bytes) = (0usize, 0u64);
         {
-            let mut writer = self.rings.tx.transmit(want);
+            let rings = &mut *self.rings;
+            let mut writer = rings.tx.transmit(want);
             let cap = writer.capacity() as usize;
             for pkt in &batch.as_slice()[..cap] {
                 let d = if self.cache.owns(pkt) {
@@ -144,6 +124,7 @@ impl TxQueue for AfXdpTx {
                     }
                 };
                 writer.insert_once(d);
+                rings.held.insert((d.addr / FRAME_SIZE as u64) as u32);
                 sent += 1;
                 bytes += u64::from(d.len);
             }
@@ -172,6 +153,30 @@ impl Drop for AfXdpTx {
     fn drop(&mut self) {
         // SAFETY: taken once, here; `self.rings` is not used afterwards.
         let rings = unsafe { ManuallyDrop::take(&mut self.rings) };
-        release(&self.slot, rings);
+        release(&self.xsk.tx, rings);
+    }
+}
+
+impl TxRings {
+    /// Takes what the completion ring holds: each frame this side had put on the tx ring goes
+    /// back to `cache` (and is shown to `seen`); anything else is ignored.
+    #[inline]
+    pub(crate) fn reap(&mut self, frames: u32, cache: &mut PoolCache, mut seen: impl FnMut(u32)) {
+        if self.in_flight == 0 {
+            return;
+        }
+        let mut n = 0u32;
+        let mut reader = self.comp.complete(self.in_flight);
+        while let Some(addr) = reader.read() {
+            let frame = addr / FRAME_SIZE as u64;
+            if frame < u64::from(frames) && self.held.remove(frame as u32) {
+                seen(frame as u32);
+                cache.put_frame(frame as u32);
+                n += 1;
+            }
+        }
+        reader.release();
+        drop(reader);
+        self.in_flight -= n;
     }
 }

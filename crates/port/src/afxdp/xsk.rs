@@ -14,9 +14,18 @@
 //! Frames and the kernel: the receive side keeps the fill ring topped up to a target with
 //! frames from its own [`packet::PoolCache`]; each received descriptor becomes a `Packet` on the
 //! same frame. The transmit side puts packets' frames on the tx ring and, when the kernel
-//! reports them on the completion ring, gives them back to its own cache.
+//! reports them on the completion ring, gives them back to its own cache. Each side marks the
+//! frames the kernel holds in a [`FrameSet`].
+//!
+//! Closing: an [`Xsk`] is shared by the port and its open queues; the last one to go drops it,
+//! with both ring sets back in their slots. It then closes the socket and gives back to the
+//! pool the frames the receive side had handed over — in copy mode, where the kernel has
+//! stopped touching them when `close` returns. In zero-copy mode the driver lets go of the
+//! UMEM later (the kernel releases it from a work queue), so those frames stay out of the pool,
+//! as do tx frames whose completion had not arrived (at most a ring's worth each, once).
 
 use std::ffi::CString;
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
@@ -26,6 +35,7 @@ use xdpilone::{
     User,
 };
 
+use super::frames::FrameSet;
 use super::sys::{self, advice};
 use super::ZeroCopy;
 use crate::QueueCounters;
@@ -33,33 +43,39 @@ use crate::QueueCounters;
 /// Entries in each of the four rings of a socket.
 pub(crate) const RING_SIZE: u32 = 1024;
 
-/// The receive side's rings of one socket, and how many frames the kernel holds on that side.
+/// The receive side's rings of one socket, and the frames the kernel holds on that side.
 pub(crate) struct RxRings {
     pub(crate) rx: RingRx,
     pub(crate) fill: FillQueue,
     /// Frames put on the fill ring and not yet received back.
+    pub(crate) held: FrameSet,
+    /// `held.len()`, kept as a number.
     pub(crate) in_kernel: u32,
 }
 
-/// The transmit side's rings of one socket, and how many frames are in flight.
+/// The transmit side's rings of one socket, and the frames in flight.
 pub(crate) struct TxRings {
     pub(crate) tx: RingTx,
     pub(crate) comp: CompletionQueue,
     /// Frames put on the tx ring and not yet seen on the completion ring.
+    pub(crate) held: FrameSet,
+    /// `held.len()`, kept as a number.
     pub(crate) in_flight: u32,
 }
 
 /// Where a queue's rings wait while no queue object holds them.
-pub(crate) type Slot<T> = Arc<Mutex<Option<T>>>;
+pub(crate) type Slot<T> = Mutex<Option<T>>;
 
-/// One bound AF_XDP socket (one queue of the interface).
+/// One bound AF_XDP socket (one queue of the interface), shared by the port and its queues.
 pub(crate) struct Xsk {
     /// Receive rings, taken by the open rx queue.
     pub(crate) rx: Slot<RxRings>,
     /// Transmit rings, taken by the open tx queue.
     pub(crate) tx: Slot<TxRings>,
-    /// Holds the socket open for statistics while queues come and go.
-    user: User,
+    /// Holds the socket open while queues come and go; the last holder of its descriptor.
+    user: ManuallyDrop<User>,
+    /// The pool whose region is the UMEM.
+    pub(crate) pool: Pool,
     /// Whether the kernel runs this socket in zero-copy mode.
     pub(crate) zero_copy: bool,
     /// Receive counters (written by the rx queue).
@@ -78,7 +94,7 @@ impl Xsk {
         queue: u32,
         zero_copy: ZeroCopy,
         native: bool,
-    ) -> Result<Xsk, String> {
+    ) -> Result<Arc<Xsk>, String> {
         let errno = |what: &str, e: xdpilone::Errno| {
             advice(
                 &format!("queue {queue}: {what}"),
@@ -148,22 +164,26 @@ impl Xsk {
         })?;
         let (fill, comp) = device.into_parts();
         let zero_copy = sys::is_zero_copy(user.as_raw_fd());
-        Ok(Xsk {
-            rx: Arc::new(Mutex::new(Some(RxRings {
+        let frames = pool.frames();
+        Ok(Arc::new(Xsk {
+            rx: Mutex::new(Some(RxRings {
                 rx,
                 fill,
+                held: FrameSet::new(frames),
                 in_kernel: 0,
-            }))),
-            tx: Arc::new(Mutex::new(Some(TxRings {
+            })),
+            tx: Mutex::new(Some(TxRings {
                 tx,
                 comp,
+                held: FrameSet::new(frames),
                 in_flight: 0,
-            }))),
-            user,
+            })),
+            user: ManuallyDrop::new(user),
+            pool: pool.clone(),
             zero_copy,
             rx_counters: Arc::default(),
             tx_counters: Arc::default(),
-        })
+        }))
     }
 
     /// The socket's descriptor (for the XSKMAP and for `poll`).
@@ -174,6 +194,40 @@ impl Xsk {
     /// The kernel's counters for this socket.
     pub(crate) fn kernel_stats(&self) -> sys::XskStats {
         sys::xsk_stats(self.fd())
+    }
+}
+
+impl Drop for Xsk {
+    fn drop(&mut self) {
+        // Every queue object holds an `Arc<Xsk>` and puts its rings back before letting go of
+        // it, so both ring sets are here.
+        let rx = self.rx.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        let tx = self.tx.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        let mut cache = self.pool.cache();
+        let frames = self.pool.frames();
+        let mut in_flight = 0;
+        if let Some(mut tx) = tx {
+            tx.reap(frames, &mut cache, |_| {});
+            in_flight = tx.in_flight;
+        }
+        let held = rx.map(|mut rx| std::mem::replace(&mut rx.held, FrameSet::new(0)));
+        // SAFETY: taken once, here. With the rings gone this was the last holder of the
+        // descriptor: the socket closes now, and the kernel unbinds it before `close` returns.
+        drop(unsafe { ManuallyDrop::take(&mut self.user) });
+        let mut lost = in_flight;
+        if let Some(mut held) = held {
+            if self.zero_copy {
+                lost += held.len();
+            } else {
+                held.drain().for_each(|f| cache.put_frame(f));
+            }
+        }
+        if lost > 0 {
+            tracing::debug!(
+                "AF_XDP socket closed with {lost} frame(s) still held by the kernel; they stay \
+                 out of the pool"
+            );
+        }
     }
 }
 
