@@ -236,6 +236,48 @@ fn every_frame_is_back_in_the_pool_after_close() {
 }
 
 #[test]
+fn every_queue_gets_a_socket() {
+    if !root_or_say_why("every_queue_gets_a_socket") {
+        return;
+    }
+    in_netns(|| {
+        let veth = Veth::with_queues("mq", 2);
+        let pool = Pool::with_frames(8192);
+        let cfg = AfXdpConfig {
+            queues: 2,
+            ..AfXdpConfig::new(&veth.port)
+        };
+        let port = AfXdpPort::open(&cfg, &pool).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(port.capabilities().rx_queues, 2);
+        let mut q0 = port.open_rx(0).unwrap();
+        let mut q1 = port.open_rx(1).unwrap();
+        assert_ne!(q0.readiness_fd(), q1.readiness_fd());
+        let peer = Raw::new(&veth.peer);
+        for i in 0..32 {
+            peer.send(&test_frame(i, 64));
+        }
+        // The kernel picks the queue; together the two get every frame.
+        let mut cache = pool.cache();
+        let (mut n, mut batch) = (0, Batch::new());
+        let start = Instant::now();
+        while n < 32 && start.elapsed() < WAIT {
+            for q in [&mut q0, &mut q1] {
+                q.recv(&mut batch);
+                n += batch
+                    .as_slice()
+                    .iter()
+                    .filter(|p| is_test_frame(p.data()))
+                    .count();
+                batch.free_into(&mut cache);
+            }
+        }
+        assert_eq!(n, 32);
+        // A tx queue on each queue too.
+        assert!(port.open_tx(1).is_ok());
+    });
+}
+
+#[test]
 fn skb_mode_works_too() {
     if !root_or_say_why("skb_mode_works_too") {
         return;

@@ -82,10 +82,33 @@ pub struct Veth {
 impl Veth {
     /// Creates the pair in the calling thread's namespace.
     pub fn new(tag: &str) -> Veth {
+        Veth::with_queues(tag, 1)
+    }
+
+    /// Creates the pair with `queues` receive and transmit queues on each end.
+    pub fn with_queues(tag: &str, queues: u16) -> Veth {
         let port = unique(tag);
         let peer = format!("{port}p");
         assert!(peer.len() <= 15, "{peer} is too long for an interface name");
-        ip(&["link", "add", &port, "type", "veth", "peer", "name", &peer]);
+        let q = queues.to_string();
+        ip(&[
+            "link",
+            "add",
+            &port,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &peer,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+        ]);
         let v = Veth { port, peer };
         ip(&["link", "set", &v.port, "up"]);
         ip(&["link", "set", &v.peer, "up"]);
