@@ -94,7 +94,7 @@ impl RxQueue for AfXdpRx {
             return 0;
         }
         let frames = self.pool.frames();
-        let (mut got, mut bytes, mut bad) = (0usize, 0u64, 0u64);
+        let (mut got, mut bytes, mut bad, mut back) = (0usize, 0u64, 0u64, 0u32);
         {
             let rings = &mut *self.rings;
             let mut reader = rings.rx.receive(want);
@@ -110,6 +110,7 @@ impl RxQueue for AfXdpRx {
                     bad += 1;
                     continue;
                 }
+                back += 1;
                 // SAFETY: the frame was put on the fill ring by this queue (taken out of the
                 // pool's free stacks) and is back from the kernel: no `Packet` owns it.
                 let pkt = unsafe {
@@ -126,7 +127,7 @@ impl RxQueue for AfXdpRx {
             }
             reader.release();
         }
-        self.rings.in_kernel -= got as u32;
+        self.rings.in_kernel -= back;
         if self.fill_target.saturating_sub(self.rings.in_kernel) >= BATCH_SIZE as u32 {
             self.refill();
         }
