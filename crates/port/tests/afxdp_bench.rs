@@ -70,6 +70,7 @@ fn forward_veth_to_veth_pps() {
                 let peer: String = go_rx.recv().unwrap();
                 ip(&["link", "set", &peer, "up"]);
                 let raw = Raw::new(&peer);
+                raw.bypass_qdisc();
                 let frames: Vec<Vec<u8>> = (0..64).map(|i| test_frame(i, 60)).collect();
                 let limit = Instant::now() + Duration::from_secs(25);
                 while !stop.load(Ordering::Relaxed) && Instant::now() < limit {

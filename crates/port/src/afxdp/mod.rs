@@ -5,7 +5,7 @@
 //! 1. checks the interface exists and has at least N receive queues (`ethtool -l`);
 //! 2. loads the XDP program built from `bpf/xsk_redirect.c` and attaches it with a bpf_link
 //!    (`mode=auto` tries native mode and falls back to skb mode, logging which one it used;
-//!    a stale program of ours attached the old way is replaced) — see [`program`](self);
+//!    a stale program of ours attached the old way is replaced; module `program`);
 //! 3. makes one AF_XDP socket per queue `0..N` (module `xsk`), each registering the whole
 //!    pool as its UMEM, binds it (zero-copy when the driver has it, copy mode otherwise) and
 //!    puts it in the program's XSKMAP slot for that queue.

@@ -197,6 +197,21 @@ impl Raw {
         Raw { fd }
     }
 
+    /// Sends straight to the driver, past the qdisc layer (faster load generation).
+    pub fn bypass_qdisc(&self) {
+        let one: libc::c_int = 1;
+        // SAFETY: `one` is a valid int option value.
+        unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_QDISC_BYPASS,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            );
+        }
+    }
+
     /// Sends one frame.
     pub fn send(&self, frame: &[u8]) {
         // SAFETY: `frame` is readable for its length.
