@@ -380,6 +380,12 @@ fn errors_name_the_fix() {
         assert!(tiny.contains("bigger pool"), "{tiny}");
         // One owner per queue.
         let port = open(&veth.port, &pool);
+        let twice = e(AfXdpConfig::new(&veth.port));
+        assert!(twice.contains("already open as an AF_XDP port"), "{twice}");
+        assert!(
+            veth.has_xdp(),
+            "the failed second open left the first one attached"
+        );
         let _rx = port.open_rx(0).unwrap();
         let twice = port.open_rx_queue(0).unwrap_err().to_string();
         assert!(twice.contains("already open"), "{twice}");

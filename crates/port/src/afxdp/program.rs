@@ -131,8 +131,9 @@ fn clear_stale(ifname: &str, ifindex: u32) -> Result<(), String> {
         }
         // A link holds it: a live process owns that program.
         Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(format!(
-            "{ifname} is in use by another running switch (its XDP program {PROGRAM_NAME}, \
-             id {}, is held by a bpf_link); stop that switch or use another interface",
+            "{ifname} is already open as an AF_XDP port (its XDP program {PROGRAM_NAME}, id {}, \
+             is held by a live bpf_link: another port of this switch, or another running \
+             switch); open each interface once, or stop the other switch",
             state.prog_id
         )),
         Err(e) => Err(advice(
