@@ -73,6 +73,16 @@ fn frames_from_the_peer_arrive_intact() {
         assert!(stats.rx_packets >= 20, "{stats:?}");
         let mut cache = pool.cache();
         got.into_iter().for_each(|p| cache.free(p));
+
+        // A queue dropped and opened again (the datapath moving it to another thread) goes on
+        // where it left off.
+        drop(rx);
+        let mut rx = port.open_rx(0).unwrap();
+        let again = test_frame(77, 300);
+        peer.send(&again);
+        let got = recv_frames(rx.as_mut(), 1, &pool);
+        assert_eq!(got.first().map(|p| p.data()), Some(&again[..]));
+        got.into_iter().for_each(|p| cache.free(p));
     });
 }
 
