@@ -158,6 +158,10 @@ impl AfXdpPort {
             sockets.len(),
             if zc == sockets.len() {
                 "zero-copy"
+            } else if zc == 0 && cfg.zero_copy == ZeroCopy::Off {
+                "copy mode (zerocopy=off)"
+            } else if zc == 0 && !program.native() {
+                "copy mode (XDP runs in skb mode)"
             } else if zc == 0 {
                 "copy mode (the driver has no AF_XDP zero-copy)"
             } else {
