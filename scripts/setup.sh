@@ -5,7 +5,8 @@ set -euo pipefail
 
 need_apt=()
 # iperf3, iputils-ping: the network-namespace suite (crates/hayate/tests/netns_*.rs).
-for pkg in build-essential pkg-config tcpdump iproute2 ethtool iperf3 iputils-ping python3 python3-venv linux-perf; do
+# clang, libbpf-dev: the AF_XDP port's XDP program (crates/port/bpf/, built by build.rs).
+for pkg in build-essential pkg-config tcpdump iproute2 ethtool iperf3 iputils-ping python3 python3-venv linux-perf clang libbpf-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -40,6 +40,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Log lines from the crates (e.g. which XDP mode a port uses) on stderr; RUST_LOG filters.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::main(args),

@@ -18,8 +18,8 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub config: Option<PathBuf>,
     /// Without a config: a port of the one standalone bridge, numbered in the order given
-    /// (`null:`, `null:sink`, `ring:NAME`, `pcap:in=FILE`, `pcap:out=FILE`, `afpacket:IFNAME`,
-    /// `tap:NAME`).
+    /// (`null:`, `null:sink`, `ring:NAME`, `pcap:in=FILE`, `pcap:out=FILE`, `afxdp:IFNAME`,
+    /// `afpacket:IFNAME`, `tap:NAME`).
     #[arg(long = "port", short = 'p')]
     pub ports: Vec<String>,
     /// Without a config: cores for poll threads (default: the last core).

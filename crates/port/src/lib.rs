@@ -10,13 +10,15 @@
 //!   from the batch, and the ones not sent stay in it (the caller frees them and counts drops).
 //!
 //! Backends: [`ring`] (in-memory pairs), [`null`] (benchmark source and sink), [`pcap`]
-//! (capture files), [`afpacket`] (kernel interfaces through a TPACKET_V3 ring), [`tap`] (TAP
-//! devices); [`vnet`] handles the virtio-net header (checksum and TCP segmentation offloads)
-//! for the last two. [`open`] opens any of them from a text spec such as `null:flows=1000`.
+//! (capture files), [`afxdp`] (kernel interfaces through AF_XDP sockets, the pool as UMEM),
+//! [`afpacket`] (kernel interfaces through a TPACKET_V3 ring), [`tap`] (TAP devices); [`vnet`]
+//! handles the virtio-net header (checksum and TCP segmentation offloads) for the last two.
+//! [`open`] opens any of them from a text spec such as `null:flows=1000`.
 
 #![deny(missing_docs)]
 
 pub mod afpacket;
+pub mod afxdp;
 mod claim;
 mod csum;
 pub mod null;

@@ -13,6 +13,7 @@
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
 //! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off]` | a kernel interface through AF_PACKET (TPACKET_V3 ring; default 1 queue, vnet_hdr=on) |
 //! | `tap:NAME[,queues=N]` | a TAP device, created or attached to (default 1 queue) |
+//! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); needs root |
 //!
 //! File names cannot contain commas.
 
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use packet::{Pool, FRAME_SIZE, HEADROOM};
 
 use crate::afpacket::{AfPacketConfig, AfPacketPort};
+use crate::afxdp::{AfXdpConfig, AfXdpPort, XdpMode, ZeroCopy};
 use crate::null::{NullConfig, NullPort, Vary};
 use crate::pcap::{PcapConfig, PcapPort};
 use crate::ring;
@@ -29,7 +31,7 @@ use crate::template::{UdpFrame, IPV4_SRC_OFFSET, MIN_UDP_FRAME};
 use crate::{Port, PortError};
 
 /// The kinds `open` knows.
-const KINDS: &str = "ring, null, pcap, afpacket, tap";
+const KINDS: &str = "ring, null, pcap, afxdp, afpacket, tap";
 
 /// Opens the port `spec` describes (see the [module docs](self)), drawing packets from `pool`.
 pub fn open(spec: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
@@ -43,9 +45,10 @@ pub fn open(spec: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
         "ring" => open_ring(spec, rest, pool),
         "null" => open_null(spec, rest, pool),
         "pcap" => open_pcap(spec, rest, pool),
+        "afxdp" => open_afxdp(spec, rest, pool),
         "afpacket" => open_afpacket(spec, rest, pool),
         "tap" => open_tap(spec, rest, pool),
-        "afxdp" | "vhostuser" | "vxlan" | "geneve" => Err(err(format!(
+        "vhostuser" | "vxlan" | "geneve" => Err(err(format!(
             "{kind} ports are not built yet; use one of: {KINDS}"
         ))),
         _ => Err(err(format!(
@@ -261,6 +264,57 @@ fn open_tap(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortEr
     Ok(Arc::new(TapPort::new(spec, cfg, pool)?))
 }
 
+/// Parses `IFNAME[,queues=N][,mode=…][,zerocopy=…]`.
+fn afxdp_config(spec: &str, rest: &str) -> Result<AfXdpConfig, PortError> {
+    let (name, rest) = rest.split_once(',').unwrap_or((rest, ""));
+    if name.is_empty() || name.contains('=') {
+        return Err(PortError::new(
+            spec,
+            "an afxdp spec starts with the interface name: \
+             afxdp:IFNAME[,queues=N][,mode=auto|native|skb][,zerocopy=auto|on|off]",
+        ));
+    }
+    let mut cfg = AfXdpConfig::new(name);
+    for opt in options(rest) {
+        match opt.key {
+            "queues" => cfg.queues = number(spec, &opt)?,
+            "mode" => {
+                cfg.mode = match value(spec, &opt)? {
+                    "auto" => XdpMode::Auto,
+                    "native" | "drv" => XdpMode::Native,
+                    "skb" | "generic" => XdpMode::Skb,
+                    v => {
+                        return Err(PortError::new(
+                            spec,
+                            format!("mode={v}: give auto, native or skb"),
+                        ))
+                    }
+                }
+            }
+            "zerocopy" => {
+                cfg.zero_copy = match value(spec, &opt)? {
+                    "auto" => ZeroCopy::Auto,
+                    "on" => ZeroCopy::On,
+                    "off" => ZeroCopy::Off,
+                    v => {
+                        return Err(PortError::new(
+                            spec,
+                            format!("zerocopy={v}: give auto, on or off"),
+                        ))
+                    }
+                }
+            }
+            key => return Err(unknown(spec, "afxdp", key, "queues, mode, zerocopy")),
+        }
+    }
+    Ok(cfg)
+}
+
+fn open_afxdp(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
+    let cfg = afxdp_config(spec, rest)?;
+    Ok(Arc::new(AfXdpPort::open(&cfg, pool)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,14 +400,43 @@ mod tests {
     }
 
     #[test]
+    fn afxdp_specs_parse() {
+        let cfg = afxdp_config("s", "eth1,queues=4,mode=skb,zerocopy=off").unwrap();
+        assert_eq!(
+            cfg,
+            AfXdpConfig {
+                ifname: "eth1".into(),
+                queues: 4,
+                mode: XdpMode::Skb,
+                zero_copy: ZeroCopy::Off
+            }
+        );
+        assert_eq!(afxdp_config("s", "eth1").unwrap(), AfXdpConfig::new("eth1"));
+    }
+
+    #[test]
     fn bad_specs_name_the_problem() {
         let cases = [
             ("nothing", "KIND:OPTIONS"),
             (
                 "bogus:x",
-                "unknown port kind 'bogus'; use one of: ring, null, pcap, afpacket, tap",
+                "unknown port kind 'bogus'; use one of: ring, null, pcap, afxdp, afpacket, tap",
             ),
-            ("afxdp:eth0", "afxdp ports are not built yet"),
+            ("vhostuser:x", "vhostuser ports are not built yet"),
+            ("afxdp:", "starts with the interface name"),
+            ("afxdp:queues=2", "starts with the interface name"),
+            ("afxdp:hyNoSuchIf0", "no interface named 'hyNoSuchIf0'"),
+            ("afxdp:lo,mode=fast", "mode=fast: give auto, native or skb"),
+            (
+                "afxdp:lo,zerocopy=yes",
+                "zerocopy=yes: give auto, on or off",
+            ),
+            ("afxdp:lo,ring=5", "valid options: queues, mode, zerocopy"),
+            ("afxdp:lo,queues=0", "queues=0: give 1 to 64"),
+            (
+                "afxdp:lo,zerocopy=on,mode=skb",
+                "zerocopy=on needs the XDP program in native",
+            ),
             (
                 "null:sise=64",
                 "unknown null option 'sise'; valid options: size, flows, limit, random, sink",

@@ -1,0 +1,253 @@
+//! The XDP program of an AF_XDP port: loaded from the object `build.rs` compiles from
+//! `bpf/xsk_redirect.c`, attached to the interface with a bpf_link, and detached when the port
+//! is dropped.
+//!
+//! Why a bpf_link: the kernel detaches a link's program when the last descriptor of the link
+//! closes, and a process's descriptors close when it dies, however it dies. So a switch killed
+//! with SIGKILL leaves no program behind. A program attached the old way (netlink), e.g. by a
+//! switch built for a kernel without links, stays after a crash; when the next open finds one
+//! of ours (by name) attached that way, it detaches it and attaches its own, so programs are
+//! replaced, never stacked. A program that is not ours is left alone and the open fails,
+//! naming it.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use aya::maps::XskMap;
+use aya::programs::{Xdp, XdpFlags};
+use aya::Ebpf;
+
+use super::netlink::{self, Attached};
+use super::sys::{advice, NEED_CAPS};
+use super::XdpMode;
+
+/// The object built from `bpf/xsk_redirect.c`.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xsk_redirect.o"));
+
+/// The XDP program's name in the kernel (`bpftool prog show` lists it so).
+pub const PROGRAM_NAME: &str = "hayate_xsk";
+/// The XSKMAP's name in the object.
+const MAP_NAME: &str = "hayate_xsks";
+/// Slots in the XSKMAP (`max_entries` in the C source): the most queues a port can open.
+pub(crate) const MAX_QUEUES: u32 = 64;
+
+/// The first io::Error in an error's source chain (aya wraps them a few levels deep).
+fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a io::Error> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<io::Error>() {
+            return Some(io);
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// Turns an aya error into a sentence with the fix.
+fn explain(what: &str, e: &(dyn std::error::Error + 'static)) -> String {
+    match io_cause(e) {
+        Some(io) if matches!(io.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {
+            format!("{what}: {e}; {NEED_CAPS}")
+        }
+        Some(io) => advice(&format!("{what} ({e})"), io),
+        None => format!("{what}: {e}"),
+    }
+}
+
+/// The loaded program, attached to one interface while this lives.
+pub(crate) struct XdpProgram {
+    /// Owns the program, its map and its link; dropping it detaches the link and unloads.
+    ebpf: Ebpf,
+    /// The mode the program runs in.
+    native: bool,
+}
+
+impl std::fmt::Debug for XdpProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XdpProgram")
+            .field("native", &self.native)
+            .finish()
+    }
+}
+
+/// Loads the program (not attached yet).
+fn load() -> Result<Ebpf, String> {
+    let mut ebpf = Ebpf::load(OBJECT).map_err(|e| explain("loading the XDP program", &e))?;
+    let prog: &mut Xdp = ebpf
+        .program_mut(PROGRAM_NAME)
+        .ok_or_else(|| format!("the XDP object has no program {PROGRAM_NAME}"))?
+        .try_into()
+        .map_err(|e| explain("the XDP object's program", &e))?;
+    prog.load()
+        .map_err(|e| explain("loading the XDP program into the kernel", &e))?;
+    Ok(ebpf)
+}
+
+fn program(ebpf: &mut Ebpf) -> &mut Xdp {
+    ebpf.program_mut(PROGRAM_NAME)
+        .and_then(|p| <&mut Xdp>::try_from(p).ok())
+        .expect("checked in load()")
+}
+
+/// The name of loaded program `id`, if it can be found.
+fn program_name(id: u32) -> Option<String> {
+    aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .find(|p| p.id() == id)
+        .and_then(|p| p.name_as_str().map(str::to_owned))
+}
+
+/// Makes room for our program on `ifindex`: nothing attached is fine; a stale program of ours
+/// attached the old way is detached (logged); anything else is an error that names it.
+fn clear_stale(ifname: &str, ifindex: u32) -> Result<(), String> {
+    let state = netlink::xdp_state(ifindex)
+        .map_err(|e| advice(&format!("reading {ifname}'s XDP state"), &e))?;
+    let Some(state) = state else {
+        return Ok(());
+    };
+    let name = program_name(state.prog_id).unwrap_or_else(|| "?".to_string());
+    if name != PROGRAM_NAME {
+        return Err(format!(
+            "{ifname} already has XDP program '{name}' (id {}) attached; remove it first \
+             (ip link set dev {ifname} xdp off) or use another interface",
+            state.prog_id
+        ));
+    }
+    if matches!(state.mode, Attached::Hardware | Attached::Multi) {
+        return Err(format!(
+            "{ifname} has {PROGRAM_NAME} (id {}) attached in {:?} mode; remove it with \
+             ip link set dev {ifname} xdp off",
+            state.prog_id, state.mode
+        ));
+    }
+    match netlink::set_xdp_fd(ifindex, -1, state.flags()) {
+        Ok(()) => {
+            tracing::warn!(
+                "port afxdp:{ifname}: detached stale XDP program {PROGRAM_NAME} (id {}) left by \
+                 a switch that did not close it",
+                state.prog_id
+            );
+            Ok(())
+        }
+        // A link holds it: a live process owns that program.
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(format!(
+            "{ifname} is already open as an AF_XDP port (its XDP program {PROGRAM_NAME}, id {}, \
+             is held by a live bpf_link: another port of this switch, or another running \
+             switch); open each interface once, or stop the other switch",
+            state.prog_id
+        )),
+        Err(e) => Err(advice(
+            &format!("detaching the stale XDP program from {ifname}"),
+            &e,
+        )),
+    }
+}
+
+impl XdpProgram {
+    /// Loads the program and attaches it to `ifname` (index `ifindex`) in `mode`. `Auto`
+    /// tries native mode first and falls back to skb (generic) mode; the mode used is logged.
+    pub(crate) fn attach(ifname: &str, ifindex: u32, mode: XdpMode) -> Result<XdpProgram, String> {
+        let mut ebpf = load()?;
+        clear_stale(ifname, ifindex)?;
+        let try_attach = |ebpf: &mut Ebpf, flags: XdpFlags| {
+            program(ebpf).attach_to_if_index(ifindex, flags).map(|_| ())
+        };
+        let native = match mode {
+            XdpMode::Native => {
+                try_attach(&mut ebpf, XdpFlags::DRV_MODE).map_err(|e| {
+                    explain(
+                        &format!(
+                            "attaching the XDP program to {ifname} in native mode (the driver \
+                             may not support XDP; try mode=skb or mode=auto)"
+                        ),
+                        &e,
+                    )
+                })?;
+                true
+            }
+            XdpMode::Skb => {
+                try_attach(&mut ebpf, XdpFlags::SKB_MODE).map_err(|e| {
+                    explain(
+                        &format!("attaching the XDP program to {ifname} in skb mode"),
+                        &e,
+                    )
+                })?;
+                false
+            }
+            XdpMode::Auto => match try_attach(&mut ebpf, XdpFlags::DRV_MODE) {
+                Ok(()) => true,
+                Err(native_err) => {
+                    try_attach(&mut ebpf, XdpFlags::SKB_MODE).map_err(|e| {
+                        format!(
+                            "{}; native mode failed too: {native_err}",
+                            explain(&format!("attaching the XDP program to {ifname}"), &e)
+                        )
+                    })?;
+                    false
+                }
+            },
+        };
+        tracing::info!(
+            "port afxdp:{ifname}: XDP program {PROGRAM_NAME} attached in {} mode",
+            if native { "native" } else { "skb (generic)" }
+        );
+        Ok(XdpProgram { ebpf, native })
+    }
+
+    /// Whether the program runs in native (driver) mode rather than skb (generic) mode.
+    pub(crate) fn native(&self) -> bool {
+        self.native
+    }
+
+    /// Puts AF_XDP socket `fd` in slot `queue` of the XSKMAP: frames of that receive queue go
+    /// to it from now on.
+    pub(crate) fn set_socket(&mut self, queue: u32, fd: RawFd) -> Result<(), String> {
+        let map = self
+            .ebpf
+            .map_mut(MAP_NAME)
+            .ok_or_else(|| format!("the XDP object has no map {MAP_NAME}"))?;
+        let mut xsks = XskMap::try_from(map).map_err(|e| explain("the XSKMAP", &e))?;
+        xsks.set(queue, fd, 0)
+            .map_err(|e| explain(&format!("putting queue {queue}'s socket in the XSKMAP"), &e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Wrapper(io::Error);
+
+    impl std::fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "wrapped")
+        }
+    }
+
+    impl std::error::Error for Wrapper {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn permission_errors_deep_in_a_chain_name_the_capabilities() {
+        let e = Wrapper(io::Error::from_raw_os_error(libc::EPERM));
+        let text = explain("loading the XDP program", &e);
+        assert!(text.contains(NEED_CAPS), "{text}");
+        let busy = Wrapper(io::Error::from_raw_os_error(libc::EBUSY));
+        assert!(explain("x", &busy).contains("stop it first"));
+        let plain = io::Error::other("no errno");
+        assert_eq!(explain("x", &plain), "x (no errno): no errno");
+    }
+
+    #[test]
+    fn the_embedded_object_has_the_program_and_the_map() {
+        // An ELF object for BPF built by build.rs; loading it needs root, parsing does not.
+        assert_eq!(&OBJECT[..4], b"\x7fELF");
+        let find = |needle: &[u8]| OBJECT.windows(needle.len()).any(|w| w == needle);
+        assert!(find(PROGRAM_NAME.as_bytes()));
+        assert!(find(MAP_NAME.as_bytes()));
+    }
+}
