@@ -33,18 +33,28 @@ pub enum PortKind {
     AfPacket,
     /// A TAP device the switch creates with `tap:IF`, then moved into the host's namespace.
     Tap,
+    /// A veth pair, the switch's end opened with `afxdp:IF` (copy mode: veths have no
+    /// zero-copy).
+    AfXdp,
 }
 
 impl PortKind {
     /// Every kind the suite runs over.
-    pub const ALL: [PortKind; 2] = [PortKind::AfPacket, PortKind::Tap];
+    pub const ALL: [PortKind; 3] = [PortKind::AfPacket, PortKind::Tap, PortKind::AfXdp];
 
     /// The switch's port spec for interface `ifname`.
     pub fn spec(self, ifname: &str) -> String {
         match self {
             PortKind::AfPacket => format!("afpacket:{ifname}"),
             PortKind::Tap => format!("tap:{ifname}"),
+            PortKind::AfXdp => format!("afxdp:{ifname}"),
         }
+    }
+
+    /// Whether hosts may keep TCP segmentation offload on: AF_XDP carries no virtio-net
+    /// header, so a host's 64 KB super-packets cannot pass (XDP frames are one page).
+    pub fn carries_tso(self) -> bool {
+        self != PortKind::AfXdp
     }
 }
 
@@ -206,11 +216,11 @@ impl Net {
         let host_ns = self.ns(host);
         let switch_if = format!("{}{host}s", self.prefix);
         let host_if = match kind {
-            PortKind::AfPacket => format!("{}{host}h", self.prefix),
+            PortKind::AfPacket | PortKind::AfXdp => format!("{}{host}h", self.prefix),
             PortKind::Tap => switch_if.clone(),
         };
         assert!(switch_if.len() <= 15, "interface name {switch_if} too long");
-        if kind == PortKind::AfPacket {
+        if kind != PortKind::Tap {
             must(&[
                 "ip", "link", "add", &host_if, "netns", &host_ns, "type", "veth", "peer", "name",
                 &switch_if, "netns", switch_ns,
