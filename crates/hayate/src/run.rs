@@ -175,11 +175,16 @@ fn write_stats_json(path: &Path, running: &[(Switch, datapath::Running)]) -> Res
         .map_err(|e| anyhow!("--stats-json {}: cannot write: {e}", path.display()))
 }
 
+/// Prints every port's counters. A closed stdout (the reader went away) is not an error
+/// worth stopping a switch for: the lines are dropped.
 fn print_stats(running: &[(Switch, datapath::Running)]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
     for (sw, _) in running {
         for p in &sw.ports {
             let s = p.port.stats();
-            println!(
+            let _ = writeln!(
+                out,
                 "{} port {} ({}): rx {} pkts {} bytes, tx {} pkts {} bytes, drops rx {} tx {}",
                 sw.name,
                 p.ofport,

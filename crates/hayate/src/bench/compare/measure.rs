@@ -169,6 +169,9 @@ pub fn rate(t: &RateTest<'_>, frame: usize) -> Result<Rate> {
     }
     let _ = child.kill();
     let _ = child.wait();
+    // trafgen forks a sender per CPU that outlives its parent: nothing else runs in host A
+    // now, so stop whatever is left there before the next test.
+    Topo::kill_all(&topo.ns_a);
     std::thread::sleep(Duration::from_millis(300));
     result
 }
