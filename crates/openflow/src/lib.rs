@@ -50,3 +50,8 @@ pub use messages::queue::{PacketQueue, QueueGetConfigReply, QueueProp};
 pub use messages::switch::{FeaturesReply, PortMod, SwitchConfig, TableMod};
 pub use multipart::{MultipartReply, MultipartReplyBody, MultipartRequest, MultipartRequestBody};
 pub use port::PortDesc;
+
+#[cfg(test)]
+mod arb;
+#[cfg(test)]
+mod roundtrip_tests;
