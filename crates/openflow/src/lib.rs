@@ -26,6 +26,7 @@
 
 pub mod action;
 pub mod error;
+pub mod fuzzing;
 pub mod header;
 pub mod instruction;
 pub mod oxm;

@@ -51,6 +51,10 @@ fn generated_matches_cover_every_field() {
         if def.name == "NXM_NX_TCP_FLAGS" {
             continue; // written as ONFOXM_ET_TCP_FLAGS
         }
-        assert!(seen.contains(&(def.header() >> 9)), "{} never generated", def.name);
+        assert!(
+            seen.contains(&(def.header() >> 9)),
+            "{} never generated",
+            def.name
+        );
     }
 }
