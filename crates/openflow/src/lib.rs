@@ -55,4 +55,6 @@ pub use port::PortDesc;
 #[cfg(test)]
 mod arb;
 #[cfg(test)]
+mod arb_multipart;
+#[cfg(test)]
 mod roundtrip_tests;

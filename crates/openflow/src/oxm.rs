@@ -163,7 +163,6 @@ const fn basic(
 const fn ext(
     class: u16,
     field: u8,
-    experimenter: Option<u32>,
     len: u8,
     maskable: bool,
     key: Field,
@@ -173,7 +172,7 @@ const fn ext(
     OxmDef {
         class,
         field,
-        experimenter,
+        experimenter: None,
         len,
         maskable,
         key,
@@ -222,11 +221,14 @@ pub const OXM_FIELDS: &[OxmDef] = &[
     basic(32, 6, true, F::ArpSha, P::NdType(135), "OXM_OF_IPV6_ND_SLL"),
     basic(33, 6, true, F::ArpTha, P::NdType(136), "OXM_OF_IPV6_ND_TLL"),
     basic(38, 8, true, F::TunnelId, P::None, "OXM_OF_TUNNEL_ID"),
-    ext(oxm_class::NXM_0, 4, None, 2, true, F::VlanTci, P::None, "NXM_OF_VLAN_TCI"),
-    ext(oxm_class::NXM_1, 26, None, 1, true, F::IpFrag, P::Ip, "NXM_NX_IP_FRAG"),
-    ext(oxm_class::NXM_1, 29, None, 1, false, F::IpTtl, P::Ip, "NXM_NX_IP_TTL"),
-    ext(oxm_class::NXM_1, 34, None, 2, true, F::TcpFlags, P::Proto(6), "NXM_NX_TCP_FLAGS"),
-    ext(oxm_class::EXPERIMENTER, 42, Some(ONF_EXPERIMENTER), 2, true, F::TcpFlags, P::Proto(6), "ONFOXM_ET_TCP_FLAGS"),
+    ext(oxm_class::NXM_0, 4, 2, true, F::VlanTci, P::None, "NXM_OF_VLAN_TCI"),
+    ext(oxm_class::NXM_1, 26, 1, true, F::IpFrag, P::Ip, "NXM_NX_IP_FRAG"),
+    ext(oxm_class::NXM_1, 29, 1, false, F::IpTtl, P::Ip, "NXM_NX_IP_TTL"),
+    ext(oxm_class::NXM_1, 34, 2, true, F::TcpFlags, P::Proto(6), "NXM_NX_TCP_FLAGS"),
+    OxmDef {
+        experimenter: Some(ONF_EXPERIMENTER),
+        ..ext(oxm_class::EXPERIMENTER, 42, 2, true, F::TcpFlags, P::Proto(6), "ONFOXM_ET_TCP_FLAGS")
+    },
 ];
 
 fn def_named(name: &str) -> &'static OxmDef {

@@ -171,7 +171,7 @@ pub(crate) fn read_buckets(r: &mut Reader<'_>) -> Result<Vec<Bucket>, DecodeErro
     while !r.is_empty() {
         let mut hr = r.clone();
         let len = hr.u16().map_err(|_| bucket_len(r.remaining()))? as usize;
-        if len < 16 || len % 8 != 0 || len > r.remaining() {
+        if len < 16 || len & 7 != 0 || len > r.remaining() {
             return Err(bucket_len(len));
         }
         let mut b = r.sub(len, ErrorCode::GMFC_BAD_BUCKET, "bucket")?;
