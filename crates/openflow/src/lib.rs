@@ -57,4 +57,6 @@ mod arb;
 #[cfg(test)]
 mod arb_multipart;
 #[cfg(test)]
+mod message_tests;
+#[cfg(test)]
 mod roundtrip_tests;
