@@ -20,6 +20,29 @@ proptest! {
     }
 
     #[test]
+    fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..300)) {
+        crate::fuzzing::fuzz_decode(&data);
+    }
+
+    #[test]
+    fn mutated_messages_never_panic(
+        msg in arb_message(),
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..6),
+    ) {
+        let mut b = Vec::new();
+        encode(1, &msg, &mut b).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        for (at, byte, how) in edits {
+            let i = at % (b.len() + 1);
+            match how {
+                0 if i < b.len() => b[i] = byte,
+                1 => b.insert(i, byte),
+                _ => b.truncate(i.max(8)),
+            }
+        }
+        crate::fuzzing::fuzz_decode(&b);
+    }
+
+    #[test]
     fn matches_roundtrip(m in arb_match()) {
         let mut buf = Vec::new();
         encode_oxm_fields(&m, &mut buf).map_err(|e| TestCaseError::fail(format!("{e}: {m:?}")))?;
