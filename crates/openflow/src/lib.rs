@@ -90,4 +90,6 @@ mod arb_multipart;
 #[cfg(test)]
 mod message_tests;
 #[cfg(test)]
+mod ovs_readback_tests;
+#[cfg(test)]
 mod roundtrip_tests;
