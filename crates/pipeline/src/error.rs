@@ -94,18 +94,18 @@ impl FlowModError {
         match self {
             BadTableId(_) => (5, 2),
             GotoBackwards { .. } | GotoBadTable(_) => (3, 2),
-            DuplicateInstruction(_) => (3, 8),
+            DuplicateInstruction(_) => (3, 1),
             Overlap { .. } => (5, 3),
             TableFull { .. } => (5, 1),
             UnknownGroup(_) => (2, 9),
-            UnknownMeter(_) => (12, 7),
+            UnknownMeter(_) => (12, 3),
             BadPrerequisite { .. } => (4, 9),
-            BadWildcards(_) => (4, 7),
-            SetFieldInconsistent { .. } => (2, 14),
-            FieldNotWritable(_) => (2, 15),
+            BadWildcards(_) => (4, 5),
+            SetFieldInconsistent { .. } => (2, 10),
+            FieldNotWritable(_) => (2, 13),
             BadSetFieldValue { .. } => (2, 15),
             BadOutPort(_) => (2, 4),
-            BadPushVlanEthertype(_) => (2, 11),
+            BadPushVlanEthertype(_) => (2, 5),
         }
     }
 }
@@ -159,9 +159,9 @@ impl GroupModError {
             UnknownGroup(_) => (6, 8),
             InvalidGroupId(_) => (6, 1),
             Loop(_) => (6, 7),
-            ChainedGroup { .. } => (6, 11),
-            IndirectBuckets(_) => (6, 10),
-            UnwatchedBucket(_) => (6, 5),
+            ChainedGroup { .. } => (6, 9),
+            IndirectBuckets(_) => (6, 12),
+            UnwatchedBucket(_) => (6, 13),
             BadAction { error, .. } => error.ofp_error(),
         }
     }
@@ -194,10 +194,10 @@ impl MeterModError {
         // Type 12 METER_MOD_FAILED.
         match self {
             MeterExists(_) => (12, 1),
-            UnknownMeter(_) => (12, 7),
+            UnknownMeter(_) => (12, 3),
             InvalidMeterId(_) => (12, 2),
             BadRate(_) => (12, 6),
-            BadBand(_) => (12, 10),
+            BadBand(_) => (12, 9),
         }
     }
 }
