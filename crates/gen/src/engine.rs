@@ -555,3 +555,7 @@ pub fn describe(t: &Traffic, mean: f64) -> String {
         t.flows
     )
 }
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;
