@@ -125,6 +125,15 @@ impl Stream {
     }
 }
 
+/// Consecutive probes of one stream with one send time (one transmit batch).
+#[derive(Debug, Default, Clone, Copy)]
+struct Run {
+    time: u64,
+    stream: u8,
+    ns: u64,
+    count: u64,
+}
+
 /// Counts of one stream, for reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct StreamCounts {
@@ -183,6 +192,15 @@ impl Analyzer {
     /// Takes one frame received at counter value `now`.
     #[inline(always)]
     pub fn frame(&mut self, data: &[u8], now: u64) {
+        let mut run = Run::default();
+        self.frame_in_run(data, now, &mut run);
+        self.flush(&mut run);
+    }
+
+    /// [`Analyzer::frame`] for frames of one receive batch: frames sent in one batch share
+    /// a send time, so their latencies are recorded in one histogram update per run.
+    #[inline(always)]
+    fn frame_in_run(&mut self, data: &[u8], now: u64, run: &mut Run) {
         self.packets += 1;
         self.bytes += data.len() as u64 + crate::template::FCS as u64;
         let Some(p) = Probe::read(data) else {
@@ -193,20 +211,43 @@ impl Analyzer {
             Some(c) => *c += 1,
             None => self.flow_rx_other += 1,
         }
-        let ns =
-            Tsc::ns_fixed(probe::elapsed(p.time, now), self.ns_factor).clamp(1, MAX_LATENCY_NS);
-        self.latency.saturating_record(ns);
         let s = &mut self.streams[usize::from(p.stream)];
         s.on_seq(p.seq);
+        if run.count > 0 && run.time == p.time && run.stream == p.stream {
+            run.count += 1;
+            // Same transit as the previous probe: D = 0, J decays (RFC 3550).
+            s.jitter16 -= (s.jitter16 + 8) >> 4;
+            return;
+        }
+        self.flush(run);
+        let ns =
+            Tsc::ns_fixed(probe::elapsed(p.time, now), self.ns_factor).clamp(1, MAX_LATENCY_NS);
+        let s = &mut self.streams[usize::from(p.stream)];
         s.on_transit(ns);
+        *run = Run {
+            time: p.time,
+            stream: p.stream,
+            ns,
+            count: 1,
+        };
+    }
+
+    #[inline(always)]
+    fn flush(&mut self, run: &mut Run) {
+        if run.count > 0 {
+            self.latency.saturating_record_n(run.ns, run.count);
+            run.count = 0;
+        }
     }
 
     /// Takes every frame of `batch`, all received at counter value `now`.
     #[inline]
     pub fn batch(&mut self, batch: &Batch, now: u64) {
+        let mut run = Run::default();
         for p in batch.as_slice() {
-            self.frame(p.data(), now);
+            self.frame_in_run(p.data(), now, &mut run);
         }
+        self.flush(&mut run);
     }
 
     /// Adds another thread's counts (sequence windows are not merged: a stream is expected

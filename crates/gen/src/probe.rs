@@ -86,6 +86,16 @@ impl Probe {
     }
 }
 
+impl Probe {
+    /// [`Probe::sum`] as 16-bit words, below 2^19 (so a 32-bit fold suffices).
+    #[inline(always)]
+    pub fn sum_small(&self) -> u64 {
+        let w = |v: u32| u64::from(v >> 16) + u64::from(v & 0xffff);
+        let t = self.time & TIME_MASK;
+        w(SIGNATURE) + w(self.tag()) + w(self.seq) + (t >> 32) + w(t as u32)
+    }
+}
+
 /// Elapsed counter ticks from a probe's 48-bit send time to `now` (a full counter reading).
 #[inline(always)]
 pub fn elapsed(sent: u64, now: u64) -> u64 {

@@ -203,6 +203,10 @@ pub struct Frame {
     /// checksum, covered by the L4 checksum.
     vary: (usize, u8, u32, bool, bool),
     ip_csum: Option<usize>,
+    /// The template's IPv4 header checksum, complemented (RFC 1624's `~HC`).
+    ip_csum_inv: u64,
+    /// The template's L4 checksum, complemented.
+    l4_csum_inv: u64,
     /// L4 checksum offset and whether it is UDP (a computed 0 is sent as 0xffff).
     l4_csum: Option<(usize, bool)>,
     /// Whether the probe starts an odd number of bytes after the L4 header.
@@ -249,10 +253,11 @@ impl Frame {
         let mut l4_delta = 0u64;
         if flow != 0 {
             let new = base.wrapping_add(flow);
-            // RFC 1624: add ~old + new. A 32-bit value sums like its two 16-bit words.
+            // RFC 1624: add ~old + new, as 16-bit words (sums stay below 2^32).
             let d = if width == 4 {
                 out[off..off + 4].copy_from_slice(&new.to_be_bytes());
-                u64::from(!base) + u64::from(new)
+                let w = |v: u32| u64::from(v >> 16) + u64::from(v & 0xffff);
+                w(!base) + w(new)
             } else {
                 out[off..off + 2].copy_from_slice(&(new as u16).to_be_bytes());
                 u64::from(!(base as u16)) + u64::from(new as u16)
@@ -266,24 +271,30 @@ impl Frame {
         }
         if let Some(c) = self.ip_csum {
             if ip_delta != 0 {
-                let old = u16::from_be_bytes([out[c], out[c + 1]]);
-                let new = !checksum::fold(u64::from(!old) + ip_delta);
+                let new = !fold32(self.ip_csum_inv + ip_delta);
                 out[c..c + 2].copy_from_slice(&new.to_be_bytes());
             }
         }
         if let Some((c, udp)) = self.l4_csum {
-            let mut ps = checksum::fold(probe.sum());
+            let mut ps = fold32(probe.sum_small());
             if self.probe_odd {
                 ps = ps.swap_bytes();
             }
-            let old = u16::from_be_bytes([out[c], out[c + 1]]);
-            let mut new = !checksum::fold(u64::from(!old) + l4_delta + u64::from(ps));
+            let mut new = !fold32(self.l4_csum_inv + l4_delta + u64::from(ps));
             if new == 0 && udp {
                 new = 0xffff;
             }
             out[c..c + 2].copy_from_slice(&new.to_be_bytes());
         }
     }
+}
+
+/// Folds a ones'-complement sum below 2^32 to 16 bits (two carries are enough).
+#[inline(always)]
+fn fold32(s: u64) -> u16 {
+    debug_assert!(s < 1 << 32);
+    let s = (s & 0xffff) + (s >> 16);
+    ((s & 0xffff) + (s >> 16)) as u16
 }
 
 /// The templates of one [`Traffic`], one per frame size, and the size pattern.
@@ -438,7 +449,14 @@ impl Traffic {
         for (c, src) in chunks.iter_mut().zip(bytes.chunks(CHUNK)) {
             c[..src.len()].copy_from_slice(src);
         }
+        let inv = |at: Option<usize>| {
+            at.map_or(0, |c| {
+                u64::from(!u16::from_be_bytes([bytes[c], bytes[c + 1]]))
+            })
+        };
         Ok(Frame {
+            ip_csum_inv: inv(ip_csum),
+            l4_csum_inv: inv(l4_csum.map(|x| x.0)),
             chunks,
             len,
             vary: (off, width, self.vary_base(), in_ip, in_l4),
