@@ -121,6 +121,7 @@ struct Outcome {
     pushback: u64,
     first_tx: u64,
     last_tx: u64,
+    cpu_secs: f64,
 }
 
 impl Worker {
@@ -132,6 +133,7 @@ impl Worker {
         let mut txb = Batch::new();
         let mut rxb = Batch::new();
         self.discard_stale(&mut rxb, &mut cache);
+        let cpu0 = thread_cpu_secs();
         let start = cycles();
         let mut pacer = Pacer::new(self.pps, self.tsc.hz, start, self.burst);
         let end = start + self.end_cycles;
@@ -234,6 +236,7 @@ impl Worker {
             pushback,
             first_tx,
             last_tx,
+            cpu_secs: thread_cpu_secs() - cpu0,
         }
     }
 
@@ -267,6 +270,20 @@ impl Worker {
         }
         rx >= tx
     }
+}
+
+/// CPU time of the calling thread, seconds (one system call; per run, not per packet).
+fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
 fn pin(core: usize) {
@@ -446,12 +463,14 @@ fn summarize(
 ) -> RunReport {
     let mut an: Option<Analyzer> = None;
     let (mut txp, mut txb, mut push) = (0, 0, 0);
+    let mut cpu = 0.0;
     let (mut first, mut last) = (u64::MAX, 0u64);
     let mut flow_tx: Vec<u64> = Vec::new();
     for o in &outcomes {
         txp += o.tx_packets;
         txb += o.tx_bytes;
         push += o.pushback;
+        cpu += o.cpu_secs;
         if o.first_tx != 0 {
             first = first.min(o.first_tx);
             last = last.max(o.last_tx);
@@ -531,6 +550,7 @@ fn summarize(
         flows,
         samples,
         tsc_ghz: tsc.hz / 1e9,
+        worker_cpu_secs: cpu,
     }
 }
 

@@ -310,7 +310,8 @@ fn json_schema_is_stable() {
             "streams",
             "flows",
             "samples",
-            "tsc_ghz"
+            "tsc_ghz",
+            "worker_cpu_secs"
         ])
     );
     assert_eq!(

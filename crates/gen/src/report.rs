@@ -142,6 +142,9 @@ pub struct RunReport {
     pub samples: Vec<Sample>,
     /// Measured time-stamp-counter rate, GHz.
     pub tsc_ghz: f64,
+    /// CPU time the worker threads got, seconds (below `seconds` × threads when other
+    /// processes took the cores).
+    pub worker_cpu_secs: f64,
 }
 
 fn si(v: f64) -> String {
@@ -184,6 +187,14 @@ impl RunReport {
                 self.seconds,
                 self.tx_pushback,
                 self.tx_port
+            ));
+        }
+        if self.worker_cpu_secs > 0.0 {
+            let pkts = self.tx_packets.max(self.rx_packets) as f64;
+            o.push_str(&format!(
+                "cpu       {:.3} s on worker threads: {:.2} Mpps per busy core\n",
+                self.worker_cpu_secs,
+                pkts / self.worker_cpu_secs / 1e6
             ));
         }
         if !self.rx_port.is_empty() {

@@ -12,7 +12,6 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use packet::builder::{Ipv4Spec, Ipv6Spec, L3Spec, L4Spec, PacketSpec};
-use packet::checksum;
 use packet::{FRAME_SIZE, HEADROOM};
 
 use crate::probe::{Probe, MAX_FLOWS, PROBE_LEN};
@@ -474,6 +473,7 @@ fn low32(a: Ipv6Addr) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use packet::checksum;
     use packet::extract::Layers;
 
     /// Whether `f`'s IPv4 header and L4 checksums verify (using the packet crate's parser).

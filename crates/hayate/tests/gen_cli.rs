@@ -22,7 +22,9 @@ fn json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn run_counts_every_packet_of_a_ring_loop() {
-    let v = json(&["run", "--tx", "ring:t", "--rx", "ring:t", "--count", "50000", "--flows", "5", "--json"]);
+    let v = json(&[
+        "run", "--tx", "ring:t", "--rx", "ring:t", "--count", "50000", "--flows", "5", "--json",
+    ]);
     assert_eq!(v["tx_packets"], 50_000);
     assert_eq!(v["rx_unique"], 50_000);
     assert_eq!(v["lost"], 0);
@@ -32,7 +34,14 @@ fn run_counts_every_packet_of_a_ring_loop() {
 
 #[test]
 fn loopback_reports_latency() {
-    let v = json(&["loopback", "--duration", "0.3", "--rate", "100kpps", "--json"]);
+    let v = json(&[
+        "loopback",
+        "--duration",
+        "0.3",
+        "--rate",
+        "100kpps",
+        "--json",
+    ]);
     assert!(v["latency"]["samples"].as_u64().unwrap() > 10_000);
     assert_eq!(v["latency_kind"], "one-way");
 }
@@ -42,7 +51,9 @@ fn send_to_pcap_then_recv_finds_the_sequence() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("g.pcap");
     let out = format!("pcap:out={}", file.display());
-    let v = json(&["send", "--port", &out, "--count", "1000", "--proto", "udp6", "--size", "128", "--json"]);
+    let v = json(&[
+        "send", "--port", &out, "--count", "1000", "--proto", "udp6", "--size", "128", "--json",
+    ]);
     assert_eq!(v["tx_packets"], 1000);
     let inp = format!("pcap:in={}", file.display());
     let v = json(&["recv", "--port", &inp, "--idle", "0.2", "--json"]);
@@ -57,13 +68,29 @@ fn rfc2544_on_a_ring_loop_writes_json_and_plots() {
     let json_file = dir.path().join("r.json");
     let plots = dir.path().join("plots");
     let (ok, out, err) = gen(&[
-        "rfc2544", "--tx", "ring:r", "--rx", "ring:r", "--sizes", "64,1518", "--trial", "0.1",
-        "--line-rate", "100M", "--no-frame-loss", "--b2b-secs", "0.01",
-        "--json", json_file.to_str().unwrap(), "--plot", plots.to_str().unwrap(),
+        "rfc2544",
+        "--tx",
+        "ring:r",
+        "--rx",
+        "ring:r",
+        "--sizes",
+        "64,1518",
+        "--trial",
+        "0.1",
+        "--line-rate",
+        "100M",
+        "--no-frame-loss",
+        "--b2b-secs",
+        "0.01",
+        "--json",
+        json_file.to_str().unwrap(),
+        "--plot",
+        plots.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
     assert!(out.contains("RFC 2544"), "{out}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json_file).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_file).unwrap()).unwrap();
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
     // 100 Mbit/s is far below what a ring carries: line rate passes at once.
@@ -83,7 +110,9 @@ fn errors_name_the_fix() {
     let (ok, _, err) = gen(&["send", "--port", "bogus:x"]);
     assert!(!ok);
     assert!(err.contains("use one of"), "{err}");
-    let (ok, _, err) = gen(&["run", "--tx", "ring:f", "--rx", "ring:f", "--proto", "udp6", "--src-ip", "10.0.0.1"]);
+    let (ok, _, err) = gen(&[
+        "run", "--tx", "ring:f", "--rx", "ring:f", "--proto", "udp6", "--src-ip", "10.0.0.1",
+    ]);
     assert!(!ok);
     assert!(err.contains("needs an IPv6 address"), "{err}");
 }

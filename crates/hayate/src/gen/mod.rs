@@ -29,7 +29,7 @@ use args::{OutputArgs, RateArgs, TrafficArgs};
 #[derive(Args, Debug)]
 pub struct GenArgs {
     #[command(subcommand)]
-    command: GenCommand,
+    command: Box<GenCommand>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -152,7 +152,7 @@ enum GenCommand {
 /// Runs `hayate gen`.
 pub fn main(args: GenArgs) -> Result<()> {
     let tsc = Tsc::calibrate(Duration::from_millis(50));
-    match args.command {
+    match *args.command {
         GenCommand::Send {
             port,
             traffic,
