@@ -20,34 +20,46 @@ fn err(path: &Path, e: impl std::fmt::Display) -> String {
 
 /// Throughput (Mpps, bars) and Gbit/s (line) by frame size, with the line rate.
 pub fn throughput(path: &Path, results: &[SizeResult], line_bps: f64) -> Result<(), String> {
-    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(path, e))?;
-    let (top, bottom) = root.split_vertically(260);
-    let n = results.len();
-    let max_mpps = results.iter().map(|r| r.line_pps / 1e6).fold(0.1, f64::max) * 1.1;
+    let (top, bottom) = root.split_vertically(280);
+    let n = results.len().max(1);
+    let label = |v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => results
+            .get(*i)
+            .map(|r| format!("{} B", r.frame_size))
+            .unwrap_or_default(),
+        SegmentValue::Last => String::new(),
+    };
+    let max_mpps = results
+        .iter()
+        .map(|r| r.line_pps.max(r.throughput_pps) / 1e6)
+        .fold(0.1, f64::max)
+        * 1.15;
     let mut c = ChartBuilder::on(&top)
         .caption("Throughput (Mpps) by frame size", ("sans-serif", 18))
         .margin(10)
         .x_label_area_size(30)
         .y_label_area_size(50)
-        .build_cartesian_2d(0f64..n as f64, 0f64..max_mpps)
+        .build_cartesian_2d((0..n).into_segmented(), 0f64..max_mpps)
         .map_err(|e| err(path, e))?;
     c.configure_mesh()
-        .x_labels(n.max(1))
-        .x_label_formatter(&|x| {
-            results
-                .get(*x as usize)
-                .map(|r| format!("{} B", r.frame_size))
-                .unwrap_or_default()
-        })
+        .disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&label)
         .y_desc("Mpps")
         .draw()
         .map_err(|e| err(path, e))?;
     c.draw_series(results.iter().enumerate().map(|(i, r)| {
-        Rectangle::new(
-            [(i as f64 + 0.2, 0.0), (i as f64 + 0.8, r.throughput_mpps)],
+        let mut bar = Rectangle::new(
+            [
+                (SegmentValue::Exact(i), 0.0),
+                (SegmentValue::Exact(i + 1), r.throughput_mpps),
+            ],
             BLUE.filled(),
-        )
+        );
+        bar.set_margin(0, 0, 12, 12);
+        bar
     }))
     .map_err(|e| err(path, e))?
     .label("measured")
@@ -55,8 +67,8 @@ pub fn throughput(path: &Path, results: &[SizeResult], line_bps: f64) -> Result<
     c.draw_series(results.iter().enumerate().map(|(i, r)| {
         PathElement::new(
             vec![
-                (i as f64 + 0.1, r.line_pps / 1e6),
-                (i as f64 + 0.9, r.line_pps / 1e6),
+                (SegmentValue::Exact(i), r.line_pps / 1e6),
+                (SegmentValue::Exact(i + 1), r.line_pps / 1e6),
             ],
             RED.stroke_width(2),
         )
@@ -66,10 +78,15 @@ pub fn throughput(path: &Path, results: &[SizeResult], line_bps: f64) -> Result<
     .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 10, y)], RED));
     c.configure_series_labels()
         .border_style(BLACK)
+        .background_style(WHITE)
         .draw()
         .map_err(|e| err(path, e))?;
 
-    let max_g = line_bps / 1e9 * 1.1;
+    let max_g = results
+        .iter()
+        .map(|r| r.throughput_gbps)
+        .fold(line_bps / 1e9, f64::max)
+        * 1.15;
     let mut g = ChartBuilder::on(&bottom)
         .caption(
             "Throughput (Gbit/s on the wire) by frame size",
@@ -78,32 +95,44 @@ pub fn throughput(path: &Path, results: &[SizeResult], line_bps: f64) -> Result<
         .margin(10)
         .x_label_area_size(30)
         .y_label_area_size(50)
-        .build_cartesian_2d(0f64..n as f64, 0f64..max_g)
+        .build_cartesian_2d((0..n).into_segmented(), 0f64..max_g)
         .map_err(|e| err(path, e))?;
     g.configure_mesh()
-        .x_labels(n.max(1))
-        .x_label_formatter(&|x| {
-            results
-                .get(*x as usize)
-                .map(|r| format!("{} B", r.frame_size))
-                .unwrap_or_default()
-        })
+        .disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&label)
         .y_desc("Gbit/s")
         .draw()
         .map_err(|e| err(path, e))?;
     g.draw_series(LineSeries::new(
-        results
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (i as f64 + 0.5, r.throughput_gbps)),
-        BLUE.stroke_width(2),
+        [
+            (SegmentValue::Exact(0), line_bps / 1e9),
+            (SegmentValue::Last, line_bps / 1e9),
+        ],
+        RED.stroke_width(2),
     ))
-    .map_err(|e| err(path, e))?;
-    g.draw_series(LineSeries::new(
-        [(0.0, line_bps / 1e9), (n as f64, line_bps / 1e9)],
-        RED.stroke_width(1),
-    ))
-    .map_err(|e| err(path, e))?;
+    .map_err(|e| err(path, e))?
+    .label("line rate")
+    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 10, y)], RED));
+    g.draw_series(
+        LineSeries::new(
+            results
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (SegmentValue::CenterOf(i), r.throughput_gbps)),
+            BLUE.stroke_width(2),
+        )
+        .point_size(4),
+    )
+    .map_err(|e| err(path, e))?
+    .label("measured")
+    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 10, y)], BLUE));
+    g.configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .border_style(BLACK)
+        .background_style(WHITE)
+        .draw()
+        .map_err(|e| err(path, e))?;
     root.present().map_err(|e| err(path, e))
 }
 
@@ -124,6 +153,8 @@ pub fn latency_histogram(path: &Path, buckets: &[(u64, u64)], title: &str) -> Re
     c.configure_mesh()
         .x_desc("latency (ns, log scale)")
         .y_desc("probes")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()
         .map_err(|e| err(path, e))?;
     let mut prev = lo / 1.25;

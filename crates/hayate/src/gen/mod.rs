@@ -183,6 +183,7 @@ pub fn main(args: GenArgs) -> Result<()> {
                 },
                 duration,
                 drain: idle,
+                latency_kind: "one-way (valid when the sender runs on this host)".into(),
                 ..Default::default()
             };
             let ports = Ports {
