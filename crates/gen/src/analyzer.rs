@@ -81,6 +81,13 @@ impl Stream {
     #[inline(always)]
     fn on_seq(&mut self, seq: u32) {
         self.received += 1;
+        // The common case: the next number in order.
+        if self.seen && seq == (self.max as u32).wrapping_add(1) {
+            self.max += 1;
+            let (w, b) = self.bit(self.max);
+            *w |= b;
+            return;
+        }
         if !self.seen {
             self.seen = true;
             self.max = u64::from(seq);
@@ -156,7 +163,7 @@ pub struct StreamCounts {
 /// The receive side of one thread (several merge with [`Analyzer::merge`]).
 #[derive(Debug, Clone)]
 pub struct Analyzer {
-    streams: Vec<Stream>,
+    streams: Box<[Stream; STREAMS]>,
     ns_factor: u64,
     /// Frames received.
     pub packets: u64,
@@ -177,7 +184,7 @@ impl Analyzer {
     /// with `tsc`.
     pub fn new(flows: u32, tsc: Tsc) -> Analyzer {
         Analyzer {
-            streams: vec![Stream::default(); STREAMS],
+            streams: Box::new(std::array::from_fn(|_| Stream::default())),
             ns_factor: tsc.ns_factor(),
             packets: 0,
             bytes: 0,
@@ -266,7 +273,7 @@ impl Analyzer {
         self.flow_rx_other += other.flow_rx_other;
         // Both histograms have the same bounds, so adding cannot fail.
         let _ = self.latency.add(&other.latency);
-        for (a, b) in self.streams.iter_mut().zip(&other.streams) {
+        for (a, b) in self.streams.iter_mut().zip(other.streams.iter()) {
             if !b.seen {
                 continue;
             }

@@ -101,16 +101,11 @@ impl Source {
                 usize::from(i)
             };
             let frame = &self.frames[fi];
-            let padded = frame.len().div_ceil(64) * 64;
             // Frames sit 2 KiB apart, so their first bytes would share two L1 cache sets;
             // starting each a multiple of 64 bytes further in spreads them over 32.
             let shift = (pkt.frame() as usize % SPREAD) * 64;
-            let shift = if shift + padded <= pkt.tailroom() {
-                shift
-            } else {
-                0
-            };
-            if !pkt.set_len(shift + padded) || !pkt.pull_front(shift) {
+            let shift = if shift <= frame.max_shift { shift } else { 0 };
+            if !pkt.set_len(shift + frame.padded) || !pkt.pull_front(shift) {
                 cache.free(pkt);
                 break;
             }

@@ -210,6 +210,10 @@ pub struct Frame {
     l4_csum: Option<(usize, bool)>,
     /// Whether the probe starts an odd number of bytes after the L4 header.
     probe_odd: bool,
+    /// The length rounded up to whole 64-byte chunks (what [`Frame::write`] writes).
+    pub padded: usize,
+    /// The most bytes a new pool frame's data may start later and still hold `padded`.
+    pub max_shift: usize,
 }
 
 impl Frame {
@@ -462,6 +466,8 @@ impl Traffic {
             ip_csum,
             l4_csum,
             probe_odd: (len - PROBE_LEN - l4_off) % 2 == 1,
+            padded: len.div_ceil(CHUNK) * CHUNK,
+            max_shift: (FRAME_SIZE - HEADROOM).saturating_sub(len.div_ceil(CHUNK) * CHUNK),
         })
     }
 }
