@@ -407,3 +407,55 @@ mod tests {
         assert_eq!(a.flow_rx, vec![2, 1]);
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    fn probe_frame(seq: u32) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        let p = Probe {
+            stream: 0,
+            flow: 0,
+            seq,
+            time: 0,
+        };
+        let at = f.len() - crate::probe::PROBE_LEN;
+        p.write((&mut f[at..]).try_into().unwrap());
+        f
+    }
+
+    proptest! {
+        /// Against a naive model: a set of seen numbers and the highest so far. Within the
+        /// window the analyzer must agree exactly.
+        #[test]
+        fn agrees_with_a_naive_model(ops in proptest::collection::vec((0u32..3000, 0u8..4), 1..400)) {
+            let mut a = Analyzer::new(0, Tsc { hz: 1e9 });
+            let mut seen = HashSet::new();
+            let (mut dups, mut reordered, mut max) = (0u64, 0u64, None::<u32>);
+            // Mostly forward motion with jumps back (reordering) and repeats (duplicates).
+            let mut next = 0u32;
+            for (step, kind) in ops {
+                let seq = match kind {
+                    0 | 1 => { next += step % 7 + 1; next }
+                    2 => next.saturating_sub(step % 200),
+                    _ => next,
+                };
+                a.frame(&probe_frame(seq), 10);
+                if !seen.insert(seq) {
+                    dups += 1;
+                } else if max.is_some_and(|m| seq < m) {
+                    reordered += 1;
+                }
+                max = Some(max.map_or(seq, |m| m.max(seq)));
+            }
+            let s = a.streams()[0];
+            prop_assert_eq!(s.duplicates, dups);
+            prop_assert_eq!(s.reordered, reordered);
+            prop_assert_eq!(s.unique, seen.len() as u64);
+            prop_assert_eq!(s.highest, u64::from(max.unwrap()) + 1);
+        }
+    }
+}

@@ -11,6 +11,7 @@
 //! | [`source`] | fills batches from the templates (flows, sizes, probes) | yes |
 //! | [`analyzer`] | counts, loss, reordering, duplicates, per-flow counters, latency, jitter | yes |
 //! | [`engine`] | threads that send and receive for a bounded time, progress samples | per batch |
+//! | [`reflect`] | sends received frames back (round-trip latency) | yes |
 //! | [`rfc2544`] | throughput search, latency, frame-loss curve, back-to-back | no |
 //! | [`report`] | result types (JSON), terminal tables | no |
 //! | [`plot`] | SVG plots | no |
@@ -22,6 +23,7 @@ pub mod engine;
 pub mod plot;
 pub mod probe;
 pub mod rate;
+pub mod reflect;
 pub mod report;
 pub mod rfc2544;
 pub mod source;

@@ -33,7 +33,7 @@ enum Command {
     /// Run benchmark scenarios (null ports, one pinned thread) and print Mpps, Gbit/s and
     /// cycles per packet.
     Bench(bench::BenchArgs),
-    /// Traffic generator and analyzer: send, recv, run, rfc2544, loopback.
+    /// Traffic generator and analyzer: send, recv, run, rfc2544, reflect, loopback.
     Gen(gen::GenArgs),
     /// Check a config file and print the bridges, ports and flows it describes.
     Check {

@@ -116,3 +116,38 @@ fn errors_name_the_fix() {
     assert!(!ok);
     assert!(err.contains("needs an IPv6 address"), "{err}");
 }
+
+#[test]
+fn reflect_sends_frames_back_with_swapped_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.pcap"), dir.path().join("b.pcap"));
+    let v = json(&[
+        "send",
+        "--port",
+        &format!("pcap:out={}", a.display()),
+        "--count",
+        "10",
+        "--json",
+    ]);
+    assert_eq!(v["tx_packets"], 10);
+    let spec = format!("pcap:in={},out={}", a.display(), b.display());
+    let v = json(&[
+        "reflect",
+        "--port",
+        &spec,
+        "--duration",
+        "5",
+        "--idle",
+        "0.2",
+        "--json",
+    ]);
+    assert_eq!(v["reflected"], 10);
+    let back = std::fs::read(&b).unwrap();
+    // First record after the 24-byte file header and 16-byte record header.
+    assert_eq!(
+        &back[40..46],
+        &[2, 0, 0, 0, 0, 1],
+        "destination is the old source"
+    );
+    assert_eq!(&back[46..52], &[2, 0, 0, 0, 0, 2]);
+}

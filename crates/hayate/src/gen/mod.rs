@@ -4,6 +4,7 @@
 //! - `recv --port SPEC` — receive and analyze only (probes from a `send` elsewhere);
 //! - `run --tx SPEC --rx SPEC` — both in one process: loss, reordering, one-way latency;
 //! - `rfc2544 --tx SPEC --rx SPEC` — throughput, latency, frame loss, back-to-back;
+//! - `reflect --port SPEC` — send everything back (the far end of `run --round-trip`);
 //! - `loopback` — ring to ring with nothing between: the tool's own latency floor.
 
 mod args;
@@ -131,6 +132,21 @@ enum GenCommand {
         #[command(flatten)]
         out: OutputArgs,
     },
+    /// Send every received frame back with Ethernet addresses swapped (the far end of
+    /// `run --round-trip`).
+    Reflect {
+        /// The port to reflect on.
+        #[arg(long)]
+        port: String,
+        /// Longest time to run, seconds.
+        #[arg(long, default_value_t = 60.0)]
+        duration: f64,
+        /// Stop after this many seconds without a frame once one arrived (0: never).
+        #[arg(long, default_value_t = 0.0)]
+        idle: f64,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
     /// Ring to ring in this process, nothing between: the generator's own latency floor.
     Loopback {
         #[command(flatten)]
@@ -212,6 +228,29 @@ pub fn main(args: GenArgs) -> Result<()> {
             };
             let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
             emit_run(&rep, &out)
+        }
+        GenCommand::Reflect {
+            port,
+            duration,
+            idle,
+            out,
+        } => {
+            if !(duration > 0.0 && duration <= 86_400.0) {
+                bail!("--duration {duration}: give more than 0 and at most 86400 seconds");
+            }
+            let pool = pool(&out)?;
+            let (p, _) = open(&port, &pool)?;
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let st = hayate_gen::reflect::reflect(&p, &pool, tsc, duration, idle, &stop)
+                .map_err(anyhow::Error::msg)?;
+            match &out.json {
+                Some(dest) => write_json(&st, dest)?,
+                None => println!(
+                    "reflected {} frames on {port} ({} not taken back, {} runts)",
+                    st.reflected, st.dropped, st.runts
+                ),
+            }
+            Ok(())
         }
         GenCommand::Loopback {
             traffic,
