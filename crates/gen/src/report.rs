@@ -189,7 +189,8 @@ impl RunReport {
                 self.tx_port
             ));
         }
-        if self.worker_cpu_secs > 0.0 {
+        // Per busy core only means something when the workers ran flat out.
+        if self.worker_cpu_secs > 0.0 && self.target_pps.is_none() {
             let pkts = self.tx_packets.max(self.rx_packets) as f64;
             o.push_str(&format!(
                 "cpu       {:.3} s on worker threads: {:.2} Mpps per busy core\n",
