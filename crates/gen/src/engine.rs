@@ -202,7 +202,7 @@ impl Worker {
                     if now >= end || idle || self.stop.load(Ordering::Relaxed) {
                         break;
                     }
-                } else if now >= drain_end || self.everything_arrived() {
+                } else if self.rx.is_empty() || now >= drain_end || self.everything_arrived() {
                     break;
                 }
             }
@@ -462,7 +462,7 @@ fn summarize(
     wall: f64,
 ) -> RunReport {
     let mut an: Option<Analyzer> = None;
-    let (mut txp, mut txb, mut push) = (0, 0, 0);
+    let (mut txp, mut txb, mut push, mut unprobed) = (0, 0, 0, 0);
     let mut cpu = 0.0;
     let (mut first, mut last) = (u64::MAX, 0u64);
     let mut flow_tx: Vec<u64> = Vec::new();
@@ -476,6 +476,7 @@ fn summarize(
             last = last.max(o.last_tx);
         }
         if let Some(src) = &o.source {
+            unprobed += src.unprobed;
             if flow_tx.len() < src.flow_tx.len() {
                 flow_tx.resize(src.flow_tx.len(), 0);
             }
@@ -492,12 +493,14 @@ fn summarize(
     let streams = an.streams();
     let unique: u64 = streams.iter().map(|s| s.unique).sum();
     let sending = ports.tx.is_some();
+    // Frames without a probe are counted by number: they arrive as frames without one.
     let expected = if sending {
-        txp
+        txp.saturating_sub(unprobed)
     } else {
         streams.iter().map(|s| s.highest).sum()
     };
-    let lost = expected.saturating_sub(unique);
+    let lost = expected.saturating_sub(unique) + unprobed.saturating_sub(an.foreign);
+    let expected = expected + unprobed;
     let tx_secs = if first < last {
         tsc.secs(last - first)
     } else {
@@ -527,6 +530,7 @@ fn summarize(
         tx_packets: txp,
         tx_bytes: txb,
         tx_pushback: push,
+        tx_without_probe: unprobed,
         rx_packets: an.packets,
         rx_bytes: an.bytes,
         rx_foreign: an.foreign,

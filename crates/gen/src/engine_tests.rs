@@ -85,6 +85,35 @@ fn ring_loopback_delivers_every_packet_in_order() {
 }
 
 #[test]
+fn frames_without_probes_are_counted_by_number() {
+    let _serial = serial();
+    let pool = Pool::with_frames(8192);
+    let ring = format!("ring:{}", unique("noprobe"));
+    let ports = Ports {
+        tx: Some(open(&ring, &pool)),
+        rx: Some(open(&ring, &pool)),
+    };
+    // IMIX with a VLAN tag: the 64-byte frames are too short for a probe, the rest carry one.
+    let cfg = RunConfig {
+        count: Some(12_000),
+        traffic: Traffic {
+            sizes: crate::template::Sizes::Imix,
+            vlan: Some(100),
+            ..Traffic::default()
+        },
+        ..RunConfig::default()
+    };
+    let r = run(&cfg, &ports, &pool, tsc(), &mut |_| {}).unwrap();
+    assert_eq!((r.tx_packets, r.tx_without_probe), (12_000, 7_000));
+    assert_eq!(
+        (r.rx_packets, r.rx_unique, r.rx_foreign),
+        (12_000, 5_000, 7_000)
+    );
+    assert_eq!((r.lost, r.loss_pct), (0, 0.0));
+    assert_eq!(r.latency.unwrap().samples, 5_000);
+}
+
+#[test]
 fn pacer_holds_the_rate_on_a_null_sink() {
     let _serial = serial();
     let pool = Pool::with_frames(4096);
@@ -292,6 +321,7 @@ fn json_schema_is_stable() {
             "tx_packets",
             "tx_bytes",
             "tx_pushback",
+            "tx_without_probe",
             "rx_packets",
             "rx_bytes",
             "rx_foreign",

@@ -104,6 +104,9 @@ pub struct RunReport {
     pub tx_bytes: u64,
     /// Times the transmit port took less than offered (the rest was retried).
     pub tx_pushback: u64,
+    /// Frames sent too short to carry a probe (their loss is counted from frames
+    /// received without a probe; no sequence or latency).
+    pub tx_without_probe: u64,
     /// Packets received.
     pub rx_packets: u64,
     /// Bytes received (FCS included).
@@ -206,6 +209,12 @@ impl RunReport {
                 self.rx_gbps,
                 self.rx_port
             ));
+            if self.tx_without_probe > 0 {
+                o.push_str(&format!(
+                    "note      {} frames sent too short for a probe: counted by number only\n",
+                    self.tx_without_probe
+                ));
+            }
             o.push_str(&format!(
                 "probes    {} distinct, {} lost ({:.4} %), {} reordered, {} duplicates, {} foreign frames\n",
                 self.rx_unique, self.lost, self.loss_pct, self.reordered, self.duplicates, self.rx_foreign

@@ -394,7 +394,7 @@ impl Dut for PortDut {
             rate_pps: pps,
             offered_pps: rep.tx_mpps * 1e6,
             sent: rep.tx_packets,
-            received: rep.rx_unique,
+            received: rep.tx_packets - rep.lost.min(rep.tx_packets),
             loss_pct: 0.0,
             pass: false,
             latency: rep.latency,

@@ -28,6 +28,8 @@ pub struct Source {
     pub flow_tx: Vec<u64>,
     /// Packets of flows beyond [`PER_FLOW_MAX`].
     pub flow_tx_other: u64,
+    /// Packets too short to carry a probe (sent, counted, not sequenced).
+    pub unprobed: u64,
 }
 
 impl Source {
@@ -46,6 +48,7 @@ impl Source {
             seq: 0,
             flow_tx: vec![0; tracked],
             flow_tx_other: 0,
+            unprobed: 0,
         }
     }
 
@@ -120,6 +123,7 @@ impl Source {
             frame.write(pkt.data_mut(), flow, &probe);
             pkt.set_len(frame.len());
             bytes += frame.size() as u64;
+            self.unprobed += u64::from(!frame.probe);
             self.seq = self.seq.wrapping_add(1);
             match self.flow_tx.get_mut(flow as usize) {
                 Some(c) => *c += 1,

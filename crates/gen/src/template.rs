@@ -208,6 +208,8 @@ pub struct Frame {
     l4_csum_inv: u64,
     /// L4 checksum offset and whether it is UDP (a computed 0 is sent as 0xffff).
     l4_csum: Option<(usize, bool)>,
+    /// Whether the frame is long enough to carry a probe (it then always does).
+    pub probe: bool,
     /// Whether the probe starts an odd number of bytes after the L4 header.
     probe_odd: bool,
     /// The length rounded up to whole 64-byte chunks (what [`Frame::write`] writes).
@@ -268,9 +270,16 @@ impl Frame {
             ip_delta = if in_ip { d } else { 0 };
             l4_delta = if in_l4 { d } else { 0 };
         }
-        let at = self.len - PROBE_LEN;
-        if let Ok(p) = <&mut [u8; PROBE_LEN]>::try_from(&mut out[at..self.len]) {
-            probe.write(p);
+        let mut ps = 0u16;
+        if self.probe {
+            let at = self.len - PROBE_LEN;
+            if let Ok(p) = <&mut [u8; PROBE_LEN]>::try_from(&mut out[at..self.len]) {
+                probe.write(p);
+            }
+            ps = fold32(probe.sum_small());
+            if self.probe_odd {
+                ps = ps.swap_bytes();
+            }
         }
         if let Some(c) = self.ip_csum {
             if ip_delta != 0 {
@@ -279,10 +288,6 @@ impl Frame {
             }
         }
         if let Some((c, udp)) = self.l4_csum {
-            let mut ps = fold32(probe.sum_small());
-            if self.probe_odd {
-                ps = ps.swap_bytes();
-            }
             let mut new = !fold32(self.l4_csum_inv + l4_delta + u64::from(ps));
             if new == 0 && udp {
                 new = 0xffff;
@@ -359,8 +364,15 @@ impl Traffic {
         Ok(Templates { frames, pattern })
     }
 
-    /// The smallest frame size (FCS included) that carries a probe with these headers.
+    /// The smallest frame size (FCS included) with these headers.
     pub fn min_size(&self) -> usize {
+        let vlan = if self.vlan.is_some() { 4 } else { 0 };
+        (self.proto.headers() + vlan + FCS).max(MIN_FRAME)
+    }
+
+    /// The smallest frame size (FCS included) that carries a probe with these headers;
+    /// smaller frames go without one (counted, but no sequence or latency).
+    pub fn probe_size(&self) -> usize {
         let vlan = if self.vlan.is_some() { 4 } else { 0 };
         (self.proto.headers() + vlan + PROBE_LEN + FCS).max(MIN_FRAME)
     }
@@ -386,10 +398,7 @@ impl Traffic {
                     MAX_FRAME - FCS
                 )
             } else {
-                format!(
-                    "{:?} headers and the {PROBE_LEN}-byte probe need {min}",
-                    self.proto
-                )
+                format!("{:?} headers need {min}", self.proto)
             };
             return Err(format!(
                 "frame size {size}: give {min} to {MAX_FRAME} bytes ({why})"
@@ -465,7 +474,8 @@ impl Traffic {
             vary: (off, width, self.vary_base(), in_ip, in_l4),
             ip_csum,
             l4_csum,
-            probe_odd: (len - PROBE_LEN - l4_off) % 2 == 1,
+            probe: size >= self.probe_size(),
+            probe_odd: len.saturating_sub(PROBE_LEN + l4_off) % 2 == 1,
             padded: len.div_ceil(CHUNK) * CHUNK,
             max_shift: (FRAME_SIZE - HEADROOM).saturating_sub(len.div_ceil(CHUNK) * CHUNK),
         })
@@ -570,7 +580,7 @@ mod tests {
                                         vlan,
                                         ..Traffic::default()
                                     }
-                                    .min_size()
+                                    .probe_size()
                                         + size,
                                 ),
                             ),
@@ -595,6 +605,41 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn frames_too_short_for_a_probe_go_without() {
+        for (proto, vlan) in [
+            (Proto::Tcp4, None),
+            (Proto::Udp4, Some(5)),
+            (Proto::Udp6, None),
+        ] {
+            let tr = Traffic {
+                proto,
+                vlan,
+                flows: 3,
+                sizes: Sizes::Fixed(
+                    Traffic {
+                        proto,
+                        vlan,
+                        ..Traffic::default()
+                    }
+                    .min_size(),
+                ),
+                ..Traffic::default()
+            };
+            let t = tr.compile().unwrap();
+            assert!(!t.frames[0].probe, "{proto:?} {vlan:?}");
+            let probe = Probe {
+                stream: 0,
+                flow: 2,
+                seq: 9,
+                time: 1,
+            };
+            let f = write(&t.frames[0], 2, &probe);
+            assert!(checksums_ok(&f, proto), "{proto:?} {vlan:?}");
+            assert_eq!(Probe::read(&f), None);
         }
     }
 
@@ -626,10 +671,12 @@ mod tests {
         })
         .contains("jumbo"));
         assert!(err(Traffic {
-            proto: Proto::Tcp4,
+            proto: Proto::Udp6,
+            sizes: Sizes::Fixed(64),
+            vlan: Some(3),
             ..Traffic::default()
         })
-        .contains("need 76"));
+        .contains("give 70 to"));
         assert!(err(Traffic {
             flows: 0,
             ..Traffic::default()
