@@ -178,6 +178,12 @@ impl Worker {
                     }
                 }
             }
+            if !sending && !txb.is_empty() {
+                // Offer what the port pushed back once more while draining.
+                if let Some(tx) = self.tx.as_mut() {
+                    tx.send(&mut txb);
+                }
+            }
             for q in self.rx.iter_mut() {
                 if q.recv(&mut rxb) > 0 {
                     let t = cycles();
@@ -220,6 +226,11 @@ impl Worker {
             }
         }
         // Whatever the port never took goes back to the pool (counted as not sent).
+        let unsent_bytes: u64 = txb
+            .as_slice()
+            .iter()
+            .map(|p| (p.len() + crate::template::FCS) as u64)
+            .sum();
         let unsent = txb.free_into(&mut cache) as u64;
         if let Some(tx) = self.tx.as_mut() {
             tx.flush();
@@ -232,7 +243,7 @@ impl Worker {
             analyzer: self.analyzer,
             source: self.source,
             tx_packets: sent - unsent,
-            tx_bytes: bytes,
+            tx_bytes: bytes - unsent_bytes,
             pushback,
             first_tx,
             last_tx,

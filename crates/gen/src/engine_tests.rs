@@ -254,7 +254,10 @@ fn rate_limited_device(
                 let _ = out.push(p);
             }
             done += k as u64;
-            tx.send(&mut out);
+            // A full output waits (the receiver may be descheduled on a busy machine).
+            while !out.is_empty() && !stop.load(Ordering::Relaxed) {
+                tx.send(&mut out);
+            }
             out.free_into(&mut cache);
         }
         pending.free_into(&mut cache);
