@@ -84,6 +84,64 @@ fn ring_loopback_delivers_every_packet_in_order() {
     assert_eq!(pool.shared_free(), 8192, "every frame back in the pool");
 }
 
+/// A port with two queues: queue *i* sends into ring *i* and receives from it.
+struct TwoQueues {
+    rings: Vec<(Arc<port::ring::RingPort>, Arc<port::ring::RingPort>)>,
+}
+
+impl Port for TwoQueues {
+    fn name(&self) -> &str {
+        "two-queues"
+    }
+    fn capabilities(&self) -> port::Capabilities {
+        port::Capabilities {
+            rx_queues: 2,
+            tx_queues: 2,
+            vnet_hdr: false,
+            max_frame: 1920,
+        }
+    }
+    fn open_rx(&self, q: u16) -> Result<Box<dyn port::RxQueue>, port::PortError> {
+        self.rings[usize::from(q)].1.open_rx(0)
+    }
+    fn open_tx(&self, q: u16) -> Result<Box<dyn port::TxQueue>, port::PortError> {
+        self.rings[usize::from(q)].0.open_tx(0)
+    }
+    fn stats(&self) -> port::PortStats {
+        port::PortStats::default()
+    }
+}
+
+#[test]
+fn two_threads_send_and_receive_on_two_queues() {
+    let _serial = serial();
+    let pool = Pool::with_frames(16384);
+    let port: Arc<dyn Port> = Arc::new(TwoQueues {
+        rings: (0..2)
+            .map(|i| port::ring::pair(&format!("q{i}.a"), &format!("q{i}.b"), 1024, &pool))
+            .collect(),
+    });
+    let ports = Ports {
+        tx: Some((port.clone(), "two-queues".into())),
+        rx: Some((port, "two-queues".into())),
+    };
+    let cfg = RunConfig {
+        threads: 2,
+        count: Some(100_001),
+        pps: Some(2e6),
+        traffic: Traffic {
+            flows: 4,
+            ..Traffic::default()
+        },
+        ..RunConfig::default()
+    };
+    let r = run(&cfg, &ports, &pool, tsc(), &mut |_| {}).unwrap();
+    assert_eq!((r.tx_packets, r.rx_unique, r.lost), (100_001, 100_001, 0));
+    let per_stream: Vec<(u8, u64)> = r.streams.iter().map(|s| (s.stream, s.unique)).collect();
+    assert_eq!(per_stream, vec![(0, 50_001), (1, 50_000)]);
+    assert!(r.flows.iter().all(|f| f.tx == f.rx));
+}
+
 #[test]
 fn frames_without_probes_are_counted_by_number() {
     let _serial = serial();
