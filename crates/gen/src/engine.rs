@@ -297,19 +297,17 @@ fn thread_cpu_secs() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
+/// Pins the calling thread to `core` (checked against the machine by [`run`]). A refusal
+/// leaves the thread unpinned, which costs speed, not correctness.
 fn pin(core: usize) {
-    // SAFETY: cpu_set_t is plain data; sched_setaffinity only reads it. A refusal leaves
-    // the thread unpinned, which costs speed, not correctness.
-    #[cfg(target_os = "linux")]
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity only reads it; `core` is below
+    // the number of CPUs, far below CPU_SETSIZE.
     unsafe {
-        let mut set: libc_cpu::cpu_set_t = std::mem::zeroed();
-        libc_cpu::CPU_SET(core, &mut set);
-        libc_cpu::sched_setaffinity(0, std::mem::size_of::<libc_cpu::cpu_set_t>(), &set);
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
-
-#[cfg(target_os = "linux")]
-use libc as libc_cpu;
 
 /// Runs traffic on `ports` as `cfg` says; `progress` sees every sample. Errors name the fix.
 pub fn run(
@@ -321,6 +319,13 @@ pub fn run(
 ) -> Result<RunReport, String> {
     if cfg.threads == 0 || cfg.threads > 255 {
         return Err(format!("--threads {}: give 1 to 255", cfg.threads));
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(&c) = cfg.cores.iter().find(|&&c| c >= cpus) {
+        return Err(format!(
+            "--cores {c}: this machine has {cpus} CPUs (0 to {}); see `nproc`",
+            cpus - 1
+        ));
     }
     if !(cfg.duration > 0.0 && cfg.duration <= 86_400.0) {
         return Err(format!(

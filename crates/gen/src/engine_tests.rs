@@ -469,6 +469,11 @@ fn bad_runs_name_the_fix() {
     })
     .contains("--duration"));
     assert!(e(RunConfig {
+        cores: vec![100_000],
+        ..RunConfig::default()
+    })
+    .contains("see `nproc`"));
+    assert!(e(RunConfig {
         burst: 33,
         ..RunConfig::default()
     })
