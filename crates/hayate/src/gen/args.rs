@@ -16,7 +16,7 @@ pub struct TrafficArgs {
     /// Protocol: udp, tcp, icmp (over IPv4) or udp6.
     #[arg(long, default_value = "udp")]
     pub proto: String,
-    /// Frame size in bytes, FCS included (64 up to what the pool holds), or imix (7:4:1 of
+    /// Frame size in bytes, FCS included (64 to 1924, what pool frames hold), or imix (7:4:1 of
     /// 64/570/1518).
     #[arg(long, default_value = "64")]
     pub size: String,
@@ -95,7 +95,7 @@ pub struct OutputArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Packet buffers in the pool.
-    #[arg(long, default_value_t = 65_536)]
+    #[arg(long, default_value_t = 32_768)]
     pub pool_frames: u32,
 }
 
