@@ -262,7 +262,11 @@ fn one_size(
             t.offered_pps < t.rate_pps * OFFER_SHORTFALL && t.loss_pct <= cfg.loss_tolerance_pct;
         r.generator_limited |= short;
         let pass = t.pass;
-        r.trials.push(t);
+        // Only the latency trial keeps its histogram (the JSON stays small).
+        r.trials.push(Trial {
+            latency_histogram: Vec::new(),
+            ..t
+        });
         if pass {
             lo = rate;
             best = Some(rate);
