@@ -203,6 +203,15 @@ pub fn run(
             cfg.loss_tolerance_pct
         ));
     }
+    if cfg.back_to_back && !(cfg.b2b_secs > 0.0 && cfg.b2b_secs <= 10.0) {
+        return Err(format!(
+            "--b2b-secs {}: give more than 0 and at most 10 seconds of line-rate frames",
+            cfg.b2b_secs
+        ));
+    }
+    if !(cfg.line_bps > 0.0 && cfg.line_bps.is_finite()) {
+        return Err("--line-rate: give a positive bit rate, e.g. 10G".into());
+    }
     if cfg.sizes.is_empty() {
         return Err("--sizes: give at least one frame size".into());
     }
@@ -587,6 +596,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("--loss-tolerance"));
+        let e = run(
+            &Rfc2544Config {
+                b2b_secs: -1.0,
+                ..cfg()
+            },
+            &mut dut,
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(e.contains("--b2b-secs"));
         assert_eq!(dut.trials, 0);
     }
 }
