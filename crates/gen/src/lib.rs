@@ -29,3 +29,16 @@ pub mod rfc2544;
 pub mod source;
 pub mod template;
 pub mod tsc;
+
+/// Timing-sensitive tests run one at a time (the machine has few cores).
+#[cfg(test)]
+mod test_serial {
+    use std::sync::{Mutex, MutexGuard};
+
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    /// Holds the lock for the caller's test.
+    pub(crate) fn serial() -> MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -15,7 +15,9 @@ use crate::tsc::{cycles, Tsc};
 pub struct ReflectStats {
     /// Frames sent back.
     pub reflected: u64,
-    /// Frames the port would not take back (freed).
+    /// Times the port took fewer frames than offered (the rest were offered again).
+    pub pushback: u64,
+    /// Frames still waiting to go back when the reflector stopped (freed).
     pub dropped: u64,
     /// Frames too short to carry an Ethernet header (freed).
     pub runts: u64,
@@ -55,14 +57,19 @@ pub fn reflect(
         if now >= end || stop.load(Ordering::Relaxed) {
             break;
         }
-        if rx.recv(&mut batch) == 0 {
-            if idle > 0.0 && st.reflected + st.dropped > 0 && now - last > idle_cycles {
+        let before = batch.len();
+        if rx.recv(&mut batch) == 0 && before == 0 {
+            if idle > 0.0 && st.reflected > 0 && now - last > idle_cycles {
                 break;
             }
             std::hint::spin_loop();
             continue;
         }
         last = now;
+        // Frames left from a pushed-back send are already swapped: only the new ones.
+        for p in &mut batch.as_mut_slice()[before..] {
+            swap_macs(p.data_mut());
+        }
         batch.retain_or(
             |p| p.len() >= 14,
             |p| {
@@ -70,12 +77,14 @@ pub fn reflect(
                 cache.free(p);
             },
         );
-        for p in batch.as_mut_slice() {
-            swap_macs(p.data_mut());
-        }
-        st.reflected += tx.send(&mut batch) as u64;
-        st.dropped += batch.free_into(&mut cache) as u64;
+        let offered = batch.len();
+        let took = tx.send(&mut batch);
+        st.reflected += took as u64;
+        // What the port did not take waits in the batch (and fills it, so receiving slows
+        // and the sender feels the push back) instead of being dropped.
+        st.pushback += u64::from(took < offered);
     }
+    st.dropped = batch.free_into(&mut cache) as u64;
     tx.flush();
     Ok(st)
 }
@@ -94,8 +103,9 @@ mod tests {
 
     #[test]
     fn round_trip_through_a_reflector() {
+        let _serial = crate::test_serial::serial();
         let pool = Pool::with_frames(8192);
-        let name = format!("ring:reflect-{}", std::process::id());
+        let name = format!("ring:reflect-{},capacity=8192", std::process::id());
         let near = port::open(&name, &pool).unwrap();
         let far = port::open(&name, &pool).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -110,6 +120,7 @@ mod tests {
             count: Some(20_000),
             pps: Some(1e6),
             latency_kind: "round-trip".into(),
+            drain: 5.0,
             ..RunConfig::default()
         };
         let r = engine::run(&cfg, &ports, &pool, tsc, &mut |_| {}).unwrap();

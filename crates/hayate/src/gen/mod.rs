@@ -246,8 +246,8 @@ pub fn main(args: GenArgs) -> Result<()> {
             match &out.json {
                 Some(dest) => write_json(&st, dest)?,
                 None => println!(
-                    "reflected {} frames on {port} ({} not taken back, {} runts)",
-                    st.reflected, st.dropped, st.runts
+                    "reflected {} frames on {port} ({} push-backs, {} left unsent at the end, {} runts)",
+                    st.reflected, st.pushback, st.dropped, st.runts
                 ),
             }
             Ok(())
