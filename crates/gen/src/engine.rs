@@ -214,7 +214,7 @@ impl Worker {
             }
             if !busy {
                 let wait = if sending { pacer.wait_cycles(now) } else { 0 };
-                if wait > sleep_cycles || (!sending && self.rx.is_empty()) {
+                if wait > sleep_cycles {
                     std::thread::sleep(Duration::from_secs_f64(
                         self.tsc
                             .secs(wait.saturating_sub(sleep_cycles / 2))
@@ -359,6 +359,14 @@ pub fn run(
             return Err(format!(
                 "{spec} takes frames of at most {} bytes; use a smaller --size",
                 caps.max_frame
+            ));
+        }
+    }
+    if let (None, Some((rx, spec))) = (&ports.tx, &ports.rx) {
+        let queues = rx.capabilities().rx_queues.max(1);
+        if usize::from(queues) < cfg.threads {
+            return Err(format!(
+                "{spec} has {queues} receive queue(s); use --threads {queues} or fewer"
             ));
         }
     }

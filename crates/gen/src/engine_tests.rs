@@ -464,6 +464,22 @@ fn bad_runs_name_the_fix() {
         ..RunConfig::default()
     })
     .contains("--duration"));
+    let rx_only = Ports {
+        tx: None,
+        rx: Some(open("null:sink", &pool)),
+    };
+    let err = run(
+        &RunConfig {
+            threads: 2,
+            ..RunConfig::default()
+        },
+        &rx_only,
+        &pool,
+        Tsc { hz: 1e9 },
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(err.contains("1 receive queue(s); use --threads 1"), "{err}");
     assert!(e(RunConfig {
         cores: vec![100_000],
         ..RunConfig::default()

@@ -62,6 +62,12 @@ enum GenCommand {
         /// Flows to count one by one.
         #[arg(long, default_value_t = 1024)]
         flows: u32,
+        /// Worker threads (each takes every threads-th receive queue).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Pin worker i to the i-th core of this list.
+        #[arg(long, value_delimiter = ',')]
+        cores: Vec<usize>,
         #[command(flatten)]
         out: OutputArgs,
     },
@@ -189,6 +195,8 @@ pub fn main(args: GenArgs) -> Result<()> {
             duration,
             idle,
             flows,
+            threads,
+            cores,
             out,
         } => {
             let pool = pool(&out)?;
@@ -199,6 +207,8 @@ pub fn main(args: GenArgs) -> Result<()> {
                 },
                 duration,
                 drain: idle,
+                threads,
+                cores,
                 latency_kind: "one-way (valid when the sender runs on this host)".into(),
                 ..Default::default()
             };
