@@ -90,9 +90,12 @@ impl Source {
         let n = n.min(batch.room());
         let mut bytes = 0u64;
         let mut made = 0;
+        let mut seq = self.seq;
+        let mut unprobed = 0;
+        let single = self.pattern.len() == 1;
         while made < n {
             let Some(mut pkt) = cache.alloc() else { break };
-            let fi = if self.pattern.len() == 1 {
+            let fi = if single {
                 0
             } else {
                 let i = self.pattern[self.pat_i];
@@ -116,15 +119,15 @@ impl Source {
             let probe = Probe {
                 stream: self.stream,
                 flow,
-                seq: self.seq,
+                seq,
                 time: now,
             };
             let frame = &self.frames[fi];
             frame.write(pkt.data_mut(), flow, &probe);
             pkt.set_len(frame.len());
             bytes += frame.size() as u64;
-            self.unprobed += u64::from(!frame.probe);
-            self.seq = self.seq.wrapping_add(1);
+            unprobed += u64::from(!frame.probe);
+            seq = seq.wrapping_add(1);
             match self.flow_tx.get_mut(flow as usize) {
                 Some(c) => *c += 1,
                 None => self.flow_tx_other += 1,
@@ -135,6 +138,8 @@ impl Source {
             }
             made += 1;
         }
+        self.seq = seq;
+        self.unprobed += unprobed;
         (made, bytes)
     }
 }
