@@ -5,7 +5,7 @@
 //! receive queues *j* of the rx port with *j* mod `threads` = *i* (with its own
 //! [`Analyzer`]). A worker interleaves the two: it sends what its pacer says is due, then
 //! polls its receive queues; while nothing is due it keeps polling, and sleeps through gaps
-//! longer than [`SLEEP_OVER`](crate::rate::SLEEP_OVER). What a port does not take stays in
+//! longer than [`SLEEP_OVER`]. What a port does not take stays in
 //! the batch and is offered again (counted as pushback): the rate falls instead of packets
 //! vanishing before the wire.
 //!

@@ -2,7 +2,7 @@
 //! frames, for each frame size.
 //!
 //! The device under test is whatever connects the transmit port to the receive port. The
-//! searches talk to it through [`Dut`], so they are tested on a model ([`tests`]) and run on
+//! searches talk to it through [`Dut`], so they are tested on a model (the unit tests) and run on
 //! ports by [`PortDut`].
 //!
 //! - *Throughput*: a trial at the line rate; if it loses more than the tolerance, a binary
