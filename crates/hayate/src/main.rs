@@ -2,10 +2,12 @@
 //!
 //! - `hayate run` — run bridges from a TOML config, or one standalone (L2 learning) bridge on
 //!   the ports named with `--port`;
-//! - `hayate bench` — named in-process benchmark scenarios on null ports, one pinned thread.
+//! - `hayate bench` — named in-process benchmark scenarios on null ports, one pinned thread;
+//! - `hayate gen` — traffic generator and analyzer on any port spec (`gen/`).
 
 mod bench;
 mod config;
+mod gen;
 mod pin;
 mod run;
 mod switch;
@@ -31,6 +33,8 @@ enum Command {
     /// Run benchmark scenarios (null ports, one pinned thread) and print Mpps, Gbit/s and
     /// cycles per packet.
     Bench(bench::BenchArgs),
+    /// Traffic generator and analyzer: send, recv, run, rfc2544, reflect, loopback.
+    Gen(gen::GenArgs),
     /// Check a config file and print the bridges, ports and flows it describes.
     Check {
         /// The TOML config.
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::main(args),
+        Command::Gen(args) => gen::main(args),
         Command::Check { config } => run::check(&config),
     };
     match result {

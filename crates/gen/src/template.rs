@@ -1,0 +1,491 @@
+//! What the generator sends: a [`Traffic`] description compiled into [`Frame`] templates.
+//!
+//! A template is built once with the packet crate's builder (every length and checksum
+//! right, probe area zero). Per packet the generator copies it into a pool frame in whole
+//! 64-byte chunks and rewrites in place the varied field (the flow) and the probe, updating
+//! the IPv4 header checksum and the L4 checksum incrementally (RFC 1624): the sum of the
+//! changed words is added to the template's checksum, nothing is summed over the payload.
+//!
+//! Frame sizes count the 4-byte FCS, as RFC 2544 does: a 64-byte frame is 60 bytes in the
+//! buffer.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use packet::builder::{Ipv4Spec, Ipv6Spec, L3Spec, L4Spec, PacketSpec};
+use packet::{FRAME_SIZE, HEADROOM};
+
+use crate::probe::{Probe, MAX_FLOWS, PROBE_LEN};
+
+/// Bytes of FCS counted in a frame size but not present in the buffer.
+pub const FCS: usize = 4;
+/// Smallest frame size (FCS included).
+pub const MIN_FRAME: usize = 64;
+/// Largest frame size this build's pool frames hold (FCS included).
+pub const MAX_FRAME: usize = FRAME_SIZE - HEADROOM + FCS;
+/// IMIX sizes (FCS included) and their weights: 7:4:1 of 64, 570 and 1518 bytes.
+pub const IMIX: [(usize, u32); 3] = [(64, 7), (570, 4), (1518, 1)];
+/// Bytes copied at once into a frame.
+const CHUNK: usize = 64;
+
+/// The protocol stack of generated frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    /// Ethernet / IPv4 / UDP.
+    Udp4,
+    /// Ethernet / IPv4 / TCP (ACK, 20-byte header).
+    Tcp4,
+    /// Ethernet / IPv4 / ICMP echo request.
+    Icmp4,
+    /// Ethernet / IPv6 / UDP.
+    Udp6,
+}
+
+impl Proto {
+    /// Parses `udp`, `udp4`, `tcp`, `tcp4`, `icmp`, `icmp4`, `udp6`.
+    pub fn parse(s: &str) -> Result<Proto, String> {
+        match s {
+            "udp" | "udp4" => Ok(Proto::Udp4),
+            "tcp" | "tcp4" => Ok(Proto::Tcp4),
+            "icmp" | "icmp4" => Ok(Proto::Icmp4),
+            "udp6" => Ok(Proto::Udp6),
+            _ => Err(format!(
+                "unknown protocol '{s}'; use one of: udp, tcp, icmp, udp6"
+            )),
+        }
+    }
+
+    /// Header bytes in front of the payload (without VLAN tags).
+    pub fn headers(self) -> usize {
+        match self {
+            Proto::Udp4 | Proto::Icmp4 => 14 + 20 + 8,
+            Proto::Tcp4 => 14 + 20 + 20,
+            Proto::Udp6 => 14 + 40 + 8,
+        }
+    }
+}
+
+/// Frame sizes, FCS included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sizes {
+    /// Every frame this size.
+    Fixed(usize),
+    /// 7:4:1 of 64, 570 and 1518 bytes, interleaved.
+    Imix,
+}
+
+impl Sizes {
+    /// Parses a size in bytes or `imix`.
+    pub fn parse(s: &str) -> Result<Sizes, String> {
+        if s.eq_ignore_ascii_case("imix") {
+            return Ok(Sizes::Imix);
+        }
+        s.parse()
+            .map(Sizes::Fixed)
+            .map_err(|_| format!("frame size '{s}': give bytes (e.g. 64) or imix"))
+    }
+
+    /// Mean frame size in bytes (FCS included).
+    pub fn mean(self) -> f64 {
+        match self {
+            Sizes::Fixed(n) => n as f64,
+            Sizes::Imix => {
+                let (bytes, n) = IMIX
+                    .iter()
+                    .fold((0, 0), |(b, n), &(s, w)| (b + s as u32 * w, n + w));
+                f64::from(bytes) / f64::from(n)
+            }
+        }
+    }
+
+    /// The sizes in the order frames take them (one period of the pattern).
+    pub fn pattern(self) -> Vec<usize> {
+        match self {
+            Sizes::Fixed(n) => vec![n],
+            // Spread: 64 570 64 570 64 1518 64 570 64 570 64 64.
+            Sizes::Imix => vec![64, 570, 64, 570, 64, 1518, 64, 570, 64, 570, 64, 64],
+        }
+    }
+}
+
+/// Which header field tells flows apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VaryField {
+    /// IP source address (the low 32 bits for IPv6).
+    SrcIp,
+    /// IP destination address (the low 32 bits for IPv6).
+    DstIp,
+    /// L4 source port.
+    SrcPort,
+    /// L4 destination port.
+    DstPort,
+}
+
+impl VaryField {
+    /// Parses `src-ip`, `dst-ip`, `src-port`, `dst-port`.
+    pub fn parse(s: &str) -> Result<VaryField, String> {
+        match s {
+            "src-ip" => Ok(VaryField::SrcIp),
+            "dst-ip" => Ok(VaryField::DstIp),
+            "src-port" => Ok(VaryField::SrcPort),
+            "dst-port" => Ok(VaryField::DstPort),
+            _ => Err(format!(
+                "unknown field '{s}'; vary one of: src-ip, dst-ip, src-port, dst-port"
+            )),
+        }
+    }
+}
+
+/// What to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Traffic {
+    /// Protocols.
+    pub proto: Proto,
+    /// Frame sizes.
+    pub sizes: Sizes,
+    /// Number of flows.
+    pub flows: u32,
+    /// The field that differs between flows.
+    pub vary: VaryField,
+    /// Pseudo-random flow order instead of round robin.
+    pub random: bool,
+    /// An 802.1Q tag with this VLAN id.
+    pub vlan: Option<u16>,
+    /// Ethernet source.
+    pub src_mac: [u8; 6],
+    /// Ethernet destination.
+    pub dst_mac: [u8; 6],
+    /// IPv4 source (first flow's, when it varies).
+    pub src_ip4: Ipv4Addr,
+    /// IPv4 destination.
+    pub dst_ip4: Ipv4Addr,
+    /// IPv6 source.
+    pub src_ip6: Ipv6Addr,
+    /// IPv6 destination.
+    pub dst_ip6: Ipv6Addr,
+    /// L4 source port.
+    pub src_port: u16,
+    /// L4 destination port.
+    pub dst_port: u16,
+}
+
+impl Default for Traffic {
+    /// 64-byte UDP/IPv4, one flow, 02:00:00:00:00:01 → 02:00:00:00:00:02, 10.0.0.1 →
+    /// 10.0.0.2 (fd00::1 → fd00::2), ports 1024 → 1024.
+    fn default() -> Self {
+        Traffic {
+            proto: Proto::Udp4,
+            sizes: Sizes::Fixed(64),
+            flows: 1,
+            vary: VaryField::SrcIp,
+            random: false,
+            vlan: None,
+            src_mac: [0x02, 0, 0, 0, 0, 0x01],
+            dst_mac: [0x02, 0, 0, 0, 0, 0x02],
+            src_ip4: Ipv4Addr::new(10, 0, 0, 1),
+            dst_ip4: Ipv4Addr::new(10, 0, 0, 2),
+            src_ip6: Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
+            dst_ip6: Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
+            src_port: 1024,
+            dst_port: 1024,
+        }
+    }
+}
+
+/// One compiled template: bytes, where the checksums and fields are, how to rewrite them.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    chunks: Box<[[u8; CHUNK]]>,
+    len: usize,
+    /// The varied field: offset, 2 or 4 bytes, first value, covered by the IPv4 header
+    /// checksum, covered by the L4 checksum.
+    vary: (usize, u8, u32, bool, bool),
+    ip_csum: Option<usize>,
+    /// The template's IPv4 header checksum, complemented (RFC 1624's `~HC`).
+    ip_csum_inv: u64,
+    /// The template's L4 checksum, complemented.
+    l4_csum_inv: u64,
+    /// L4 checksum offset and whether it is UDP (a computed 0 is sent as 0xffff).
+    l4_csum: Option<(usize, bool)>,
+    /// Whether the frame is long enough to carry a probe (it then always does).
+    pub probe: bool,
+    /// Whether the probe starts an odd number of bytes after the L4 header.
+    probe_odd: bool,
+    /// The length rounded up to whole 64-byte chunks (what [`Frame::write`] writes).
+    pub padded: usize,
+    /// The most bytes a new pool frame's data may start later and still hold `padded`.
+    pub max_shift: usize,
+}
+
+impl Frame {
+    /// Frame size in bytes, FCS included.
+    pub fn size(&self) -> usize {
+        self.len + FCS
+    }
+
+    /// Bytes in the buffer.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false (a frame has its headers); for the `len` convention.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The template's bytes (probe area zero, first flow).
+    pub fn bytes(&self) -> Vec<u8> {
+        self.chunks
+            .iter()
+            .flatten()
+            .take(self.len)
+            .copied()
+            .collect()
+    }
+
+    /// Writes the template into `out` (at least the template's length rounded up to 64
+    /// bytes: the overhang is scratch) with flow `flow` and `probe`, checksums kept right.
+    #[inline(always)]
+    pub fn write(&self, out: &mut [u8], flow: u32, probe: &Probe) {
+        for (dst, c) in out.chunks_exact_mut(CHUNK).zip(self.chunks.iter()) {
+            if let Ok(dst) = <&mut [u8; CHUNK]>::try_from(dst) {
+                *dst = *c;
+            }
+        }
+        let (off, width, base, in_ip, in_l4) = self.vary;
+        let mut ip_delta = 0u64;
+        let mut l4_delta = 0u64;
+        if flow != 0 {
+            let new = base.wrapping_add(flow);
+            // RFC 1624: add ~old + new, as 16-bit words (sums stay below 2^32).
+            let d = if width == 4 {
+                out[off..off + 4].copy_from_slice(&new.to_be_bytes());
+                let w = |v: u32| u64::from(v >> 16) + u64::from(v & 0xffff);
+                w(!base) + w(new)
+            } else {
+                out[off..off + 2].copy_from_slice(&(new as u16).to_be_bytes());
+                u64::from(!(base as u16)) + u64::from(new as u16)
+            };
+            ip_delta = if in_ip { d } else { 0 };
+            l4_delta = if in_l4 { d } else { 0 };
+        }
+        let mut ps = 0u16;
+        if self.probe {
+            let at = self.len - PROBE_LEN;
+            if let Ok(p) = <&mut [u8; PROBE_LEN]>::try_from(&mut out[at..self.len]) {
+                probe.write(p);
+            }
+            ps = fold32(probe.sum_small());
+            if self.probe_odd {
+                ps = ps.swap_bytes();
+            }
+        }
+        if let Some(c) = self.ip_csum {
+            if ip_delta != 0 {
+                let new = !fold32(self.ip_csum_inv + ip_delta);
+                out[c..c + 2].copy_from_slice(&new.to_be_bytes());
+            }
+        }
+        if let Some((c, udp)) = self.l4_csum {
+            let mut new = !fold32(self.l4_csum_inv + l4_delta + u64::from(ps));
+            if new == 0 && udp {
+                new = 0xffff;
+            }
+            out[c..c + 2].copy_from_slice(&new.to_be_bytes());
+        }
+    }
+}
+
+/// Folds a ones'-complement sum below 2^32 to 16 bits (two carries are enough).
+#[inline(always)]
+fn fold32(s: u64) -> u16 {
+    debug_assert!(s < 1 << 32);
+    let s = (s & 0xffff) + (s >> 16);
+    ((s & 0xffff) + (s >> 16)) as u16
+}
+
+/// The templates of one [`Traffic`], one per frame size, and the size pattern.
+#[derive(Debug, Clone)]
+pub struct Templates {
+    /// One template per distinct size.
+    pub frames: Vec<Frame>,
+    /// Index into `frames` for each packet of one period.
+    pub pattern: Vec<u8>,
+}
+
+impl Traffic {
+    /// Checks the description and builds its templates. Errors name the fix.
+    pub fn compile(&self) -> Result<Templates, String> {
+        if self.flows == 0 {
+            return Err("--flows 0: give at least 1 flow".into());
+        }
+        if self.flows > MAX_FLOWS {
+            return Err(format!(
+                "--flows {}: at most {MAX_FLOWS} flows (probes carry a 24-bit flow index)",
+                self.flows
+            ));
+        }
+        let port_vary = matches!(self.vary, VaryField::SrcPort | VaryField::DstPort);
+        if port_vary && self.proto == Proto::Icmp4 {
+            return Err("ICMP has no ports; vary src-ip or dst-ip".into());
+        }
+        let width: u64 = if port_vary { 1 << 16 } else { 1 << 32 };
+        let base = u64::from(self.vary_base());
+        if base + u64::from(self.flows) > width {
+            return Err(format!(
+                "--flows {} from {} overflows the {} field; start lower or use fewer flows",
+                self.flows,
+                base,
+                if port_vary {
+                    "16-bit port"
+                } else {
+                    "32-bit address"
+                }
+            ));
+        }
+        if let Some(v) = self.vlan {
+            if v > 4094 {
+                return Err(format!("--vlan {v}: VLAN ids are 0 to 4094"));
+            }
+        }
+        let pattern = self.sizes.pattern();
+        let mut distinct: Vec<usize> = pattern.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut frames = Vec::new();
+        for &size in &distinct {
+            frames.push(self.frame(size)?);
+        }
+        let pattern = pattern
+            .iter()
+            .map(|s| distinct.iter().position(|d| d == s).unwrap_or(0) as u8)
+            .collect();
+        Ok(Templates { frames, pattern })
+    }
+
+    /// The smallest frame size (FCS included) with these headers.
+    pub fn min_size(&self) -> usize {
+        let vlan = if self.vlan.is_some() { 4 } else { 0 };
+        (self.proto.headers() + vlan + FCS).max(MIN_FRAME)
+    }
+
+    /// The smallest frame size (FCS included) that carries a probe with these headers;
+    /// smaller frames go without one (counted, but no sequence or latency).
+    pub fn probe_size(&self) -> usize {
+        let vlan = if self.vlan.is_some() { 4 } else { 0 };
+        (self.proto.headers() + vlan + PROBE_LEN + FCS).max(MIN_FRAME)
+    }
+
+    fn vary_base(&self) -> u32 {
+        match self.vary {
+            VaryField::SrcIp if self.proto == Proto::Udp6 => low32(self.src_ip6),
+            VaryField::DstIp if self.proto == Proto::Udp6 => low32(self.dst_ip6),
+            VaryField::SrcIp => u32::from(self.src_ip4),
+            VaryField::DstIp => u32::from(self.dst_ip4),
+            VaryField::SrcPort => u32::from(self.src_port),
+            VaryField::DstPort => u32::from(self.dst_port),
+        }
+    }
+
+    fn frame(&self, size: usize) -> Result<Frame, String> {
+        let min = self.min_size();
+        if size < min || size > MAX_FRAME {
+            let why = if size > MAX_FRAME {
+                format!(
+                    "this build's pool frames hold {} bytes ({MAX_FRAME} with FCS); jumbo \
+                     frames need larger packet::FRAME_SIZE",
+                    MAX_FRAME - FCS
+                )
+            } else {
+                format!("{:?} headers need {min}", self.proto)
+            };
+            return Err(format!(
+                "frame size {size}: give {min} to {MAX_FRAME} bytes ({why})"
+            ));
+        }
+        let len = size - FCS;
+        let l4 = match self.proto {
+            Proto::Udp4 | Proto::Udp6 => L4Spec::Udp {
+                sp: self.src_port,
+                dp: self.dst_port,
+            },
+            Proto::Tcp4 => L4Spec::Tcp {
+                sp: self.src_port,
+                dp: self.dst_port,
+                flags: 0x010,
+            },
+            Proto::Icmp4 => L4Spec::Icmp { ty: 8, code: 0 },
+        };
+        let l3 = match self.proto {
+            Proto::Udp6 => L3Spec::Ipv6(Ipv6Spec::new(self.src_ip6, self.dst_ip6)),
+            _ => {
+                let mut ip = Ipv4Spec::new(self.src_ip4, self.dst_ip4);
+                ip.frag = 0x4000;
+                L3Spec::Ipv4(ip)
+            }
+        };
+        let spec = PacketSpec {
+            eth_src: self.src_mac,
+            eth_dst: self.dst_mac,
+            vlans: self.vlan.map(|v| vec![(0x8100, v)]).unwrap_or_default(),
+            l3,
+            l4,
+            frame_len: len,
+            payload_fill: 0,
+        };
+        let bytes = spec.build();
+        let l3_off = 14 + spec.vlans.len() * 4;
+        let (l4_off, ip_csum) = match self.proto {
+            Proto::Udp6 => (l3_off + 40, None),
+            _ => (l3_off + 20, Some(l3_off + 10)),
+        };
+        let l4_csum = match self.proto {
+            Proto::Udp4 | Proto::Udp6 => Some((l4_off + 6, true)),
+            Proto::Tcp4 => Some((l4_off + 16, false)),
+            Proto::Icmp4 => Some((l4_off + 2, false)),
+        };
+        let pseudo = self.proto != Proto::Icmp4;
+        let vary = match (self.vary, self.proto) {
+            (VaryField::SrcIp, Proto::Udp6) => (l3_off + 8 + 12, 4, true),
+            (VaryField::DstIp, Proto::Udp6) => (l3_off + 24 + 12, 4, true),
+            (VaryField::SrcIp, _) => (l3_off + 12, 4, true),
+            (VaryField::DstIp, _) => (l3_off + 16, 4, true),
+            (VaryField::SrcPort, _) => (l4_off, 2, false),
+            (VaryField::DstPort, _) => (l4_off + 2, 2, false),
+        };
+        let (off, width, is_addr) = vary;
+        let in_ip = is_addr && ip_csum.is_some();
+        let in_l4 = !is_addr || pseudo;
+        let mut chunks = vec![[0u8; CHUNK]; len.div_ceil(CHUNK)].into_boxed_slice();
+        for (c, src) in chunks.iter_mut().zip(bytes.chunks(CHUNK)) {
+            c[..src.len()].copy_from_slice(src);
+        }
+        let inv = |at: Option<usize>| {
+            at.map_or(0, |c| {
+                u64::from(!u16::from_be_bytes([bytes[c], bytes[c + 1]]))
+            })
+        };
+        Ok(Frame {
+            ip_csum_inv: inv(ip_csum),
+            l4_csum_inv: inv(l4_csum.map(|x| x.0)),
+            chunks,
+            len,
+            vary: (off, width, self.vary_base(), in_ip, in_l4),
+            ip_csum,
+            l4_csum,
+            probe: size >= self.probe_size(),
+            probe_odd: len.saturating_sub(PROBE_LEN + l4_off) % 2 == 1,
+            padded: len.div_ceil(CHUNK) * CHUNK,
+            max_shift: (FRAME_SIZE - HEADROOM).saturating_sub(len.div_ceil(CHUNK) * CHUNK),
+        })
+    }
+}
+
+fn low32(a: Ipv6Addr) -> u32 {
+    u128::from(a) as u32
+}
+
+#[cfg(test)]
+#[path = "template_tests.rs"]
+mod tests;

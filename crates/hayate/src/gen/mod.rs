@@ -1,0 +1,545 @@
+//! `hayate gen`: the traffic generator and analyzer on any port spec.
+//!
+//! - `send --port SPEC` — generate only;
+//! - `recv --port SPEC` — receive and analyze only (probes from a `send` elsewhere);
+//! - `run --tx SPEC --rx SPEC` — both in one process: loss, reordering, one-way latency;
+//! - `rfc2544 --tx SPEC --rx SPEC` — throughput, latency, frame loss, back-to-back;
+//! - `reflect --port SPEC` — send everything back (the far end of `run --round-trip`);
+//! - `loopback` — ring to ring with nothing between: the tool's own latency floor.
+
+mod args;
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use hayate_gen::engine::{self, Ports};
+use hayate_gen::report::{RunReport, Sample};
+use hayate_gen::rfc2544::{self, PortDut, Rfc2544Config, Rfc2544Report, STANDARD_SIZES};
+use hayate_gen::tsc::Tsc;
+use hayate_gen::{plot, template::Sizes};
+use packet::{Pool, PoolConfig};
+use port::Port;
+
+use args::{OutputArgs, RateArgs, TrafficArgs};
+
+/// Options of `hayate gen`.
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    #[command(subcommand)]
+    command: Box<GenCommand>,
+}
+
+#[derive(Subcommand, Debug)]
+enum GenCommand {
+    /// Send traffic on a port.
+    Send {
+        /// The port to send on (e.g. ring:x, null:sink, pcap:out=FILE, afpacket:veth0).
+        #[arg(long)]
+        port: String,
+        #[command(flatten)]
+        traffic: TrafficArgs,
+        #[command(flatten)]
+        rate: RateArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Receive on a port and analyze the probes (stops after --duration, or after --idle
+    /// seconds without a packet once traffic arrived).
+    Recv {
+        /// The port to receive on.
+        #[arg(long)]
+        port: String,
+        /// Longest time to listen, seconds.
+        #[arg(long, default_value_t = 10.0)]
+        duration: f64,
+        /// Stop after this many seconds without a packet (once one arrived).
+        #[arg(long, default_value_t = 1.0)]
+        idle: f64,
+        /// Flows to count one by one.
+        #[arg(long, default_value_t = 1024)]
+        flows: u32,
+        /// Worker threads (each takes every threads-th receive queue).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Pin worker i to the i-th core of this list.
+        #[arg(long, value_delimiter = ',')]
+        cores: Vec<usize>,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Send on one port and analyze what arrives on another, in one process.
+    Run {
+        /// The port to send on.
+        #[arg(long)]
+        tx: String,
+        /// The port to receive on (the same ring name as --tx gives the ring's other end).
+        #[arg(long)]
+        rx: String,
+        /// Packets come back through a reflector: label latency as round-trip.
+        #[arg(long)]
+        round_trip: bool,
+        #[command(flatten)]
+        traffic: TrafficArgs,
+        #[command(flatten)]
+        rate: RateArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// RFC 2544: throughput (binary search), latency, frame loss rate, back-to-back.
+    Rfc2544 {
+        /// The port to send on.
+        #[arg(long)]
+        tx: String,
+        /// The port to receive on.
+        #[arg(long)]
+        rx: String,
+        /// Frame sizes (FCS included).
+        #[arg(long, value_delimiter = ',', default_values_t = STANDARD_SIZES.to_vec())]
+        sizes: Vec<usize>,
+        /// Seconds per trial.
+        #[arg(long, default_value_t = 2.0)]
+        trial: f64,
+        /// Loss accepted in a passing trial, percent.
+        #[arg(long, default_value_t = 0.0)]
+        loss_tolerance: f64,
+        /// Line rate (default 10G, also for ring and kernel ports).
+        #[arg(long, default_value = "10G")]
+        line_rate: String,
+        /// Stop the search when the bracket is narrower than this, percent of line rate.
+        #[arg(long, default_value_t = 0.5)]
+        resolution: f64,
+        /// Most trials per search.
+        #[arg(long, default_value_t = 16)]
+        max_trials: u32,
+        /// Longest back-to-back burst, in seconds of line-rate frames.
+        #[arg(long, default_value_t = 0.1)]
+        b2b_secs: f64,
+        /// Skip the latency test.
+        #[arg(long)]
+        no_latency: bool,
+        /// Skip the frame-loss-rate test.
+        #[arg(long)]
+        no_frame_loss: bool,
+        /// Skip the back-to-back test.
+        #[arg(long)]
+        no_back_to_back: bool,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Seconds to wait for stragglers after each trial.
+        #[arg(long, default_value_t = 0.2)]
+        drain: f64,
+        #[command(flatten)]
+        traffic: TrafficArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Send every received frame back with Ethernet addresses swapped (the far end of
+    /// `run --round-trip`).
+    Reflect {
+        /// The port to reflect on.
+        #[arg(long)]
+        port: String,
+        /// Longest time to run, seconds.
+        #[arg(long, default_value_t = 60.0)]
+        duration: f64,
+        /// Stop after this many seconds without a frame once one arrived (0: never).
+        #[arg(long, default_value_t = 0.0)]
+        idle: f64,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Ring to ring in this process, nothing between: the generator's own latency floor.
+    Loopback {
+        #[command(flatten)]
+        traffic: TrafficArgs,
+        /// Rate (the floor is measured below saturation; `max` measures queueing instead).
+        #[arg(long, default_value = "1Mpps")]
+        rate: String,
+        /// Seconds.
+        #[arg(long, default_value_t = 2.0)]
+        duration: f64,
+        /// Pin the worker to this core.
+        #[arg(long)]
+        core: Option<usize>,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+}
+
+/// Runs `hayate gen`.
+pub fn main(args: GenArgs) -> Result<()> {
+    let tsc = Tsc::calibrate(Duration::from_millis(50));
+    match *args.command {
+        GenCommand::Send {
+            port,
+            traffic,
+            rate,
+            out,
+        } => {
+            let pool = pool(&out)?;
+            let cfg = rate.config(traffic.traffic()?)?;
+            let ports = Ports {
+                tx: Some(open(&port, &pool)?),
+                rx: None,
+            };
+            let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
+            emit_run(&rep, &out)
+        }
+        GenCommand::Recv {
+            port,
+            duration,
+            idle,
+            flows,
+            threads,
+            cores,
+            out,
+        } => {
+            let pool = pool(&out)?;
+            let cfg = engine::RunConfig {
+                traffic: hayate_gen::template::Traffic {
+                    flows: flows.max(1),
+                    ..Default::default()
+                },
+                duration,
+                drain: idle,
+                threads,
+                cores,
+                latency_kind: "one-way (valid when the sender runs on this host)".into(),
+                ..Default::default()
+            };
+            let ports = Ports {
+                tx: None,
+                rx: Some(open(&port, &pool)?),
+            };
+            let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
+            emit_run(&rep, &out)
+        }
+        GenCommand::Run {
+            tx,
+            rx,
+            round_trip,
+            traffic,
+            rate,
+            out,
+        } => {
+            let pool = pool(&out)?;
+            let mut cfg = rate.config(traffic.traffic()?)?;
+            if round_trip {
+                cfg.latency_kind = "round-trip".into();
+            }
+            let ports = Ports {
+                tx: Some(open(&tx, &pool)?),
+                rx: Some(open(&rx, &pool)?),
+            };
+            let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
+            emit_run(&rep, &out)
+        }
+        GenCommand::Reflect {
+            port,
+            duration,
+            idle,
+            out,
+        } => {
+            if !(duration > 0.0 && duration <= 86_400.0) {
+                bail!("--duration {duration}: give more than 0 and at most 86400 seconds");
+            }
+            let pool = pool(&out)?;
+            let (p, _) = open(&port, &pool)?;
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let st = hayate_gen::reflect::reflect(&p, &pool, tsc, duration, idle, &stop)
+                .map_err(anyhow::Error::msg)?;
+            match &out.json {
+                Some(dest) => write_json(&st, dest)?,
+                None => println!(
+                    "reflected {} frames on {port} ({} push-backs, {} left unsent at the end, {} runts)",
+                    st.reflected, st.pushback, st.dropped, st.runts
+                ),
+            }
+            Ok(())
+        }
+        GenCommand::Loopback {
+            traffic,
+            rate,
+            duration,
+            core,
+            out,
+        } => {
+            let pool = pool(&out)?;
+            let rate_args = RateArgs {
+                rate,
+                line_rate: "10G".into(),
+                duration,
+                count: None,
+                threads: 1,
+                burst: 32,
+                cores: core.into_iter().collect(),
+                drain: 0.1,
+            };
+            let cfg = rate_args.config(traffic.traffic()?)?;
+            let name = format!("ring:gen-loopback-{}", std::process::id());
+            let ports = Ports {
+                tx: Some(open(&name, &pool)?),
+                rx: Some(open(&name, &pool)?),
+            };
+            let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
+            emit_run(&rep, &out)
+        }
+        GenCommand::Rfc2544 {
+            tx,
+            rx,
+            sizes,
+            trial,
+            loss_tolerance,
+            line_rate,
+            resolution,
+            max_trials,
+            b2b_secs,
+            no_latency,
+            no_frame_loss,
+            no_back_to_back,
+            threads,
+            drain,
+            traffic,
+            out,
+        } => {
+            let pool = pool(&out)?;
+            let base_traffic = traffic.traffic()?;
+            if base_traffic.sizes == Sizes::Imix {
+                bail!("rfc2544 runs one frame size at a time; give sizes with --sizes, not --size imix");
+            }
+            for &s in &sizes {
+                hayate_gen::template::Traffic {
+                    sizes: Sizes::Fixed(s),
+                    ..base_traffic.clone()
+                }
+                .compile()
+                .map_err(|e| anyhow!("--sizes: {e}"))?;
+            }
+            let line_bps =
+                hayate_gen::rate::parse_bps(&line_rate).map_err(|e| anyhow!("--line-rate: {e}"))?;
+            if !(resolution > 0.0 && resolution <= 50.0) {
+                bail!("--resolution {resolution}: give more than 0 and at most 50 percent");
+            }
+            let cfg = Rfc2544Config {
+                sizes,
+                trial_secs: trial,
+                loss_tolerance_pct: loss_tolerance,
+                line_bps,
+                resolution_pct: resolution,
+                max_trials,
+                latency: !no_latency,
+                frame_loss: !no_frame_loss,
+                back_to_back: !no_back_to_back,
+                b2b_secs,
+            };
+            let base = engine::RunConfig {
+                traffic: base_traffic,
+                threads,
+                drain,
+                ..Default::default()
+            };
+            let mut dut = PortDut::new(
+                open(&tx, &pool)?,
+                open(&rx, &pool)?,
+                pool.clone(),
+                tsc,
+                base,
+            );
+            let show = !out.quiet && std::io::stderr().is_terminal();
+            let results = rfc2544::run(&cfg, &mut dut, &mut |line| {
+                if show {
+                    eprint!("\r{line:<100}");
+                    let _ = std::io::stderr().flush();
+                }
+            })
+            .map_err(anyhow::Error::msg)?;
+            if show {
+                eprint!("\r{:<100}\r", "");
+            }
+            let rep = Rfc2544Report {
+                tx_port: tx,
+                rx_port: rx,
+                line_bps,
+                trial_secs: trial,
+                loss_tolerance_pct: loss_tolerance,
+                results,
+                tsc_ghz: tsc.hz / 1e9,
+            };
+            emit_rfc2544(&rep, &out)
+        }
+    }
+}
+
+fn pool(out: &OutputArgs) -> Result<Pool> {
+    if out.pool_frames < 1024 {
+        bail!("--pool-frames {}: give at least 1024", out.pool_frames);
+    }
+    Pool::new(&PoolConfig {
+        frames: out.pool_frames,
+        hugepages: true,
+        populate: true,
+    })
+    .context("packet pool (lower --pool-frames if memory is short)")
+}
+
+fn open(spec: &str, pool: &Pool) -> Result<(Arc<dyn Port>, String)> {
+    let p = port::open(spec, pool).map_err(|e| anyhow!("{e}"))?;
+    Ok((p, spec.to_string()))
+}
+
+fn run_with_progress(
+    cfg: &engine::RunConfig,
+    ports: &Ports,
+    pool: &Pool,
+    tsc: Tsc,
+    out: &OutputArgs,
+) -> Result<RunReport> {
+    let show = !out.quiet && std::io::stderr().is_terminal();
+    let mut last_print = 0.0;
+    let rep = engine::run(cfg, ports, pool, tsc, &mut |s: &Sample| {
+        if show && s.t - last_print >= 0.25 {
+            last_print = s.t;
+            eprint!(
+                "\r{:>6.1} s  tx {:>9.3} Mpps {:>7.3} Gbit/s   rx {:>9.3} Mpps {:>7.3} Gbit/s   ",
+                s.t,
+                s.tx_pps / 1e6,
+                s.tx_gbps,
+                s.rx_pps / 1e6,
+                s.rx_gbps
+            );
+            let _ = std::io::stderr().flush();
+        }
+    })
+    .map_err(anyhow::Error::msg)?;
+    if show {
+        eprint!("\r{:<100}\r", "");
+    }
+    Ok(rep)
+}
+
+fn write_json<T: serde::Serialize>(v: &T, dest: &str) -> Result<()> {
+    let text = serde_json::to_string_pretty(v)?;
+    if dest == "-" {
+        println!("{text}");
+    } else {
+        std::fs::write(dest, text + "\n").with_context(|| format!("cannot write --json {dest}"))?;
+        eprintln!("wrote {dest}");
+    }
+    Ok(())
+}
+
+fn plot_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create --plot directory {}", dir.display()))
+}
+
+fn emit_run(rep: &RunReport, out: &OutputArgs) -> Result<()> {
+    match &out.json {
+        Some(dest) => {
+            write_json(rep, dest)?;
+            if dest != "-" {
+                print!("{}", rep.table());
+            }
+        }
+        None => print!("{}", rep.table()),
+    }
+    if let Some(dir) = &out.plot {
+        plot_dir(dir)?;
+        plot::rate_over_time(&dir.join("rate.svg"), &rep.samples).map_err(anyhow::Error::msg)?;
+        if !rep.latency_histogram.is_empty() {
+            plot::latency_histogram(&dir.join("latency.svg"), &rep.latency_histogram, "Latency")
+                .map_err(anyhow::Error::msg)?;
+        }
+        eprintln!("plots in {}", dir.display());
+    }
+    Ok(())
+}
+
+fn rfc2544_table(rep: &Rfc2544Report) -> String {
+    let mut o = format!(
+        "RFC 2544  {} -> {}  line {:.1} Gbit/s  trials {} s  loss tolerance {} %\n",
+        rep.tx_port,
+        rep.rx_port,
+        rep.line_bps / 1e9,
+        rep.trial_secs,
+        rep.loss_tolerance_pct
+    );
+    o.push_str(&format!(
+        "{:>6} {:>10} {:>9} {:>8} {:>7} {:>10} {:>10} {:>10} {:>10} {:>12}\n",
+        "bytes",
+        "line Mpps",
+        "Mpps",
+        "Gbit/s",
+        "% line",
+        "lat min",
+        "lat p50",
+        "lat p99",
+        "lat max",
+        "back-to-back"
+    ));
+    let ns = |v: Option<u64>| v.map_or("-".to_string(), hayate_gen::report::ns);
+    for r in &rep.results {
+        let l = r.latency.as_ref().and_then(|t| t.latency);
+        o.push_str(&format!(
+            "{:>6} {:>10.3} {:>9.3} {:>8.3} {:>6.2}{} {:>10} {:>10} {:>10} {:>10} {:>12}\n",
+            r.frame_size,
+            r.line_pps / 1e6,
+            r.throughput_mpps,
+            r.throughput_gbps,
+            r.throughput_pct,
+            if r.generator_limited { "*" } else { " " },
+            ns(l.map(|l| l.min_ns)),
+            ns(l.map(|l| l.p50_ns)),
+            ns(l.map(|l| l.p99_ns)),
+            ns(l.map(|l| l.max_ns)),
+            r.back_to_back_frames.map_or("-".into(), |b| b.to_string()),
+        ));
+    }
+    if rep.results.iter().any(|r| r.generator_limited) {
+        o.push_str("* the generator could not offer a higher rate: the figure is a lower bound for the device\n");
+    }
+    for r in rep.results.iter().filter(|r| !r.frame_loss.is_empty()) {
+        o.push_str(&format!("frame loss {:>5} B:", r.frame_size));
+        for p in &r.frame_loss {
+            o.push_str(&format!("  {:.0}%→{:.3}%", p.load_pct, p.loss_pct));
+        }
+        o.push('\n');
+    }
+    o
+}
+
+fn emit_rfc2544(rep: &Rfc2544Report, out: &OutputArgs) -> Result<()> {
+    match &out.json {
+        Some(dest) => {
+            write_json(rep, dest)?;
+            if dest != "-" {
+                print!("{}", rfc2544_table(rep));
+            }
+        }
+        None => print!("{}", rfc2544_table(rep)),
+    }
+    if let Some(dir) = &out.plot {
+        plot_dir(dir)?;
+        plot::throughput(&dir.join("throughput.svg"), &rep.results, rep.line_bps)
+            .map_err(anyhow::Error::msg)?;
+        for r in &rep.results {
+            if let Some(t) = &r.latency {
+                if !t.latency_histogram.is_empty() {
+                    plot::latency_histogram(
+                        &dir.join(format!("latency-{}.svg", r.frame_size)),
+                        &t.latency_histogram,
+                        &format!("Latency at throughput, {} B frames", r.frame_size),
+                    )
+                    .map_err(anyhow::Error::msg)?;
+                }
+            }
+        }
+        eprintln!("plots in {}", dir.display());
+    }
+    Ok(())
+}
