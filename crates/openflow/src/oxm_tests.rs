@@ -1,0 +1,229 @@
+use super::*;
+use crate::wire::Reader;
+
+fn enc(m: &Match) -> Vec<u8> {
+    let mut b = Vec::new();
+    write_match(m, &mut b).unwrap();
+    b
+}
+
+fn dec(b: &[u8]) -> Result<Match, DecodeError> {
+    let mut r = Reader::new(b, ErrorCode::BRC_BAD_LEN, "test");
+    let m = read_match(&mut r)?;
+    assert!(r.is_empty());
+    Ok(m)
+}
+
+fn tlv(header: u32, value: &[u8]) -> Vec<u8> {
+    let mut v = header.to_be_bytes().to_vec();
+    v.extend_from_slice(value);
+    v
+}
+
+fn fields(parts: &[Vec<u8>]) -> Result<Match, DecodeError> {
+    decode_oxm_fields(&parts.concat())
+}
+
+const ETH_TYPE: u32 = 0x8000_0a02;
+const IP_PROTO: u32 = 0x8000_1401;
+const TCP_DST: u32 = 0x8000_1c02;
+const IPV4_SRC: u32 = 0x8000_1604;
+const VLAN_VID: u32 = 0x8000_0c02;
+const VLAN_PCP: u32 = 0x8000_0e01;
+
+#[test]
+fn names_used_by_the_encoder_exist() {
+    for f in Field::ALL {
+        for eth in [0u128, 0x0800, 0x0806, 0x86dd] {
+            let mut m = Match::ANY;
+            m.set_exact(Field::EthType, eth);
+            let d = def_for(*f, &m);
+            if matches!(f, F::Parsed | F::CvlanTci) {
+                assert!(d.is_none());
+            } else {
+                let d = d.unwrap_or_else(|| panic!("{f:?}"));
+                assert_eq!(d.key, *f);
+                assert_eq!(def_named(d.name).name, d.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn tcp_dst_golden_bytes() {
+    let mut m = Match::ANY;
+    m.set_exact(F::EthType, 0x0800);
+    m.set_exact(F::IpProto, 6);
+    m.set_exact(F::TpDst, 80);
+    let b = enc(&m);
+    #[rustfmt::skip]
+    let want = [
+        0, 1, 0, 0x15,
+        0x80, 0, 0x0a, 2, 0x08, 0x00,
+        0x80, 0, 0x14, 1, 6,
+        0x80, 0, 0x1c, 2, 0, 80,
+        0, 0, 0,
+    ];
+    assert_eq!(b, want);
+    assert_eq!(dec(&b).unwrap(), m);
+}
+
+#[test]
+fn masked_and_shared_slots_roundtrip() {
+    let mut m = Match::ANY;
+    m.set_exact(F::EthType, 0x0806);
+    m.set_masked(F::Ipv4Src, 0x0a00_0000, 0xff00_0000);
+    m.set_exact(F::ArpSha, 0x0200_0000_0001);
+    let b = enc(&m);
+    // ARP_SPA with mask: class 0x8000, field 22, has_mask, length 8.
+    assert_eq!(&b[10..14], &[0x80, 0x00, 0x2d, 0x08]);
+    assert_eq!(dec(&b).unwrap(), m);
+
+    let mut nd = Match::ANY;
+    nd.set_exact(F::EthType, 0x86dd);
+    nd.set_exact(F::IpProto, 58);
+    nd.set_exact(F::IcmpType, 135);
+    nd.set_exact(F::ArpSha, 0x0200_0000_0002);
+    nd.set_exact(F::NdTarget, 1);
+    assert_eq!(dec(&enc(&nd)).unwrap(), nd);
+
+    let mut vlan = Match::ANY;
+    vlan.set_masked(F::VlanTci, 0x1000, 0x1000);
+    assert_eq!(dec(&enc(&vlan)).unwrap(), vlan);
+    vlan.set_masked(F::VlanTci, 0x2000, 0x2000); // partial PCP: NXM_OF_VLAN_TCI
+    let b = enc(&vlan);
+    assert_eq!(&b[4..8], &[0x00, 0x00, 0x09, 0x04]);
+    assert_eq!(dec(&b).unwrap(), vlan);
+}
+
+#[test]
+fn prerequisites_are_checked() {
+    let code = |parts: &[Vec<u8>]| fields(parts).unwrap_err().code;
+    assert_eq!(code(&[tlv(TCP_DST, &[0, 80])]), ErrorCode::BMC_BAD_PREREQ);
+    assert_eq!(
+        code(&[
+            tlv(ETH_TYPE, &[8, 0]),
+            tlv(IP_PROTO, &[17]),
+            tlv(TCP_DST, &[0, 80])
+        ]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    assert_eq!(
+        code(&[tlv(IPV4_SRC, &[10, 0, 0, 1])]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    assert_eq!(
+        code(&[tlv(ETH_TYPE, &[0x86, 0xdd]), tlv(IPV4_SRC, &[10, 0, 0, 1])]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    assert_eq!(code(&[tlv(VLAN_PCP, &[3])]), ErrorCode::BMC_BAD_PREREQ);
+    assert!(fields(&[tlv(VLAN_VID, &[0x10, 5]), tlv(VLAN_PCP, &[3])]).is_ok());
+    // ARP SPA needs eth_type 0x0806.
+    assert_eq!(
+        code(&[tlv(ETH_TYPE, &[8, 0]), tlv(0x8000_2c04, &[1, 2, 3, 4])]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    // ICMPv6 type needs ip_proto 58 over IPv6; nd_target needs type 135/136.
+    let v6 = tlv(ETH_TYPE, &[0x86, 0xdd]);
+    assert_eq!(
+        code(&[v6.clone(), tlv(0x8000_3a01, &[135])]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    assert_eq!(
+        code(&[
+            v6.clone(),
+            tlv(IP_PROTO, &[58]),
+            tlv(0x8000_3a01, &[128]),
+            tlv(0x8000_3e10, &[0; 16])
+        ]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    assert!(fields(&[
+        v6,
+        tlv(IP_PROTO, &[58]),
+        tlv(0x8000_3a01, &[136]),
+        tlv(0x8000_3e10, &[0; 16])
+    ])
+    .is_ok());
+    // Order does not matter.
+    assert!(fields(&[
+        tlv(TCP_DST, &[0, 80]),
+        tlv(IP_PROTO, &[6]),
+        tlv(ETH_TYPE, &[8, 0])
+    ])
+    .is_ok());
+}
+
+#[test]
+fn malformed_fields() {
+    let code = |parts: &[Vec<u8>]| fields(parts).unwrap_err().code;
+    assert_eq!(
+        code(&[tlv(ETH_TYPE, &[8, 0]), tlv(ETH_TYPE, &[8, 0])]),
+        ErrorCode::BMC_DUP_FIELD
+    );
+    // ipv4_src and arp_spa share a slot.
+    assert_eq!(
+        code(&[
+            tlv(IPV4_SRC, &[1, 0, 0, 0]),
+            tlv(0x8000_2c04, &[1, 0, 0, 0])
+        ]),
+        ErrorCode::BMC_DUP_FIELD
+    );
+    // Bad length: eth_type with 3 bytes; header cut short; length past the end.
+    assert_eq!(
+        code(&[tlv(0x8000_0a03, &[8, 0, 0])]),
+        ErrorCode::BMC_BAD_LEN
+    );
+    assert_eq!(code(&[vec![0x80, 0]]), ErrorCode::BMC_BAD_LEN);
+    assert_eq!(code(&[tlv(ETH_TYPE, &[8])]), ErrorCode::BMC_BAD_LEN);
+    // Value bits outside the mask: ipv4_src 10.0.0.1/255.0.0.0.
+    assert_eq!(
+        code(&[
+            tlv(ETH_TYPE, &[8, 0]),
+            tlv(0x8000_1708, &[10, 0, 0, 1, 255, 0, 0, 0])
+        ]),
+        ErrorCode::BMC_BAD_WILDCARDS
+    );
+    // Unknown: basic field 39 (ipv6_exthdr), MPLS label, another class.
+    assert_eq!(code(&[tlv(0x8000_4e02, &[0, 0])]), ErrorCode::BMC_BAD_FIELD);
+    assert_eq!(
+        code(&[tlv(0x8000_4404, &[0, 0, 0, 0])]),
+        ErrorCode::BMC_BAD_FIELD
+    );
+    assert_eq!(
+        code(&[tlv(0x0003_0004, &[0, 0, 0, 0])]),
+        ErrorCode::BMC_BAD_FIELD
+    );
+    // A mask on a field that takes none; a value wider than the field.
+    assert_eq!(
+        code(&[tlv(0x8000_0b04, &[8, 0, 255, 255])]),
+        ErrorCode::BMC_BAD_MASK
+    );
+    assert_eq!(code(&[tlv(VLAN_VID, &[0x20, 0])]), ErrorCode::BMC_BAD_VALUE);
+    // Match header: wrong type, short length.
+    assert_eq!(
+        dec(&[0, 0, 0, 4, 0, 0, 0, 0]).unwrap_err().code,
+        ErrorCode::BMC_BAD_TYPE
+    );
+    assert_eq!(
+        dec(&[0, 1, 0, 2, 0, 0, 0, 0]).unwrap_err().code,
+        ErrorCode::BMC_BAD_LEN
+    );
+    assert_eq!(dec(&[0, 1, 0, 4]).unwrap_err().code, ErrorCode::BMC_BAD_LEN);
+}
+
+#[test]
+fn unencodable_bits_are_refused() {
+    let mut m = Match::ANY;
+    m.set_exact(F::CvlanTci, 0x1005);
+    assert!(matches!(
+        write_match(&m, &mut Vec::new()),
+        Err(EncodeError::Unencodable(_))
+    ));
+    let mut m = Match::ANY;
+    m.set_masked(F::EthType, 0x0800, 0xff00);
+    assert!(matches!(
+        write_match(&m, &mut Vec::new()),
+        Err(EncodeError::Unencodable(_))
+    ));
+}
