@@ -45,6 +45,7 @@ use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
 use crate::execute::{Executor, InPlace, PacketIn, TxPort};
 use crate::idle::{Idle, Step};
+use crate::inject::InjectQueue;
 use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::upcall::{Policer, Upcall};
@@ -149,6 +150,8 @@ pub struct Pmd {
     clock: TscClock,
     idle: Idle,
     s: Box<Scratch>,
+    /// Packet-outs to run (thread 0 only; see [`crate::inject`]).
+    inject: Option<InjectQueue>,
 }
 
 impl std::fmt::Debug for Pmd {
@@ -231,6 +234,7 @@ impl Pmd {
             idle,
             s,
             cfg,
+            inject: None,
         }
     }
 
@@ -269,9 +273,27 @@ impl Pmd {
         self.rx.iter().map(|r| r.0)
     }
 
+    /// Makes this thread the one that runs packet-outs.
+    pub(crate) fn attach_inject(&mut self, q: InjectQueue) {
+        self.inject = Some(q);
+    }
+
     /// Polls every rx queue once and processes what arrived. Returns packets processed.
     pub fn poll_once(&mut self) -> usize {
         let mut total = 0;
+        if let Some(q) = &mut self.inject {
+            let n = q.drain(
+                &mut self.exec,
+                &self.ports,
+                &*self.upcall,
+                &now_ns,
+                &mut self.local,
+            );
+            if n != 0 {
+                self.exec.flush(&mut self.local);
+                total += n;
+            }
+        }
         for q in 0..self.rx.len() {
             let t0 = cycles();
             let (ofport, rxq) = &mut self.rx[q];
@@ -321,6 +343,9 @@ impl Pmd {
 
     /// Flushes megaflow counters and frees every packet this thread still buffers.
     pub fn shutdown(&mut self) {
+        if let Some(q) = &mut self.inject {
+            q.discard(self.exec.cache());
+        }
         self.arena.flush_dirty(pipeline::dpaction::now_ms());
         self.exec.discard();
         self.s.batch.free_into(self.exec.cache());
