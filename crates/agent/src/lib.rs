@@ -18,6 +18,7 @@ pub mod bridge;
 pub mod config;
 pub mod connectivity;
 pub mod framing;
+pub mod ofproto;
 pub mod rate_limit;
 mod registry;
 pub mod role;
