@@ -6,6 +6,7 @@
 
 mod bench;
 mod config;
+mod ofbridge;
 mod pin;
 mod run;
 mod switch;

@@ -108,7 +108,10 @@ pub(super) fn table_features(id: u8, capacity: usize) -> TableFeatures {
         .collect();
     let actions = ACTIONS.to_vec();
     let props = [
-        prop(pt::INSTRUCTIONS, PropValue::Instructions(instructions.clone())),
+        prop(
+            pt::INSTRUCTIONS,
+            PropValue::Instructions(instructions.clone()),
+        ),
         prop(pt::INSTRUCTIONS_MISS, PropValue::Instructions(instructions)),
         prop(pt::NEXT_TABLES, PropValue::Tables(next.clone())),
         prop(pt::NEXT_TABLES_MISS, PropValue::Tables(next)),

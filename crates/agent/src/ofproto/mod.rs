@@ -142,7 +142,10 @@ impl std::fmt::Debug for OfBridge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OfBridge")
             .field("name", &self.cfg.name)
-            .field("datapath_id", &format_args!("{:016x}", self.cfg.datapath_id))
+            .field(
+                "datapath_id",
+                &format_args!("{:016x}", self.cfg.datapath_id),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -256,7 +259,9 @@ impl State {
             ..pipeline::FlowFilter::ALL
         };
         if !self.control.flows(0, &strict).is_empty() {
-            tracing::info!("standalone: table 0 has its own priority-0 catch-all; no fail-open flow");
+            tracing::info!(
+                "standalone: table 0 has its own priority-0 catch-all; no fail-open flow"
+            );
             return;
         }
         match self.control.flow_mod(&fail_open_flow(FlowModCommand::Add)) {

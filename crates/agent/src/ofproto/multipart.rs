@@ -9,7 +9,7 @@ use openflow::multipart::{
 };
 use openflow::{ErrorCode, Message, MultipartReply, MultipartReplyBody as B};
 use openflow::{MultipartRequest, MultipartRequestBody as R};
-use pipeline::model::{ports, GROUP_ALL, METER_ALL, MAX_TABLE};
+use pipeline::model::{ports, GROUP_ALL, MAX_TABLE, METER_ALL};
 use pipeline::FlowFilter;
 
 use super::handle::{error, reply};
@@ -61,7 +61,13 @@ fn filter_of(r: &FlowStatsRequest) -> FlowFilter {
     }
 }
 
-pub(super) fn reply_to(b: &OfBridge, xid: u32, msg: &[u8], req: &MultipartRequest, out: &mut Vec<u8>) {
+pub(super) fn reply_to(
+    b: &OfBridge,
+    xid: u32,
+    msg: &[u8],
+    req: &MultipartRequest,
+    out: &mut Vec<u8>,
+) {
     let one = |out: &mut Vec<u8>, body: B| {
         reply(
             out,

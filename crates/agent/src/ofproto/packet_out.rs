@@ -60,7 +60,9 @@ pub(super) fn run(b: &OfBridge, po: &PacketOut) -> Result<(), ErrorCode> {
                     out.extend(tr.actions.drain(..));
                 }
                 ports::IN_PORT if known(po.in_port) => out.push(DpAction::Output(po.in_port)),
-                ports::FLOOD | ports::ALL => flood(&port_infos, po.in_port, port == ports::ALL, &mut out),
+                ports::FLOOD | ports::ALL => {
+                    flood(&port_infos, po.in_port, port == ports::ALL, &mut out)
+                }
                 ports::CONTROLLER => out.push(DpAction::Controller {
                     reason: PacketInReason::Action,
                     max_len,
@@ -101,15 +103,13 @@ pub(super) fn run(b: &OfBridge, po: &PacketOut) -> Result<(), ErrorCode> {
             }
         }
     }
-    injector
-        .inject(&po.data, po.in_port, out)
-        .map_err(|e| {
-            tracing::debug!("packet-out not injected: {e}");
-            match e {
-                InjectError::NoFrame => ErrorCode::BRC_BAD_PACKET,
-                InjectError::QueueFull | InjectError::Stopped => ErrorCode::BRC_EPERM,
-            }
-        })
+    injector.inject(&po.data, po.in_port, out).map_err(|e| {
+        tracing::debug!("packet-out not injected: {e}");
+        match e {
+            InjectError::NoFrame => ErrorCode::BRC_BAD_PACKET,
+            InjectError::QueueFull | InjectError::Stopped => ErrorCode::BRC_EPERM,
+        }
+    })
 }
 
 fn flood(infos: &[PortInfo], in_port: u32, all: bool, out: &mut Vec<DpAction>) {
