@@ -4,7 +4,8 @@
 set -euo pipefail
 
 need_apt=()
-for pkg in build-essential pkg-config tcpdump iproute2 ethtool python3 python3-venv linux-perf openvswitch-common; do
+for pkg in build-essential pkg-config tcpdump iproute2 ethtool python3 python3-venv linux-perf \
+    openvswitch-common; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -92,7 +92,7 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
     );
     let kind = hr.u16()?;
     let len = hr.u16()? as usize;
-    if len < 8 || len % 8 != 0 {
+    if len < 8 || len & 7 != 0 {
         return Err(DecodeError::new(
             ErrorCode::BAC_BAD_LEN,
             format!("action type {kind} has length {len}; actions are at least 8 bytes, in multiples of 8"),

@@ -44,7 +44,7 @@ fn read_instruction(r: &mut Reader<'_>) -> Result<Instruction, DecodeError> {
     );
     let kind = hr.u16()?;
     let len = hr.u16()? as usize;
-    if len < 8 || len % 8 != 0 {
+    if len < 8 || len & 7 != 0 {
         return Err(DecodeError::new(
             ErrorCode::BIC_BAD_LEN,
             format!("instruction type {kind} has length {len}; instructions are at least 8 bytes, in multiples of 8"),

@@ -121,6 +121,18 @@ pub struct OxmDef {
 }
 
 impl OxmDef {
+    /// The bits the field has on the wire: the key field's bits, except `NXM_NX_IP_FRAG`
+    /// (2 bits, as Open vSwitch defines it, in an 8-bit key field). A TLV without mask means
+    /// this mask.
+    pub fn full_mask(&self) -> u128 {
+        match self.key {
+            Field::IpFrag => 0x3,
+            k => k.max_value(),
+        }
+    }
+}
+
+impl OxmDef {
     /// The 32-bit OXM header without mask (`class << 16 | field << 9 | len`).
     pub fn header(&self) -> u32 {
         let extra = if self.experimenter.is_some() { 4 } else { 0 };
@@ -151,7 +163,6 @@ const fn basic(
 const fn ext(
     class: u16,
     field: u8,
-    experimenter: Option<u32>,
     len: u8,
     maskable: bool,
     key: Field,
@@ -161,7 +172,7 @@ const fn ext(
     OxmDef {
         class,
         field,
-        experimenter,
+        experimenter: None,
         len,
         maskable,
         key,
@@ -210,11 +221,14 @@ pub const OXM_FIELDS: &[OxmDef] = &[
     basic(32, 6, true, F::ArpSha, P::NdType(135), "OXM_OF_IPV6_ND_SLL"),
     basic(33, 6, true, F::ArpTha, P::NdType(136), "OXM_OF_IPV6_ND_TLL"),
     basic(38, 8, true, F::TunnelId, P::None, "OXM_OF_TUNNEL_ID"),
-    ext(oxm_class::NXM_0, 4, None, 2, true, F::VlanTci, P::None, "NXM_OF_VLAN_TCI"),
-    ext(oxm_class::NXM_1, 26, None, 1, true, F::IpFrag, P::Ip, "NXM_NX_IP_FRAG"),
-    ext(oxm_class::NXM_1, 29, None, 1, false, F::IpTtl, P::Ip, "NXM_NX_IP_TTL"),
-    ext(oxm_class::NXM_1, 34, None, 2, true, F::TcpFlags, P::Proto(6), "NXM_NX_TCP_FLAGS"),
-    ext(oxm_class::EXPERIMENTER, 42, Some(ONF_EXPERIMENTER), 2, true, F::TcpFlags, P::Proto(6), "ONFOXM_ET_TCP_FLAGS"),
+    ext(oxm_class::NXM_0, 4, 2, true, F::VlanTci, P::None, "NXM_OF_VLAN_TCI"),
+    ext(oxm_class::NXM_1, 26, 1, true, F::IpFrag, P::Ip, "NXM_NX_IP_FRAG"),
+    ext(oxm_class::NXM_1, 29, 1, false, F::IpTtl, P::Ip, "NXM_NX_IP_TTL"),
+    ext(oxm_class::NXM_1, 34, 2, true, F::TcpFlags, P::Proto(6), "NXM_NX_TCP_FLAGS"),
+    OxmDef {
+        experimenter: Some(ONF_EXPERIMENTER),
+        ..ext(oxm_class::EXPERIMENTER, 42, 2, true, F::TcpFlags, P::Proto(6), "ONFOXM_ET_TCP_FLAGS")
+    },
 ];
 
 fn def_named(name: &str) -> &'static OxmDef {
@@ -365,17 +379,17 @@ pub(crate) fn read_tlv(r: &mut Reader<'_>, codes: TlvCodes) -> Result<OxmTlv, De
     }
     let value = be_value(body.bytes(def.len as usize)?);
     let mask = if has_mask {
-        Some(be_value(body.bytes(def.len as usize)?) & def.key.max_value())
+        Some(be_value(body.bytes(def.len as usize)?) & def.full_mask())
     } else {
         None
     };
-    if value > def.key.max_value() {
+    if value > def.full_mask() {
         return Err(DecodeError::new(
             codes.bad_value,
             format!(
-                "{} value {value:#x} is wider than the field's {} bits",
+                "{} value {value:#x} is wider than the field (mask {:#x})",
                 def.name,
-                def.key.spec().bits
+                def.full_mask()
             ),
         ));
     }
@@ -417,7 +431,7 @@ pub fn decode_oxm_fields(bytes: &[u8]) -> Result<Match, DecodeError> {
             ));
         }
         seen.push(def);
-        let mask = tlv.mask.unwrap_or(def.key.max_value());
+        let mask = tlv.mask.unwrap_or(def.full_mask());
         if tlv.value & !mask != 0 {
             return Err(DecodeError::new(
                 ErrorCode::BMC_BAD_WILDCARDS,
@@ -487,18 +501,9 @@ pub(crate) fn read_match(r: &mut Reader<'_>) -> Result<Match, DecodeError> {
     decode_oxm_fields(fields)
 }
 
-/// Checks that `mask` of `field` is all or nothing, for fields OXM cannot mask.
-fn whole(field: Field, mask: u128, name: &str) -> Result<(), EncodeError> {
-    if mask != field.max_value() {
-        return Err(EncodeError::Unencodable(format!(
-            "match on {} with mask {mask:#x}: {name} does not take a mask",
-            field.name()
-        )));
-    }
-    Ok(())
-}
-
-/// Appends the OXM TLVs of `m`.
+/// Appends the OXM TLVs of `m`, in the order Open vSwitch writes them (so a flow-mod that
+/// `ovs-ofctl` sent encodes back to the same bytes): in_port, Ethernet, VLAN, L3 and L4 (or
+/// ARP), tunnel id, metadata.
 pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
     let (eth, proto) = (m.get(F::EthType), m.get(F::IpProto));
     let eth = (eth.1 == 0xffff).then_some(eth.0);
@@ -508,22 +513,33 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
         if mask == 0 {
             return Ok(());
         }
-        if !def.maskable {
-            whole(field, mask, def.name)?;
+        let full = def.full_mask();
+        if mask & !full != 0 && mask != field.max_value()
+            || (!def.maskable && mask != full && mask != field.max_value())
+        {
+            return Err(EncodeError::Unencodable(format!(
+                "match on {} with mask {mask:#x}: {} {}",
+                field.name(),
+                def.name,
+                if def.maskable {
+                    "has fewer bits"
+                } else {
+                    "does not take a mask"
+                }
+            )));
         }
-        let mask = (mask != field.max_value()).then_some(mask);
-        write_tlv(buf, def, v, mask);
+        let mask = mask & full;
+        write_tlv(buf, def, v & full, (mask != full).then_some(mask));
         Ok(())
     };
-    for f in [
-        F::InPort,
-        F::Metadata,
-        F::TunnelId,
-        F::EthDst,
-        F::EthSrc,
-        F::EthType,
-    ] {
-        emit(f, def_for(f, m).unwrap_or(&OXM_FIELDS[0]), buf)?;
+    let by_key = |f: Field| def_for(f, m).unwrap_or(&OXM_FIELDS[0]);
+    for f in [F::CvlanTci, F::Parsed] {
+        if m.get(f).1 != 0 {
+            return Err(EncodeError::Unencodable(format!("match on {}", f.name())));
+        }
+    }
+    for f in [F::InPort, F::EthSrc, F::EthDst, F::EthType] {
+        emit(f, by_key(f), buf)?;
     }
     // VLAN: OXM vid (+ pcp when a tag is required), else the whole TCI as NXM.
     let (tci, tci_mask) = m.get(F::VlanTci);
@@ -535,21 +551,27 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
     } else {
         emit(F::VlanTci, def_named("NXM_OF_VLAN_TCI"), buf)?;
     }
-    for f in [F::CvlanTci, F::Parsed] {
-        if m.get(f).1 != 0 {
-            return Err(EncodeError::Unencodable(format!("match on {}", f.name())));
+    if eth == Some(0x0806) {
+        for f in [F::ArpOp, F::Ipv4Src, F::Ipv4Dst, F::ArpSha, F::ArpTha] {
+            emit(f, by_key(f), buf)?;
         }
     }
-    for f in [
-        F::IpProto,
+    let l3 = [
+        F::Ipv4Src,
+        F::Ipv4Dst,
+        F::Ipv6Src,
+        F::Ipv6Dst,
+        F::Ipv6Label,
+        F::IpFrag,
         F::IpDscp,
         F::IpEcn,
         F::IpTtl,
-        F::IpFrag,
-        F::Ipv4Src,
-        F::Ipv4Dst,
-    ] {
-        emit(f, def_for(f, m).unwrap_or(&OXM_FIELDS[0]), buf)?;
+        F::IpProto,
+    ];
+    for f in l3 {
+        if eth != Some(0x0806) || !matches!(f, F::Ipv4Src | F::Ipv4Dst) {
+            emit(f, by_key(f), buf)?;
+        }
     }
     let icmp = match (eth, proto) {
         (Some(0x0800), Some(1)) => Some(("OXM_OF_ICMPV4_TYPE", "OXM_OF_ICMPV4_CODE")),
@@ -569,20 +591,19 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
         }
     } else {
         for f in [F::TpSrc, F::TpDst] {
-            emit(f, def_for(f, m).unwrap_or(&OXM_FIELDS[0]), buf)?;
+            emit(f, by_key(f), buf)?;
         }
     }
-    for f in [
-        F::ArpOp,
-        F::ArpSha,
-        F::ArpTha,
-        F::Ipv6Src,
-        F::Ipv6Dst,
-        F::Ipv6Label,
-        F::NdTarget,
-        F::TcpFlags,
-    ] {
-        emit(f, def_for(f, m).unwrap_or(&OXM_FIELDS[0]), buf)?;
+    emit(F::TcpFlags, by_key(F::TcpFlags), buf)?;
+    if eth != Some(0x0806) {
+        for f in [F::NdTarget, F::ArpSha, F::ArpTha, F::ArpOp] {
+            emit(f, by_key(f), buf)?;
+        }
+    } else {
+        emit(F::NdTarget, by_key(F::NdTarget), buf)?;
+    }
+    for f in [F::TunnelId, F::Metadata] {
+        emit(f, by_key(f), buf)?;
     }
     Ok(())
 }

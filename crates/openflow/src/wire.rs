@@ -106,10 +106,12 @@ impl<'a> Reader<'a> {
         Ok(u64::from_be_bytes(self.array()?))
     }
 
-    /// Reads a NUL-padded fixed-size string of `n` bytes (up to the first NUL; invalid
-    /// UTF-8 is replaced).
+    /// Reads a NUL-padded fixed-size string of `n` bytes: up to the first NUL within the
+    /// first `n - 1` bytes (the last byte is the terminator OpenFlow requires, ignored if it
+    /// is not NUL); invalid UTF-8 is replaced.
     pub fn string(&mut self, n: usize) -> Result<String, DecodeError> {
         let b = self.bytes(n)?;
+        let b = &b[..n.saturating_sub(1)];
         let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
         Ok(String::from_utf8_lossy(&b[..end]).into_owned())
     }

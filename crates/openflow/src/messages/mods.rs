@@ -171,7 +171,7 @@ pub(crate) fn read_buckets(r: &mut Reader<'_>) -> Result<Vec<Bucket>, DecodeErro
     while !r.is_empty() {
         let mut hr = r.clone();
         let len = hr.u16().map_err(|_| bucket_len(r.remaining()))? as usize;
-        if len < 16 || len % 8 != 0 || len > r.remaining() {
+        if len < 16 || len & 7 != 0 || len > r.remaining() {
             return Err(bucket_len(len));
         }
         let mut b = r.sub(len, ErrorCode::GMFC_BAD_BUCKET, "bucket")?;
@@ -355,7 +355,9 @@ pub(crate) fn write_bands(bands: &[MeterBand], buf: &mut Vec<u8>) {
     }
 }
 
-/// `OFPT_METER_MOD`: the model's meter-mod plus the stats flag it does not keep.
+/// `OFPT_METER_MOD`: the model's meter-mod plus the stats flag it does not keep. A delete's
+/// flags mean nothing: they decode as kbps without burst or stats and encode as 0 (what
+/// `ovs-ofctl del-meter` sends).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MeterModMsg {
     /// The modification.
@@ -377,7 +379,10 @@ impl MeterModMsg {
                 ))
             }
         };
-        let (pktps, burst, stats) = meter_flags_from_wire(r.u16()?)?;
+        let (mut pktps, mut burst, mut stats) = meter_flags_from_wire(r.u16()?)?;
+        if command == MeterModCommand::Delete {
+            (pktps, burst, stats) = (false, false, false);
+        }
         let id = r.u32()?;
         let bands = read_bands(r)?;
         Ok(MeterModMsg {
@@ -401,7 +406,11 @@ impl MeterModMsg {
             MeterModCommand::Modify => 1,
             MeterModCommand::Delete => 2,
         });
-        buf.put_u16(meter_flags_to_wire(&m.meter, self.stats));
+        let flags = match m.command {
+            MeterModCommand::Delete => 0,
+            _ => meter_flags_to_wire(&m.meter, self.stats),
+        };
+        buf.put_u16(flags);
         buf.put_u32(m.meter.id);
         write_bands(&m.meter.bands, buf);
     }

@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod flow;
+pub mod split;
 pub mod stats;
 pub mod table_features;
 
@@ -13,6 +14,7 @@ use crate::wire::{Put, Reader};
 
 pub use config::{GroupFeatures, MeterConfig, MeterFeatures};
 pub use flow::{AggregateStats, FlowStats, FlowStatsRequest};
+pub use split::{encode_reply, split_body, MAX_REPLY_BODY};
 pub use stats::{Counter, Desc, GroupStats, MeterStats, PortStats, QueueStats, TableStats};
 pub use table_features::{PropValue, TableFeatureProp, TableFeatures};
 

@@ -226,7 +226,7 @@ pub struct Counter {
 }
 
 fn read_counters(r: &mut Reader<'_>) -> Result<Vec<Counter>, DecodeError> {
-    if r.remaining() % 16 != 0 {
+    if r.remaining() & 15 != 0 {
         return Err(r.error("bucket/band counters are not a whole number of 16-byte entries"));
     }
     let mut v = Vec::new();
