@@ -57,7 +57,7 @@ pub(super) fn run(b: &OfBridge, po: &PacketOut) -> Result<(), ErrorCode> {
                     for f in &tr.flows {
                         f.add(1, po.data.len() as u64, now);
                     }
-                    out.extend(tr.actions.drain(..));
+                    out.append(&mut tr.actions);
                 }
                 ports::IN_PORT if known(po.in_port) => out.push(DpAction::Output(po.in_port)),
                 ports::FLOOD | ports::ALL => {
