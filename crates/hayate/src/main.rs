@@ -2,10 +2,12 @@
 //!
 //! - `hayate run` — run bridges from a TOML config, or one standalone (L2 learning) bridge on
 //!   the ports named with `--port`;
+//! - `hayate ctl` — ovs-ofctl's flow syntax on a running switch, over its management socket;
 //! - `hayate bench` — named in-process benchmark scenarios on null ports, one pinned thread.
 
 mod bench;
 mod config;
+mod ctl;
 mod ofbridge;
 mod pin;
 mod run;
@@ -32,6 +34,9 @@ enum Command {
     /// Run benchmark scenarios (null ports, one pinned thread) and print Mpps, Gbit/s and
     /// cycles per packet.
     Bench(bench::BenchArgs),
+    /// Talk to a running switch in ovs-ofctl's flow syntax (add-flow, dump-flows, …) over its
+    /// management socket.
+    Ctl(ctl::CtlArgs),
     /// Check a config file and print the bridges, ports and flows it describes.
     Check {
         /// The TOML config.
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::main(args),
+        Command::Ctl(args) => ctl::main(args),
         Command::Check { config } => run::check(&config),
     };
     match result {
