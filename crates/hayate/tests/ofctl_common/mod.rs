@@ -94,6 +94,11 @@ impl Hayate {
         h
     }
 
+    /// The switch's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// `tcp:127.0.0.1:PORT`.
     pub fn target(&self) -> String {
         format!("tcp:127.0.0.1:{}", self.port)
