@@ -16,7 +16,7 @@ use port::Port;
 
 use crate::config::DpConfig;
 use crate::execute::{PacketIn, TxPort, TxSlot};
-use crate::inject::{InjectQueue, Injected, Injector, INJECT_QUEUE};
+use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
 use crate::pmd::{Pmd, PmdParts};
 use crate::stats::{PmdStats, Snapshot};
 use crate::upcall::{Upcall, UpcallFactory};
@@ -127,10 +127,11 @@ impl Builder {
             cache: Mutex::new(pool.cache()),
         });
         let (inject_tx, inject_rx) = sync_channel(INJECT_QUEUE);
-        let injector = Injector::new(inject_tx, pool.cache());
+        let wake = Arc::new(Wake::new());
+        let injector = Injector::new(inject_tx, pool.cache(), wake.clone());
         Ok(Datapath {
             injector,
-            inject_rx: Mutex::new(Some(inject_rx)),
+            inject_rx: Mutex::new(Some((inject_rx, wake))),
             pool,
             ports: self.ports,
             upcall,
@@ -153,7 +154,7 @@ pub struct Datapath {
     pi_tx: SyncSender<PacketIn>,
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
-    inject_rx: Mutex<Option<Receiver<Injected>>>,
+    inject_rx: Mutex<Option<(Receiver<Injected>, Arc<Wake>)>>,
 }
 
 /// The receiving end of the packet-in queue (control side; a mutex is fine here).
@@ -267,8 +268,8 @@ impl Datapath {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let (Some(rx), Some(first)) = (inject_rx, pmds.first_mut()) {
-            first.attach_inject(InjectQueue::new(rx));
+        if let (Some((rx, wake)), Some(first)) = (inject_rx, pmds.first_mut()) {
+            first.attach_inject(InjectQueue::new(rx, wake));
         }
         Ok(pmds)
     }

@@ -10,11 +10,18 @@
 //! blocks the other. Packets are copied into frames of the datapath's pool on the control
 //! side; the thread frees them into its own cache once sent.
 //!
+//! Waking: thread 0 may sleep in `poll(2)` when idle (see [`crate::idle`]); an eventfd joins
+//! its descriptors and the control side writes it after queueing — only when the thread is
+//! not already signalled (a flag), so a burst of packet-outs costs one write, and the thread
+//! reads the eventfd only when the flag is up (one atomic load per poll otherwise).
+//!
 //! The actions are compiled by the thread (its tx table decides port indices); that is one
 //! small allocation-free pass once the thread's scratch has grown, and the `Vec` of actions
 //! is freed by the thread. Packet-outs are control traffic, not the per-packet path.
 
 use std::fmt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -68,11 +75,62 @@ impl fmt::Display for InjectError {
 
 impl std::error::Error for InjectError {}
 
+/// The wake-up shared by the injectors and the thread: an eventfd and the flag that says it
+/// was written and not yet read.
+pub(crate) struct Wake {
+    fd: Option<OwnedFd>,
+    signalled: AtomicBool,
+}
+
+impl Wake {
+    /// A wake-up; without an eventfd (the kernel refused one) the thread's naps bound the delay.
+    pub(crate) fn new() -> Wake {
+        // SAFETY: eventfd has no memory preconditions; a negative result is an error.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        Wake {
+            // SAFETY: `fd` is a fresh descriptor we own when non-negative.
+            fd: (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) }),
+            signalled: AtomicBool::new(false),
+        }
+    }
+
+    /// The descriptor to poll.
+    pub(crate) fn raw_fd(&self) -> Option<RawFd> {
+        self.fd.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    fn signal(&self) {
+        if self.signalled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(fd) = &self.fd {
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writing 8 bytes from a live buffer to our eventfd; failure (counter
+            // full) still leaves it readable.
+            unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), 8) };
+        }
+    }
+
+    #[inline]
+    fn clear(&self) {
+        if !self.signalled.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(fd) = &self.fd {
+            let mut buf = [0u8; 8];
+            // SAFETY: reading 8 bytes into a live buffer from our non-blocking eventfd.
+            unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+        }
+        self.signalled.store(false, Ordering::Release);
+    }
+}
+
 /// The control side's handle on the packet-out queue; cheap to clone.
 #[derive(Clone)]
 pub struct Injector {
     tx: SyncSender<Injected>,
     cache: Arc<Mutex<PoolCache>>,
+    wake: Arc<Wake>,
 }
 
 impl fmt::Debug for Injector {
@@ -82,10 +140,11 @@ impl fmt::Debug for Injector {
 }
 
 impl Injector {
-    pub(crate) fn new(tx: SyncSender<Injected>, cache: PoolCache) -> Injector {
+    pub(crate) fn new(tx: SyncSender<Injected>, cache: PoolCache, wake: Arc<Wake>) -> Injector {
         Injector {
             tx,
             cache: Arc::new(Mutex::new(cache)),
+            wake,
         }
     }
 
@@ -101,7 +160,10 @@ impl Injector {
         let mut packet = cache.alloc_from(data).ok_or(InjectError::NoFrame)?;
         packet.meta.in_port = in_port;
         match self.tx.try_send(Injected { packet, actions }) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.wake.signal();
+                Ok(())
+            }
             Err(TrySendError::Full(i)) => {
                 cache.free(i.packet);
                 Err(InjectError::QueueFull)
@@ -119,15 +181,22 @@ pub(crate) struct InjectQueue {
     rx: Receiver<Injected>,
     actions: Actions,
     key: FlowKey,
+    wake: Arc<Wake>,
 }
 
 impl InjectQueue {
-    pub(crate) fn new(rx: Receiver<Injected>) -> InjectQueue {
+    pub(crate) fn new(rx: Receiver<Injected>, wake: Arc<Wake>) -> InjectQueue {
         InjectQueue {
             rx,
             actions: Actions::default(),
             key: FlowKey::ZERO,
+            wake,
         }
+    }
+
+    /// The eventfd that wakes the thread, to poll beside its rx queues.
+    pub(crate) fn wake_fd(&self) -> Option<RawFd> {
+        self.wake.raw_fd()
     }
 
     /// Runs up to [`INJECT_BURST`] queued packets through `exec` (outputs are buffered; the
@@ -140,6 +209,8 @@ impl InjectQueue {
         now_ns: &dyn Fn() -> u64,
         st: &mut LocalStats,
     ) -> usize {
+        // Clear the wake-up before looking, so a packet queued meanwhile signals again.
+        self.wake.clear();
         let mut n = 0;
         while n < INJECT_BURST {
             let Ok(Injected {
@@ -167,5 +238,35 @@ impl InjectQueue {
         while let Ok(i) = self.rx.try_recv() {
             cache.free(i.packet);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn readable(fd: RawFd) -> bool {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
+    #[test]
+    fn wake_signals_once_and_clears() {
+        let w = Wake::new();
+        let fd = w.raw_fd().expect("eventfd");
+        assert!(!readable(fd));
+        w.signal();
+        w.signal();
+        assert!(readable(fd), "a signal makes the thread's poll return");
+        w.clear();
+        assert!(!readable(fd), "one read clears however many signals came");
+        w.clear();
+        w.signal();
+        assert!(readable(fd), "signals again after a clear");
     }
 }

@@ -273,8 +273,17 @@ impl Pmd {
         self.rx.iter().map(|r| r.0)
     }
 
-    /// Makes this thread the one that runs packet-outs.
+    /// Makes this thread the one that runs packet-outs; their eventfd joins the descriptors
+    /// it sleeps on.
     pub(crate) fn attach_inject(&mut self, q: InjectQueue) {
+        let wake = q.wake_fd();
+        self.idle = Idle::new(
+            self.cfg.idle,
+            self.rx
+                .iter()
+                .map(|(_, rxq)| rxq.readiness_fd())
+                .chain(std::iter::once(wake)),
+        );
         self.inject = Some(q);
     }
 
