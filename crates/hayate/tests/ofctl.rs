@@ -270,8 +270,27 @@ fn monitor_sees_packet_ins() {
             seen.push(line);
         }
     }
+    // A port change and an expired flow that asked for a notice reach the monitor too.
+    h.ofctl("mod-port", &["2", "no-packet-in"]);
+    h.ofctl(
+        "add-flow",
+        &["idle_timeout=1,send_flow_rem,priority=3,ip,actions=drop"],
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (mut status, mut removed) = (false, false);
+    while !(status && removed) && Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            status |= line.contains("OFPT_PORT_STATUS");
+            removed |= line.contains("OFPT_FLOW_REMOVED") && line.contains("reason=idle");
+            seen.push(line);
+        }
+    }
     mon.kill().ok();
     mon.wait().ok();
+    assert!(
+        status && removed,
+        "port-status {status}, flow-removed {removed}: {seen:#?}"
+    );
     assert!(
         found,
         "no packet-in seen by the monitor: {seen:#?}\nswitch log: {}",
@@ -280,6 +299,37 @@ fn monitor_sees_packet_ins() {
     let all = seen.join("\n");
     assert!(all.contains("in_port=1"), "{all}");
     assert!(all.contains("total_len=60"), "{all}");
+}
+
+#[test]
+fn standalone_hands_the_tables_to_a_controller() {
+    if !have_ofctl("standalone_hands_the_tables_to_a_controller") {
+        return;
+    }
+    let h = Hayate::start(&["--port", "null:sink", "--port", "null:sink"]);
+    // The management socket is not a controller: it sees the fail-open NORMAL flow.
+    let ctl = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
+            .args(["ctl", h.file("br0.mgmt").to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = flows(&ctl(&["dump-flows"]));
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(
+        before[0].ends_with("priority=0 actions=NORMAL"),
+        "{before:?}"
+    );
+    // A controller connecting finds empty tables, and the flow stays gone.
+    assert!(flows(&h.ofctl("dump-flows", &[])).is_empty());
+    assert!(flows(&ctl(&["dump-flows"])).is_empty());
 }
 
 fn hex(s: &str) -> Vec<u8> {
