@@ -128,10 +128,12 @@ impl Builder {
         });
         let (inject_tx, inject_rx) = sync_channel(INJECT_QUEUE);
         let wake = Arc::new(Wake::new());
+        let packet_in_wake = Arc::new(Wake::new());
         let injector = Injector::new(inject_tx, pool.cache(), wake.clone());
         Ok(Datapath {
             injector,
             inject_rx: Mutex::new(Some((inject_rx, wake))),
+            packet_in_wake,
             pool,
             ports: self.ports,
             upcall,
@@ -155,6 +157,7 @@ pub struct Datapath {
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
     inject_rx: Mutex<Option<(Receiver<Injected>, Arc<Wake>)>>,
+    packet_in_wake: Arc<Wake>,
 }
 
 /// The receiving end of the packet-in queue (control side; a mutex is fine here).
@@ -271,6 +274,9 @@ impl Datapath {
         if let (Some((rx, wake)), Some(first)) = (inject_rx, pmds.first_mut()) {
             first.attach_inject(InjectQueue::new(rx, wake));
         }
+        for p in pmds.iter_mut() {
+            p.attach_packet_in_wake(self.packet_in_wake.clone());
+        }
         Ok(pmds)
     }
 
@@ -304,6 +310,7 @@ impl Datapath {
             stats,
             packet_ins: self.packet_ins.clone(),
             injector: self.injector.clone(),
+            packet_in_wake: self.packet_in_wake.clone(),
         })
     }
 
@@ -326,6 +333,7 @@ pub struct Running {
     stats: Vec<Arc<PmdStats>>,
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
+    packet_in_wake: Arc<Wake>,
 }
 
 impl std::fmt::Debug for Running {
@@ -345,6 +353,12 @@ impl Running {
     /// Counters of each thread.
     pub fn thread_stats(&self) -> Vec<Snapshot> {
         self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// Signalled when poll threads queued packet-ins (wait on its descriptor instead of
+    /// polling the queue; clear it before taking them).
+    pub fn packet_in_wake(&self) -> Arc<Wake> {
+        self.packet_in_wake.clone()
     }
 
     /// The packet-out queue (as [`Datapath::injector`]).

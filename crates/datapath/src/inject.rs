@@ -75,15 +75,18 @@ impl fmt::Display for InjectError {
 
 impl std::error::Error for InjectError {}
 
-/// The wake-up shared by the injectors and the thread: an eventfd and the flag that says it
-/// was written and not yet read.
-pub(crate) struct Wake {
+/// A wake-up between a producer and a sleeping consumer: an eventfd and the flag that says it
+/// was written and not yet read. Packet-outs wake poll thread 0 with one; packet-ins wake the
+/// control side ([`crate::Running::packet_in_wake`]) with another.
+#[derive(Debug)]
+pub struct Wake {
     fd: Option<OwnedFd>,
     signalled: AtomicBool,
 }
 
 impl Wake {
-    /// A wake-up; without an eventfd (the kernel refused one) the thread's naps bound the delay.
+    /// A wake-up; without an eventfd (the kernel refused one) the consumer's own timeouts
+    /// bound the delay.
     pub(crate) fn new() -> Wake {
         // SAFETY: eventfd has no memory preconditions; a negative result is an error.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -94,12 +97,14 @@ impl Wake {
         }
     }
 
-    /// The descriptor to poll.
-    pub(crate) fn raw_fd(&self) -> Option<RawFd> {
+    /// The descriptor to poll (readable while signalled).
+    pub fn raw_fd(&self) -> Option<RawFd> {
         self.fd.as_ref().map(AsRawFd::as_raw_fd)
     }
 
-    fn signal(&self) {
+    /// Signals the consumer (one write per burst: nothing while already signalled).
+    #[inline]
+    pub(crate) fn signal(&self) {
         if self.signalled.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -111,8 +116,10 @@ impl Wake {
         }
     }
 
+    /// Consumes the signal; call before looking at what was produced, so that anything
+    /// produced meanwhile signals again.
     #[inline]
-    fn clear(&self) {
+    pub fn clear(&self) {
         if !self.signalled.load(Ordering::Acquire) {
             return;
         }

@@ -59,7 +59,7 @@ pub use config::DpConfig;
 pub use datapath::{Builder, Datapath, DpError, Running};
 pub use execute::PacketIn;
 pub use idle::IdleConfig;
-pub use inject::{InjectError, Injector};
+pub use inject::{InjectError, Injector, Wake};
 pub use pmd::{now_ns, Pmd, PmdParts};
 pub use stats::{Counter, PmdStats, Snapshot};
 pub use upcall::{Police, Policer, Upcall, UpcallFactory};

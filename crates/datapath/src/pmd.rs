@@ -45,7 +45,7 @@ use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
 use crate::execute::{Executor, InPlace, PacketIn, TxPort};
 use crate::idle::{Idle, Step};
-use crate::inject::InjectQueue;
+use crate::inject::{InjectQueue, Wake};
 use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::upcall::{Policer, Upcall};
@@ -152,6 +152,8 @@ pub struct Pmd {
     s: Box<Scratch>,
     /// Packet-outs to run (thread 0 only; see [`crate::inject`]).
     inject: Option<InjectQueue>,
+    /// Signalled after a poll that queued packet-ins.
+    packet_in_wake: Option<Arc<Wake>>,
 }
 
 impl std::fmt::Debug for Pmd {
@@ -235,6 +237,7 @@ impl Pmd {
             s,
             cfg,
             inject: None,
+            packet_in_wake: None,
         }
     }
 
@@ -271,6 +274,11 @@ impl Pmd {
     /// OpenFlow ports of the rx queues this thread polls.
     pub fn rx_ports(&self) -> impl Iterator<Item = u32> + '_ {
         self.rx.iter().map(|r| r.0)
+    }
+
+    /// Signals `wake` after each poll that queued packet-ins.
+    pub(crate) fn attach_packet_in_wake(&mut self, wake: Arc<Wake>) {
+        self.packet_in_wake = Some(wake);
     }
 
     /// Makes this thread the one that runs packet-outs; their eventfd joins the descriptors
@@ -322,6 +330,11 @@ impl Pmd {
                 self.idle_polls = 0;
                 let now = self.clock.now_ns();
                 self.maybe_maintain(now);
+            }
+        }
+        if let Some(w) = &self.packet_in_wake {
+            if self.local.get(Counter::PacketIns) != 0 {
+                w.signal();
             }
         }
         self.stats.absorb(&mut self.local);

@@ -2,6 +2,7 @@
 //! pipeline, the agent serving its controllers, the management socket's agent for
 //! `hayate ctl`, and the pump task that carries packet-ins, flow-removed and port-status out.
 
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +12,8 @@ use agent::ofproto::{
 };
 use agent::{Agent, AgentConfig, FailMode, Target, TlsConfig};
 use anyhow::{anyhow, Context, Result};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
@@ -199,14 +202,35 @@ fn start_mgmt(
     }
 }
 
+/// The datapath's packet-in eventfd for [`AsyncFd`], holding its owner so the descriptor
+/// stays open as long as it is registered.
+/// (Made only when the wake-up has a descriptor.)
+struct Fd(Arc<datapath::Wake>);
+
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.raw_fd().unwrap_or(-1)
+    }
+}
+
+/// Sends what the bridge has to say: woken at once by the datapath when it queues packet-ins,
+/// otherwise every 1 ms while busy, backing off to [`PUMP_MAX`] when idle (flow timeouts and
+/// publishing run on its 100 ms tick).
 async fn pump(
     bridge: Arc<OfBridge>,
     agent: Arc<Agent>,
     mgmt: Option<Arc<Agent>>,
     running: Arc<datapath::Running>,
 ) {
+    let wake = running.packet_in_wake();
+    let woken = wake.raw_fd().and_then(|_| {
+        // SAFETY: `Fd` keeps the `Wake` that owns the descriptor alive; nothing closes or
+        // replaces it while the AsyncFd exists.
+        unsafe { AsyncFd::register_with_interest(Fd(wake.clone()), Interest::READABLE) }.ok()
+    });
     let mut sleep = PUMP_MIN;
     loop {
+        wake.clear();
         let rep = {
             let mut agents: Vec<&Agent> = vec![&agent];
             if let Some(m) = &mgmt {
@@ -219,6 +243,18 @@ async fn pump(
         } else {
             PUMP_MIN
         };
-        tokio::time::sleep(sleep).await;
+        match &woken {
+            Some(fd) => {
+                tokio::select! {
+                    ready = fd.readable() => {
+                        if let Ok(mut guard) = ready {
+                            guard.clear_ready();
+                        }
+                    }
+                    () = tokio::time::sleep(sleep) => {}
+                }
+            }
+            None => tokio::time::sleep(sleep).await,
+        }
     }
 }

@@ -155,3 +155,70 @@ fn barrier_follows_the_flow_mods_before_it() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn packet_out_to_packet_in_round_trip() {
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    let mut c = Conn::open(h.port);
+    let mut m = Match::ANY;
+    m.set_exact(packet::Field::InPort, 1);
+    let to_controller = Message::FlowMod(FlowModMsg {
+        flow_mod: FlowMod::add(
+            0,
+            5,
+            m,
+            vec![Instruction::ApplyActions(vec![Action::Output {
+                port: pipeline::model::ports::CONTROLLER,
+                max_len: 0xffff,
+            }])],
+        ),
+        buffer_id: NO_BUFFER,
+    });
+    c.send(1, &to_controller);
+    c.send(2, &Message::BarrierRequest);
+    assert_eq!(c.next(), (2, Message::BarrierReply));
+    let frame = packet::builder::PacketSpec::default().build();
+    let mut times = Vec::new();
+    for i in 0..200u32 {
+        // Idle gaps now and then: the sleeping poll thread and pump must be woken.
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(120));
+        }
+        let t = std::time::Instant::now();
+        c.send(
+            100 + i,
+            &Message::PacketOut(openflow::PacketOut {
+                buffer_id: NO_BUFFER,
+                in_port: 1,
+                actions: vec![Action::Output {
+                    port: pipeline::model::ports::TABLE,
+                    max_len: 0,
+                }],
+                data: frame.clone(),
+            }),
+        );
+        match c.next() {
+            (_, Message::PacketIn(pi)) => assert_eq!(pi.data, frame),
+            other => panic!("{other:?}"),
+        }
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "packet-out → table → packet-in round trip: median {:?}, p99 {:?}, max {:?}",
+        times[times.len() / 2],
+        times[times.len() * 99 / 100],
+        times[times.len() - 1]
+    );
+    assert!(
+        times[times.len() - 1] < Duration::from_millis(50),
+        "woken, not waiting for a timer: {times:?}"
+    );
+}
