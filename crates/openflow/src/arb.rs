@@ -90,6 +90,13 @@ pub fn arb_match() -> impl Strategy<Value = Match> {
                 } else {
                     mrand & full
                 };
+                // Values a controller can mean: TCP has 12 flag bits, and a match on "later
+                // fragment" has no L4 header to match (Open vSwitch refuses both otherwise).
+                let v = match def.key {
+                    Field::TcpFlags => v & 0x0fff,
+                    Field::IpFrag => v & 1,
+                    _ => v,
+                };
                 if mask != 0 {
                     m.set_masked(def.key, v & mask, mask);
                 }
@@ -296,8 +303,13 @@ fn arb_queue_reply() -> impl Strategy<Value = QueueGetConfigReply> {
     let prop = prop_oneof![
         any::<u16>().prop_map(QueueProp::MinRate),
         any::<u16>().prop_map(QueueProp::MaxRate),
-        (any::<u32>(), bytes())
-            .prop_map(|(experimenter, data)| QueueProp::Experimenter { experimenter, data }),
+        // Whole 8-byte words: the encoder pads the data to 8 bytes.
+        (any::<u32>(), vec(any::<[u8; 8]>(), 0..4)).prop_map(|(experimenter, words)| {
+            QueueProp::Experimenter {
+                experimenter,
+                data: words.concat(),
+            }
+        }),
     ];
     (
         any::<u32>(),

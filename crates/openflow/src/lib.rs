@@ -59,17 +59,16 @@ pub mod error;
 pub mod fuzzing;
 pub mod header;
 pub mod instruction;
+pub mod message;
+pub mod messages;
+pub mod multipart;
 pub mod oxm;
 mod pipeline_errors;
+pub mod port;
 mod wire;
 
 pub use error::{error_type, DecodeError, EncodeError, ErrorCode};
 pub use header::{frame_len, msg_type, Header, OFP_VERSION};
-pub mod message;
-pub mod messages;
-pub mod multipart;
-pub mod port;
-
 pub use message::{decode, encode, Message};
 pub use messages::controller::{AsyncConfig, ControllerRole, Experimenter, RoleRequest};
 pub use messages::error_msg::ErrorMsg;
@@ -89,5 +88,7 @@ mod arb;
 mod arb_multipart;
 #[cfg(test)]
 mod message_tests;
+#[cfg(test)]
+mod ovs_readback_tests;
 #[cfg(test)]
 mod roundtrip_tests;

@@ -93,6 +93,27 @@ pub struct PortDesc {
 }
 
 impl PortDesc {
+    /// The description of a pipeline port with MAC address `hw_addr`: config bits from its
+    /// flags (OpenFlow 1.3 has no bit for `no_flood`), state `LIVE` or `LINK_DOWN`; the
+    /// feature words and speeds are left 0 (unknown) for the caller to fill.
+    pub fn from_info(info: &pipeline::PortInfo, hw_addr: [u8; 6]) -> PortDesc {
+        let bit = |b: bool, v: u32| if b { v } else { 0 };
+        PortDesc {
+            port_no: info.no,
+            hw_addr,
+            name: info.name.clone(),
+            config: bit(info.down, port_config::PORT_DOWN)
+                | bit(info.no_fwd, port_config::NO_FWD)
+                | bit(info.no_packet_in, port_config::NO_PACKET_IN),
+            state: if info.live {
+                port_state::LIVE
+            } else {
+                port_state::LINK_DOWN
+            },
+            ..PortDesc::default()
+        }
+    }
+
     pub(crate) fn read(r: &mut Reader<'_>) -> Result<PortDesc, DecodeError> {
         let mut b = r.sub(PORT_DESC_LEN, ErrorCode::BRC_BAD_LEN, "ofp_port")?;
         let port_no = b.u32()?;
@@ -161,5 +182,21 @@ mod tests {
         assert_eq!(&b[16..22], b"veth0\0");
         let mut r = Reader::new(&b, ErrorCode::BRC_BAD_LEN, "t");
         assert_eq!(PortDesc::read(&mut r).unwrap(), p);
+    }
+
+    #[test]
+    fn from_pipeline_port() {
+        let info = pipeline::PortInfo {
+            no: 3,
+            name: "tap3".into(),
+            no_fwd: true,
+            down: true,
+            live: false,
+            ..Default::default()
+        };
+        let d = PortDesc::from_info(&info, [2, 0, 0, 0, 0, 3]);
+        assert_eq!((d.port_no, d.name.as_str()), (3, "tap3"));
+        assert_eq!(d.config, port_config::PORT_DOWN | port_config::NO_FWD);
+        assert_eq!(d.state, port_state::LINK_DOWN);
     }
 }

@@ -1,8 +1,9 @@
 //! Messages about packets and flows the switch reports or is handed: packet-in, packet-out,
 //! flow-removed and port-status.
 
+use packet::{Field, FlowKey};
 use pipeline::model::{Action, Match};
-use pipeline::{PacketInReason, RemovedReason};
+use pipeline::{PacketInReason, RemovedFlow, RemovedReason};
 
 use crate::action::{decode_actions, encode_actions};
 use crate::error::{DecodeError, EncodeError, ErrorCode};
@@ -45,6 +46,21 @@ fn reason_to_wire(r: PacketInReason) -> u8 {
 }
 
 impl PacketIn {
+    /// The match a packet-in carries for a packet with flow key `key`: the OpenFlow 1.3
+    /// pipeline fields, `in_port` always, `metadata` and `tunnel_id` when not zero (as Open
+    /// vSwitch sends them). Header fields are left to the controller to read from the data.
+    pub fn pipeline_match(key: &FlowKey) -> Match {
+        let mut m = Match::ANY;
+        m.set_exact(Field::InPort, key.get(Field::InPort));
+        for f in [Field::Metadata, Field::TunnelId] {
+            let v = key.get(f);
+            if v != 0 {
+                m.set_exact(f, v);
+            }
+        }
+        m
+    }
+
     pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let buffer_id = r.u32()?;
         let total_len = r.u16()?;
@@ -182,6 +198,25 @@ pub struct FlowRemoved {
     pub matcher: Match,
 }
 
+impl From<&RemovedFlow> for FlowRemoved {
+    fn from(r: &RemovedFlow) -> Self {
+        let v = &r.flow;
+        FlowRemoved {
+            cookie: v.cookie,
+            priority: v.priority,
+            reason: r.reason.into(),
+            table_id: v.table_id,
+            duration_sec: (v.duration_ms / 1000).min(u32::MAX as u64) as u32,
+            duration_nsec: (v.duration_ms % 1000) as u32 * 1_000_000,
+            idle_timeout: v.idle_timeout,
+            hard_timeout: v.hard_timeout,
+            packet_count: v.packets,
+            byte_count: v.bytes,
+            matcher: v.matcher,
+        }
+    }
+}
+
 impl FlowRemoved {
     pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let cookie = r.u64()?;
@@ -271,5 +306,63 @@ impl PortStatus {
         });
         buf.put_zeros(7);
         self.desc.write(buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipeline_match_keeps_pipeline_fields_only() {
+        let mut k = FlowKey::ZERO;
+        k.set(Field::InPort, 4);
+        k.set(Field::EthType, 0x0800);
+        k.set(Field::Parsed, 0xff);
+        k.set(Field::TunnelId, 9);
+        let m = PacketIn::pipeline_match(&k);
+        assert_eq!(m.get(Field::InPort), (4, 0xffff_ffff));
+        assert_eq!(m.get(Field::TunnelId), (9, u64::MAX as u128));
+        assert_eq!(m.get(Field::Metadata), (0, 0));
+        assert_eq!(m.get(Field::EthType), (0, 0));
+        let mut b = Vec::new();
+        crate::oxm::write_match(&m, &mut b).expect("encodes");
+    }
+
+    #[test]
+    fn flow_removed_from_pipeline() {
+        let r = RemovedFlow {
+            reason: RemovedReason::MeterDelete,
+            flow: pipeline::FlowView {
+                table_id: 2,
+                priority: 9,
+                matcher: Match::ANY,
+                cookie: 5,
+                instructions: vec![],
+                packets: 3,
+                bytes: 300,
+                duration_ms: 2_250,
+                idle_timeout: 1,
+                hard_timeout: 2,
+                flags: Default::default(),
+            },
+        };
+        let f = FlowRemoved::from(&r);
+        assert_eq!(
+            f.reason,
+            FlowRemovedReason::Delete,
+            "1.3 has no meter-delete reason"
+        );
+        assert_eq!((f.duration_sec, f.duration_nsec), (2, 250_000_000));
+        assert_eq!(
+            (
+                f.table_id,
+                f.priority,
+                f.cookie,
+                f.packet_count,
+                f.byte_count
+            ),
+            (2, 9, 5, 3, 300)
+        );
     }
 }

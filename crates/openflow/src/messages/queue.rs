@@ -10,7 +10,8 @@ pub enum QueueProp {
     MinRate(u16),
     /// Maximum rate, in 1/10 of a percent (> 1000: disabled).
     MaxRate(u16),
-    /// Experimenter property.
+    /// Experimenter property. Its data is padded with zeros to a multiple of 8 bytes on
+    /// encode (OpenFlow structures are 64-bit aligned), so it decodes back with the padding.
     Experimenter {
         /// Experimenter id.
         experimenter: u32,
@@ -133,6 +134,7 @@ impl QueueGetConfigReply {
                         buf.put_u32(*experimenter);
                         buf.put_zeros(4);
                         buf.extend_from_slice(data);
+                        buf.pad_to_8(ps);
                         patch_len(buf, ps + 2, ps, "queue property")?;
                     }
                 }
