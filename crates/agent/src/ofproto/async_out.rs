@@ -141,24 +141,11 @@ impl OfBridge {
             )
         };
         for r in removed {
-            let reason = FlowRemovedReason::from(r.reason);
-            let f = &r.flow;
-            let msg = Message::FlowRemoved(FlowRemoved {
-                cookie: f.cookie,
-                priority: f.priority,
-                reason,
-                table_id: f.table_id,
-                duration_sec: (f.duration_ms / 1000) as u32,
-                duration_nsec: ((f.duration_ms % 1000) * 1_000_000) as u32,
-                idle_timeout: f.idle_timeout,
-                hard_timeout: f.hard_timeout,
-                packet_count: f.packets,
-                byte_count: f.bytes,
-                matcher: f.matcher,
-            });
+            let msg = FlowRemoved::from(&r);
+            let bit = removed_bit(msg.reason);
             buf.clear();
-            reply(&mut buf, 0, &msg);
-            self.deliver(agents, AsyncKind::FlowRemoved, removed_bit(reason), &buf);
+            reply(&mut buf, 0, &Message::FlowRemoved(msg));
+            self.deliver(agents, AsyncKind::FlowRemoved, bit, &buf);
             rep.flow_removed += 1;
         }
         for s in statuses {
