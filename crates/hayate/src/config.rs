@@ -442,4 +442,52 @@ ofport = 2
         let e = parse("").unwrap_err().0;
         assert!(e.contains("[[bridge]]"));
     }
+
+    #[test]
+    fn openflow_keys_are_read_and_checked() {
+        let src = r#"
+[[bridge]]
+name = "br0"
+datapath_id = "0x00000000000000a1"
+controllers = ["tcp:127.0.0.1:6653", "punix:/tmp/x.sock"]
+fail_mode = "secure"
+
+[[bridge.port]]
+spec = "null:sink"
+"#;
+        let b = &parse(src).unwrap()[0];
+        assert_eq!(b.datapath_id, Some(0xa1));
+        assert_eq!(b.controllers.len(), 2);
+        assert_eq!(b.fail_mode, agent::FailMode::Secure);
+        assert!(b.tls.is_none());
+        let defaults = &parse(GOOD).unwrap()[0];
+        assert_eq!(defaults.datapath_id, None);
+        assert!(defaults.controllers.is_empty());
+        assert_eq!(defaults.fail_mode, agent::FailMode::Standalone);
+    }
+
+    #[test]
+    fn bad_openflow_keys_name_the_line_and_fix() {
+        let bad = |key: &str| {
+            let src =
+                format!("[[bridge]]\nname = \"b\"\n{key}\n[[bridge.port]]\nspec = \"null:\"\n");
+            parse(&src).unwrap_err().0
+        };
+        let e = bad("datapath_id = \"xyz\"");
+        assert!(e.contains("line 3") && e.contains("hex"), "{e}");
+        let e = bad("controllers = [\"carrier-pigeon:1\"]");
+        assert!(e.contains("line 3"), "{e}");
+        let e = bad("fail_mode = \"open\"");
+        assert!(e.contains("line 3") && e.contains("secure"), "{e}");
+        let e = bad("ssl_ca = \"ca.pem\"");
+        assert!(e.contains("all three"), "{e}");
+    }
+
+    #[test]
+    fn datapath_ids_parse_with_or_without_prefix() {
+        assert_eq!(parse_datapath_id("0xA1"), Ok(0xa1));
+        assert_eq!(parse_datapath_id("ffffffffffffffff"), Ok(u64::MAX));
+        assert!(parse_datapath_id("").is_err());
+        assert!(parse_datapath_id("0x1ffffffffffffffff").is_err());
+    }
 }
