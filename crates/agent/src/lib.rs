@@ -11,6 +11,10 @@
 //!
 //! The agent runs on whatever tokio runtime calls [`Agent::start`]; it owns no threads and
 //! never sits on the per-packet path.
+//!
+//! [`ofproto::OfBridge`] is the OpenFlow bridge behind the seam: requests to the pipeline's
+//! control side, multipart replies, packet-out into the datapath, and the pump that turns the
+//! datapath's packet-ins and the pipeline's removed flows into asynchronous messages.
 #![deny(missing_docs)]
 
 mod agent;
