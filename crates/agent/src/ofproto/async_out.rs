@@ -90,9 +90,10 @@ pub(super) fn wants(cfg: &AsyncConfig, role: Role, kind: AsyncKind, bit: u32) ->
 }
 
 impl OfBridge {
-    /// Sends pending asynchronous messages through `agents` (e.g. the controllers' agent and
-    /// the management socket's), taking packet-ins from `datapath` when given; every
-    /// [`TICK`] also expires flows and publishes pending changes. Never blocks.
+    /// Sends pending asynchronous messages through `agents` — the controllers' agent first,
+    /// then any agent serving this bridge through [`super::Secondary`] (the management
+    /// socket) — taking packet-ins from `datapath` when given; every [`TICK`] also expires
+    /// flows and publishes pending changes. Never blocks.
     pub fn pump(&self, agents: &[&Agent], datapath: Option<&datapath::Running>) -> PumpReport {
         let mut rep = PumpReport::default();
         let mut buf = Vec::new();

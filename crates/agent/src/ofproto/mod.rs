@@ -54,7 +54,7 @@ use crate::rate_limit::{RateLimit, TokenBucket};
 use crate::role::Role;
 use crate::ConnId;
 
-pub use async_out::PumpReport;
+pub use async_out::{PumpReport, TICK};
 
 /// Cookie of the flow standalone fail mode installs while no controller is connected
 /// (`table=0, priority=0, actions=NORMAL`); it is removed when a controller connects.
