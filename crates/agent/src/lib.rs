@@ -11,6 +11,10 @@
 //!
 //! The agent runs on whatever tokio runtime calls [`Agent::start`]; it owns no threads and
 //! never sits on the per-packet path.
+//!
+//! [`ofproto::OfBridge`] is the OpenFlow bridge behind the seam: requests to the pipeline's
+//! control side, multipart replies, packet-out into the datapath, and the pump that turns the
+//! datapath's packet-ins and the pipeline's removed flows into asynchronous messages.
 #![deny(missing_docs)]
 
 mod agent;
@@ -18,6 +22,7 @@ pub mod bridge;
 pub mod config;
 pub mod connectivity;
 pub mod framing;
+pub mod ofproto;
 pub mod rate_limit;
 mod registry;
 pub mod role;

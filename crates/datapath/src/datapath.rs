@@ -16,6 +16,7 @@ use port::Port;
 
 use crate::config::DpConfig;
 use crate::execute::{PacketIn, TxPort, TxSlot};
+use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
 use crate::pmd::{Pmd, PmdParts};
 use crate::stats::{PmdStats, Snapshot};
 use crate::upcall::{Upcall, UpcallFactory};
@@ -125,7 +126,14 @@ impl Builder {
             rx: Mutex::new(pi_rx),
             cache: Mutex::new(pool.cache()),
         });
+        let (inject_tx, inject_rx) = sync_channel(INJECT_QUEUE);
+        let wake = Arc::new(Wake::new());
+        let packet_in_wake = Arc::new(Wake::new());
+        let injector = Injector::new(inject_tx, pool.cache(), wake.clone());
         Ok(Datapath {
+            injector,
+            inject_rx: Mutex::new(Some((inject_rx, wake))),
+            packet_in_wake,
             pool,
             ports: self.ports,
             upcall,
@@ -147,6 +155,9 @@ pub struct Datapath {
     config: DpConfig,
     pi_tx: SyncSender<PacketIn>,
     packet_ins: Arc<PacketInQueue>,
+    injector: Injector,
+    inject_rx: Mutex<Option<(Receiver<Injected>, Arc<Wake>)>>,
+    packet_in_wake: Arc<Wake>,
 }
 
 /// The receiving end of the packet-in queue (control side; a mutex is fine here).
@@ -255,6 +266,17 @@ impl Datapath {
                 config: self.config.clone(),
             }));
         }
+        let inject_rx = self
+            .inject_rx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let (Some((rx, wake)), Some(first)) = (inject_rx, pmds.first_mut()) {
+            first.attach_inject(InjectQueue::new(rx, wake));
+        }
+        for p in pmds.iter_mut() {
+            p.attach_packet_in_wake(self.packet_in_wake.clone());
+        }
         Ok(pmds)
     }
 
@@ -287,6 +309,8 @@ impl Datapath {
             stop,
             stats,
             packet_ins: self.packet_ins.clone(),
+            injector: self.injector.clone(),
+            packet_in_wake: self.packet_in_wake.clone(),
         })
     }
 
@@ -294,6 +318,11 @@ impl Datapath {
     /// goes back to the pool afterwards). Returns how many were taken. Never blocks.
     pub fn packet_ins(&self, max: usize, f: impl FnMut(&PacketIn)) -> usize {
         self.packet_ins.take(max, f)
+    }
+
+    /// The packet-out queue (run by thread 0; see [`crate::inject`]).
+    pub fn injector(&self) -> Injector {
+        self.injector.clone()
     }
 }
 
@@ -303,6 +332,8 @@ pub struct Running {
     stop: Arc<AtomicBool>,
     stats: Vec<Arc<PmdStats>>,
     packet_ins: Arc<PacketInQueue>,
+    injector: Injector,
+    packet_in_wake: Arc<Wake>,
 }
 
 impl std::fmt::Debug for Running {
@@ -322,6 +353,17 @@ impl Running {
     /// Counters of each thread.
     pub fn thread_stats(&self) -> Vec<Snapshot> {
         self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// Signalled when poll threads queued packet-ins (wait on its descriptor instead of
+    /// polling the queue; clear it before taking them).
+    pub fn packet_in_wake(&self) -> Arc<Wake> {
+        self.packet_in_wake.clone()
+    }
+
+    /// The packet-out queue (as [`Datapath::injector`]).
+    pub fn injector(&self) -> Injector {
+        self.injector.clone()
     }
 
     /// Takes up to `max` packet-ins (as [`Datapath::packet_ins`]).

@@ -45,6 +45,7 @@ use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
 use crate::execute::{Executor, InPlace, PacketIn, TxPort};
 use crate::idle::{Idle, Step};
+use crate::inject::{InjectQueue, Wake};
 use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::upcall::{Policer, Upcall};
@@ -149,6 +150,10 @@ pub struct Pmd {
     clock: TscClock,
     idle: Idle,
     s: Box<Scratch>,
+    /// Packet-outs to run (thread 0 only; see [`crate::inject`]).
+    inject: Option<InjectQueue>,
+    /// Signalled after a poll that queued packet-ins.
+    packet_in_wake: Option<Arc<Wake>>,
 }
 
 impl std::fmt::Debug for Pmd {
@@ -231,6 +236,8 @@ impl Pmd {
             idle,
             s,
             cfg,
+            inject: None,
+            packet_in_wake: None,
         }
     }
 
@@ -269,9 +276,41 @@ impl Pmd {
         self.rx.iter().map(|r| r.0)
     }
 
+    /// Signals `wake` after each poll that queued packet-ins.
+    pub(crate) fn attach_packet_in_wake(&mut self, wake: Arc<Wake>) {
+        self.packet_in_wake = Some(wake);
+    }
+
+    /// Makes this thread the one that runs packet-outs; their eventfd joins the descriptors
+    /// it sleeps on.
+    pub(crate) fn attach_inject(&mut self, q: InjectQueue) {
+        let wake = q.wake_fd();
+        self.idle = Idle::new(
+            self.cfg.idle,
+            self.rx
+                .iter()
+                .map(|(_, rxq)| rxq.readiness_fd())
+                .chain(std::iter::once(wake)),
+        );
+        self.inject = Some(q);
+    }
+
     /// Polls every rx queue once and processes what arrived. Returns packets processed.
     pub fn poll_once(&mut self) -> usize {
         let mut total = 0;
+        if let Some(q) = &mut self.inject {
+            let n = q.drain(
+                &mut self.exec,
+                &self.ports,
+                &*self.upcall,
+                &now_ns,
+                &mut self.local,
+            );
+            if n != 0 {
+                self.exec.flush(&mut self.local);
+                total += n;
+            }
+        }
         for q in 0..self.rx.len() {
             let t0 = cycles();
             let (ofport, rxq) = &mut self.rx[q];
@@ -291,6 +330,11 @@ impl Pmd {
                 self.idle_polls = 0;
                 let now = self.clock.now_ns();
                 self.maybe_maintain(now);
+            }
+        }
+        if let Some(w) = &self.packet_in_wake {
+            if self.local.get(Counter::PacketIns) != 0 {
+                w.signal();
             }
         }
         self.stats.absorb(&mut self.local);
@@ -321,6 +365,9 @@ impl Pmd {
 
     /// Flushes megaflow counters and frees every packet this thread still buffers.
     pub fn shutdown(&mut self) {
+        if let Some(q) = &mut self.inject {
+            q.discard(self.exec.cache());
+        }
         self.arena.flush_dirty(pipeline::dpaction::now_ms());
         self.exec.discard();
         self.s.batch.free_into(self.exec.cache());

@@ -15,6 +15,11 @@
 //! ofport = 1                       # optional; default: the order of the ports
 //! ```
 //!
+//! OpenFlow keys of a bridge (all optional): `datapath_id = "0xa1"` (default: derived from the
+//! bridge name, stable across restarts), `controllers = ["tcp:10.0.0.1:6653", "ptcp:6653"]`
+//! (default: listen on `ptcp:6653:127.0.0.1`), `fail_mode = "secure"` (default
+//! `"standalone"`), `ssl_ca`, `ssl_cert`, `ssl_key` (PEM files for `ssl:`/`pssl:`).
+//!
 //! A bridge with no flows runs standalone: one flow `priority=0,actions=normal` (L2 learning).
 //! Every error names the line of the file and what to change.
 
@@ -50,6 +55,20 @@ pub struct BridgeConfig {
     /// Flows in ovs-ofctl syntax.
     #[serde(default)]
     pub flows: Vec<Spanned<String>>,
+    /// Datapath id, hex (`"0x00000000000000a1"` or `"a1"`); default: derived from the name.
+    pub datapath_id: Option<Spanned<String>>,
+    /// Controller targets (`tcp:`, `ssl:`, `ptcp:`, `pssl:`, `unix:`, `punix:`); default:
+    /// listen on `ptcp:6653:127.0.0.1`.
+    #[serde(default)]
+    pub controllers: Vec<Spanned<String>>,
+    /// `standalone` (default: L2 learning while no controller is connected) or `secure`.
+    pub fail_mode: Option<Spanned<String>>,
+    /// TLS files for `ssl:`/`pssl:` targets: CA certificate, certificate, private key.
+    pub ssl_ca: Option<String>,
+    /// The switch's certificate (PEM).
+    pub ssl_cert: Option<String>,
+    /// The switch's private key (PEM).
+    pub ssl_key: Option<String>,
 }
 
 /// One port of a bridge.
@@ -75,6 +94,61 @@ pub struct Bridge {
     pub ports: Vec<(u32, String, String)>,
     /// Parsed flows, in file order.
     pub flows: Vec<FlowMod>,
+    /// Datapath id, when given.
+    pub datapath_id: Option<u64>,
+    /// Controller targets as given (checked).
+    pub controllers: Vec<String>,
+    /// Fail mode.
+    pub fail_mode: agent::FailMode,
+    /// TLS files (all three or none).
+    pub tls: Option<agent::TlsFiles>,
+}
+
+/// Parses a datapath id in hex, with or without `0x`.
+pub fn parse_datapath_id(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    if digits.is_empty() || digits.len() > 16 {
+        return Err(format!(
+            "datapath id {text:?} is not 1 to 16 hex digits; write e.g. 0x00000000000000a1"
+        ));
+    }
+    u64::from_str_radix(digits, 16)
+        .map_err(|_| format!("datapath id {text:?} is not hex; write e.g. 0x00000000000000a1"))
+}
+
+/// Parses a fail mode.
+pub fn parse_fail_mode(text: &str) -> Result<agent::FailMode, String> {
+    match text {
+        "standalone" => Ok(agent::FailMode::Standalone),
+        "secure" => Ok(agent::FailMode::Secure),
+        other => Err(format!(
+            "fail mode {other:?} is unknown; use \"standalone\" or \"secure\""
+        )),
+    }
+}
+
+/// TLS files from three optional paths: all or none.
+pub fn tls_files(
+    ca: Option<&str>,
+    cert: Option<&str>,
+    key: Option<&str>,
+) -> Result<Option<agent::TlsFiles>, String> {
+    match (ca, cert, key) {
+        (None, None, None) => Ok(None),
+        (Some(ca), Some(cert), Some(key)) => Ok(Some(agent::TlsFiles {
+            ca_cert: ca.into(),
+            cert: cert.into(),
+            key: key.into(),
+        })),
+        _ => Err(
+            "TLS needs all three files: the CA certificate, the certificate and the private key"
+                .into(),
+        ),
+    }
 }
 
 /// A configuration error, with the line it was found on.
@@ -195,11 +269,41 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
             b.flows[i].get_ref()
         )));
     }
+    let at = |sp: &Spanned<String>| line_of(src, sp.span().start);
+    let datapath_id = match &b.datapath_id {
+        Some(d) => Some(
+            parse_datapath_id(d.get_ref())
+                .map_err(|e| ConfigError(format!("line {}: {e}", at(d))))?,
+        ),
+        None => None,
+    };
+    let mut controllers = Vec::new();
+    for c in &b.controllers {
+        agent::Target::parse(c.get_ref())
+            .map_err(|e| ConfigError(format!("line {}: {e}", at(c))))?;
+        controllers.push(c.get_ref().clone());
+    }
+    let fail_mode = match &b.fail_mode {
+        Some(f) => {
+            parse_fail_mode(f.get_ref()).map_err(|e| ConfigError(format!("line {}: {e}", at(f))))?
+        }
+        None => agent::FailMode::default(),
+    };
+    let tls = tls_files(
+        b.ssl_ca.as_deref(),
+        b.ssl_cert.as_deref(),
+        b.ssl_key.as_deref(),
+    )
+    .map_err(|e| ConfigError(format!("bridge {name:?}: {e}")))?;
     Ok(Bridge {
         name,
         cores: b.cores,
         ports: by_no.into_iter().map(|(n, (a, s))| (n, a, s)).collect(),
         flows,
+        datapath_id,
+        controllers,
+        fail_mode,
+        tls,
     })
 }
 
@@ -337,5 +441,53 @@ ofport = 2
     fn empty_config_says_what_to_add() {
         let e = parse("").unwrap_err().0;
         assert!(e.contains("[[bridge]]"));
+    }
+
+    #[test]
+    fn openflow_keys_are_read_and_checked() {
+        let src = r#"
+[[bridge]]
+name = "br0"
+datapath_id = "0x00000000000000a1"
+controllers = ["tcp:127.0.0.1:6653", "punix:/tmp/x.sock"]
+fail_mode = "secure"
+
+[[bridge.port]]
+spec = "null:sink"
+"#;
+        let b = &parse(src).unwrap()[0];
+        assert_eq!(b.datapath_id, Some(0xa1));
+        assert_eq!(b.controllers.len(), 2);
+        assert_eq!(b.fail_mode, agent::FailMode::Secure);
+        assert!(b.tls.is_none());
+        let defaults = &parse(GOOD).unwrap()[0];
+        assert_eq!(defaults.datapath_id, None);
+        assert!(defaults.controllers.is_empty());
+        assert_eq!(defaults.fail_mode, agent::FailMode::Standalone);
+    }
+
+    #[test]
+    fn bad_openflow_keys_name_the_line_and_fix() {
+        let bad = |key: &str| {
+            let src =
+                format!("[[bridge]]\nname = \"b\"\n{key}\n[[bridge.port]]\nspec = \"null:\"\n");
+            parse(&src).unwrap_err().0
+        };
+        let e = bad("datapath_id = \"xyz\"");
+        assert!(e.contains("line 3") && e.contains("hex"), "{e}");
+        let e = bad("controllers = [\"carrier-pigeon:1\"]");
+        assert!(e.contains("line 3"), "{e}");
+        let e = bad("fail_mode = \"open\"");
+        assert!(e.contains("line 3") && e.contains("secure"), "{e}");
+        let e = bad("ssl_ca = \"ca.pem\"");
+        assert!(e.contains("all three"), "{e}");
+    }
+
+    #[test]
+    fn datapath_ids_parse_with_or_without_prefix() {
+        assert_eq!(parse_datapath_id("0xA1"), Ok(0xa1));
+        assert_eq!(parse_datapath_id("ffffffffffffffff"), Ok(u64::MAX));
+        assert!(parse_datapath_id("").is_err());
+        assert!(parse_datapath_id("0x1ffffffffffffffff").is_err());
     }
 }

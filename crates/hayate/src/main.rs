@@ -2,12 +2,15 @@
 //!
 //! - `hayate run` — run bridges from a TOML config, or one standalone (L2 learning) bridge on
 //!   the ports named with `--port`;
+//! - `hayate ctl` — ovs-ofctl's flow syntax on a running switch, over its management socket;
 //! - `hayate bench` — named in-process benchmark scenarios on null ports, one pinned thread;
 //! - `hayate gen` — traffic generator and analyzer on any port spec (`gen/`).
 
 mod bench;
 mod config;
+mod ctl;
 mod gen;
+mod ofbridge;
 mod pin;
 mod run;
 mod switch;
@@ -35,6 +38,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Traffic generator and analyzer: send, recv, run, rfc2544, reflect, loopback.
     Gen(gen::GenArgs),
+    /// Talk to a running switch in ovs-ofctl's flow syntax (add-flow, dump-flows, …) over its
+    /// management socket.
+    Ctl(ctl::CtlArgs),
     /// Check a config file and print the bridges, ports and flows it describes.
     Check {
         /// The TOML config.
@@ -56,6 +62,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::main(args),
         Command::Gen(args) => gen::main(args),
+        Command::Ctl(args) => ctl::main(args),
         Command::Check { config } => run::check(&config),
     };
     match result {

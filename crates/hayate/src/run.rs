@@ -8,7 +8,10 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use packet::{Pool, PoolConfig};
 
+use std::sync::Arc;
+
 use crate::config;
+use crate::ofbridge::{default_run_dir, OpenFlowSettings};
 use crate::switch::{Switch, SwitchPort};
 
 /// Options of `hayate run`.
@@ -42,6 +45,31 @@ pub struct RunArgs {
     /// `[{"bridge", "ofport", "name", "rx_packets", "rx_bytes", ...}]`.
     #[arg(long)]
     pub stats_json: Option<PathBuf>,
+    /// A controller target, repeatable: tcp:HOST:PORT, ssl:HOST:PORT, ptcp:PORT[:IP],
+    /// pssl:PORT[:IP], unix:PATH, punix:PATH (default: ptcp:6653:127.0.0.1). Applies to every
+    /// bridge of a config.
+    #[arg(long = "controller")]
+    pub controllers: Vec<String>,
+    /// What a bridge does without a controller: standalone (L2 learning, the default) or
+    /// secure (keep flows, forward nothing new).
+    #[arg(long)]
+    pub fail_mode: Option<String>,
+    /// Datapath id in hex (one bridge only; default: derived from the bridge name).
+    #[arg(long)]
+    pub datapath_id: Option<String>,
+    /// CA certificate (PEM) for ssl:/pssl: controllers.
+    #[arg(long)]
+    pub ssl_ca: Option<String>,
+    /// The switch's certificate (PEM) for ssl:/pssl:.
+    #[arg(long)]
+    pub ssl_cert: Option<String>,
+    /// The switch's private key (PEM) for ssl:/pssl:.
+    #[arg(long)]
+    pub ssl_key: Option<String>,
+    /// Folder of the management sockets `<bridge>.mgmt` that `hayate ctl` talks to (default:
+    /// /run/hayate as root, else $XDG_RUNTIME_DIR/hayate).
+    #[arg(long)]
+    pub run_dir: Option<PathBuf>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -75,12 +103,77 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
             .map(|(i, s)| (i as u32 + 1, s.clone(), s.clone()))
             .collect(),
         flows: Vec::new(),
+        datapath_id: None,
+        controllers: Vec::new(),
+        fail_mode: agent::FailMode::default(),
+        tls: None,
     }])
+}
+
+/// The OpenFlow settings of bridge `b`, command-line options over config keys.
+fn openflow_settings(
+    args: &RunArgs,
+    b: &config::Bridge,
+    nbridges: usize,
+) -> Result<OpenFlowSettings> {
+    let datapath_id = match &args.datapath_id {
+        Some(_) if nbridges > 1 => bail!(
+            "--datapath-id names one bridge's id but the config has {nbridges} bridges; set datapath_id per bridge in the config"
+        ),
+        Some(t) => Some(config::parse_datapath_id(t).map_err(|e| anyhow!(e))?),
+        None => b.datapath_id,
+    };
+    for t in &args.controllers {
+        agent::Target::parse(t)?;
+    }
+    let fail_mode = match &args.fail_mode {
+        Some(f) => config::parse_fail_mode(f).map_err(|e| anyhow!(e))?,
+        None => b.fail_mode,
+    };
+    let tls = match config::tls_files(
+        args.ssl_ca.as_deref(),
+        args.ssl_cert.as_deref(),
+        args.ssl_key.as_deref(),
+    )
+    .map_err(|e| anyhow!(e))?
+    {
+        Some(t) => Some(t),
+        None => b.tls.clone(),
+    };
+    Ok(OpenFlowSettings {
+        datapath_id,
+        controllers: if args.controllers.is_empty() {
+            b.controllers.clone()
+        } else {
+            args.controllers.clone()
+        },
+        fail_mode,
+        tls,
+        run_dir: Some(args.run_dir.clone().unwrap_or_else(default_run_dir)),
+    })
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // A second initialisation (tests) is harmless.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 /// Runs `hayate run`.
 pub fn run(args: RunArgs) -> Result<()> {
+    init_logging();
     let bridges = bridges_from(&args)?;
+    let nbridges = bridges.len();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("hayate-agent")
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow!("cannot start the controller connections' runtime: {e}"))?;
     let pool = Pool::new(&PoolConfig {
         frames: args.pool_frames,
         hugepages: true,
@@ -99,14 +192,15 @@ pub fn run(args: RunArgs) -> Result<()> {
                 port,
             });
         }
-        let mut sw = Switch::with_flow_mods(&b.name, pool.clone(), ports, b.flows)?;
+        let settings = openflow_settings(&args, &b, nbridges)?;
+        let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows)?;
         sw.config.idle.sleep = !args.busy_poll;
         let cores: Vec<Option<usize>> = if b.cores.is_empty() {
             vec![Some(last_core)]
         } else {
             b.cores.iter().map(|c| Some(*c)).collect()
         };
-        let handle = sw.start(&cores)?;
+        let handle = Arc::new(sw.start(&cores)?);
         eprintln!(
             "hayate: bridge {} running: {} ports, {} thread(s) on cores {:?}",
             sw.name,
@@ -114,7 +208,17 @@ pub fn run(args: RunArgs) -> Result<()> {
             cores.len(),
             cores.iter().flatten().collect::<Vec<_>>()
         );
-        running.push((sw, handle));
+        let stats = StatsView {
+            name: sw.name.clone(),
+            ports: sw
+                .ports
+                .iter()
+                .map(|p| (p.ofport, p.name.clone(), p.port.clone()))
+                .collect(),
+        };
+        let mut slot = Some(sw);
+        let side = crate::ofbridge::start(&rt, &mut slot, handle.clone(), &settings)?;
+        running.push((stats, handle, side));
     }
     // SAFETY: installing a handler that only stores to an atomic.
     unsafe {
@@ -125,11 +229,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let start = Instant::now();
     let mut last_print = Instant::now();
     while !STOP.load(Ordering::Relaxed) {
+        // Timeouts and MAC aging run in each bridge's pump (control side, agent runtime).
         std::thread::sleep(Duration::from_millis(50));
-        // Timeouts and MAC aging run on the control side, never in the poll threads.
-        for (sw, _) in running.iter_mut() {
-            sw.control.tick(pipeline::dpaction::now_ms());
-        }
         if let Some(d) = args.duration {
             if start.elapsed().as_secs_f64() >= d {
                 break;
@@ -140,25 +241,34 @@ pub fn run(args: RunArgs) -> Result<()> {
             last_print = Instant::now();
         }
     }
-    for (_, handle) in running.iter_mut() {
-        handle.stop();
+    let mut views = Vec::new();
+    for (view, handle, side) in running {
+        // The pump holds the datapath too: stop it first, then the poll threads.
+        drop(side);
+        match Arc::try_unwrap(handle) {
+            Ok(mut h) => h.stop(),
+            Err(h) => drop(h),
+        }
+        views.push(view);
     }
-    print_stats(&running);
+    rt.shutdown_timeout(Duration::from_secs(1));
+    print_views(&views);
     if let Some(path) = &args.stats_json {
-        write_stats_json(path, &running)?;
+        write_stats_json(path, &views)?;
     }
     Ok(())
 }
 
-fn write_stats_json(path: &Path, running: &[(Switch, datapath::Running)]) -> Result<()> {
+/// Writes every port's final counters to `path` as JSON (`--stats-json`).
+fn write_stats_json(path: &Path, views: &[StatsView]) -> Result<()> {
     let mut rows = Vec::new();
-    for (sw, _) in running {
-        for p in &sw.ports {
-            let s = p.port.stats();
+    for sw in views {
+        for (ofport, name, port) in &sw.ports {
+            let s = port.stats();
             rows.push(serde_json::json!({
                 "bridge": sw.name,
-                "ofport": p.ofport,
-                "name": p.name,
+                "ofport": ofport,
+                "name": name,
                 "rx_packets": s.rx_packets,
                 "rx_bytes": s.rx_bytes,
                 "rx_dropped": s.rx_dropped,
@@ -175,20 +285,42 @@ fn write_stats_json(path: &Path, running: &[(Switch, datapath::Running)]) -> Res
         .map_err(|e| anyhow!("--stats-json {}: cannot write: {e}", path.display()))
 }
 
+/// What stats printing needs of a bridge.
+struct StatsView {
+    name: String,
+    ports: Vec<(u32, String, Arc<dyn port::Port>)>,
+}
+
+type Running = (
+    StatsView,
+    Arc<datapath::Running>,
+    crate::ofbridge::OpenFlowSide,
+);
+
+fn print_stats(running: &[Running]) {
+    let views: Vec<&StatsView> = running.iter().map(|r| &r.0).collect();
+    print_view_refs(&views);
+}
+
+fn print_views(views: &[StatsView]) {
+    let refs: Vec<&StatsView> = views.iter().collect();
+    print_view_refs(&refs);
+}
+
 /// Prints every port's counters. A closed stdout (the reader went away) is not an error
 /// worth stopping a switch for: the lines are dropped.
-fn print_stats(running: &[(Switch, datapath::Running)]) {
+fn print_view_refs(views: &[&StatsView]) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    for (sw, _) in running {
-        for p in &sw.ports {
-            let s = p.port.stats();
+    for sw in views {
+        for (ofport, name, port) in &sw.ports {
+            let s = port.stats();
             let _ = writeln!(
                 out,
                 "{} port {} ({}): rx {} pkts {} bytes, tx {} pkts {} bytes, drops rx {} tx {}",
                 sw.name,
-                p.ofport,
-                p.name,
+                ofport,
+                name,
                 s.rx_packets,
                 s.rx_bytes,
                 s.tx_packets,
@@ -208,8 +340,24 @@ pub fn check(path: &Path) -> Result<()> {
         for (no, name, spec) in &b.ports {
             println!("  port {no}: {name} ({spec})");
         }
+        println!(
+            "  datapath id: {}",
+            b.datapath_id.map_or_else(
+                || "derived from the name".to_string(),
+                |d| format!("{d:016x}")
+            )
+        );
+        println!(
+            "  controllers: {}, fail mode {:?}",
+            if b.controllers.is_empty() {
+                crate::ofbridge::DEFAULT_TARGET.to_string()
+            } else {
+                b.controllers.join(" ")
+            },
+            b.fail_mode
+        );
         if b.flows.is_empty() {
-            println!("  flows: none (standalone: L2 learning)");
+            println!("  flows: none (standalone: L2 learning until a controller connects)");
         }
         for f in &b.flows {
             println!("  {}", pipeline::ofctl::format_flow_mod(f));

@@ -46,7 +46,7 @@ impl Switch {
         Self::with_flow_mods(name, pool, ports, mods)
     }
 
-    /// Builds a bridge with already parsed flow-mods.
+    /// Builds a bridge with already parsed flow-mods (none: standalone L2 learning).
     pub fn with_flow_mods(
         name: &str,
         pool: Pool,
@@ -59,6 +59,17 @@ impl Switch {
                     .map_err(|e| anyhow!("{e}"))?,
             );
         }
+        Self::with_exact_flow_mods(name, pool, ports, mods)
+    }
+
+    /// Builds a bridge with exactly `mods` installed (none: empty tables; the OpenFlow
+    /// bridge's fail mode decides what happens without a controller).
+    pub fn with_exact_flow_mods(
+        name: &str,
+        pool: Pool,
+        ports: Vec<SwitchPort>,
+        mods: Vec<pipeline::FlowMod>,
+    ) -> Result<Switch> {
         let (mut control, cell) = Control::new(PipelineConfig::default());
         control.set_ports(
             ports

@@ -1,0 +1,376 @@
+//! The OpenFlow bridge: the [`Bridge`] that turns controllers' OpenFlow 1.3 messages into
+//! pipeline changes ([`pipeline::Control`]) and datapath actions, and the datapath's events
+//! (packet-ins, expired flows, port changes) into asynchronous messages.
+//!
+//! ```text
+//!  agent session ──handle(msg)──► OfBridge ──flow/group/meter/port-mod──► Control (working copy)
+//!                                    │ barrier, packet-out, pump tick ──► Control::publish
+//!                                    │ packet-out ──► datapath::Injector (poll thread 0)
+//!  pump (every 1–50 ms) ◄── datapath packet-ins, Control::tick / take_removed, port-status
+//!        └──► agent: AsyncSender (filtered per connection by SET_ASYNC)
+//! ```
+//!
+//! | file | job |
+//! |---|---|
+//! | `mod.rs` | [`OfBridge`], its settings and ports, the [`Bridge`] impl, fail mode |
+//! | `handle.rs` | one OpenFlow request → replies or an error |
+//! | `multipart.rs` | multipart (statistics) replies, split to fit 64 KiB messages |
+//! | `features.rs` | what the switch says about itself: desc, table/group/meter features, ports |
+//! | `packet_out.rs` | packet-out actions → datapath actions |
+//! | `async_out.rs` | the pump: packet-in, flow-removed, port-status, per-connection filters |
+//!
+//! Barrier: the pipeline's working copy is published when a BARRIER_REQUEST arrives (before
+//! the reply is written), before a packet-out, and on the pump's tick. A published pipeline is
+//! met by the very next packet in the datapath (each poll thread compares the generation once
+//! per batch, before any lookup; `crates/datapath/tests/barrier.rs`), so the BARRIER_REPLY
+//! means every earlier message is in effect in the fast path.
+//!
+//! Locking: one mutex over the bridge's state, taken by `handle` and by the pump — both on
+//! the control side. The datapath never takes it.
+
+mod async_out;
+mod features;
+mod handle;
+mod multipart;
+mod packet_out;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use datapath::Injector;
+use openflow::{AsyncConfig, PortStatus};
+use pipeline::model::{Action, FlowFlags, FlowMod, FlowModCommand, Instruction, Match};
+use pipeline::{Control, RemovedFlow};
+use port::Port;
+
+use crate::bridge::Bridge;
+use crate::connectivity::{Connectivity, FailMode};
+use crate::rate_limit::{RateLimit, TokenBucket};
+use crate::role::Role;
+use crate::ConnId;
+
+pub use async_out::{PumpReport, TICK};
+
+/// Cookie of the flow standalone fail mode installs while no controller is connected
+/// (`table=0, priority=0, actions=NORMAL`); it is removed when a controller connects.
+pub const FAIL_OPEN_COOKIE: u64 = 0x4861_7961_7465_fa11;
+
+/// Default `miss_send_len` (OpenFlow 1.3's `OFPCML_DEFAULT`... the spec's default is 128).
+pub const DEFAULT_MISS_SEND_LEN: u16 = 128;
+
+/// Settings of one OpenFlow bridge.
+#[derive(Debug, Clone)]
+pub struct OfBridgeConfig {
+    /// Bridge name (desc, logs).
+    pub name: String,
+    /// Datapath id (FEATURES_REPLY).
+    pub datapath_id: u64,
+    /// What to do without a controller.
+    pub fail_mode: FailMode,
+    /// Packet-in budget per controller when SET_ASYNC filtering sends one by one (the agent
+    /// applies its own otherwise); use the agent's `packet_in_limit`.
+    pub packet_in_limit: RateLimit,
+}
+
+/// One port of the bridge.
+#[derive(Clone)]
+pub struct OfPort {
+    /// OpenFlow port number.
+    pub no: u32,
+    /// Name (at most 15 bytes go on the wire).
+    pub name: String,
+    /// MAC address.
+    pub hw_addr: [u8; 6],
+    /// The backend (for counters).
+    pub port: Arc<dyn Port>,
+}
+
+impl std::fmt::Debug for OfPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OfPort")
+            .field("no", &self.no)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A port with its OpenFlow config bits.
+struct PortState {
+    port: OfPort,
+    /// `ofp_port_config` bits (PORT_DOWN, NO_RECV, NO_FWD, NO_PACKET_IN).
+    config: u32,
+    since: Instant,
+}
+
+/// Everything behind the bridge's mutex.
+struct State {
+    control: Control,
+    ports: Vec<PortState>,
+    /// `ofp_switch_config` flags (fragment handling; kept, not acted on).
+    config_flags: u16,
+    /// Per-connection SET_ASYNC settings (absent: the defaults).
+    async_cfg: HashMap<ConnId, AsyncConfig>,
+    /// Per-connection packet-in budgets for filtered sends.
+    buckets: HashMap<ConnId, TokenBucket>,
+    /// The working copy has changes not yet published.
+    dirty: bool,
+    /// The fail-open flow is installed.
+    fail_open: bool,
+    /// Port-status messages to send.
+    port_status: Vec<PortStatus>,
+    /// Removed flows (timeouts, deletes) to report.
+    removed: Vec<RemovedFlow>,
+    last_tick: Instant,
+}
+
+/// The OpenFlow side of one bridge (see the module docs).
+pub struct OfBridge {
+    cfg: OfBridgeConfig,
+    state: Mutex<State>,
+    injector: Mutex<Option<Injector>>,
+    miss_send_len: AtomicU16,
+    /// Some connection has a non-default async config (the slow, filtered send path).
+    filtered: AtomicBool,
+}
+
+impl std::fmt::Debug for OfBridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OfBridge")
+            .field("name", &self.cfg.name)
+            .field(
+                "datapath_id",
+                &format_args!("{:016x}", self.cfg.datapath_id),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+fn fail_open_flow(command: FlowModCommand) -> FlowMod {
+    FlowMod {
+        command,
+        table_id: 0,
+        priority: 0,
+        matcher: Match::ANY,
+        instructions: vec![Instruction::ApplyActions(vec![Action::Output {
+            port: pipeline::model::ports::NORMAL,
+            max_len: 0,
+        }])],
+        cookie: FAIL_OPEN_COOKIE,
+        cookie_mask: u64::MAX,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        out_port: pipeline::model::ports::ANY,
+        out_group: pipeline::model::GROUP_ANY,
+        flags: FlowFlags::default(),
+    }
+}
+
+impl OfBridge {
+    /// A bridge over `control` (whose tables may already hold configured flows) and `ports`.
+    /// In standalone fail mode the fail-open flow is installed at once (no controller is
+    /// connected yet), unless table 0 already has a priority-0 catch-all entry.
+    pub fn new(cfg: OfBridgeConfig, control: Control, ports: Vec<OfPort>) -> Arc<OfBridge> {
+        let now = Instant::now();
+        let mut st = State {
+            control,
+            ports: ports
+                .into_iter()
+                .map(|port| PortState {
+                    port,
+                    config: 0,
+                    since: now,
+                })
+                .collect(),
+            config_flags: 0,
+            async_cfg: HashMap::new(),
+            buckets: HashMap::new(),
+            dirty: false,
+            fail_open: false,
+            port_status: Vec::new(),
+            removed: Vec::new(),
+            last_tick: now,
+        };
+        st.ports.sort_by_key(|p| p.port.no);
+        if cfg.fail_mode == FailMode::Standalone {
+            st.install_fail_open();
+            st.publish();
+        }
+        Arc::new(OfBridge {
+            cfg,
+            state: Mutex::new(st),
+            injector: Mutex::new(None),
+            miss_send_len: AtomicU16::new(DEFAULT_MISS_SEND_LEN),
+            filtered: AtomicBool::new(false),
+        })
+    }
+
+    /// Connects packet-outs to a started datapath.
+    pub fn attach(&self, injector: Injector) {
+        *self.injector.lock().unwrap_or_else(|e| e.into_inner()) = Some(injector);
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &OfBridgeConfig {
+        &self.cfg
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the control side of the pipeline (e.g. for tools); marks it changed.
+    pub fn with_control<R>(&self, f: impl FnOnce(&mut Control) -> R) -> R {
+        let mut st = self.lock();
+        st.dirty = true;
+        f(&mut st.control)
+    }
+
+    /// Publishes pending changes now.
+    pub fn publish(&self) {
+        self.lock().publish();
+    }
+
+    /// Whether the standalone fail-open flow is installed now.
+    pub fn fail_open_active(&self) -> bool {
+        self.lock().fail_open
+    }
+}
+
+impl State {
+    fn publish(&mut self) {
+        if self.dirty {
+            self.control.publish();
+            self.dirty = false;
+        }
+    }
+
+    fn install_fail_open(&mut self) {
+        if self.fail_open {
+            return;
+        }
+        let strict = pipeline::FlowFilter {
+            matcher: Match::ANY,
+            strict_priority: Some(0),
+            ..pipeline::FlowFilter::ALL
+        };
+        if !self.control.flows(0, &strict).is_empty() {
+            tracing::info!(
+                "standalone: table 0 has its own priority-0 catch-all; no fail-open flow"
+            );
+            return;
+        }
+        match self.control.flow_mod(&fail_open_flow(FlowModCommand::Add)) {
+            Ok(()) => {
+                self.fail_open = true;
+                self.dirty = true;
+            }
+            Err(e) => tracing::warn!("standalone: cannot install the fail-open flow: {e}"),
+        }
+    }
+
+    fn remove_fail_open(&mut self) {
+        if !self.fail_open {
+            return;
+        }
+        self.fail_open = false;
+        if let Err(e) = self
+            .control
+            .flow_mod(&fail_open_flow(FlowModCommand::DeleteStrict))
+        {
+            tracing::warn!("cannot remove the fail-open flow: {e}");
+        }
+        // Its removal is ours, not a controller's business: no FLOW_REMOVED.
+        self.dirty = true;
+        self.publish();
+    }
+}
+
+impl Bridge for OfBridge {
+    fn datapath_id(&self) -> u64 {
+        self.cfg.datapath_id
+    }
+
+    fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>) {
+        handle::handle(self, conn, role, msg, replies);
+    }
+
+    fn on_connectivity(&self, event: Connectivity) {
+        if self.cfg.fail_mode != FailMode::Standalone {
+            return;
+        }
+        let mut st = self.lock();
+        match event {
+            Connectivity::Connected => st.remove_fail_open(),
+            Connectivity::Lost => {
+                tracing::info!(bridge = %self.cfg.name, "no controller: standalone L2 learning");
+                st.install_fail_open();
+                st.publish();
+            }
+        }
+    }
+
+    fn on_connect(&self, conn: ConnId) {
+        let _ = conn;
+        // Hand the tables over before the controller's first request is handled.
+        if self.cfg.fail_mode == FailMode::Standalone {
+            self.lock().remove_fail_open();
+        }
+    }
+
+    fn on_disconnect(&self, conn: ConnId) {
+        let mut st = self.lock();
+        st.async_cfg.remove(&conn);
+        st.buckets.remove(&conn);
+        let filtered = !st.async_cfg.is_empty();
+        self.filtered.store(filtered, Relaxed);
+    }
+}
+
+/// A datapath id from a bridge name: a locally administered MAC derived from the name
+/// (stable across restarts), in the low 48 bits.
+pub fn datapath_id_from_name(name: &str) -> u64 {
+    let mac = mac_from_name(name);
+    mac.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b))
+}
+
+/// A locally administered unicast MAC derived from `name` (FNV-1a), stable across restarts.
+pub fn mac_from_name(name: &str) -> [u8; 6] {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let b = h.to_be_bytes();
+    [(b[2] & 0xfe) | 0x02, b[3], b[4], b[5], b[6], b[7]]
+}
+
+/// The same bridge seen through a second agent (the management socket): requests are
+/// handled alike, but its connections do not count as controllers for the fail mode, and
+/// their ids are kept apart from the main agent's (bit 63 set).
+pub struct Secondary(pub Arc<OfBridge>);
+
+/// Marks a secondary agent's connection ids.
+pub(crate) const SECONDARY_BIT: u64 = 1 << 63;
+
+impl Bridge for Secondary {
+    fn datapath_id(&self) -> u64 {
+        self.0.cfg.datapath_id
+    }
+
+    fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>) {
+        handle::handle(&self.0, ConnId(conn.0 | SECONDARY_BIT), role, msg, replies);
+    }
+
+    fn on_connectivity(&self, event: Connectivity) {
+        let _ = event;
+    }
+
+    fn on_disconnect(&self, conn: ConnId) {
+        self.0.on_disconnect(ConnId(conn.0 | SECONDARY_BIT));
+    }
+}

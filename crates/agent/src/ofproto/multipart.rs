@@ -1,0 +1,216 @@
+//! Multipart (statistics and description) replies. A reply that does not fit one 64 KiB
+//! message is split into several, all but the last flagged MORE.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use openflow::multipart::{
+    AggregateStats, Counter, FlowStats, FlowStatsRequest, GroupStats, MeterConfig, MeterStats,
+    TableStats, MORE,
+};
+use openflow::{ErrorCode, Message, MultipartReply, MultipartReplyBody as B};
+use openflow::{MultipartRequest, MultipartRequestBody as R};
+use pipeline::model::{ports, GROUP_ALL, MAX_TABLE, METER_ALL};
+use pipeline::FlowFilter;
+
+use super::handle::{error, reply};
+use super::{features, OfBridge};
+
+/// Items per reply message to try first; halved while a message would be too long.
+const FIRST_CHUNK: usize = 256;
+
+/// Sends `items` in as many messages as needed.
+fn split<T: Clone>(out: &mut Vec<u8>, xid: u32, items: &[T], wrap: impl Fn(Vec<T>) -> B) {
+    if items.is_empty() {
+        reply(
+            out,
+            xid,
+            &Message::MultipartReply(MultipartReply {
+                flags: 0,
+                body: wrap(Vec::new()),
+            }),
+        );
+        return;
+    }
+    let mut i = 0;
+    let mut chunk = FIRST_CHUNK;
+    while i < items.len() {
+        let end = (i + chunk).min(items.len());
+        let msg = Message::MultipartReply(MultipartReply {
+            flags: if end < items.len() { MORE } else { 0 },
+            body: wrap(items[i..end].to_vec()),
+        });
+        match openflow::encode(xid, &msg, out) {
+            Ok(()) => i = end,
+            Err(_) if end - i > 1 => chunk = (end - i) / 2,
+            Err(e) => {
+                tracing::error!("a multipart reply entry does not fit a message: {e}");
+                i = end;
+            }
+        }
+    }
+}
+
+fn filter_of(r: &FlowStatsRequest) -> FlowFilter {
+    FlowFilter {
+        matcher: r.matcher,
+        strict_priority: None,
+        cookie: r.cookie,
+        cookie_mask: r.cookie_mask,
+        out_port: r.out_port,
+        out_group: r.out_group,
+    }
+}
+
+pub(super) fn reply_to(
+    b: &OfBridge,
+    xid: u32,
+    msg: &[u8],
+    req: &MultipartRequest,
+    out: &mut Vec<u8>,
+) {
+    let one = |out: &mut Vec<u8>, body: B| {
+        reply(
+            out,
+            xid,
+            &Message::MultipartReply(MultipartReply { flags: 0, body }),
+        )
+    };
+    match &req.body {
+        R::Desc => one(out, B::Desc(features::desc(&b.cfg.name, b.cfg.datapath_id))),
+        R::Flow(r) => {
+            let st = b.lock();
+            let flows: Vec<FlowStats> = st
+                .control
+                .flows(r.table_id, &filter_of(r))
+                .iter()
+                .map(FlowStats::from)
+                .collect();
+            drop(st);
+            split(out, xid, &flows, B::Flow);
+        }
+        R::Aggregate(r) => {
+            let st = b.lock();
+            let flows = st.control.flows(r.table_id, &filter_of(r));
+            let agg = AggregateStats {
+                packet_count: flows.iter().map(|f| f.packets).sum(),
+                byte_count: flows.iter().map(|f| f.bytes).sum(),
+                flow_count: flows.len() as u32,
+            };
+            drop(st);
+            one(out, B::Aggregate(agg));
+        }
+        R::Table => {
+            let stats: Vec<TableStats> = b
+                .lock()
+                .control
+                .table_stats()
+                .iter()
+                .map(TableStats::from)
+                .collect();
+            split(out, xid, &stats, B::Table);
+        }
+        R::PortStats { port_no } => {
+            let st = b.lock();
+            let stats: Vec<_> = st
+                .ports
+                .iter()
+                .filter(|p| *port_no == ports::ANY || p.port.no == *port_no)
+                .map(features::port_stats)
+                .collect();
+            drop(st);
+            if stats.is_empty() && *port_no != ports::ANY {
+                error(out, msg, ErrorCode::BRC_BAD_PORT);
+            } else {
+                split(out, xid, &stats, B::PortStats);
+            }
+        }
+        R::Queue { .. } => one(out, B::Queue(Vec::new())),
+        R::Group { group_id } => {
+            let st = b.lock();
+            let stats: Vec<GroupStats> = st
+                .control
+                .groups()
+                .iter()
+                .filter(|g| *group_id == GROUP_ALL || g.id == *group_id)
+                .map(|g| GroupStats {
+                    group_id: g.id,
+                    bucket_stats: vec![Counter::default(); g.buckets.len()],
+                    ..GroupStats::default()
+                })
+                .collect();
+            drop(st);
+            split(out, xid, &stats, B::Group);
+        }
+        R::GroupDesc => {
+            let mut groups: Vec<_> = b
+                .lock()
+                .control
+                .groups()
+                .iter()
+                .map(|g| (**g).clone())
+                .collect();
+            groups.sort_by_key(|g| g.id);
+            split(out, xid, &groups, B::GroupDesc);
+        }
+        R::GroupFeatures => one(out, B::GroupFeatures(features::group_features())),
+        R::Meter { meter_id } => {
+            let st = b.lock();
+            let mut stats: Vec<MeterStats> = st
+                .control
+                .meters()
+                .filter(|m| *meter_id == METER_ALL || m.meter.id == *meter_id)
+                .map(|m| MeterStats {
+                    meter_id: m.meter.id,
+                    flow_count: 0,
+                    packet_in_count: m.packets.load(Relaxed),
+                    byte_in_count: m.bytes.load(Relaxed),
+                    duration_sec: 0,
+                    duration_nsec: 0,
+                    band_stats: (0..m.meter.bands.len())
+                        .map(|i| {
+                            m.band_counters(i).map_or(Counter::default(), |c| Counter {
+                                packet_count: c.packets.load(Relaxed),
+                                byte_count: c.bytes.load(Relaxed),
+                            })
+                        })
+                        .collect(),
+                })
+                .collect();
+            drop(st);
+            stats.sort_by_key(|m| m.meter_id);
+            split(out, xid, &stats, B::Meter);
+        }
+        R::MeterConfig { meter_id } => {
+            let st = b.lock();
+            let mut cfgs: Vec<MeterConfig> = st
+                .control
+                .meters()
+                .filter(|m| *meter_id == METER_ALL || m.meter.id == *meter_id)
+                .map(|m| MeterConfig {
+                    meter: m.meter.clone(),
+                    stats: true,
+                })
+                .collect();
+            drop(st);
+            cfgs.sort_by_key(|m| m.meter.id);
+            split(out, xid, &cfgs, B::MeterConfig);
+        }
+        R::MeterFeatures => one(out, B::MeterFeatures(features::meter_features())),
+        R::TableFeatures(set) => {
+            if !set.is_empty() {
+                // Tables are not reconfigurable.
+                error(out, msg, ErrorCode::TFFC_EPERM);
+                return;
+            }
+            let cap = b.lock().control.config().table_capacity;
+            let all: Vec<_> = (0..=MAX_TABLE)
+                .map(|t| features::table_features(t, cap))
+                .collect();
+            split(out, xid, &all, B::TableFeatures);
+        }
+        R::PortDesc => {
+            let descs: Vec<_> = b.lock().ports.iter().map(features::port_desc).collect();
+            split(out, xid, &descs, B::PortDesc);
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! The bridge driven message by message, without sockets: every request's reply or error.
+
+use std::sync::Arc;
+
+use openflow::messages::mods::FlowModMsg;
+use openflow::multipart::{FlowStatsRequest, MORE};
+use openflow::port::port_config;
+use openflow::{
+    AsyncConfig, ErrorCode, Message, MultipartReplyBody as B, MultipartRequest,
+    MultipartRequestBody as R, PortMod, NO_BUFFER,
+};
+use packet::Pool;
+use pipeline::model::{ports, Action, FlowMod, FlowModCommand, Instruction, Match};
+use pipeline::{Control, PipelineConfig, PortInfo};
+
+use super::*;
+use crate::bridge::Bridge;
+
+fn bridge(fail_mode: FailMode) -> Arc<OfBridge> {
+    let pool = Pool::with_frames(256);
+    let (mut control, _cell) = Control::new(PipelineConfig::default());
+    let mut ports = Vec::new();
+    let mut infos = Vec::new();
+    for no in 1..=2u32 {
+        let port = port::spec::open("null:sink", &pool).unwrap();
+        infos.push(PortInfo {
+            no,
+            name: format!("p{no}"),
+            live: true,
+            ..PortInfo::default()
+        });
+        ports.push(OfPort {
+            no,
+            name: format!("p{no}"),
+            hw_addr: mac_from_name(&format!("p{no}")),
+            port,
+        });
+    }
+    control.set_ports(infos);
+    OfBridge::new(
+        OfBridgeConfig {
+            name: "t".into(),
+            datapath_id: 0xabc,
+            fail_mode,
+            packet_in_limit: RateLimit::default(),
+        },
+        control,
+        ports,
+    )
+}
+
+/// Sends `msg` under `xid`; the decoded replies.
+fn ask(b: &OfBridge, xid: u32, msg: &Message) -> Vec<(u32, Message)> {
+    let mut bytes = Vec::new();
+    openflow::encode(xid, msg, &mut bytes).unwrap();
+    ask_raw(b, &bytes)
+}
+
+fn ask_raw(b: &OfBridge, bytes: &[u8]) -> Vec<(u32, Message)> {
+    let mut out = Vec::new();
+    b.handle(ConnId(1), Role::Equal, bytes, &mut out);
+    let mut replies = Vec::new();
+    let mut at = 0;
+    while at < out.len() {
+        let len = openflow::frame_len(&out[at..]).unwrap().unwrap();
+        let (h, m) = openflow::decode(&out[at..at + len]).unwrap();
+        replies.push((h.xid, m));
+        at += len;
+    }
+    replies
+}
+
+fn output(port: u32) -> Vec<Instruction> {
+    vec![Instruction::ApplyActions(vec![Action::Output {
+        port,
+        max_len: 0,
+    }])]
+}
+
+fn flow_mod(fm: FlowMod) -> Message {
+    Message::FlowMod(FlowModMsg {
+        flow_mod: fm,
+        buffer_id: NO_BUFFER,
+    })
+}
+
+fn in_port(p: u32) -> Match {
+    let mut m = Match::ANY;
+    m.set_exact(packet::Field::InPort, u128::from(p));
+    m
+}
+
+fn error_code(replies: &[(u32, Message)]) -> Option<ErrorCode> {
+    replies.iter().find_map(|(_, m)| match m {
+        Message::Error(e) => Some(e.code),
+        _ => None,
+    })
+}
+
+fn flow_stats(b: &OfBridge) -> Vec<openflow::multipart::FlowStats> {
+    let req = Message::MultipartRequest(MultipartRequest {
+        flags: 0,
+        body: R::Flow(FlowStatsRequest::default()),
+    });
+    ask(b, 9, &req)
+        .into_iter()
+        .flat_map(|(_, m)| match m {
+            Message::MultipartReply(r) => match r.body {
+                B::Flow(v) => v,
+                other => panic!("not flow stats: {other:?}"),
+            },
+            other => panic!("not a multipart reply: {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn features_and_config() {
+    let b = bridge(FailMode::Secure);
+    let r = ask(&b, 5, &Message::FeaturesRequest);
+    match &r[..] {
+        [(5, Message::FeaturesReply(f))] => {
+            assert_eq!(f.datapath_id, 0xabc);
+            assert_eq!(f.n_tables, 254);
+            assert_eq!(f.capabilities, 0b1111);
+        }
+        other => panic!("{other:?}"),
+    }
+    ask(
+        &b,
+        6,
+        &Message::SetConfig(openflow::SwitchConfig {
+            flags: 0,
+            miss_send_len: 200,
+        }),
+    );
+    match &ask(&b, 7, &Message::GetConfigRequest)[..] {
+        [(7, Message::GetConfigReply(c))] => assert_eq!(c.miss_send_len, 200),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn flow_mods_errors_and_barrier() {
+    let b = bridge(FailMode::Secure);
+    assert!(ask(&b, 1, &flow_mod(FlowMod::add(0, 10, in_port(1), output(2)))).is_empty());
+    // check-overlap refuses an overlapping entry of the same priority.
+    let mut overlap = FlowMod::add(0, 10, Match::ANY, output(1));
+    overlap.flags.check_overlap = true;
+    let r = ask(&b, 2, &flow_mod(overlap));
+    assert_eq!(error_code(&r), Some(ErrorCode::FMFC_OVERLAP));
+    // The error carries the request's first 64 bytes under its xid.
+    match &r[..] {
+        [(2, Message::Error(e))] => {
+            assert_eq!(e.data.len(), 64);
+            assert_eq!(e.data[1], openflow::msg_type::FLOW_MOD);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A bad table.
+    let r = ask(
+        &b,
+        3,
+        &flow_mod(FlowMod::add(255, 1, Match::ANY, output(1))),
+    );
+    assert_eq!(error_code(&r), Some(ErrorCode::FMFC_BAD_TABLE_ID));
+    // Barrier publishes and replies.
+    assert!(b.lock().dirty);
+    match &ask(&b, 4, &Message::BarrierRequest)[..] {
+        [(4, Message::BarrierReply)] => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(!b.lock().dirty);
+    assert_eq!(flow_stats(&b).len(), 1);
+    // Delete strict with send-flow-rem: the removed flow waits for the pump.
+    let mut add = FlowMod::add(0, 20, in_port(2), output(1));
+    add.flags.send_flow_rem = true;
+    ask(&b, 5, &flow_mod(add.clone()));
+    let mut del = add;
+    del.command = FlowModCommand::DeleteStrict;
+    ask(&b, 6, &flow_mod(del));
+    assert_eq!(b.lock().control.take_removed().len(), 1);
+    assert_eq!(flow_stats(&b).len(), 1);
+}
+
+#[test]
+fn malformed_and_unknown_messages_get_errors() {
+    let b = bridge(FailMode::Secure);
+    // A flow-mod cut short: the decoder's error, the request's bytes, its xid.
+    let mut bytes = Vec::new();
+    openflow::encode(
+        42,
+        &flow_mod(FlowMod::add(0, 1, Match::ANY, output(1))),
+        &mut bytes,
+    )
+    .unwrap();
+    bytes.truncate(20);
+    bytes[2..4].copy_from_slice(&20u16.to_be_bytes());
+    let r = ask_raw(&b, &bytes);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].0, 42);
+    assert!(matches!(r[0].1, Message::Error(_)));
+    // Unknown type.
+    let r = ask_raw(&b, &[4, 200, 0, 8, 0, 0, 0, 43]);
+    assert_eq!(r[0].0, 43);
+    assert_eq!(error_code(&r), Some(ErrorCode::BRC_BAD_TYPE));
+    // Experimenter.
+    let r = ask(
+        &b,
+        44,
+        &Message::Experimenter(openflow::Experimenter {
+            experimenter: 0x2320,
+            exp_type: 1,
+            data: vec![],
+        }),
+    );
+    assert_eq!(error_code(&r), Some(ErrorCode::BRC_BAD_EXPERIMENTER));
+    // Table features with properties: not settable.
+    let req = Message::MultipartRequest(MultipartRequest {
+        flags: 0,
+        body: R::TableFeatures(vec![super::features::table_features(0, 10)]),
+    });
+    assert_eq!(error_code(&ask(&b, 45, &req)), Some(ErrorCode::TFFC_EPERM));
+}
+
+#[test]
+fn multipart_replies_split_and_describe() {
+    let b = bridge(FailMode::Secure);
+    let req = Message::MultipartRequest(MultipartRequest {
+        flags: 0,
+        body: R::TableFeatures(Vec::new()),
+    });
+    let r = ask(&b, 1, &req);
+    assert!(r.len() > 1, "255 tables' features need several messages");
+    let mut tables = 0;
+    for (i, (_, m)) in r.iter().enumerate() {
+        let Message::MultipartReply(rep) = m else {
+            panic!("{m:?}")
+        };
+        assert_eq!(rep.flags & MORE != 0, i + 1 < r.len());
+        if let B::TableFeatures(v) = &rep.body {
+            tables += v.len();
+        }
+    }
+    assert_eq!(tables, 255);
+    for body in [
+        R::Desc,
+        R::Table,
+        R::PortStats {
+            port_no: ports::ANY,
+        },
+        R::PortDesc,
+        R::Queue {
+            port_no: ports::ANY,
+            queue_id: u32::MAX,
+        },
+        R::GroupDesc,
+        R::GroupFeatures,
+        R::MeterFeatures,
+        R::Aggregate(FlowStatsRequest::default()),
+    ] {
+        let r = ask(
+            &b,
+            2,
+            &Message::MultipartRequest(MultipartRequest { flags: 0, body }),
+        );
+        assert!(matches!(r[..], [(2, Message::MultipartReply(_))]), "{r:?}");
+    }
+    let r = ask(
+        &b,
+        3,
+        &Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: R::PortStats { port_no: 9 },
+        }),
+    );
+    assert_eq!(error_code(&r), Some(ErrorCode::BRC_BAD_PORT));
+}
+
+#[test]
+fn port_mod_changes_the_pipeline_and_reports() {
+    let b = bridge(FailMode::Secure);
+    let hw = mac_from_name("p2");
+    let pm = |config| {
+        Message::PortMod(PortMod {
+            port_no: 2,
+            hw_addr: hw,
+            config,
+            mask: port_config::NO_FWD | port_config::PORT_DOWN,
+            advertise: 0,
+        })
+    };
+    assert!(ask(&b, 1, &pm(port_config::NO_FWD)).is_empty());
+    {
+        let st = b.lock();
+        let info = st
+            .control
+            .ports()
+            .iter()
+            .find(|p| p.no == 2)
+            .unwrap()
+            .clone();
+        assert!(info.no_fwd && !info.down);
+        assert_eq!(st.port_status.len(), 1);
+    }
+    let wrong_mac = Message::PortMod(PortMod {
+        port_no: 2,
+        hw_addr: [0; 6],
+        config: 0,
+        mask: port_config::NO_FWD,
+        advertise: 0,
+    });
+    assert_eq!(
+        error_code(&ask(&b, 2, &wrong_mac)),
+        Some(ErrorCode::PMFC_BAD_HW_ADDR)
+    );
+    let unknown = Message::PortMod(PortMod {
+        port_no: 7,
+        hw_addr: hw,
+        config: 0,
+        mask: 0,
+        advertise: 0,
+    });
+    assert_eq!(
+        error_code(&ask(&b, 3, &unknown)),
+        Some(ErrorCode::PMFC_BAD_PORT)
+    );
+}
+
+#[test]
+fn async_config_is_per_connection() {
+    let b = bridge(FailMode::Secure);
+    let mine = AsyncConfig {
+        packet_in_mask: [0b1, 0],
+        ..AsyncConfig::DEFAULT
+    };
+    ask(&b, 1, &Message::SetAsync(mine));
+    match &ask(&b, 2, &Message::GetAsyncRequest)[..] {
+        [(2, Message::GetAsyncReply(c))] => assert_eq!(*c, mine),
+        other => panic!("{other:?}"),
+    }
+    assert!(b.filtered.load(Relaxed));
+    assert!(async_out::wants(
+        &mine,
+        Role::Equal,
+        crate::AsyncKind::PacketIn,
+        0
+    ));
+    assert!(!async_out::wants(
+        &mine,
+        Role::Equal,
+        crate::AsyncKind::PacketIn,
+        1
+    ));
+    assert!(!async_out::wants(
+        &AsyncConfig::DEFAULT,
+        Role::Slave,
+        crate::AsyncKind::FlowRemoved,
+        0
+    ));
+    b.on_disconnect(ConnId(1));
+    assert!(!b.filtered.load(Relaxed));
+}
+
+#[test]
+fn standalone_hands_the_tables_to_a_controller() {
+    let b = bridge(FailMode::Standalone);
+    assert!(b.fail_open_active());
+    b.on_connect(ConnId(1));
+    assert!(!b.fail_open_active());
+    assert!(
+        flow_stats(&b).is_empty(),
+        "the controller sees empty tables"
+    );
+    b.on_connectivity(Connectivity::Lost);
+    assert!(b.fail_open_active());
+    assert_eq!(flow_stats(&b)[0].cookie, FAIL_OPEN_COOKIE);
+    // Secure keeps nothing of the sort.
+    let s = bridge(FailMode::Secure);
+    s.on_connectivity(Connectivity::Lost);
+    assert!(!s.fail_open_active());
+}
+
+#[test]
+fn packet_out_without_a_datapath_is_refused() {
+    let b = bridge(FailMode::Secure);
+    let po = Message::PacketOut(openflow::PacketOut {
+        buffer_id: NO_BUFFER,
+        in_port: ports::CONTROLLER,
+        actions: vec![Action::Output {
+            port: 1,
+            max_len: 0,
+        }],
+        data: vec![0; 60],
+    });
+    assert_eq!(error_code(&ask(&b, 1, &po)), Some(ErrorCode::BRC_EPERM));
+    let buffered = Message::PacketOut(openflow::PacketOut {
+        buffer_id: 5,
+        in_port: ports::CONTROLLER,
+        actions: vec![],
+        data: vec![],
+    });
+    assert_eq!(
+        error_code(&ask(&b, 2, &buffered)),
+        Some(ErrorCode::BRC_BUFFER_UNKNOWN)
+    );
+}
+
+#[test]
+fn datapath_ids_are_stable_and_local() {
+    assert_eq!(datapath_id_from_name("br0"), datapath_id_from_name("br0"));
+    assert_ne!(datapath_id_from_name("br0"), datapath_id_from_name("br1"));
+    let mac = mac_from_name("br0");
+    assert_eq!(mac[0] & 0x03, 0x02, "locally administered unicast");
+    assert!(datapath_id_from_name("br0") < 1 << 48);
+}

@@ -1,0 +1,264 @@
+//! `hayate ctl BRIDGE|SOCKET COMMAND ARGS`: the ovs-ofctl flow syntax (parsed and printed by
+//! `pipeline::ofctl`) on a running switch, over its management socket.
+//!
+//! | command | does |
+//! |---|---|
+//! | `add-flow FLOW`, `add-flows FILE` | flow-mod add (a file: one flow a line, `#` comments) |
+//! | `mod-flows [--strict] FLOW` | modify the actions of the flows FLOW selects |
+//! | `del-flows [--strict] [FLOW]` | delete (everything without FLOW) |
+//! | `dump-flows [FLOW]` | flows with counters |
+//! | `dump-ports [PORT]`, `dump-ports-desc` | port counters, port descriptions |
+//! | `dump-tables` | table counters |
+//! | `add-group GROUP`, `del-groups [group_id=N]`, `dump-groups` | groups |
+//! | `add-meter METER`, `dump-meters` | meters |
+//!
+//! BRIDGE names `<run dir>/BRIDGE.mgmt`; a path (with a `/`) is used as it is; `tcp:HOST:PORT`
+//! reaches a controller listener instead.
+
+mod client;
+mod print;
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use openflow::messages::mods::FlowModMsg;
+use openflow::multipart::FlowStatsRequest;
+use openflow::{
+    Message, MeterModMsg, MultipartReplyBody as B, MultipartRequestBody as R, NO_BUFFER,
+};
+use pipeline::model::{
+    ports, FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand,
+    ALL_TABLES, GROUP_ALL, GROUP_ANY, METER_ALL,
+};
+use pipeline::ofctl;
+
+use client::Client;
+
+/// Options of `hayate ctl`.
+#[derive(Args, Debug)]
+pub struct CtlArgs {
+    /// Folder of the management sockets (as given to `hayate run --run-dir`).
+    #[arg(long)]
+    pub run_dir: Option<PathBuf>,
+    /// mod-flows / del-flows: match priority and fields exactly.
+    #[arg(long)]
+    pub strict: bool,
+    /// A bridge name, a socket path, or tcp:HOST:PORT.
+    pub target: String,
+    /// The command (add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports,
+    /// dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter,
+    /// dump-meters).
+    pub command: String,
+    /// The command's arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+fn socket_of(a: &CtlArgs) -> String {
+    if a.target.starts_with("tcp:") || a.target.contains('/') {
+        return a.target.clone();
+    }
+    let dir = a
+        .run_dir
+        .clone()
+        .unwrap_or_else(crate::ofbridge::default_run_dir);
+    crate::ofbridge::mgmt_path(&dir, &a.target)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn flow_mod(fm: FlowMod) -> Message {
+    Message::FlowMod(FlowModMsg {
+        flow_mod: fm,
+        buffer_id: NO_BUFFER,
+    })
+}
+
+/// The n-th argument, or an error naming what the command needs.
+fn arg<'a>(a: &'a CtlArgs, n: usize, what: &str) -> Result<&'a str> {
+    a.args
+        .get(n)
+        .map(String::as_str)
+        .ok_or_else(|| anyhow!("{} needs {what}", a.command))
+}
+
+/// A flow selector for `command` (`""` selects everything).
+fn selector(text: Option<&str>, command: FlowModCommand) -> Result<FlowMod> {
+    match text {
+        Some(t) if !t.trim().is_empty() => {
+            ofctl::parse_flow_match(t, command).map_err(|e| anyhow!("{e}"))
+        }
+        _ => {
+            let mut fm = FlowMod::add(ALL_TABLES, 0, pipeline::Match::ANY, Vec::new());
+            fm.command = command;
+            fm.out_port = ports::ANY;
+            fm.out_group = GROUP_ANY;
+            Ok(fm)
+        }
+    }
+}
+
+/// Runs `hayate ctl`.
+pub fn main(a: CtlArgs) -> Result<()> {
+    let strict = a.strict || a.args.iter().any(|x| x == "--strict");
+    let mut a = a;
+    a.args.retain(|x| x != "--strict");
+    let target = socket_of(&a);
+    let mut c = Client::connect(&target)?;
+    match a.command.as_str() {
+        "add-flow" => {
+            let fm = ofctl::parse_flow(arg(&a, 0, "a flow")?).map_err(|e| anyhow!("{e}"))?;
+            c.transact(&[flow_mod(fm)])
+        }
+        "add-flows" => {
+            let path = arg(&a, 0, "a file of flows")?;
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+            let mods = ofctl::parse_flows(&text, FlowModCommand::Add)
+                .map_err(|e| anyhow!("{path}: {e}"))?;
+            let msgs: Vec<Message> = mods.into_iter().map(flow_mod).collect();
+            c.transact(&msgs)
+        }
+        "mod-flows" => {
+            let cmd = if strict {
+                FlowModCommand::ModifyStrict
+            } else {
+                FlowModCommand::Modify
+            };
+            let fm = ofctl::parse_flow_match(arg(&a, 0, "a flow with actions")?, cmd)
+                .map_err(|e| anyhow!("{e}"))?;
+            c.transact(&[flow_mod(fm)])
+        }
+        "del-flows" => {
+            let cmd = if strict {
+                FlowModCommand::DeleteStrict
+            } else {
+                FlowModCommand::Delete
+            };
+            let fm = selector(a.args.first().map(String::as_str), cmd)?;
+            c.transact(&[flow_mod(fm)])
+        }
+        "dump-flows" => {
+            let sel = selector(a.args.first().map(String::as_str), FlowModCommand::Delete)?;
+            let req = FlowStatsRequest {
+                table_id: sel.table_id,
+                out_port: sel.out_port,
+                out_group: sel.out_group,
+                cookie: sel.cookie,
+                cookie_mask: sel.cookie_mask,
+                matcher: sel.matcher,
+            };
+            let mut flows = Vec::new();
+            for body in c.multipart(R::Flow(req))? {
+                if let B::Flow(v) = body {
+                    flows.extend(v);
+                }
+            }
+            print!("{}", print::flows(&flows));
+            Ok(())
+        }
+        "dump-ports" => {
+            let port_no = match a.args.first() {
+                Some(p) => p
+                    .parse()
+                    .map_err(|_| anyhow!("dump-ports takes a port number, not {p:?}"))?,
+                None => ports::ANY,
+            };
+            let mut stats = Vec::new();
+            for body in c.multipart(R::PortStats { port_no })? {
+                if let B::PortStats(v) = body {
+                    stats.extend(v);
+                }
+            }
+            print!("{}", print::port_stats(&stats));
+            Ok(())
+        }
+        "dump-ports-desc" => {
+            let mut descs = Vec::new();
+            for body in c.multipart(R::PortDesc)? {
+                if let B::PortDesc(v) = body {
+                    descs.extend(v);
+                }
+            }
+            print!("{}", print::port_descs(&descs));
+            Ok(())
+        }
+        "dump-tables" => {
+            let mut tables = Vec::new();
+            for body in c.multipart(R::Table)? {
+                if let B::Table(v) = body {
+                    tables.extend(v);
+                }
+            }
+            print!("{}", print::tables(&tables));
+            Ok(())
+        }
+        "add-group" => {
+            let g = ofctl::parse_group(arg(&a, 0, "a group")?).map_err(|e| anyhow!("{e}"))?;
+            c.transact(&[Message::GroupMod(GroupMod {
+                command: GroupModCommand::Add,
+                group: g,
+            })])
+        }
+        "del-groups" => {
+            let id = match a.args.first() {
+                Some(t) => t
+                    .strip_prefix("group_id=")
+                    .and_then(|v| v.parse().ok())
+                    .ok_or_else(|| anyhow!("del-groups takes group_id=N, not {t:?}"))?,
+                None => GROUP_ALL,
+            };
+            let g = pipeline::model::Group {
+                id,
+                kind: pipeline::model::GroupType::All,
+                buckets: Vec::new(),
+            };
+            c.transact(&[Message::GroupMod(GroupMod {
+                command: GroupModCommand::Delete,
+                group: g,
+            })])
+        }
+        "dump-groups" => {
+            let mut groups = Vec::new();
+            for body in c.multipart(R::GroupDesc)? {
+                if let B::GroupDesc(v) = body {
+                    groups.extend(v);
+                }
+            }
+            println!("OFPST_GROUP_DESC reply (OF1.3):");
+            for g in &groups {
+                println!(" {}", ofctl::format_group(g));
+            }
+            Ok(())
+        }
+        "add-meter" => {
+            let m = ofctl::parse_meter(arg(&a, 0, "a meter")?).map_err(|e| anyhow!("{e}"))?;
+            c.transact(&[Message::MeterMod(MeterModMsg {
+                meter_mod: MeterMod {
+                    command: MeterModCommand::Add,
+                    meter: m,
+                },
+                stats: true,
+            })])
+        }
+        "dump-meters" => {
+            let mut meters = Vec::new();
+            for body in c.multipart(R::MeterConfig {
+                meter_id: METER_ALL,
+            })? {
+                if let B::MeterConfig(v) = body {
+                    meters.extend(v);
+                }
+            }
+            println!("OFPST_METER_CONFIG reply (OF1.3):");
+            for m in &meters {
+                println!("{}", ofctl::format_meter(&m.meter));
+            }
+            Ok(())
+        }
+        other => bail!(
+            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter or dump-meters"
+        ),
+    }
+}

@@ -1,0 +1,260 @@
+//! A running bridge's OpenFlow side: the [`agent::ofproto::OfBridge`] over the switch's
+//! pipeline, the agent serving its controllers, the management socket's agent for
+//! `hayate ctl`, and the pump task that carries packet-ins, flow-removed and port-status out.
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::ofproto::{
+    datapath_id_from_name, mac_from_name, OfBridge, OfBridgeConfig, OfPort, Secondary,
+};
+use agent::{Agent, AgentConfig, FailMode, Target, TlsConfig};
+use anyhow::{anyhow, Context, Result};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+
+use crate::switch::Switch;
+
+/// The default controller target: listen on the loopback, OpenFlow's port.
+pub const DEFAULT_TARGET: &str = "ptcp:6653:127.0.0.1";
+
+/// The pump's sleep while busy and its longest sleep when idle.
+const PUMP_MIN: Duration = Duration::from_millis(1);
+const PUMP_MAX: Duration = Duration::from_millis(50);
+
+/// How one bridge talks OpenFlow.
+#[derive(Debug, Clone)]
+pub struct OpenFlowSettings {
+    /// Datapath id (`None`: derived from the bridge name).
+    pub datapath_id: Option<u64>,
+    /// Controller targets (empty: [`DEFAULT_TARGET`], and a port in use only warns).
+    pub controllers: Vec<String>,
+    /// Fail mode.
+    pub fail_mode: FailMode,
+    /// TLS files for ssl:/pssl:.
+    pub tls: Option<agent::TlsFiles>,
+    /// Folder of the management socket `<bridge>.mgmt` (`None`: no management socket).
+    pub run_dir: Option<PathBuf>,
+}
+
+/// A bridge's OpenFlow side, running. Dropping it stops the agents and the pump.
+pub struct OpenFlowSide {
+    /// The controllers' agent (held: dropping it closes the connections).
+    _agent: Arc<Agent>,
+    /// The management socket's agent (held likewise).
+    _mgmt: Option<Arc<Agent>>,
+    /// Where the management socket is (removed on drop).
+    mgmt_path: Option<PathBuf>,
+    pump: JoinHandle<()>,
+}
+
+impl Drop for OpenFlowSide {
+    fn drop(&mut self) {
+        self.pump.abort();
+        if let Some(p) = &self.mgmt_path {
+            std::fs::remove_file(p).ok();
+        }
+    }
+}
+
+/// The management socket path of `bridge` under `dir`.
+pub fn mgmt_path(dir: &Path, bridge: &str) -> PathBuf {
+    dir.join(format!("{bridge}.mgmt"))
+}
+
+/// The default run directory: `/run/hayate` as root, else `$XDG_RUNTIME_DIR/hayate`, else
+/// `/tmp/hayate-<uid>`.
+pub fn default_run_dir() -> PathBuf {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    if uid == 0 {
+        return PathBuf::from("/run/hayate");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) => PathBuf::from(d).join("hayate"),
+        None => PathBuf::from(format!("/tmp/hayate-{uid}")),
+    }
+}
+
+/// Takes the switch's pipeline over and starts the OpenFlow side of the bridge.
+pub fn start(
+    rt: &Runtime,
+    sw: &mut Option<Switch>,
+    running: Arc<datapath::Running>,
+    settings: &OpenFlowSettings,
+) -> Result<OpenFlowSide> {
+    let s = sw
+        .take()
+        .ok_or_else(|| anyhow!("internal: switch already taken"))?;
+    let name = s.name.clone();
+    let datapath_id = settings
+        .datapath_id
+        .unwrap_or_else(|| datapath_id_from_name(&name));
+    let agent_config = AgentConfig {
+        fail_mode: settings.fail_mode,
+        tls: match &settings.tls {
+            Some(files) => Some(TlsConfig::load(files).with_context(|| format!("bridge {name}"))?),
+            None => None,
+        },
+        ..AgentConfig::default()
+    };
+    let ports = s
+        .ports
+        .iter()
+        .map(|p| OfPort {
+            no: p.ofport,
+            name: p.name.clone(),
+            hw_addr: mac_from_name(&format!("{name}/{}", p.name)),
+            port: p.port.clone(),
+        })
+        .collect();
+    let bridge = OfBridge::new(
+        OfBridgeConfig {
+            name: name.clone(),
+            datapath_id,
+            fail_mode: settings.fail_mode,
+            packet_in_limit: agent_config.packet_in_limit,
+        },
+        s.control,
+        ports,
+    );
+    bridge.attach(running.injector());
+    let default = settings.controllers.is_empty();
+    let texts: Vec<String> = if default {
+        vec![DEFAULT_TARGET.to_string()]
+    } else {
+        settings.controllers.clone()
+    };
+    let mut targets = Vec::new();
+    for t in &texts {
+        targets.push(Target::parse(t).with_context(|| format!("bridge {name}"))?);
+    }
+    let agent = {
+        let cfg = AgentConfig {
+            targets,
+            ..agent_config.clone()
+        };
+        match rt.block_on(Agent::start(cfg, bridge.clone())) {
+            Ok(a) => a,
+            Err(e) if default => {
+                eprintln!(
+                    "hayate: bridge {name}: cannot listen on {DEFAULT_TARGET} ({e}); running without a controller listener (give --controller to choose another)"
+                );
+                rt.block_on(Agent::start(agent_config.clone(), bridge.clone()))
+                    .map_err(|e| anyhow!("bridge {name}: {e}"))?
+            }
+            Err(e) => return Err(anyhow!("bridge {name}: {e}")),
+        }
+    };
+    for t in agent.listening() {
+        eprintln!("hayate: bridge {name}: listening for controllers on {t}");
+    }
+    let (mgmt, mgmt_path) = match &settings.run_dir {
+        Some(dir) => start_mgmt(rt, &bridge, dir, &name),
+        None => (None, None),
+    };
+    let agent = Arc::new(agent);
+    let pump = rt.spawn(pump(bridge.clone(), agent.clone(), mgmt.clone(), running));
+    Ok(OpenFlowSide {
+        _agent: agent,
+        _mgmt: mgmt,
+        mgmt_path,
+        pump,
+    })
+}
+
+fn start_mgmt(
+    rt: &Runtime,
+    bridge: &Arc<OfBridge>,
+    dir: &Path,
+    name: &str,
+) -> (Option<Arc<Agent>>, Option<PathBuf>) {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!(
+            "hayate: bridge {name}: cannot create {} ({e}); no management socket (give --run-dir)",
+            dir.display()
+        );
+        return (None, None);
+    }
+    let path = mgmt_path(dir, name);
+    let cfg = AgentConfig {
+        targets: vec![Target::PassiveUnix(path.clone())],
+        // The management socket never drives the fail mode (Secondary ignores it).
+        fail_mode: FailMode::Secure,
+        ..AgentConfig::default()
+    };
+    match rt.block_on(Agent::start(cfg, Arc::new(Secondary(bridge.clone())))) {
+        Ok(a) => {
+            eprintln!(
+                "hayate: bridge {name}: management socket {}",
+                path.display()
+            );
+            (Some(Arc::new(a)), Some(path))
+        }
+        Err(e) => {
+            eprintln!("hayate: bridge {name}: no management socket: {e}");
+            (None, None)
+        }
+    }
+}
+
+/// The datapath's packet-in eventfd for [`AsyncFd`], holding its owner so the descriptor
+/// stays open as long as it is registered.
+/// (Made only when the wake-up has a descriptor.)
+struct Fd(Arc<datapath::Wake>);
+
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.raw_fd().unwrap_or(-1)
+    }
+}
+
+/// Sends what the bridge has to say: woken at once by the datapath when it queues packet-ins,
+/// otherwise every 1 ms while busy, backing off to [`PUMP_MAX`] when idle (flow timeouts and
+/// publishing run on its 100 ms tick).
+async fn pump(
+    bridge: Arc<OfBridge>,
+    agent: Arc<Agent>,
+    mgmt: Option<Arc<Agent>>,
+    running: Arc<datapath::Running>,
+) {
+    let wake = running.packet_in_wake();
+    let woken = wake.raw_fd().and_then(|_| {
+        // SAFETY: `Fd` keeps the `Wake` that owns the descriptor alive; nothing closes or
+        // replaces it while the AsyncFd exists.
+        unsafe { AsyncFd::register_with_interest(Fd(wake.clone()), Interest::READABLE) }.ok()
+    });
+    let mut sleep = PUMP_MIN;
+    loop {
+        wake.clear();
+        let rep = {
+            let mut agents: Vec<&Agent> = vec![&agent];
+            if let Some(m) = &mgmt {
+                agents.push(m);
+            }
+            bridge.pump(&agents, Some(&running))
+        };
+        sleep = if rep.is_empty() {
+            (sleep * 2).min(PUMP_MAX)
+        } else {
+            PUMP_MIN
+        };
+        match &woken {
+            Some(fd) => {
+                tokio::select! {
+                    ready = fd.readable() => {
+                        if let Ok(mut guard) = ready {
+                            guard.clear_ready();
+                        }
+                    }
+                    () = tokio::time::sleep(sleep) => {}
+                }
+            }
+            None => tokio::time::sleep(sleep).await,
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The real `ovs-ofctl -O OpenFlow13` against `hayate run` listening on ptcp: every
+//! command's output compared with what was installed.
+
+mod ofctl_common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use ofctl_common::{flows, have_ofctl, pcap_packets, Hayate};
+
+/// A 60-byte UDP frame 10.0.0.1:1024 → 10.0.0.2:1024 (no FCS), as hex.
+const FRAME: &str = "00000000000200000000000108004500002e00000000401166bd0a0000010a00000204000400001a0000000000000000000000000000000000000000";
+
+fn frame_hex() -> String {
+    FRAME.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+#[test]
+fn add_mod_del_and_dump_flows() {
+    if !have_ofctl("add_mod_del_and_dump_flows") {
+        return;
+    }
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    h.ofctl("add-flow", &["priority=10,in_port=1,actions=output:2"]);
+    let file = h.file("flows.txt");
+    std::fs::write(
+        &file,
+        "table=0,priority=20,ip,nw_dst=10.0.0.2,actions=output:1\n\
+         table=0,priority=30,cookie=0x5,udp,tp_dst=53,actions=drop\n",
+    )
+    .unwrap();
+    h.ofctl("add-flows", &[file.to_str().unwrap()]);
+    assert_eq!(
+        flows(&h.ofctl("dump-flows", &[])),
+        [
+            "cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=10,in_port=1 actions=output:2",
+            "cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=20,ip,nw_dst=10.0.0.2 actions=output:1",
+            "cookie=0x5, table=0, n_packets=0, n_bytes=0, priority=30,udp,tp_dst=53 actions=drop",
+        ]
+    );
+    // mod-flows (non-strict: every flow whose match is covered).
+    h.ofctl("mod-flows", &["ip,nw_dst=10.0.0.2,actions=output:2"]);
+    let after_mod = flows(&h.ofctl("dump-flows", &[]));
+    assert!(
+        after_mod
+            .iter()
+            .any(|l| l.ends_with("priority=20,ip,nw_dst=10.0.0.2 actions=output:2")),
+        "{after_mod:?}"
+    );
+    // del-flows --strict removes only the exact priority+match.
+    h.ofctl("del-flows", &["--strict", "priority=10,in_port=1"]);
+    let left = flows(&h.ofctl("dump-flows", &[]));
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.iter().all(|l| !l.contains("in_port=1")));
+    // A strict delete that names no existing entry removes nothing.
+    h.ofctl("del-flows", &["--strict", "priority=31,udp,tp_dst=53"]);
+    assert_eq!(flows(&h.ofctl("dump-flows", &[])).len(), 2);
+    // Non-strict with a cookie filter, then everything.
+    h.ofctl("del-flows", &["cookie=0x5/-1"]);
+    let left = flows(&h.ofctl("dump-flows", &[]));
+    assert_eq!(left.len(), 1, "{left:?}");
+    h.ofctl("del-flows", &[]);
+    assert!(flows(&h.ofctl("dump-flows", &[])).is_empty());
+}
+
+#[test]
+fn counters_ports_and_tables() {
+    if !have_ofctl("counters_ports_and_tables") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("br.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[[bridge]]
+name = "brc"
+fail_mode = "secure"
+flows = ["table=0,priority=5,in_port=1,actions=output:2"]
+
+[[bridge.port]]
+name = "src"
+spec = "null:limit=50"
+
+[[bridge.port]]
+name = "dst"
+spec = "null:sink"
+"#,
+    )
+    .unwrap();
+    let h = Hayate::start_in(dir, &["--config", cfg.to_str().unwrap()]);
+    // Flow counters reach the tables every ~100 ms.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut dump = String::new();
+    while Instant::now() < deadline {
+        dump = h.ofctl("dump-flows", &[]);
+        if dump.contains("n_packets=50,") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        flows(&dump),
+        ["cookie=0x0, table=0, n_packets=50, n_bytes=3200, priority=5,in_port=1 actions=output:2"],
+        "{dump}"
+    );
+    let ports = h.ofctl("dump-ports", &[]);
+    assert!(ports.contains("port  1: rx pkts=50, bytes=3200"), "{ports}");
+    assert!(ports.contains("tx pkts=50, bytes=3200"), "{ports}");
+    let desc = h.ofctl("dump-ports-desc", &[]);
+    assert!(desc.contains(" 1(src): addr:"), "{desc}");
+    assert!(desc.contains(" 2(dst): addr:"), "{desc}");
+    let tables = h.ofctl("dump-tables", &[]);
+    assert!(
+        tables.contains("table 0:\n    active=1, lookup="),
+        "{tables}"
+    );
+    assert!(tables.contains("tables 2...254: ditto"), "{tables}");
+    // mod-port: down, then back up; port-desc shows it.
+    h.ofctl("mod-port", &["2", "down"]);
+    let desc = h.ofctl("dump-ports-desc", &[]);
+    let port2 = desc.split(" 2(dst)").nth(1).unwrap_or("");
+    assert!(port2.contains("config:     PORT_DOWN"), "{desc}");
+    h.ofctl("mod-port", &["2", "up"]);
+    let desc = h.ofctl("dump-ports-desc", &[]);
+    let port2 = desc.split(" 2(dst)").nth(1).unwrap_or("");
+    assert!(port2.contains("config:     0"), "{desc}");
+}
+
+#[test]
+fn groups_and_meters() {
+    if !have_ofctl("groups_and_meters") {
+        return;
+    }
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    h.ofctl(
+        "add-group",
+        &["group_id=1,type=all,bucket=output:1,bucket=output:2"],
+    );
+    h.ofctl("add-group", &["group_id=2,type=indirect,bucket=output:2"]);
+    let groups = h.ofctl("dump-groups", &[]);
+    assert!(
+        groups.contains("group_id=1,type=all,bucket=actions=output:1,bucket=actions=output:2"),
+        "{groups}"
+    );
+    assert!(
+        groups.contains("group_id=2,type=indirect,bucket=actions=output:2"),
+        "{groups}"
+    );
+    h.ofctl("add-meter", &["meter=1,kbps,band=type=drop,rate=1000"]);
+    let meters = h.ofctl("dump-meters", &[]);
+    assert!(meters.contains("meter=1 kbps"), "{meters}");
+    assert!(meters.contains("type=drop rate=1000"), "{meters}");
+    // A flow using both.
+    h.ofctl("add-flow", &["priority=1,actions=meter:1,group:1"]);
+    let dump = flows(&h.ofctl("dump-flows", &[]));
+    assert_eq!(dump.len(), 1);
+    assert!(dump[0].ends_with("actions=meter:1,group:1"), "{dump:?}");
+    h.ofctl("del-groups", &["group_id=2"]);
+    let groups = h.ofctl("dump-groups", &[]);
+    assert!(!groups.contains("group_id=2"), "{groups}");
+}
+
+#[test]
+fn packet_out_reaches_a_pcap_port() {
+    if !have_ofctl("packet_out_reaches_a_pcap_port") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.pcap");
+    let spec = format!("pcap:out={}", out.display());
+    let mut h = Hayate::start_in(
+        dir,
+        &[
+            "--fail-mode",
+            "secure",
+            "--port",
+            "null:sink",
+            "--port",
+            &spec,
+        ],
+    );
+    // Directly, and through the tables (which count it).
+    h.ofctl("add-flow", &["priority=7,udp,actions=output:2"]);
+    h.ofctl(
+        "packet-out",
+        &[&format!(
+            "in_port=1 packet={} actions=output:2",
+            frame_hex()
+        )],
+    );
+    h.ofctl(
+        "packet-out",
+        &[&format!("in_port=1 packet={} actions=table", frame_hex())],
+    );
+    let dump = flows(&h.ofctl("dump-flows", &[]));
+    assert_eq!(
+        dump,
+        ["cookie=0x0, table=0, n_packets=1, n_bytes=60, priority=7,udp actions=output:2"]
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let pcap = h.file("out.pcap");
+    h.stop();
+    let pkts = pcap_packets(&pcap);
+    let want = hex(&frame_hex());
+    assert_eq!(pkts.len(), 2, "two packets in {}", pcap.display());
+    assert!(pkts.iter().all(|p| *p == want));
+}
+
+#[test]
+fn monitor_sees_packet_ins() {
+    if !have_ofctl("monitor_sees_packet_ins") {
+        return;
+    }
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    h.ofctl("add-flow", &["priority=9,in_port=1,udp,actions=controller"]);
+    // ovs-ofctl monitor prints what it receives on stderr.
+    let mut mon = Command::new("ovs-ofctl")
+        .args(["-O", "OpenFlow13", "monitor", &h.target(), "65534"])
+        // Its control socket goes to the run dir, not /var/run/openvswitch.
+        .env("OVS_RUNDIR", h.dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ovs-ofctl monitor");
+    let stdout = mon.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // A packet arrives on port 1 and meets the flow (packet-out through the tables); again
+    // every half second until the monitor, which may still be connecting, reports it.
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let mut seen = Vec::new();
+    let mut found = false;
+    while !found && Instant::now() < deadline {
+        h.ofctl(
+            "packet-out",
+            &[&format!("in_port=1 packet={} actions=table", frame_hex())],
+        );
+        while let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
+            found |= line.contains("OFPT_PACKET_IN") && line.contains("(via action)");
+            seen.push(line);
+        }
+    }
+    // A port change and an expired flow that asked for a notice reach the monitor too.
+    h.ofctl("mod-port", &["2", "no-packet-in"]);
+    h.ofctl(
+        "add-flow",
+        &["idle_timeout=1,send_flow_rem,priority=3,ip,actions=drop"],
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (mut status, mut removed) = (false, false);
+    while !(status && removed) && Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            status |= line.contains("OFPT_PORT_STATUS");
+            removed |= line.contains("OFPT_FLOW_REMOVED") && line.contains("reason=idle");
+            seen.push(line);
+        }
+    }
+    mon.kill().ok();
+    mon.wait().ok();
+    assert!(
+        status && removed,
+        "port-status {status}, flow-removed {removed}: {seen:#?}"
+    );
+    assert!(
+        found,
+        "no packet-in seen by the monitor: {seen:#?}\nswitch log: {}",
+        h.log()
+    );
+    let all = seen.join("\n");
+    assert!(all.contains("in_port=1"), "{all}");
+    assert!(all.contains("total_len=60"), "{all}");
+}
+
+#[test]
+fn standalone_hands_the_tables_to_a_controller() {
+    if !have_ofctl("standalone_hands_the_tables_to_a_controller") {
+        return;
+    }
+    let h = Hayate::start(&["--port", "null:sink", "--port", "null:sink"]);
+    // The management socket is not a controller: it sees the fail-open NORMAL flow.
+    let ctl = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
+            .args(["ctl", h.file("br0.mgmt").to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = flows(&ctl(&["dump-flows"]));
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(
+        before[0].ends_with("priority=0 actions=NORMAL"),
+        "{before:?}"
+    );
+    // A controller connecting finds empty tables, and the flow stays gone.
+    assert!(flows(&h.ofctl("dump-flows", &[])).is_empty());
+    assert!(flows(&ctl(&["dump-flows"])).is_empty());
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}

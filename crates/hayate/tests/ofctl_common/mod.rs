@@ -1,0 +1,206 @@
+//! A `hayate run` child listening for OpenFlow on a free loopback port, and `ovs-ofctl`
+//! driving it. The child is killed when the guard drops, even when a test fails.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Whether `ovs-ofctl` can run here; says so loudly when not.
+pub fn have_ofctl(test: &str) -> bool {
+    let ok = Command::new("ovs-ofctl")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!(
+            "\n*** SKIPPED {test}: ovs-ofctl is not installed (apt-get install -y openvswitch-common; scripts/setup.sh does it) ***\n"
+        );
+    }
+    ok
+}
+
+/// A free TCP port on the loopback (bound then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A running switch.
+pub struct Hayate {
+    child: Option<Child>,
+    /// OpenFlow port on 127.0.0.1.
+    pub port: u16,
+    /// Its run directory (management socket) and scratch files.
+    pub dir: tempfile::TempDir,
+}
+
+impl Hayate {
+    /// Starts `hayate run` with `args` plus a controller listener on a free port and a run
+    /// dir of its own; waits until the listener accepts.
+    pub fn start(args: &[&str]) -> Hayate {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_in(dir, args)
+    }
+
+    /// As [`Hayate::start`], with files already placed in `dir`.
+    pub fn start_in(dir: tempfile::TempDir, args: &[&str]) -> Hayate {
+        let port = free_port();
+        let log = std::fs::File::create(dir.path().join("hayate.log")).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_hayate"))
+            .arg("run")
+            .args(args)
+            .args([
+                "--controller",
+                &format!("ptcp:{port}:127.0.0.1"),
+                "--run-dir",
+                dir.path().to_str().expect("utf-8 temp path"),
+                "--stats-interval",
+                "0",
+                "--pool-frames",
+                "4096",
+                "--duration",
+                "60",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start hayate");
+        let mut h = Hayate {
+            child: Some(child),
+            port,
+            dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                panic!(
+                    "hayate did not listen on {port} within 10 s; log:\n{}",
+                    h.log()
+                );
+            }
+            if let Some(Ok(Some(st))) = h.child.as_mut().map(|c| c.try_wait()) {
+                panic!("hayate exited early ({st}); log:\n{}", h.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        h
+    }
+
+    /// The switch's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// `tcp:127.0.0.1:PORT`.
+    pub fn target(&self) -> String {
+        format!("tcp:127.0.0.1:{}", self.port)
+    }
+
+    /// A path in the scratch folder.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The switch's stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("hayate.log")).unwrap_or_default()
+    }
+
+    /// Runs `ovs-ofctl -O OpenFlow13 CMD TARGET ARGS…`, which must succeed; its stdout.
+    pub fn ofctl(&self, cmd: &str, args: &[&str]) -> String {
+        let mut c = Command::new("ovs-ofctl");
+        c.args(["-O", "OpenFlow13", "--timeout=5", cmd]);
+        // Options (e.g. --strict) go before the switch.
+        let (opts, rest): (Vec<&str>, Vec<&str>) = args.iter().partition(|a| a.starts_with("--"));
+        c.args(opts).arg(self.target()).args(rest);
+        let out = c.output().expect("run ovs-ofctl");
+        assert!(
+            out.status.success(),
+            "ovs-ofctl {cmd} {args:?} failed: {}\nswitch log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Stops the switch politely (SIGTERM) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            c.kill().ok();
+            c.wait().ok();
+        }
+    }
+}
+
+impl Drop for Hayate {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().ok();
+            c.wait().ok();
+        }
+    }
+}
+
+/// The flow lines of a dump-flows output without the changing parts (duration), sorted.
+pub fn flows(dump: &str) -> Vec<String> {
+    let mut v: Vec<String> = dump
+        .lines()
+        .filter(|l| l.contains("actions="))
+        .map(|l| {
+            l.trim()
+                .split(", ")
+                .filter(|part| !part.starts_with("duration="))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Reads a pcap file's packets (classic format).
+pub fn pcap_packets(path: &Path) -> Vec<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .expect("read pcap");
+    assert!(bytes.len() >= 24, "pcap {} has no header", path.display());
+    let le = bytes[0] == 0xd4;
+    let rd = |b: &[u8]| {
+        let a = [b[0], b[1], b[2], b[3]];
+        if le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        }
+    };
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let incl = rd(&bytes[at + 8..]) as usize;
+        at += 16;
+        if at + incl > bytes.len() {
+            break;
+        }
+        out.push(bytes[at..at + incl].to_vec());
+        at += incl;
+    }
+    out
+}

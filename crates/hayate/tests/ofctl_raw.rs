@@ -1,0 +1,224 @@
+//! A raw OpenFlow session with `hayate run` over TCP: a malformed message gets OFPT_ERROR
+//! and the session lives on; a barrier comes back after the flow-mods before it, which are
+//! then in the tables; the datapath id given on the command line is the one reported.
+
+mod ofctl_common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use ofctl_common::Hayate;
+use openflow::messages::mods::FlowModMsg;
+use openflow::multipart::FlowStatsRequest;
+use openflow::{
+    ErrorCode, Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody,
+    NO_BUFFER,
+};
+use pipeline::model::{Action, FlowMod, Instruction, Match};
+
+struct Conn(TcpStream);
+
+impl Conn {
+    fn open(port: u16) -> Conn {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut c = Conn(s);
+        c.send(1, &Message::Hello(Hello::default()));
+        match c.recv() {
+            (_, Message::Hello(_)) => c,
+            other => panic!("expected HELLO, got {other:?}"),
+        }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.0.write_all(bytes).unwrap();
+    }
+
+    fn send(&mut self, xid: u32, m: &Message) {
+        let mut b = Vec::new();
+        openflow::encode(xid, m, &mut b).unwrap();
+        self.send_raw(&b);
+    }
+
+    fn recv(&mut self) -> (u32, Message) {
+        let mut h = [0u8; 8];
+        self.0.read_exact(&mut h).unwrap();
+        let len = u16::from_be_bytes([h[2], h[3]]) as usize;
+        let mut msg = h.to_vec();
+        msg.resize(len, 0);
+        self.0.read_exact(&mut msg[8..]).unwrap();
+        let (hdr, m) = openflow::decode(&msg).unwrap();
+        (hdr.xid, m)
+    }
+
+    /// The next message that is not an echo request (answering those).
+    fn next(&mut self) -> (u32, Message) {
+        loop {
+            match self.recv() {
+                (xid, Message::EchoRequest(d)) => self.send(xid, &Message::EchoReply(d)),
+                other => return other,
+            }
+        }
+    }
+}
+
+fn add(priority: u16, port: u32) -> Message {
+    Message::FlowMod(FlowModMsg {
+        flow_mod: FlowMod::add(
+            0,
+            priority,
+            Match::ANY,
+            vec![Instruction::ApplyActions(vec![Action::Output {
+                port,
+                max_len: 0,
+            }])],
+        ),
+        buffer_id: NO_BUFFER,
+    })
+}
+
+#[test]
+fn malformed_message_gets_an_error_and_the_session_lives_on() {
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--datapath-id",
+        "0xa1",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    let mut c = Conn::open(h.port);
+    // A flow-mod whose header claims 20 bytes: too short for its body.
+    let mut bad = Vec::new();
+    openflow::encode(0x77, &add(1, 1), &mut bad).unwrap();
+    bad.truncate(20);
+    bad[2..4].copy_from_slice(&20u16.to_be_bytes());
+    c.send_raw(&bad);
+    match c.next() {
+        (0x77, Message::Error(e)) => {
+            assert_eq!(e.code.kind, openflow::error_type::BAD_REQUEST, "{e:?}");
+            assert_eq!(&e.data[..], &bad[..], "the error carries the request");
+        }
+        other => panic!("expected an error for xid 0x77, got {other:?}"),
+    }
+    // An unknown type.
+    c.send_raw(&[4, 99, 0, 8, 0, 0, 0, 0x78]);
+    match c.next() {
+        (0x78, Message::Error(e)) => assert_eq!(e.code, ErrorCode::BRC_BAD_TYPE),
+        other => panic!("{other:?}"),
+    }
+    // Still alive: echo and features.
+    c.send(0x79, &Message::EchoRequest(b"hi".to_vec()));
+    assert_eq!(c.next(), (0x79, Message::EchoReply(b"hi".to_vec())));
+    c.send(0x7a, &Message::FeaturesRequest);
+    match c.next() {
+        (0x7a, Message::FeaturesReply(f)) => {
+            assert_eq!(f.datapath_id, 0xa1);
+            assert_eq!(f.n_tables, 254);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn barrier_follows_the_flow_mods_before_it() {
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    let mut c = Conn::open(h.port);
+    for i in 0..100u16 {
+        c.send(u32::from(i) + 1, &add(i + 1, 1 + u32::from(i % 2)));
+    }
+    c.send(1000, &Message::BarrierRequest);
+    // Nothing but the barrier reply comes back: every flow-mod succeeded before it.
+    assert_eq!(c.next(), (1000, Message::BarrierReply));
+    c.send(
+        1001,
+        &Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: MultipartRequestBody::Flow(FlowStatsRequest::default()),
+        }),
+    );
+    match c.next() {
+        (1001, Message::MultipartReply(r)) => match r.body {
+            MultipartReplyBody::Flow(v) => assert_eq!(v.len(), 100),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn packet_out_to_packet_in_round_trip() {
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    let mut c = Conn::open(h.port);
+    let mut m = Match::ANY;
+    m.set_exact(packet::Field::InPort, 1);
+    let to_controller = Message::FlowMod(FlowModMsg {
+        flow_mod: FlowMod::add(
+            0,
+            5,
+            m,
+            vec![Instruction::ApplyActions(vec![Action::Output {
+                port: pipeline::model::ports::CONTROLLER,
+                max_len: 0xffff,
+            }])],
+        ),
+        buffer_id: NO_BUFFER,
+    });
+    c.send(1, &to_controller);
+    c.send(2, &Message::BarrierRequest);
+    assert_eq!(c.next(), (2, Message::BarrierReply));
+    let frame = packet::builder::PacketSpec::default().build();
+    let mut times = Vec::new();
+    for i in 0..200u32 {
+        // Idle gaps now and then: the sleeping poll thread and pump must be woken.
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(120));
+        }
+        let t = std::time::Instant::now();
+        c.send(
+            100 + i,
+            &Message::PacketOut(openflow::PacketOut {
+                buffer_id: NO_BUFFER,
+                in_port: 1,
+                actions: vec![Action::Output {
+                    port: pipeline::model::ports::TABLE,
+                    max_len: 0,
+                }],
+                data: frame.clone(),
+            }),
+        );
+        match c.next() {
+            (_, Message::PacketIn(pi)) => assert_eq!(pi.data, frame),
+            other => panic!("{other:?}"),
+        }
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "packet-out → table → packet-in round trip: median {:?}, p99 {:?}, max {:?}",
+        times[times.len() / 2],
+        times[times.len() * 99 / 100],
+        times[times.len() - 1]
+    );
+    assert!(
+        times[times.len() - 1] < Duration::from_millis(50),
+        "woken, not waiting for a timer: {times:?}"
+    );
+}
