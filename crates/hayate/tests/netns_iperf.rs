@@ -12,17 +12,27 @@ use serde_json::Value;
 
 /// `iperf3 -s -1` in the host's namespace (serves one test, then exits).
 fn server(link: &Link) -> Child {
-    Command::new("ip")
+    let child = Command::new("ip")
         .args(["netns", "exec", &link.host_ns, "iperf3", "-s", "-1"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start iperf3 server")
+        .expect("start iperf3 server");
+    // Wait (bounded) until it listens: on a busy machine starting takes seconds.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let out = link.run(&["ss", "-Hltn", "sport = :5201"]);
+        if !out.stdout.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
 }
 
-/// Runs an iperf3 client (retrying for ≤ 3 s while the server starts); returns its JSON.
+/// Runs an iperf3 client (retrying for ≤ 10 s while the server starts); returns its JSON.
 fn client(link: &Link, args: &[&str]) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut full = vec!["timeout", "40", "iperf3", "-J"];
         full.extend_from_slice(args);
