@@ -195,6 +195,25 @@ pub fn run(args: RunArgs) -> Result<()> {
         let settings = openflow_settings(&args, &b, nbridges)?;
         let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows)?;
         sw.config.idle.sleep = !args.busy_poll;
+        if settings.fail_mode == agent::FailMode::Standalone {
+            // Before the datapath starts: the first packets must meet the NORMAL flow, not an
+            // empty table (1.3 drops table misses).
+            let has_catch_all = !sw
+                .control
+                .flows(
+                    0,
+                    &pipeline::FlowFilter {
+                        matcher: pipeline::model::Match::ANY,
+                        strict_priority: Some(0),
+                        ..pipeline::FlowFilter::ALL
+                    },
+                )
+                .is_empty();
+            if !has_catch_all {
+                agent::ofproto::preinstall_fail_open(&mut sw.control)
+                    .map_err(|e| anyhow!("bridge {}: fail-open flow: {e}", b.name))?;
+            }
+        }
         let cores: Vec<Option<usize>> = if b.cores.is_empty() {
             vec![Some(last_core)]
         } else {

@@ -150,6 +150,16 @@ impl std::fmt::Debug for OfBridge {
     }
 }
 
+/// Installs the standalone fail-open flow (table 0, priority 0, NORMAL, [`FAIL_OPEN_COOKIE`])
+/// into `control` and publishes it — for a switch to call before its datapath starts, so that
+/// no packet meets an empty table before the [`OfBridge`] exists (the bridge recognizes the
+/// flow by its cookie and removes it when a controller connects).
+pub fn preinstall_fail_open(control: &mut pipeline::Control) -> Result<(), pipeline::FlowModError> {
+    control.flow_mod(&fail_open_flow(FlowModCommand::Add))?;
+    control.publish();
+    Ok(())
+}
+
 fn fail_open_flow(command: FlowModCommand) -> FlowMod {
     FlowMod {
         command,
@@ -258,7 +268,13 @@ impl State {
             strict_priority: Some(0),
             ..pipeline::FlowFilter::ALL
         };
-        if !self.control.flows(0, &strict).is_empty() {
+        let existing = self.control.flows(0, &strict);
+        if existing.iter().any(|f| f.cookie == FAIL_OPEN_COOKIE) {
+            // Installed before the datapath started (`preinstall_fail_open`): ours.
+            self.fail_open = true;
+            return;
+        }
+        if !existing.is_empty() {
             tracing::info!(
                 "standalone: table 0 has its own priority-0 catch-all; no fail-open flow"
             );
