@@ -213,6 +213,19 @@ impl Net {
     /// A link of `kind` between a new host namespace `host` and `switch_ns`. A veth is
     /// created now; a tap is created by the switch and moved by [`Net::configure`].
     pub fn link(&mut self, kind: PortKind, host: &str, switch_ns: &str, addrs: &[&str]) -> Link {
+        self.link_queues(kind, host, switch_ns, addrs, 1)
+    }
+
+    /// As [`Net::link`], with `queues` rx/tx queues on each end of a veth (an AF_XDP port
+    /// serves only the queues it opens: a veth's peer picks the receive queue per flow).
+    pub fn link_queues(
+        &mut self,
+        kind: PortKind,
+        host: &str,
+        switch_ns: &str,
+        addrs: &[&str],
+        queues: u16,
+    ) -> Link {
         let host_ns = self.ns(host);
         let switch_if = format!("{}{host}s", self.prefix);
         let host_if = match kind {
@@ -221,9 +234,29 @@ impl Net {
         };
         assert!(switch_if.len() <= 15, "interface name {switch_if} too long");
         if kind != PortKind::Tap {
+            let q = queues.to_string();
             must(&[
-                "ip", "link", "add", &host_if, "netns", &host_ns, "type", "veth", "peer", "name",
-                &switch_if, "netns", switch_ns,
+                "ip",
+                "link",
+                "add",
+                &host_if,
+                "netns",
+                &host_ns,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &switch_if,
+                "netns",
+                switch_ns,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
             ]);
             let key = format!("net.ipv6.conf.{switch_if}.disable_ipv6=1");
             ns_run(switch_ns, &["sysctl", "-q", "-w", &key]);
