@@ -6,6 +6,7 @@
 //! figures are Mpps, Gbit/s on the wire and time-stamp-counter cycles per packet.
 
 pub mod compare;
+pub mod generators;
 mod report;
 mod runner;
 mod scenario;
@@ -54,12 +55,17 @@ pub enum BenchCommand {
     /// AF_PACKET ports, the Linux bridge, Open vSwitch): packet rates by frame size, TCP
     /// throughput, ping latency; a table with ratios to the Linux bridge, JSON, SVG plot.
     Compare(compare::CompareArgs),
+    /// Packet generators side by side on one veth pair (Hayate's own on AF_XDP and
+    /// AF_PACKET, trafgen, dpdk-testpmd txonly): packets per second on one pinned core.
+    Generators(generators::GeneratorsArgs),
 }
 
 /// Runs `hayate bench`.
 pub fn main(args: BenchArgs) -> Result<()> {
-    if let Some(BenchCommand::Compare(c)) = args.command {
-        return compare::main(c);
+    match args.command {
+        Some(BenchCommand::Compare(c)) => return compare::main(c),
+        Some(BenchCommand::Generators(g)) => return generators::main(g),
+        None => {}
     }
     if args.list {
         for s in scenario::all() {

@@ -8,74 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::topo::{in_ns, Topo, IP_A, IP_B, IP_SINK, MAC_A, MAC_B};
-
-/// The program that sends the packet-rate tests' frames from host A.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Generator {
-    /// trafgen (Debian netsniff-ng): AF_PACKET tx ring.
-    Trafgen,
-}
-
-impl Generator {
-    /// The generator named `name`.
-    pub fn from_name(name: &str) -> Result<Generator> {
-        match name {
-            "trafgen" => Ok(Generator::Trafgen),
-            _ => bail!("unknown generator '{name}'; use: trafgen"),
-        }
-    }
-
-    /// Its name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Generator::Trafgen => "trafgen",
-        }
-    }
-
-    /// Starts sending `frame` bytes (FCS included) frames from host A to B's MAC at the
-    /// highest rate it can, on `core`.
-    fn start(self, topo: &Topo, frame: usize, core: usize, dir: &Path) -> Result<Child> {
-        match self {
-            Generator::Trafgen => {
-                // Without the 4-byte FCS the wire does not carry to software.
-                let payload = frame - 4 - 42;
-                let cfg = dir.join(format!("trafgen-{frame}.cfg"));
-                std::fs::write(
-                    &cfg,
-                    format!(
-                        "{{ eth(da={MAC_B}, sa={MAC_A}, type=0x0800),\n  \
-                         ipv4(saddr={IP_A}, daddr={IP_SINK}, ttl=64, df),\n  \
-                         udp(sport=1024, dport=9),\n  fill(0x5a, {payload}) }}\n"
-                    ),
-                )?;
-                let core_s = core.to_string();
-                in_ns(
-                    &topo.ns_a,
-                    &[
-                        "taskset",
-                        "-c",
-                        &core_s,
-                        "trafgen",
-                        "--dev",
-                        &topo.a0,
-                        "--conf",
-                        &cfg.to_string_lossy(),
-                        "--cpus",
-                        "1",
-                        "--no-sock-mem",
-                        "--no-cpu-stats",
-                    ],
-                )
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .context("starting trafgen (apt-get install netsniff-ng)")
-            }
-        }
-    }
-}
+use super::generator::Generator;
+use super::topo::{in_ns, Topo, IP_B};
 
 /// Packet rate at one frame size.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -124,6 +58,8 @@ pub struct RateTest<'a> {
     pub window: f64,
     /// The generator's core.
     pub core: usize,
+    /// A core where a generator's idle helper thread may sleep (the switch's).
+    pub other_core: usize,
     /// Folder for generator configs.
     pub dir: &'a Path,
     /// The switch's process, to report its CPU use.
@@ -139,10 +75,12 @@ pub fn rate(t: &RateTest<'_>, frame: usize) -> Result<Rate> {
         warmup,
         window,
         core,
+        other_core,
         dir,
         switch_pid,
     } = *t;
-    let mut child = gen.start(topo, frame, core, dir)?;
+    let secs = warmup + window + 2.0;
+    let mut child = gen.start(&topo.ns_a, &topo.a0, frame, core, other_core, secs, dir)?;
     let result = (|| {
         std::thread::sleep(Duration::from_secs_f64(warmup));
         if let Some(status) = child.try_wait()? {

@@ -7,10 +7,11 @@
 //! Each switch gets a fresh topology ([`topo`]); the generator, iperf3 and ping run on one core
 //! and the switch on another. Needs root.
 
-mod measure;
+pub(crate) mod generator;
+pub(crate) mod measure;
 mod report;
 mod switches;
-mod topo;
+pub(crate) mod topo;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use measure::Generator;
+use generator::Generator;
 use report::{Report, SwitchResult};
 use switches::Switch;
 use topo::Topo;
@@ -49,8 +50,9 @@ pub struct CompareArgs {
     /// Pings per latency measurement (one per millisecond).
     #[arg(long, default_value_t = 1000)]
     pub pings: usize,
-    /// Packet-rate generator.
-    #[arg(long, default_value = "trafgen")]
+    /// Packet-rate generator: hayate-afxdp (`hayate gen send` on AF_XDP), hayate-afpacket,
+    /// trafgen (Debian netsniff-ng), testpmd-afxdp or testpmd-afpacket (dpdk-testpmd txonly).
+    #[arg(long, default_value = "hayate-afxdp")]
     pub generator: String,
     /// Core of the generator, iperf3 and ping.
     #[arg(long, default_value_t = 0)]
@@ -82,8 +84,8 @@ fn check_tools(gen: Generator) -> Result<()> {
     ];
     need.push(("iperf3", "iperf3"));
     need.push(("taskset", "util-linux"));
-    if gen == Generator::Trafgen {
-        need.push(("trafgen", "netsniff-ng"));
+    if let Some(why) = gen.unavailable() {
+        bail!("the generator {} is {why}", gen.name());
     }
     for (bin, pkg) in need {
         let found = std::env::var_os("PATH")
@@ -193,6 +195,7 @@ fn measure_switch(
         warmup: args.warmup,
         window: args.seconds,
         core: args.gen_core,
+        other_core: args.switch_core,
         dir,
         switch_pid: pid,
     };
