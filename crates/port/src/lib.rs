@@ -22,6 +22,7 @@ pub mod afxdp;
 mod claim;
 mod csum;
 pub mod null;
+pub mod partial_csum;
 pub mod pcap;
 pub mod ring;
 pub mod spec;

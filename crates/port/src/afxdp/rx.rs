@@ -5,6 +5,9 @@
 //! (when the fill ring has room for a batch) one release store of the fill producer. A system
 //! call happens only when the kernel asks for one (`need_wakeup` on the fill ring, set by
 //! zero-copy drivers that sleep when the fill ring ran dry).
+//!
+//! In copy mode, TCP/UDP checksums a local sender left partial (checksum offload) are
+//! completed here ([`crate::partial_csum`]): a few additions per packet, a sum only for those.
 
 use std::mem::ManuallyDrop;
 use std::os::fd::RawFd;
@@ -13,6 +16,7 @@ use std::sync::Arc;
 use packet::{Batch, Pool, PoolCache, BATCH_SIZE, FRAME_SIZE};
 
 use super::xsk::{release, RxRings, Xsk};
+use crate::partial_csum::complete_partial;
 use crate::{QueueCounters, RxQueue};
 
 /// Receive queue `q` of an AF_XDP port.
@@ -126,6 +130,15 @@ impl RxQueue for AfXdpRx {
                 bytes += u64::from(desc.len);
             }
             reader.release();
+        }
+        if !self.xsk.zero_copy && got > 0 {
+            // Copy mode takes frames from the kernel's skb path, where a local sender with
+            // checksum offload leaves TCP/UDP checksums partial (zero-copy NICs deliver wire
+            // frames, complete by definition).
+            let n = batch.len();
+            for pkt in &mut batch.as_mut_slice()[n - got..] {
+                complete_partial(pkt.data_mut());
+            }
         }
         self.rings.in_kernel -= back;
         if self.fill_target.saturating_sub(self.rings.in_kernel) >= BATCH_SIZE as u32 {
