@@ -29,6 +29,7 @@ pub mod spec;
 pub mod tap;
 pub mod template;
 pub mod vnet;
+pub mod xdplive;
 
 pub use spec::open;
 

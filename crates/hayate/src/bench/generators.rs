@@ -1,11 +1,14 @@
 //! `hayate bench generators`: packet generators side by side on one veth pair — Hayate's own
-//! (`hayate gen send` on AF_XDP and on AF_PACKET), trafgen, and dpdk-testpmd txonly on
+//! (`hayate gen send` on AF_XDP, on AF_PACKET and with XDP live frames), trafgen, and dpdk-testpmd txonly on
 //! net_af_xdp and net_af_packet vdevs — each in turn on the same pinned core, the same frames,
 //! counted by the receiving end's interface counter.
 //!
 //! ```text
 //! netns <p>G: <p>g0 ──veth── <p>g1 :netns <p>K (a sink: frames to a MAC it does not own)
 //! ```
+//!
+//! The sink receives through NAPI (`ethtool -K g1 gro on`) for every generator: XDP live
+//! frames reach a veth only that way.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -22,7 +25,7 @@ use super::compare::topo::{in_ns, run, Topo};
 #[derive(Args, Debug, Clone)]
 pub struct GeneratorsArgs {
     /// Generators to measure (default: all that are installed): hayate-afxdp,
-    /// hayate-afpacket, trafgen, testpmd-afxdp, testpmd-afpacket.
+    /// hayate-afpacket, hayate-xdplive, trafgen, testpmd-afxdp, testpmd-afpacket.
     #[arg(long, value_delimiter = ',')]
     pub generators: Vec<String>,
     /// Frame sizes, bytes with FCS.
@@ -103,6 +106,9 @@ impl Pair {
         ]))?;
         run(&mut in_ns(&p.ns_g, &["ip", "link", "set", &p.g0, "up"]))?;
         run(&mut in_ns(&p.ns_k, &["ip", "link", "set", &p.g1, "up"]))?;
+        // The sink receives through NAPI (GRO on), the same for every generator: XDP live
+        // frames reach a veth only that way, and the others' frames take the same path.
+        run(&mut in_ns(&p.ns_k, &["ethtool", "-K", &p.g1, "gro", "on"]))?;
         Ok(p)
     }
 

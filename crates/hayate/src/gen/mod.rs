@@ -8,6 +8,7 @@
 //! - `loopback` — ring to ring with nothing between: the tool's own latency floor.
 
 mod args;
+mod xdplive;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -37,7 +38,8 @@ pub struct GenArgs {
 enum GenCommand {
     /// Send traffic on a port.
     Send {
-        /// The port to send on (e.g. ring:x, null:sink, pcap:out=FILE, afpacket:veth0).
+        /// The port to send on (e.g. ring:x, null:sink, pcap:out=FILE, afpacket:veth0), or
+        /// xdplive:IFNAME (XDP live frames: one frame repeated at the driver's rate).
         #[arg(long)]
         port: String,
         #[command(flatten)]
@@ -181,6 +183,9 @@ pub fn main(args: GenArgs) -> Result<()> {
             rate,
             out,
         } => {
+            if let Some(ifname) = port.strip_prefix("xdplive:") {
+                return xdplive::send(ifname, &traffic, &rate, &out);
+            }
             let pool = pool(&out)?;
             let cfg = rate.config(traffic.traffic()?)?;
             let ports = Ports {

@@ -22,7 +22,7 @@ mod frames;
 mod netlink;
 mod program;
 mod rx;
-mod sys;
+pub(crate) mod sys;
 mod tx;
 mod xsk;
 

@@ -1,5 +1,5 @@
 //! The programs that send the packet-rate tests' frames: Hayate's own generator (`hayate gen
-//! send` on an AF_XDP or AF_PACKET port), trafgen (Debian netsniff-ng), and DPDK's
+//! send` on an AF_XDP or AF_PACKET port, or with XDP live frames), trafgen (Debian netsniff-ng), and DPDK's
 //! dpdk-testpmd in txonly mode on a net_af_xdp or net_af_packet vdev. Each sends UDP frames
 //! from host A's address to a destination behind B's MAC that B drops at once.
 
@@ -17,6 +17,9 @@ pub enum Generator {
     HayateAfxdp,
     /// `hayate gen send` on an AF_PACKET port.
     HayateAfpacket,
+    /// `hayate gen send` with XDP live frames (`xdplive:`; the receiving veth must use NAPI:
+    /// an XDP program or GRO on).
+    HayateXdpLive,
     /// trafgen (Debian netsniff-ng): AF_PACKET tx ring.
     Trafgen,
     /// dpdk-testpmd `--forward-mode=txonly` on a net_af_xdp vdev.
@@ -26,9 +29,10 @@ pub enum Generator {
 }
 
 /// Every generator, in the order `hayate bench generators` measures them.
-pub const GENERATORS: [Generator; 5] = [
+pub const GENERATORS: [Generator; 6] = [
     Generator::HayateAfxdp,
     Generator::HayateAfpacket,
+    Generator::HayateXdpLive,
     Generator::Trafgen,
     Generator::TestpmdAfxdp,
     Generator::TestpmdAfpacket,
@@ -59,6 +63,7 @@ impl Generator {
         match self {
             Generator::HayateAfxdp => "hayate-afxdp",
             Generator::HayateAfpacket => "hayate-afpacket",
+            Generator::HayateXdpLive => "hayate-xdplive",
             Generator::Trafgen => "trafgen",
             Generator::TestpmdAfxdp => "testpmd-afxdp",
             Generator::TestpmdAfpacket => "testpmd-afpacket",
@@ -69,7 +74,7 @@ impl Generator {
     /// own generator, which is this binary).
     pub fn needs(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Generator::HayateAfxdp | Generator::HayateAfpacket => None,
+            Generator::HayateAfxdp | Generator::HayateAfpacket | Generator::HayateXdpLive => None,
             Generator::Trafgen => Some(("trafgen", "netsniff-ng")),
             Generator::TestpmdAfxdp => Some((
                 "dpdk-testpmd",
@@ -121,11 +126,11 @@ impl Generator {
         let err = std::fs::File::create(dir.join(format!("{}-{frame}.err", self.name())))?;
         let core_s = core.to_string();
         let cmd = match self {
-            Generator::HayateAfxdp | Generator::HayateAfpacket => {
-                let kind = if self == Generator::HayateAfxdp {
-                    "afxdp"
-                } else {
-                    "afpacket"
+            Generator::HayateAfxdp | Generator::HayateAfpacket | Generator::HayateXdpLive => {
+                let kind = match self {
+                    Generator::HayateAfxdp => "afxdp",
+                    Generator::HayateAfpacket => "afpacket",
+                    _ => "xdplive",
                 };
                 let exe = std::env::current_exe().context("finding the hayate binary")?;
                 let json = dir.join(format!("{}-{frame}.json", self.name()));
@@ -288,5 +293,6 @@ mod tests {
     fn hayate_needs_nothing_installed() {
         assert_eq!(Generator::HayateAfxdp.unavailable(), None);
         assert_eq!(Generator::HayateAfpacket.unavailable(), None);
+        assert_eq!(Generator::HayateXdpLive.unavailable(), None);
     }
 }
