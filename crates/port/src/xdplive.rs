@@ -10,7 +10,8 @@
 //!
 //! What the driver needs: `ndo_xdp_xmit`. A veth has it only while its peer receives through
 //! NAPI (the peer runs an XDP program, or has GRO on: `ethtool -K PEER gro on`); otherwise
-//! the frames are dropped, which [`XdpLive::open`] cannot see, so callers count what arrives.
+//! the kernel drops the frames without counting them anywhere the sender can read (Linux
+//! 6.18), so callers must count what arrives.
 //! Frames are sent as they are: every copy is the same frame (one flow, no probe).
 
 use std::io;
@@ -111,17 +112,12 @@ impl XdpLive {
             .map_err(|e| format!("xdplive: {e}"))?
             .as_fd()
             .as_raw_fd();
-        let live = XdpLive {
+        Ok(XdpLive {
             _ebpf: ebpf,
             prog_fd,
             ifindex,
             frame: frame.to_vec(),
-        };
-        // One frame now, so that an old kernel or a missing driver hook fails here, with the
-        // reason, rather than in the middle of a run.
-        live.send(1)
-            .map_err(|e| format!("xdplive on {ifname}: {e}"))?;
-        Ok(live)
+        })
     }
 
     /// Runs the program on `count` copies of the frame (the kernel sends them in bulks of
