@@ -285,9 +285,13 @@ impl Datapath {
     pub fn start(&self) -> Result<Running, DpError> {
         let pmds = self.build_pmds()?;
         let stop = Arc::new(AtomicBool::new(false));
+        // One eventfd wakes every sleeping thread when the datapath stops, so a sleep need
+        // not end on its own to notice the stop flag.
+        let stop_wake = Arc::new(Wake::new());
         let mut stats = Vec::with_capacity(pmds.len());
         let mut handles = Vec::with_capacity(pmds.len());
         for mut pmd in pmds {
+            pmd.attach_stop_wake(stop_wake.clone());
             stats.push(pmd.stats_handle().clone());
             let stop = stop.clone();
             let name = format!("hayate-pmd{}", pmd.index());
@@ -307,6 +311,7 @@ impl Datapath {
         Ok(Running {
             handles,
             stop,
+            stop_wake,
             stats,
             packet_ins: self.packet_ins.clone(),
             injector: self.injector.clone(),
@@ -330,6 +335,8 @@ impl Datapath {
 pub struct Running {
     handles: Vec<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
+    /// Signalled after `stop` is set: wakes threads sleeping in `poll(2)`.
+    stop_wake: Arc<Wake>,
     stats: Vec<Arc<PmdStats>>,
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
@@ -375,6 +382,7 @@ impl Running {
     /// megaflow counter flushed. Counters stay readable; stopping twice does nothing.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.stop_wake.signal();
         for h in self.handles.drain(..) {
             if h.join().is_err() {
                 eprintln!("datapath: a poll-mode thread panicked");

@@ -10,10 +10,14 @@
 //!    (traffic that pauses for a few microseconds costs no wake-up latency).
 //! 3. Then it sleeps. When every rx queue has a readiness file descriptor (kernel-backed
 //!    ports: AF_XDP, AF_PACKET, TAP), it sleeps in one `poll(2)` on all of them, woken by the
-//!    first packet, at most [`IdleConfig::max_sleep_ms`] (so maintenance and the stop flag are
-//!    still served). When a queue has none (in-memory rings, pcap), it sleeps in steps that
+//!    first packet, by a packet-out or by the datapath's stop (eventfds among the descriptors),
+//!    at most [`IdleConfig::max_sleep_ms`] (1 s: megaflow aging still runs; counters are
+//!    flushed before each sleep). When a queue has none (in-memory rings, pcap), it sleeps in steps that
 //!    double from [`MIN_NAP_US`] up to [`IdleConfig::max_nap_us`], polling between steps: the
-//!    wake-up cost is bounded by the step.
+//!    wake-up cost is bounded by the step. A thread with no rx queue at all (a bridge whose
+//!    ports only send, such as `null:sink`) sleeps in `poll(2)` too, on its wake descriptors
+//!    (packet-outs) or on nothing: it has nothing to poll for, so idle bridges cost next to
+//!    nothing.
 //! 4. The first packet returns it to step 1.
 
 use std::os::fd::RawFd;
@@ -40,7 +44,7 @@ impl Default for IdleConfig {
         IdleConfig {
             sleep: true,
             spin_us: 200,
-            max_sleep_ms: 100,
+            max_sleep_ms: 1000,
             max_nap_us: 1000,
         }
     }
@@ -51,7 +55,7 @@ impl IdleConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.max_sleep_ms == 0 || self.max_sleep_ms > 1000 {
             return Err(format!(
-                "idle max_sleep_ms is {}; use 1 ..= 1000 (default 100)",
+                "idle max_sleep_ms is {}; use 1 ..= 1000 (default 1000)",
                 self.max_sleep_ms
             ));
         }
@@ -88,7 +92,8 @@ pub struct Idle {
 }
 
 impl Idle {
-    /// Idle state for a thread whose rx queues have these readiness descriptors.
+    /// Idle state for a thread whose rx queues have these readiness descriptors (an empty
+    /// list: a thread with no rx queue, which sleeps in `poll(2)` on nothing).
     pub fn new(cfg: IdleConfig, fds: impl IntoIterator<Item = Option<RawFd>>) -> Idle {
         let mut all_fds = true;
         let mut pollfds = Vec::new();
@@ -104,7 +109,7 @@ impl Idle {
         }
         Idle {
             cfg,
-            all_fds: all_fds && !pollfds.is_empty(),
+            all_fds,
             fds: pollfds,
             idle_since_ns: 0,
             nap_us: MIN_NAP_US,
@@ -196,6 +201,23 @@ mod tests {
         let mut idle = Idle::new(cfg, [None]);
         assert_eq!(idle.empty(1), Step::Spin);
         assert_eq!(idle.empty(u64::MAX / 2), Step::Spin);
+    }
+
+    #[test]
+    fn a_thread_without_queues_sleeps_the_longest_step() {
+        let cfg = IdleConfig {
+            max_sleep_ms: 30,
+            ..IdleConfig::default()
+        };
+        let mut idle = Idle::new(cfg, []);
+        assert!(idle.waits_on_fds(), "nothing to nap for");
+        let t = Instant::now();
+        assert_eq!(idle.sleep(), Duration::from_millis(30));
+        assert!(
+            t.elapsed() >= Duration::from_millis(25),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]

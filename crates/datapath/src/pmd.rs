@@ -152,6 +152,8 @@ pub struct Pmd {
     s: Box<Scratch>,
     /// Packet-outs to run (thread 0 only; see [`crate::inject`]).
     inject: Option<InjectQueue>,
+    /// The datapath's stop eventfd (among the descriptors the thread sleeps on).
+    stop_wake: Option<Arc<Wake>>,
     /// Signalled after a poll that queued packet-ins.
     packet_in_wake: Option<Arc<Wake>>,
 }
@@ -237,6 +239,7 @@ impl Pmd {
             s,
             cfg,
             inject: None,
+            stop_wake: None,
             packet_in_wake: None,
         }
     }
@@ -284,15 +287,28 @@ impl Pmd {
     /// Makes this thread the one that runs packet-outs; their eventfd joins the descriptors
     /// it sleeps on.
     pub(crate) fn attach_inject(&mut self, q: InjectQueue) {
-        let wake = q.wake_fd();
+        self.inject = Some(q);
+        self.rebuild_idle();
+    }
+
+    /// The datapath's stop eventfd joins the descriptors this thread sleeps on.
+    pub(crate) fn attach_stop_wake(&mut self, wake: Arc<Wake>) {
+        self.stop_wake = Some(wake);
+        self.rebuild_idle();
+    }
+
+    /// Idle state over the rx queues' descriptors and the wake-ups (packet-outs, stop).
+    fn rebuild_idle(&mut self) {
+        let inject = self.inject.as_ref().map(|q| q.wake_fd());
+        let stop = self.stop_wake.as_ref().map(|w| w.raw_fd());
         self.idle = Idle::new(
             self.cfg.idle,
             self.rx
                 .iter()
                 .map(|(_, rxq)| rxq.readiness_fd())
-                .chain(std::iter::once(wake)),
+                .chain(inject)
+                .chain(stop),
         );
-        self.inject = Some(q);
     }
 
     /// Polls every rx queue once and processes what arrived. Returns packets processed.
@@ -354,6 +370,8 @@ impl Pmd {
                 Step::Spin => std::hint::spin_loop(),
                 Step::Sleep => {
                     self.maybe_maintain(now);
+                    // Sleeps may be long: leave the flow entries' counters current.
+                    self.arena.flush_dirty(pipeline_ms(now));
                     self.idle.sleep();
                     self.local.add(Counter::IdleSleeps, 1);
                     self.stats.absorb(&mut self.local);

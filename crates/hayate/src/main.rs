@@ -10,6 +10,7 @@ mod bench;
 mod config;
 mod ctl;
 mod gen;
+mod nudge;
 mod ofbridge;
 mod pin;
 mod run;

@@ -44,6 +44,10 @@ pub struct Control {
     seq: u64,
     /// Flows removed by deletes (with send_flow_rem) not yet taken.
     removed: Vec<RemovedFlow>,
+    /// Tables holding flows with timeouts, as of the last [`Control::tick`] (`None`: a table
+    /// changed since). A tick walks only these, so an idle bridge's tick touches no table: a
+    /// thousand bridges' ticks would otherwise walk 255 tables each.
+    timed_tables: Option<Vec<u8>>,
 }
 
 impl Control {
@@ -71,6 +75,7 @@ impl Control {
             config,
             seq: 0,
             removed: Vec::new(),
+            timed_tables: None,
         };
         c.publish();
         let cell = c.cell.clone();
@@ -89,6 +94,13 @@ impl Control {
         };
         self.cell.current.store(Arc::new(p));
         self.shared.bump();
+    }
+
+    /// Table `t` for writing (copied first if a published snapshot shares it); forgets the
+    /// list of tables with timed flows, which the next tick rebuilds.
+    fn table_mut(&mut self, t: usize) -> &mut FlowTable {
+        self.timed_tables = None;
+        Arc::make_mut(&mut self.tables[t])
     }
 
     /// The snapshot the datapath currently sees.
@@ -124,6 +136,7 @@ impl Control {
         for (i, m) in mods.iter().enumerate() {
             if let Err(e) = self.flow_mod(m) {
                 self.tables = saved.0;
+                self.timed_tables = None;
                 self.removed.truncate(saved.1);
                 self.seq = saved.2;
                 return Err((i, e));
@@ -187,7 +200,7 @@ impl Control {
             install_ms: now_ms(),
             counters,
         };
-        Arc::make_mut(&mut self.tables[t]).insert(Arc::new(e));
+        self.table_mut(t).insert(Arc::new(e));
         Ok(())
     }
 
@@ -219,7 +232,7 @@ impl Control {
             });
         }
         if !replacements.is_empty() {
-            let table = Arc::make_mut(&mut self.tables[t]);
+            let table = self.table_mut(t);
             for r in replacements {
                 table.insert(Arc::new(r));
             }
@@ -245,6 +258,7 @@ impl Control {
             if selected.is_empty() {
                 continue;
             }
+            self.timed_tables = None;
             let tbl = Arc::make_mut(&mut self.tables[t]);
             for e in selected {
                 tbl.remove(&e);
@@ -325,6 +339,7 @@ impl Control {
             if hits.is_empty() {
                 continue;
             }
+            self.timed_tables = None;
             let tbl = Arc::make_mut(&mut self.tables[t]);
             for e in hits {
                 tbl.remove(&e);
@@ -417,10 +432,15 @@ impl Control {
     /// FLOW_REMOVED for those with `send_flow_rem`).
     pub fn tick(&mut self, now_ms: u64) -> Vec<RemovedFlow> {
         let mut out = Vec::new();
-        for t in 0..self.tables.len() {
-            if self.tables[t].timed == 0 {
-                continue;
-            }
+        let timed = match self.timed_tables.take() {
+            Some(list) => list,
+            None => (0..self.tables.len())
+                .filter(|&t| self.tables[t].timed != 0)
+                .map(|t| t as u8)
+                .collect(),
+        };
+        for &t in &timed {
+            let t = usize::from(t);
             let expired: Vec<(Arc<FlowEntry>, RemovedReason)> = self.tables[t]
                 .classifier
                 .iter()
@@ -430,7 +450,7 @@ impl Control {
             if expired.is_empty() {
                 continue;
             }
-            let tbl = Arc::make_mut(&mut self.tables[t]);
+            let tbl = self.table_mut(t);
             for (e, reason) in expired {
                 tbl.remove(&e);
                 out.push(RemovedFlow {
@@ -438,6 +458,10 @@ impl Control {
                     flow: FlowView::of(&e, now_ms),
                 });
             }
+        }
+        if out.is_empty() {
+            // Nothing expired: no table changed, the list still holds.
+            self.timed_tables = Some(timed);
         }
         if self.shared.mac.expire(now_ms) > 0 {
             self.shared.bump();

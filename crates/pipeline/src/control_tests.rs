@@ -387,6 +387,35 @@ fn hard_and_idle_timeouts_expire_and_publish() {
 }
 
 #[test]
+fn flows_added_after_a_tick_still_time_out() {
+    // A tick remembers which tables hold timed flows; every change must make it look again.
+    let (mut c, _cell) = new();
+    c.apply(&[add(0, 1, port_match(1), 2)]).unwrap();
+    let t0 = now_ms();
+    assert!(c.tick(t0).is_empty(), "no timed flow yet");
+    for (table, port) in [(0u8, 2u128), (7, 3)] {
+        let mut m = add(table, 1, port_match(port), 2);
+        m.hard_timeout = 1;
+        c.apply(&[m]).unwrap();
+        assert!(c.tick(t0 + 500).is_empty());
+        let r = c.tick(t0 + 1_500 + u64::from(table) * 1_000);
+        assert_eq!(r.len(), 1, "table {table}: the new flow expires");
+        assert_eq!(r[0].reason, RemovedReason::HardTimeout);
+    }
+    // A failed batch restores the tables: the list is rebuilt from them, not kept.
+    let mut ok = add(3, 1, port_match(4), 2);
+    ok.hard_timeout = 1;
+    let mut bad = add(3, 1, port_match(5), 2);
+    bad.table_id = 255;
+    assert!(c.apply(&[ok, bad]).is_err());
+    assert!(
+        c.tick(t0 + 60_000).is_empty(),
+        "nothing of the failed batch stayed"
+    );
+    assert_eq!(c.flows(0, &FlowFilter::ALL).len(), 1);
+}
+
+#[test]
 fn ports_changes_flush_learned_macs() {
     let (mut c, cell) = new();
     let port = |no| PortInfo {

@@ -107,7 +107,8 @@ impl Port for NullPort {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            rx_queues: 1,
+            // A pure sink (`null:sink`) never receives: no rx queue, so no thread polls it.
+            rx_queues: u16::from(self.limit != Some(0)),
             tx_queues: 1,
             vnet_hdr: false,
             max_frame: (FRAME_SIZE - HEADROOM) as u32,
