@@ -191,6 +191,12 @@ impl Net {
         }
     }
 
+    /// Where the switches of this net put their management sockets (for `hayate ctl
+    /// --run-dir`).
+    pub fn run_dir(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+
     /// Creates namespace `<prefix><name>` with loopback up; returns its name.
     pub fn ns(&mut self, name: &str) -> String {
         let ns = format!("{}{name}", self.prefix);
@@ -333,6 +339,19 @@ impl Net {
         flows: &[&str],
         cores: &[usize],
     ) -> Hayate {
+        self.hayate_with(switch_ns, ports, flows, cores, "")
+    }
+
+    /// As [`Net::hayate`], with `bridge_toml` added to the bridge's table (e.g. controllers
+    /// and fail mode) and the management socket in this net's folder ([`Net::run_dir`]).
+    pub fn hayate_with(
+        &self,
+        switch_ns: &str,
+        ports: &[String],
+        flows: &[&str],
+        cores: &[usize],
+        bridge_toml: &str,
+    ) -> Hayate {
         let last = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
         let cores: Vec<String> = cores.iter().map(|c| (*c).min(last).to_string()).collect();
         let tag = format!("{switch_ns}-{}", cores.join("-"));
@@ -340,7 +359,7 @@ impl Net {
         let stats = self.dir.path().join(format!("{tag}.json"));
         let log = self.dir.path().join(format!("{tag}.log"));
         let mut text = format!(
-            "[[bridge]]\nname = \"br0\"\ncores = [{}]\nflows = [\n",
+            "[[bridge]]\nname = \"br0\"\ncores = [{}]\n{bridge_toml}\nflows = [\n",
             cores.join(", ")
         );
         for f in flows {
@@ -368,6 +387,8 @@ impl Net {
             .arg(&cfg)
             .arg("--stats-json")
             .arg(&stats)
+            .arg("--run-dir")
+            .arg(self.run_dir())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
