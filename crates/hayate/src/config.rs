@@ -69,6 +69,11 @@ pub struct BridgeConfig {
     pub ssl_cert: Option<String>,
     /// The switch's private key (PEM).
     pub ssl_key: Option<String>,
+    /// Packet-ins per second each controller may receive (default 1000; the rest are
+    /// counted and dropped).
+    pub packet_in_rate: Option<Spanned<u32>>,
+    /// Packet-ins that may go at once after a quiet period (default 100).
+    pub packet_in_burst: Option<Spanned<u32>>,
 }
 
 /// One port of a bridge.
@@ -102,6 +107,8 @@ pub struct Bridge {
     pub fail_mode: agent::FailMode,
     /// TLS files (all three or none).
     pub tls: Option<agent::TlsFiles>,
+    /// Packet-in rate limit per controller.
+    pub packet_in_limit: agent::RateLimit,
 }
 
 /// Parses a datapath id in hex, with or without `0x`.
@@ -295,6 +302,24 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
         b.ssl_key.as_deref(),
     )
     .map_err(|e| ConfigError(format!("bridge {name:?}: {e}")))?;
+    let mut packet_in_limit = agent::RateLimit::default();
+    for (key, value, slot) in [
+        (
+            "packet_in_rate",
+            &b.packet_in_rate,
+            &mut packet_in_limit.rate,
+        ),
+        (
+            "packet_in_burst",
+            &b.packet_in_burst,
+            &mut packet_in_limit.burst,
+        ),
+    ] {
+        if let Some(v) = value {
+            *slot = check_packet_in(key, *v.get_ref())
+                .map_err(|e| ConfigError(format!("line {}: {e}", line_of(src, v.span().start))))?;
+        }
+    }
     Ok(Bridge {
         name,
         cores: b.cores,
@@ -304,7 +329,19 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
         controllers,
         fail_mode,
         tls,
+        packet_in_limit,
     })
+}
+
+/// Checks a packet-in rate or burst (1 ..= 10,000,000); the error names the key and the fix.
+pub fn check_packet_in(key: &str, v: u32) -> Result<u32, String> {
+    if (1..=10_000_000).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{key} = {v}: give 1 to 10000000 packet-ins (per second for the rate)"
+        ))
+    }
 }
 
 /// Refuses flows that match on or output to a port the bridge does not have.
@@ -451,11 +488,15 @@ name = "br0"
 datapath_id = "0x00000000000000a1"
 controllers = ["tcp:127.0.0.1:6653", "punix:/tmp/x.sock"]
 fail_mode = "secure"
+packet_in_rate = 20000
+packet_in_burst = 2000
 
 [[bridge.port]]
 spec = "null:sink"
 "#;
         let b = &parse(src).unwrap()[0];
+        assert_eq!(b.packet_in_limit.rate, 20_000);
+        assert_eq!(b.packet_in_limit.burst, 2_000);
         assert_eq!(b.datapath_id, Some(0xa1));
         assert_eq!(b.controllers.len(), 2);
         assert_eq!(b.fail_mode, agent::FailMode::Secure);
@@ -464,6 +505,7 @@ spec = "null:sink"
         assert_eq!(defaults.datapath_id, None);
         assert!(defaults.controllers.is_empty());
         assert_eq!(defaults.fail_mode, agent::FailMode::Standalone);
+        assert_eq!(defaults.packet_in_limit, agent::RateLimit::default());
     }
 
     #[test]
@@ -477,6 +519,8 @@ spec = "null:sink"
         assert!(e.contains("line 3") && e.contains("hex"), "{e}");
         let e = bad("controllers = [\"carrier-pigeon:1\"]");
         assert!(e.contains("line 3"), "{e}");
+        let e = bad("packet_in_rate = 0");
+        assert!(e.contains("line 3") && e.contains("1 to 10000000"), "{e}");
         let e = bad("fail_mode = \"open\"");
         assert!(e.contains("line 3") && e.contains("secure"), "{e}");
         let e = bad("ssl_ca = \"ca.pem\"");

@@ -44,6 +44,8 @@ pub struct OpenFlowSettings {
     pub tls: Option<agent::TlsFiles>,
     /// Folder of the management socket `<bridge>.mgmt` (`None`: no management socket).
     pub run_dir: Option<PathBuf>,
+    /// Packet-ins per controller: rate and burst.
+    pub packet_in_limit: agent::RateLimit,
 }
 
 /// A bridge's OpenFlow side, running. Dropping it stops the agents and the pump.
@@ -101,6 +103,7 @@ pub fn start(
         .unwrap_or_else(|| datapath_id_from_name(&name));
     let agent_config = AgentConfig {
         fail_mode: settings.fail_mode,
+        packet_in_limit: settings.packet_in_limit,
         tls: match &settings.tls {
             Some(files) => Some(TlsConfig::load(files).with_context(|| format!("bridge {name}"))?),
             None => None,

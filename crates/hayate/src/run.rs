@@ -57,6 +57,10 @@ pub struct RunArgs {
     /// Datapath id in hex (one bridge only; default: derived from the bridge name).
     #[arg(long)]
     pub datapath_id: Option<String>,
+    /// Packet-ins per second each controller may receive, for every bridge (default 1000,
+    /// or `packet_in_rate` in the config); the rest are counted and dropped.
+    #[arg(long)]
+    pub packet_in_rate: Option<u32>,
     /// CA certificate (PEM) for ssl:/pssl: controllers.
     #[arg(long)]
     pub ssl_ca: Option<String>,
@@ -107,6 +111,7 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
         controllers: Vec::new(),
         fail_mode: agent::FailMode::default(),
         tls: None,
+        packet_in_limit: agent::RateLimit::default(),
     }])
 }
 
@@ -140,7 +145,15 @@ fn openflow_settings(
         Some(t) => Some(t),
         None => b.tls.clone(),
     };
+    let mut packet_in_limit = b.packet_in_limit;
+    if let Some(r) = args.packet_in_rate {
+        packet_in_limit.rate =
+            config::check_packet_in("--packet-in-rate", r).map_err(|e| anyhow!(e))?;
+        // A burst of a tenth of a second's worth, as the default (1000/s, 100).
+        packet_in_limit.burst = packet_in_limit.burst.max(r / 10).max(1);
+    }
     Ok(OpenFlowSettings {
+        packet_in_limit,
         datapath_id,
         controllers: if args.controllers.is_empty() {
             b.controllers.clone()
