@@ -6,7 +6,10 @@ packet-in it learns (datapath, source MAC) -> in_port; when the destination is k
 installs a flow (in_port, eth_src, eth_dst -> output) and sends the packet there, otherwise
 it floods. os-ken 4.x ships no manager command, so this file also starts os-ken itself:
 
-    python learning_switch.py PORT [HOST]
+    python learning_switch.py PORT [HOST [MAC=PORT ...]]
+
+MAC=PORT arguments preload the MAC table of every switch (a benchmark that only sends from
+new source MACs thus gets a flow per packet-in, as cbench does).
 """
 
 import logging
@@ -24,6 +27,8 @@ class LearningSwitch(app_manager.OSKenApp):
     """L2 learning: table-miss to the controller, one flow per learnt (src, dst) pair."""
 
     OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+
+    PRELOAD = {}  # mac -> port, from the command line
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -53,7 +58,7 @@ class LearningSwitch(app_manager.OSKenApp):
         eth = packet.Packet(msg.data).get_protocols(ethernet.ethernet)[0]
         if eth.ethertype == ether_types.ETH_TYPE_LLDP:
             return
-        table = self.ports.setdefault(dp.id, {})
+        table = self.ports.setdefault(dp.id, dict(self.PRELOAD))
         table[eth.src] = in_port
         out_port = table.get(eth.dst, ofp.OFPP_FLOOD)
         actions = [parser.OFPActionOutput(out_port)]
@@ -67,6 +72,9 @@ class LearningSwitch(app_manager.OSKenApp):
 def main():
     port = sys.argv[1] if len(sys.argv) > 1 else "6653"
     host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+    for arg in sys.argv[3:]:
+        mac, _, port_no = arg.partition("=")
+        LearningSwitch.PRELOAD[mac.lower()] = int(port_no)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s")
     cfg.CONF(args=["--ofp-tcp-listen-port", port, "--ofp-listen-host", host],

@@ -3,7 +3,8 @@
 //! (tests/controllers/learning_switch.py) and takes over a bridge in secure fail mode whose
 //! ports are veths into namespace hosts, on AF_XDP and on AF_PACKET. The hosts ping each
 //! other and run a short iperf3 TCP stream; the flows the controller installed are read back
-//! with `hayate ctl dump-flows`.
+//! with `hayate ctl dump-flows`. An ignored benchmark measures how many new flows per second
+//! the controller sets up through the switch.
 
 mod netns;
 
@@ -40,13 +41,22 @@ struct Controller {
 }
 
 impl Controller {
-    fn start(py: &Path, ns: &str, port: u16, log: PathBuf) -> Controller {
+    /// Starts the learning switch on `port` in namespace `ns` (`""`: this one), with `extra`
+    /// arguments (MAC=PORT preloads).
+    fn start(py: &Path, ns: &str, port: u16, log: PathBuf, extra: &[&str]) -> Controller {
         let app = repo_file("tests/controllers/learning_switch.py");
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(py)
+        let mut cmd = if ns.is_empty() {
+            Command::new(py)
+        } else {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(py);
+            c
+        };
+        let child = cmd
             .arg(&app)
             .arg(port.to_string())
+            .arg("127.0.0.1")
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("controller log"))
             .spawn()
@@ -110,7 +120,7 @@ fn osken_learning_switch_drives_hayate() {
         let a = net.link(kind, "a", &sw, &["10.11.0.1/24"]);
         let b = net.link(kind, "b", &sw, &["10.11.0.2/24"]);
         let port = 16653;
-        let ctl = Controller::start(&py, &sw, port, net.dir.path().join("osken.log"));
+        let ctl = Controller::start(&py, &sw, port, net.dir.path().join("osken.log"), &[]);
         let deadline = Instant::now() + Duration::from_secs(30);
         while !listening(&sw, port) {
             assert!(
@@ -178,4 +188,105 @@ fn osken_learning_switch_drives_hayate() {
         drop(hayate);
         drop(ctl);
     }
+}
+
+/// Active entries in table 0 (`hayate ctl dump-tables`).
+fn active_flows(run_dir: &Path, bridge: &str) -> u64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .args(["ctl", "--run-dir"])
+        .arg(run_dir)
+        .args([bridge, "dump-tables"])
+        .output()
+        .expect("hayate ctl");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split("active=")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// New flows per second set up through os-ken: a null source sends from 1,000,000 source
+/// MACs in turn towards one MAC the controller already knows, so every packet-in the switch
+/// lets through (rate limit `HAYATE_BENCH_PACKET_IN_RATE`, default 50,000/s) is a new flow;
+/// the table's growth over 10 s is the rate. Run with:
+/// `cargo test --release -p hayate --test controller_osken -- --ignored --nocapture`
+#[test]
+#[ignore = "benchmark: run with --release -- --ignored --nocapture"]
+fn osken_new_flows_per_second() {
+    let Some(py) = venv_python() else {
+        panic!("no venv with os-ken: run scripts/setup.sh");
+    };
+    let rate: u32 = std::env::var("HAYATE_BENCH_PACKET_IN_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The null template's destination MAC is behind port 2.
+    let ctl = Controller::start(
+        &py,
+        "",
+        port,
+        dir.path().join("osken.log"),
+        &["02:00:00:00:00:02=2"],
+    );
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "os-ken: {}",
+            ctl.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let cfg = dir.path().join("pi.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[bridge]]\nname = \"pib\"\ncontrollers = [\"tcp:127.0.0.1:{port}\"]\n\
+             fail_mode = \"secure\"\npacket_in_rate = {rate}\npacket_in_burst = {}\n\
+             [[bridge.port]]\nspec = \"null:macs=1000000\"\n\
+             [[bridge.port]]\nspec = \"null:sink\"\n",
+            (rate / 10).max(1)
+        ),
+    )
+    .unwrap();
+    let run_dir = dir.path().join("run");
+    let log = std::fs::File::create(dir.path().join("hayate.log")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .args(["run", "--config", cfg.to_str().unwrap()])
+        .arg("--run-dir")
+        .arg(&run_dir)
+        .args(["--stats-interval", "0", "--duration", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .unwrap();
+    // Warm up until flows appear, then measure 10 s.
+    let t = Instant::now();
+    while active_flows(&run_dir, "pib") < 100 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no flows from os-ken: {}",
+            ctl.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (f0, w0) = (active_flows(&run_dir, "pib"), Instant::now());
+    std::thread::sleep(Duration::from_secs(10));
+    let (f1, w) = (active_flows(&run_dir, "pib"), w0.elapsed().as_secs_f64());
+    let _ = child.kill();
+    let _ = child.wait();
+    let per_s = (f1 - f0) as f64 / w;
+    println!(
+        "os-ken learning switch: {per_s:.0} new flows/s through Hayate \
+         ({} flows in {w:.1} s; packet-in limit {rate}/s)",
+        f1 - f0
+    );
+    assert!(f1 > f0, "the controller installed no flow while measuring");
 }

@@ -8,6 +8,7 @@
 //! | `null:` | endless source of the default 64-byte UDP frame (10.0.0.1 → 10.0.0.2, ports 1024 → 1024), counting sink |
 //! | `null:size=128,flows=1000` | frames of 128 bytes over 1000 flows (IPv4 source 10.0.0.1 upwards) |
 //! | `null:flows=1000,random` | the same flows in pseudo-random order |
+//! | `null:macs=1000` | frames from 1000 source MACs (the template's, last four bytes counting up): new L2 flows |
 //! | `null:limit=N` | stop after N packets |
 //! | `null:sink` | produces nothing, counts and frees what is sent |
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
@@ -28,6 +29,9 @@ use crate::pcap::{PcapConfig, PcapPort};
 use crate::ring;
 use crate::tap::{TapConfig, TapPort};
 use crate::template::{UdpFrame, IPV4_SRC_OFFSET, MIN_UDP_FRAME};
+
+/// Offset of the source MAC's last four bytes in an Ethernet frame.
+const ETH_SRC_TAIL_OFFSET: usize = 8;
 use crate::{Port, PortError};
 
 /// The kinds `open` knows.
@@ -138,12 +142,14 @@ fn open_ring(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortE
 fn open_null(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
     let mut frame = UdpFrame::default();
     let mut flows = 1u32;
+    let mut macs = 1u32;
     let mut random = false;
     let mut limit = None;
     for opt in options(rest) {
         match opt.key {
             "size" => frame.size = number(spec, &opt)?,
             "flows" => flows = number(spec, &opt)?,
+            "macs" => macs = number(spec, &opt)?,
             "limit" => limit = Some(number(spec, &opt)?),
             "random" => {
                 flag(spec, &opt)?;
@@ -158,7 +164,7 @@ fn open_null(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortE
                     spec,
                     "null",
                     key,
-                    "size, flows, limit, random, sink",
+                    "size, flows, macs, limit, random, sink",
                 ))
             }
         }
@@ -180,17 +186,34 @@ fn open_null(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortE
             format!("flows={flows}: at most {} flows", u32::MAX - base + 1),
         ));
     }
-    let vary = if flows > 1 {
-        vec![Vary {
+    if macs == 0 {
+        return Err(PortError::new(spec, "macs=0: give at least 1 source MAC"));
+    }
+    let mut vary = Vec::new();
+    if flows > 1 {
+        vary.push(Vary {
             offset: IPV4_SRC_OFFSET,
             width: 4,
             base,
             count: flows,
             random,
-        }]
-    } else {
-        Vec::new()
-    };
+        });
+    }
+    if macs > 1 {
+        // The source MAC's last four bytes count up from the template's.
+        let tail = &frame.src_mac[2..6];
+        let mac_base = u32::from_be_bytes([tail[0], tail[1], tail[2], tail[3]]);
+        if u64::from(mac_base) + u64::from(macs) - 1 > u64::from(u32::MAX) {
+            return Err(PortError::new(spec, format!("macs={macs}: too many")));
+        }
+        vary.push(Vary {
+            offset: ETH_SRC_TAIL_OFFSET,
+            width: 4,
+            base: mac_base,
+            count: macs,
+            random,
+        });
+    }
     let cfg = NullConfig {
         template: frame.build(),
         vary,
@@ -340,6 +363,28 @@ mod tests {
     }
 
     #[test]
+    fn null_macs_vary_the_source_mac_only() {
+        let pool = Pool::with_frames(64);
+        let port = open("null:macs=3", &pool).unwrap();
+        let mut rx = port.open_rx(0).unwrap();
+        let mut b = Batch::new();
+        assert!(rx.recv(&mut b) >= 4);
+        let p = b.as_slice();
+        let tail = |i: usize| u32::from_be_bytes(p[i].data()[8..12].try_into().unwrap());
+        assert_eq!(tail(1), tail(0) + 1);
+        assert_eq!(tail(2), tail(0) + 2);
+        assert_eq!(tail(3), tail(0), "three MACs, then again");
+        assert_eq!(
+            p[0].data()[12..],
+            p[1].data()[12..],
+            "the rest is the template"
+        );
+        assert_eq!(p[0].data()[..8], p[1].data()[..8]);
+        let mut cache = pool.cache();
+        b.free_into(&mut cache);
+    }
+
+    #[test]
     fn null_size_and_flows() {
         let pool = Pool::with_frames(64);
         let port = open("null:size=128,flows=3", &pool).unwrap();
@@ -439,7 +484,7 @@ mod tests {
             ),
             (
                 "null:sise=64",
-                "unknown null option 'sise'; valid options: size, flows, limit, random, sink",
+                "unknown null option 'sise'; valid options: size, flows, macs, limit, random, sink",
             ),
             ("null:size=10", "size=10: give 42 to 1920 bytes"),
             ("null:size=big", "'big' is not a number"),
