@@ -206,28 +206,83 @@ fn active_flows(run_dir: &Path, bridge: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Starts `hayate run` with one bridge `pib` whose port 1 sends from 1,000,000 source MACs
+/// in turn (towards the null template's destination MAC, preloaded at port 2) and whose
+/// controller is `tcp:127.0.0.1:{port}`; returns the measured new flows per second (table
+/// growth over 10 s after the first 100 flows).
+fn new_flows_per_second(port: u16, rate: u32, dir: &Path, ctl_log: &dyn Fn() -> String) -> f64 {
+    let cfg = dir.join("pi.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[bridge]]\nname = \"pib\"\ncontrollers = [\"tcp:127.0.0.1:{port}\"]\n\
+             fail_mode = \"secure\"\npacket_in_rate = {rate}\npacket_in_burst = {}\n\
+             [[bridge.port]]\nspec = \"null:macs=1000000\"\n\
+             [[bridge.port]]\nspec = \"null:sink\"\n",
+            (rate / 10).max(1)
+        ),
+    )
+    .unwrap();
+    let run_dir = dir.join("run");
+    let log = std::fs::File::create(dir.join("hayate.log")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .args(["run", "--config", cfg.to_str().unwrap()])
+        .arg("--run-dir")
+        .arg(&run_dir)
+        .args(["--stats-interval", "0", "--duration", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .unwrap();
+    // Warm up until flows appear, then measure 10 s.
+    let t = Instant::now();
+    while active_flows(&run_dir, "pib") < 100 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no flows from the controller: {}",
+            ctl_log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (f0, w0) = (active_flows(&run_dir, "pib"), Instant::now());
+    std::thread::sleep(Duration::from_secs(10));
+    let (f1, w) = (active_flows(&run_dir, "pib"), w0.elapsed().as_secs_f64());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(f1 > f0, "the controller installed no flow while measuring");
+    (f1 - f0) as f64 / w
+}
+
+fn bench_rate() -> u32 {
+    std::env::var("HAYATE_BENCH_PACKET_IN_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// New flows per second set up through os-ken: a null source sends from 1,000,000 source
 /// MACs in turn towards one MAC the controller already knows, so every packet-in the switch
 /// lets through (rate limit `HAYATE_BENCH_PACKET_IN_RATE`, default 50,000/s) is a new flow;
 /// the table's growth over 10 s is the rate. Run with:
-/// `cargo test --release -p hayate --test controller_osken -- --ignored --nocapture`
+/// `cargo test --release -p hayate --test controller_osken -- --ignored --nocapture --test-threads=1`
+/// (one at a time: the two benchmarks share the machine's two cores otherwise).
 #[test]
 #[ignore = "benchmark: run with --release -- --ignored --nocapture"]
 fn osken_new_flows_per_second() {
     let Some(py) = venv_python() else {
         panic!("no venv with os-ken: run scripts/setup.sh");
     };
-    let rate: u32 = std::env::var("HAYATE_BENCH_PACKET_IN_RATE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50_000);
+    let rate = bench_rate();
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    // The null template's destination MAC is behind port 2.
+    let port = free_port();
     let ctl = Controller::start(
         &py,
         "",
@@ -244,49 +299,122 @@ fn osken_new_flows_per_second() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let cfg = dir.path().join("pi.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[[bridge]]\nname = \"pib\"\ncontrollers = [\"tcp:127.0.0.1:{port}\"]\n\
-             fail_mode = \"secure\"\npacket_in_rate = {rate}\npacket_in_burst = {}\n\
-             [[bridge.port]]\nspec = \"null:macs=1000000\"\n\
-             [[bridge.port]]\nspec = \"null:sink\"\n",
-            (rate / 10).max(1)
-        ),
-    )
-    .unwrap();
-    let run_dir = dir.path().join("run");
-    let log = std::fs::File::create(dir.path().join("hayate.log")).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(["run", "--config", cfg.to_str().unwrap()])
-        .arg("--run-dir")
-        .arg(&run_dir)
-        .args(["--stats-interval", "0", "--duration", "60"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
-        .spawn()
-        .unwrap();
-    // Warm up until flows appear, then measure 10 s.
-    let t = Instant::now();
-    while active_flows(&run_dir, "pib") < 100 {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "no flows from os-ken: {}",
-            ctl.log()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let (f0, w0) = (active_flows(&run_dir, "pib"), Instant::now());
-    std::thread::sleep(Duration::from_secs(10));
-    let (f1, w) = (active_flows(&run_dir, "pib"), w0.elapsed().as_secs_f64());
-    let _ = child.kill();
-    let _ = child.wait();
-    let per_s = (f1 - f0) as f64 / w;
+    let per_s = new_flows_per_second(port, rate, dir.path(), &|| ctl.log());
     println!(
-        "os-ken learning switch: {per_s:.0} new flows/s through Hayate \
-         ({} flows in {w:.1} s; packet-in limit {rate}/s)",
-        f1 - f0
+        "os-ken learning switch: {per_s:.0} new flows/s through Hayate (packet-in limit {rate}/s)"
     );
-    assert!(f1 > f0, "the controller installed no flow while measuring");
+}
+
+/// The same learning logic as tests/controllers/learning_switch.py, compiled: what the
+/// switch sustains when the controller is not the bottleneck.
+fn rust_learning_controller(listener: std::net::TcpListener) {
+    use openflow::{FlowModMsg, Hello, Message, PacketOut};
+    use pipeline::model::{ports, Action, FlowMod, Instruction, Match};
+    use std::io::{Read, Write};
+    let (mut s, _) = listener.accept().unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut out = Vec::new();
+    let send = |s: &mut std::net::TcpStream, out: &mut Vec<u8>, m: &Message| {
+        out.clear();
+        openflow::encode(0, m, out).unwrap();
+        s.write_all(out)
+    };
+    let _ = send(&mut s, &mut out, &Message::Hello(Hello::default()));
+    let miss = FlowMod::add(
+        0,
+        0,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![Action::Output {
+            port: ports::CONTROLLER,
+            max_len: 0xffff,
+        }])],
+    );
+    let _ = send(
+        &mut s,
+        &mut out,
+        &Message::FlowMod(FlowModMsg {
+            flow_mod: miss,
+            buffer_id: openflow::NO_BUFFER,
+        }),
+    );
+    let known: std::collections::HashMap<[u8; 6], u32> =
+        [([2, 0, 0, 0, 0, 2], 2)].into_iter().collect();
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut batch = Vec::new();
+    loop {
+        let n = match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut at = 0;
+        batch.clear();
+        while buf.len() - at >= 8 {
+            let len = usize::from(u16::from_be_bytes([buf[at + 2], buf[at + 3]]));
+            if len < 8 || buf.len() - at < len {
+                break;
+            }
+            let msg = openflow::decode(&buf[at..at + len]).map(|(h, m)| (h.xid, m));
+            at += len;
+            match msg {
+                Ok((x, Message::EchoRequest(d))) => {
+                    openflow::encode(x, &Message::EchoReply(d), &mut batch).unwrap();
+                }
+                Ok((_, Message::PacketIn(pi))) if pi.data.len() >= 14 => {
+                    let in_port = pi.matcher.get(packet::Field::InPort).0 as u32;
+                    let dst: [u8; 6] = pi.data[0..6].try_into().unwrap();
+                    let src: [u8; 6] = pi.data[6..12].try_into().unwrap();
+                    let out_port = known.get(&dst).copied().unwrap_or(ports::FLOOD);
+                    let actions = vec![Action::Output {
+                        port: out_port,
+                        max_len: 0,
+                    }];
+                    if out_port != ports::FLOOD {
+                        let mut m = Match::ANY;
+                        m.set_exact(packet::Field::InPort, u128::from(in_port));
+                        m.set_exact(packet::Field::EthSrc, mac(src));
+                        m.set_exact(packet::Field::EthDst, mac(dst));
+                        let fm =
+                            FlowMod::add(0, 1, m, vec![Instruction::ApplyActions(actions.clone())]);
+                        let msg = Message::FlowMod(FlowModMsg {
+                            flow_mod: fm,
+                            buffer_id: openflow::NO_BUFFER,
+                        });
+                        openflow::encode(0, &msg, &mut batch).unwrap();
+                    }
+                    let po = Message::PacketOut(PacketOut {
+                        buffer_id: openflow::NO_BUFFER,
+                        in_port,
+                        actions,
+                        data: pi.data,
+                    });
+                    openflow::encode(0, &po, &mut batch).unwrap();
+                }
+                _ => {}
+            }
+        }
+        buf.drain(..at);
+        if !batch.is_empty() && s.write_all(&batch).is_err() {
+            return;
+        }
+    }
+}
+
+fn mac(b: [u8; 6]) -> u128 {
+    b.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x))
+}
+
+/// New flows per second with the compiled learning controller (see
+/// [`rust_learning_controller`]): the switch's side of the packet-in round trip.
+#[test]
+#[ignore = "benchmark: run with --release -- --ignored --nocapture"]
+fn compiled_controller_new_flows_per_second() {
+    let rate = bench_rate();
+    let dir = tempfile::tempdir().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || rust_learning_controller(listener));
+    let per_s = new_flows_per_second(port, rate, dir.path(), &String::new);
+    println!("compiled learning controller: {per_s:.0} new flows/s through Hayate (packet-in limit {rate}/s)");
 }
