@@ -36,12 +36,13 @@ if command -v rustup >/dev/null 2>&1; then
     rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 fi
 
-# Python controllers the tests drive (crates/hayate/tests/controller_*.rs): a venv outside the
-# clone, so CI's fresh clones reuse it; HAYATE_VENV overrides the folder.
+# Python controllers the tests drive (crates/hayate/tests/controller_*.rs): Faucet, which
+# brings the os-ken it runs on (os-ken 3.1), in a venv outside the clone so CI's fresh
+# clones reuse it; HAYATE_VENV overrides the folder.
 VENV="${HAYATE_VENV:-/var/cache/hayate/venv}"
-if ! "$VENV/bin/python" -c 'import os_ken' >/dev/null 2>&1; then
-    echo "setup: installing os-ken into $VENV" >&2
+if ! { [ -x "$VENV/bin/faucet" ] && "$VENV/bin/python" -c 'import os_ken, faucet' >/dev/null 2>&1; }; then
+    echo "setup: installing faucet (and os-ken) into $VENV" >&2
     mkdir -p "$(dirname "$VENV")"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check 'os-ken==4.2.2'
+    "$VENV/bin/pip" install -q --disable-pip-version-check 'faucet==1.10.12'
 fi

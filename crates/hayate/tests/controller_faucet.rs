@@ -1,0 +1,172 @@
+//! Faucet (PyPI, in the venv scripts/setup.sh makes) drives a Hayate bridge with a two-VLAN
+//! configuration (tests/controllers/faucet/two_vlans.yaml): four namespace hosts on veths,
+//! ports 1–2 in VLAN 100 and 3–4 in VLAN 200, on AF_XDP and on AF_PACKET. Hosts in the same
+//! VLAN reach each other; hosts in different VLANs do not.
+
+mod netns;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use netns::{Net, PortKind};
+
+/// The venv's bin folder when it has Faucet: `$HAYATE_VENV/bin`, by default the one
+/// scripts/setup.sh makes.
+fn venv_bin() -> Option<PathBuf> {
+    let dir = std::env::var_os("HAYATE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/hayate/venv"));
+    let bin = dir.join("bin");
+    bin.join("faucet").exists().then_some(bin)
+}
+
+fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+/// Faucet in the switch's namespace, listening on its loopback.
+struct Faucet {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Faucet {
+    fn start(bin: &Path, ns: &str, port: u16, dir: &Path) -> Faucet {
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, "env"])
+            .arg(format!("PATH={path}"))
+            .arg(format!(
+                "FAUCET_CONFIG={}",
+                repo_file("tests/controllers/faucet/two_vlans.yaml").display()
+            ))
+            .arg(format!("FAUCET_LOG={}", dir.join("faucet.log").display()))
+            .arg(format!(
+                "FAUCET_EXCEPTION_LOG={}",
+                dir.join("faucet.exception.log").display()
+            ))
+            .arg("FAUCET_PROMETHEUS_ADDR=127.0.0.1")
+            .arg("FAUCET_PROMETHEUS_PORT=19302")
+            .arg(bin.join("faucet"))
+            .arg(format!("--ryu-ofp-tcp-listen-port={port}"))
+            .arg("--ryu-ofp-listen-host=127.0.0.1")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("faucet.out")).expect("faucet output"))
+            .spawn()
+            .expect("start faucet");
+        Faucet {
+            child,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn logs(&self) -> String {
+        ["faucet.out", "faucet.log", "faucet.exception.log"]
+            .iter()
+            .map(|f| std::fs::read_to_string(self.dir.join(f)).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Faucet {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn faucet_two_vlans_isolate_hosts() {
+    if !netns::can_run("controller_faucet", &["ping", "ss"]) {
+        return;
+    }
+    let Some(bin) = venv_bin() else {
+        eprintln!("SKIPPED controller_faucet: no venv with faucet; run scripts/setup.sh");
+        return;
+    };
+    for kind in [PortKind::AfXdp, PortKind::AfPacket] {
+        let mut net = Net::new();
+        let sw = net.switch_ns("sw");
+        let hosts: Vec<_> = (1..=4)
+            .map(|i| {
+                let addr = format!("10.21.0.{i}/24");
+                net.link(kind, &format!("h{i}"), &sw, &[addr.as_str()])
+            })
+            .collect();
+        let port = 16654;
+        let faucet = Faucet::start(&bin, &sw, port, net.dir.path());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while netns::ns_run(&sw, &["ss", "-Hltn", &format!("sport = :{port}")])
+            .stdout
+            .is_empty()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "faucet did not listen:\n{}",
+                faucet.logs()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let bridge = format!(
+            "controllers = [\"tcp:127.0.0.1:{port}\"]\nfail_mode = \"secure\"\n\
+             datapath_id = \"0xb2\""
+        );
+        let specs: Vec<String> = hosts.iter().map(|h| h.spec()).collect();
+        let hayate = net.hayate_with(&sw, &specs, &[], &[1], &bridge);
+        for h in &hosts {
+            net.configure(h, &sw);
+        }
+        // Same VLAN: reachable once Faucet has programmed the pipeline.
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while !hosts[0].ping("10.21.0.2", 1) {
+            assert!(
+                Instant::now() < deadline,
+                "{kind:?}: VLAN 100 hosts never reached each other:\n{}",
+                faucet.logs()
+            );
+        }
+        assert!(
+            hosts[1].ping("10.21.0.1", 2),
+            "{kind:?}: 2 -> 1 in VLAN 100"
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !hosts[2].ping("10.21.0.4", 1) {
+            assert!(
+                Instant::now() < deadline,
+                "{kind:?}: VLAN 200 hosts never reached each other"
+            );
+        }
+        assert!(
+            hosts[3].ping("10.21.0.3", 2),
+            "{kind:?}: 4 -> 3 in VLAN 200"
+        );
+        // Different VLANs: never.
+        for (from, to) in [
+            (0, "10.21.0.3"),
+            (0, "10.21.0.4"),
+            (1, "10.21.0.3"),
+            (3, "10.21.0.2"),
+        ] {
+            assert!(
+                !hosts[from].ping(to, 2),
+                "{kind:?}: host {} reached {to} across VLANs",
+                from + 1
+            );
+        }
+        assert!(
+            faucet.logs().contains("L2 learned"),
+            "{kind:?}: Faucet learned no host:\n{}",
+            faucet.logs()
+        );
+        drop(hayate);
+        drop(faucet);
+    }
+}
