@@ -19,7 +19,7 @@ from os_ken import cfg
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
-from os_ken.lib.packet import ethernet, ether_types, packet
+from os_ken.lib.packet import ether_types
 from os_ken.ofproto import ofproto_v1_3
 
 
@@ -55,18 +55,23 @@ class LearningSwitch(app_manager.OSKenApp):
         dp = msg.datapath
         ofp, parser = dp.ofproto, dp.ofproto_parser
         in_port = msg.match["in_port"]
-        eth = packet.Packet(msg.data).get_protocols(ethernet.ethernet)[0]
-        if eth.ethertype == ether_types.ETH_TYPE_LLDP:
+        data = msg.data
+        if len(data) < 14:
             return
+        # The Ethernet header is all a learning switch reads: take it from the bytes rather
+        # than parse the whole packet (half of this handler's time otherwise).
+        if int.from_bytes(data[12:14], "big") == ether_types.ETH_TYPE_LLDP:
+            return
+        dst, src = data[0:6].hex(":"), data[6:12].hex(":")
         table = self.ports.setdefault(dp.id, dict(self.PRELOAD))
-        table[eth.src] = in_port
-        out_port = table.get(eth.dst, ofp.OFPP_FLOOD)
+        table[src] = in_port
+        out_port = table.get(dst, ofp.OFPP_FLOOD)
         actions = [parser.OFPActionOutput(out_port)]
         if out_port != ofp.OFPP_FLOOD:
-            match = parser.OFPMatch(in_port=in_port, eth_src=eth.src, eth_dst=eth.dst)
+            match = parser.OFPMatch(in_port=in_port, eth_src=src, eth_dst=dst)
             self.add_flow(dp, 1, match, actions)
         dp.send_msg(parser.OFPPacketOut(datapath=dp, buffer_id=ofp.OFP_NO_BUFFER,
-                                        in_port=in_port, actions=actions, data=msg.data))
+                                        in_port=in_port, actions=actions, data=data))
 
 
 def main():
