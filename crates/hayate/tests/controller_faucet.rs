@@ -34,7 +34,9 @@ struct Faucet {
 }
 
 impl Faucet {
-    fn start(bin: &Path, ns: &str, port: u16, dir: &Path) -> Faucet {
+    /// Starts Faucet with `config` (a file under tests/controllers/faucet/) in namespace `ns`,
+    /// its logs in `dir`.
+    fn start(bin: &Path, ns: &str, port: u16, config: &str, dir: &Path) -> Faucet {
         let path = format!(
             "{}:{}",
             bin.display(),
@@ -45,7 +47,7 @@ impl Faucet {
             .arg(format!("PATH={path}"))
             .arg(format!(
                 "FAUCET_CONFIG={}",
-                repo_file("tests/controllers/faucet/two_vlans.yaml").display()
+                repo_file(&format!("tests/controllers/faucet/{config}")).display()
             ))
             .arg(format!("FAUCET_LOG={}", dir.join("faucet.log").display()))
             .arg(format!(
@@ -74,6 +76,19 @@ impl Faucet {
             .collect::<Vec<_>>()
             .join("\n")
     }
+
+    /// The OpenFlow errors the switch sent Faucet (logged as `OFError`) and Faucet's
+    /// exceptions.
+    fn errors(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("faucet.log")).unwrap_or_default();
+        let exc =
+            std::fs::read_to_string(self.dir.join("faucet.exception.log")).unwrap_or_default();
+        log.lines()
+            .filter(|l| l.contains("OFError"))
+            .chain(exc.lines())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 impl Drop for Faucet {
@@ -83,16 +98,17 @@ impl Drop for Faucet {
     }
 }
 
-#[test]
-fn faucet_two_vlans_isolate_hosts() {
-    if !netns::can_run("controller_faucet", &["ping", "ss"]) {
+/// Faucet with `config` drives a bridge of four hosts on `kinds` of ports: same-VLAN hosts
+/// reach each other, others do not, and the switch sends Faucet no OpenFlow error.
+fn two_vlans(test: &str, config: &str, kinds: &[PortKind]) {
+    if !netns::can_run(test, &["ping", "ss"]) {
         return;
     }
     let Some(bin) = venv_bin() else {
-        eprintln!("SKIPPED controller_faucet: no venv with faucet; run scripts/setup.sh");
+        eprintln!("SKIPPED {test}: no venv with faucet; run scripts/setup.sh");
         return;
     };
-    for kind in [PortKind::AfXdp, PortKind::AfPacket] {
+    for &kind in kinds {
         let mut net = Net::new();
         let sw = net.switch_ns("sw");
         let hosts: Vec<_> = (1..=4)
@@ -102,7 +118,7 @@ fn faucet_two_vlans_isolate_hosts() {
             })
             .collect();
         let port = 16654;
-        let faucet = Faucet::start(&bin, &sw, port, net.dir.path());
+        let faucet = Faucet::start(&bin, &sw, port, config, net.dir.path());
         let deadline = Instant::now() + Duration::from_secs(60);
         while netns::ns_run(&sw, &["ss", "-Hltn", &format!("sport = :{port}")])
             .stdout
@@ -166,7 +182,33 @@ fn faucet_two_vlans_isolate_hosts() {
             "{kind:?}: Faucet learned no host:\n{}",
             faucet.logs()
         );
+        let errors = faucet.errors();
+        assert!(
+            errors.is_empty(),
+            "{kind:?}: the switch sent Faucet errors (or Faucet raised):\n{errors}"
+        );
         drop(hayate);
         drop(faucet);
     }
+}
+
+/// Faucet's default pipeline for Open vSwitch (fixed tables, no table-features set).
+#[test]
+fn faucet_two_vlans_isolate_hosts() {
+    two_vlans(
+        "controller_faucet",
+        "two_vlans.yaml",
+        &[PortKind::AfXdp, PortKind::AfPacket],
+    );
+}
+
+/// Faucet's `GenericTFM` hardware: it first sets the switch's tables with a table-features
+/// request (names, matches, instructions, next tables it needs) and fences with barriers.
+#[test]
+fn faucet_table_features_pipeline() {
+    two_vlans(
+        "controller_faucet (GenericTFM)",
+        "two_vlans_tfm.yaml",
+        &[PortKind::AfPacket],
+    );
 }

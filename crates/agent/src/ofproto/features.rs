@@ -8,7 +8,7 @@ use openflow::multipart::{
 };
 use openflow::oxm::{oxm_class, OXM_FIELDS};
 use openflow::port::{port_config, port_features, port_state};
-use openflow::PortDesc;
+use openflow::{ErrorCode, PortDesc};
 use pipeline::model::{GROUP_MAX, MAX_TABLE, METER_MAX};
 
 use super::PortState;
@@ -159,4 +159,78 @@ pub(super) fn meter_features() -> MeterFeatures {
         max_bands: 8,
         max_color: 0,
     }
+}
+
+/// An OXM header without its mask bit and length: the field a table-features property names
+/// (a request may set `oxm_hasmask` to say the field is matched with a mask).
+fn oxm_field(header: u32) -> u32 {
+    header & 0xffff_fe00
+}
+
+/// Whether every item of `want` is in `have`.
+fn subset<T: PartialEq>(want: &[T], have: &[T]) -> bool {
+    want.iter().all(|w| have.contains(w))
+}
+
+/// Checks a table-features set request (a pipeline a controller asks for, e.g. Faucet's
+/// `GenericTFM` hardware) against what Hayate's tables support. Every table is general (all
+/// instructions, actions and fields; goto any later table), so a request is accepted when it
+/// asks each table for a subset of that and no more entries than `capacity`; the tables keep
+/// their full abilities (a superset of what was asked), and tables absent from the request
+/// stay available. Errors: a table id above [`MAX_TABLE`] or listed twice
+/// (`OFPTFFC_BAD_TABLE`), an experimenter property (`OFPTFFC_BAD_TYPE`), anything the table
+/// cannot do (`OFPTFFC_BAD_ARGUMENT`).
+pub(super) fn check_table_config(
+    set: &[TableFeatures],
+    capacity: usize,
+) -> Result<(), (ErrorCode, String)> {
+    let mut seen = [false; 256];
+    for t in set {
+        let id = t.table_id;
+        if id > MAX_TABLE || std::mem::replace(&mut seen[usize::from(id)], true) {
+            return Err((
+                ErrorCode::TFFC_BAD_TABLE,
+                format!("table {id} is above {MAX_TABLE} or listed twice"),
+            ));
+        }
+        if t.max_entries as usize > capacity {
+            return Err((
+                ErrorCode::TFFC_BAD_ARGUMENT,
+                format!(
+                    "table {id}: {} entries asked, {capacity} is the capacity",
+                    t.max_entries
+                ),
+            ));
+        }
+        let ours = table_features(id, capacity);
+        for p in &t.properties {
+            let have = ours.properties.iter().find(|o| o.prop_type == p.prop_type);
+            let ok = match (&p.value, have.map(|o| &o.value)) {
+                (PropValue::Instructions(w), Some(PropValue::Instructions(h))) => subset(w, h),
+                (PropValue::Tables(w), Some(PropValue::Tables(h))) => subset(w, h),
+                (PropValue::Actions(w), Some(PropValue::Actions(h))) => subset(w, h),
+                (PropValue::Oxms(w), Some(PropValue::Oxms(h))) => {
+                    let h: Vec<u32> = h.iter().map(|&x| oxm_field(x)).collect();
+                    w.iter().all(|&x| h.contains(&oxm_field(x)))
+                }
+                (PropValue::Experimenter { .. }, _) => {
+                    return Err((
+                        ErrorCode::TFFC_BAD_TYPE,
+                        format!("table {id}: experimenter property {}", p.prop_type),
+                    ));
+                }
+                _ => false,
+            };
+            if !ok {
+                return Err((
+                    ErrorCode::TFFC_BAD_ARGUMENT,
+                    format!(
+                        "table {id}: property {} asks for more than the table supports: {:?}",
+                        p.prop_type, p.value
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

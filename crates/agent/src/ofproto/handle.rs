@@ -162,7 +162,17 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, role: Role, msg: &[u8], out: &m
             }
             b.filtered.store(!st.async_cfg.is_empty(), Relaxed);
         }
-        M::MultipartRequest(r) => multipart::reply_to(b, xid, msg, &r, out),
+        M::MultipartRequest(r) => {
+            let sets_tables = matches!(
+                &r.body,
+                openflow::MultipartRequestBody::TableFeatures(set) if !set.is_empty()
+            );
+            if sets_tables && role == Role::Slave {
+                error(out, msg, ErrorCode::BRC_IS_SLAVE);
+            } else {
+                multipart::reply_to(b, xid, msg, &r, out);
+            }
+        }
         M::QueueGetConfigRequest { port } => {
             let known = port == ports::ANY || b.lock().ports.iter().any(|p| p.port.no == port);
             if known {

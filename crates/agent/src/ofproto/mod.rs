@@ -126,6 +126,8 @@ struct State {
     /// Removed flows (timeouts, deletes) to report.
     removed: Vec<RemovedFlow>,
     last_tick: Instant,
+    /// Table names a table-features set request gave (the others are `table<N>`).
+    table_names: HashMap<u8, String>,
 }
 
 /// The OpenFlow side of one bridge (see the module docs).
@@ -204,6 +206,7 @@ impl OfBridge {
             port_status: Vec::new(),
             removed: Vec::new(),
             last_tick: now,
+            table_names: HashMap::new(),
         };
         st.ports.sort_by_key(|p| p.port.no);
         if cfg.fail_mode == FailMode::Standalone {

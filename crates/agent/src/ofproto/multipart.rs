@@ -197,14 +197,30 @@ pub(super) fn reply_to(
         }
         R::MeterFeatures => one(out, B::MeterFeatures(features::meter_features())),
         R::TableFeatures(set) => {
+            let mut st = b.lock();
+            let cap = st.control.config().table_capacity;
             if !set.is_empty() {
-                // Tables are not reconfigurable.
-                error(out, msg, ErrorCode::TFFC_EPERM);
-                return;
+                // A set request: Hayate's tables do everything, so it is accepted when it
+                // asks for no more than that; the names are kept, the reply is the new
+                // pipeline's features.
+                if let Err((code, why)) = features::check_table_config(set, cap) {
+                    drop(st);
+                    tracing::info!(bridge = %b.cfg.name, "table-features request refused: {why}");
+                    error(out, msg, code);
+                    return;
+                }
+                st.table_names = set.iter().map(|t| (t.table_id, t.name.clone())).collect();
             }
-            let cap = b.lock().control.config().table_capacity;
+            let names = st.table_names.clone();
+            drop(st);
             let all: Vec<_> = (0..=MAX_TABLE)
-                .map(|t| features::table_features(t, cap))
+                .map(|t| {
+                    let mut f = features::table_features(t, cap);
+                    if let Some(name) = names.get(&t) {
+                        f.name.clone_from(name);
+                    }
+                    f
+                })
                 .collect();
             split(out, xid, &all, B::TableFeatures);
         }

@@ -215,12 +215,120 @@ fn malformed_and_unknown_messages_get_errors() {
         }),
     );
     assert_eq!(error_code(&r), Some(ErrorCode::BRC_BAD_EXPERIMENTER));
-    // Table features with properties: not settable.
-    let req = Message::MultipartRequest(MultipartRequest {
-        flags: 0,
-        body: R::TableFeatures(vec![super::features::table_features(0, 10)]),
-    });
-    assert_eq!(error_code(&ask(&b, 45, &req)), Some(ErrorCode::TFFC_EPERM));
+}
+
+/// A table-features set request as Faucet's `GenericTFM` hardware sends one: a few named
+/// tables, each asking for some of what the table supports.
+fn faucet_like_tables() -> Vec<openflow::multipart::TableFeatures> {
+    use openflow::multipart::table_features::prop_type as pt;
+    use openflow::multipart::{PropValue, TableFeatureProp};
+    let eth_dst_masked = 0x8000_0700 | 0x100 | 12; // OXM ETH_DST, hasmask, 2 × 6 bytes
+    let vlan_vid = 0x8000_0c02;
+    ["vlan", "eth_src", "eth_dst", "flood"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let id = i as u8;
+            let next = if id < 3 { vec![id + 1] } else { vec![] };
+            openflow::multipart::TableFeatures {
+                table_id: id,
+                name: (*name).into(),
+                metadata_match: 0,
+                metadata_write: 0,
+                config: 0,
+                max_entries: 64,
+                properties: [
+                    TableFeatureProp::new(
+                        pt::MATCH,
+                        PropValue::Oxms(vec![eth_dst_masked, vlan_vid]),
+                    ),
+                    TableFeatureProp::new(pt::INSTRUCTIONS, PropValue::Instructions(vec![1, 4])),
+                    TableFeatureProp::new(pt::NEXT_TABLES, PropValue::Tables(next)),
+                    TableFeatureProp::new(pt::APPLY_ACTIONS, PropValue::Actions(vec![0, 17, 18])),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
+            }
+        })
+        .collect()
+}
+
+fn table_features_reply(replies: &[(u32, Message)]) -> Vec<openflow::multipart::TableFeatures> {
+    replies
+        .iter()
+        .flat_map(|(_, m)| match m {
+            Message::MultipartReply(r) => match &r.body {
+                B::TableFeatures(v) => v.clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// Faucet (GenericTFM) sets the pipeline with a table-features request: accepted (once it
+/// was refused with OFPTFFC_EPERM), the names kept; requests beyond what a table does are
+/// refused with the precise code, and a slave may not set tables.
+#[test]
+fn table_features_set_request() {
+    use openflow::multipart::table_features::prop_type as pt;
+    use openflow::multipart::{PropValue, TableFeatureProp};
+    let b = bridge(FailMode::Secure);
+    let set = |tables| {
+        Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: R::TableFeatures(tables),
+        })
+    };
+    let r = ask(&b, 45, &set(faucet_like_tables()));
+    assert_eq!(error_code(&r), None, "{r:?}");
+    let tables = table_features_reply(&r);
+    assert_eq!(tables.len(), usize::from(pipeline::model::MAX_TABLE) + 1);
+    assert_eq!(tables[1].name, "eth_src");
+    assert_eq!(tables[3].name, "flood");
+    assert_eq!(tables[4].name, "table4");
+    // A later get reports the names too.
+    let r = ask(&b, 46, &set(Vec::new()));
+    assert_eq!(table_features_reply(&r)[0].name, "vlan");
+    // Our own features are acceptable as a request.
+    let r = ask(&b, 47, &set(vec![super::features::table_features(7, 10)]));
+    assert_eq!(error_code(&r), None);
+
+    let refused = |tables, code| {
+        let r = ask(&b, 48, &set(tables));
+        assert_eq!(error_code(&r), Some(code), "{r:?}");
+    };
+    let mut t = faucet_like_tables();
+    t[2].properties
+        .push(TableFeatureProp::new(pt::NEXT_TABLES, PropValue::Tables(vec![1])).unwrap());
+    refused(t, ErrorCode::TFFC_BAD_ARGUMENT); // goto backwards
+    let mut t = faucet_like_tables();
+    t[0].properties
+        .push(TableFeatureProp::new(pt::MATCH, PropValue::Oxms(vec![0x8000_ff04])).unwrap());
+    refused(t, ErrorCode::TFFC_BAD_ARGUMENT); // no such field
+    let mut t = faucet_like_tables();
+    t[0].max_entries = u32::MAX;
+    refused(t, ErrorCode::TFFC_BAD_ARGUMENT); // beyond the capacity
+    let mut t = faucet_like_tables();
+    t[1].table_id = 0;
+    refused(t, ErrorCode::TFFC_BAD_TABLE); // twice
+    let mut t = faucet_like_tables();
+    t[0].table_id = 255;
+    refused(t, ErrorCode::TFFC_BAD_TABLE);
+    // Refusals leave the names as they were.
+    let r = ask(&b, 49, &set(Vec::new()));
+    assert_eq!(table_features_reply(&r)[7].name, "table7");
+
+    let mut bytes = Vec::new();
+    openflow::encode(50, &set(faucet_like_tables()), &mut bytes).unwrap();
+    let mut out = Vec::new();
+    b.handle(ConnId(2), Role::Slave, &bytes, &mut out);
+    let (_, m) = openflow::decode(&out).unwrap();
+    assert!(
+        matches!(&m, Message::Error(e) if e.code == ErrorCode::BRC_IS_SLAVE),
+        "{m:?}"
+    );
 }
 
 #[test]
