@@ -98,9 +98,24 @@ impl Drop for Faucet {
     }
 }
 
+/// `hayate ctl br0 COMMAND` against the test's run folder.
+fn ctl(run_dir: &Path, command: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .args(["ctl", "--run-dir"])
+        .arg(run_dir)
+        .args(["br0", command])
+        .output()
+        .expect("hayate ctl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "hayate ctl {command}: {text}");
+    text
+}
+
 /// Faucet with `config` drives a bridge of four hosts on `kinds` of ports: same-VLAN hosts
-/// reach each other, others do not, and the switch sends Faucet no OpenFlow error.
-fn two_vlans(test: &str, config: &str, kinds: &[PortKind]) {
+/// reach each other, others do not, and the switch sends Faucet no OpenFlow error. Each
+/// `(command, text)` of `expect` must find `text` in `hayate ctl br0 command`'s output (what
+/// the configuration makes Faucet use).
+fn two_vlans(test: &str, config: &str, kinds: &[PortKind], expect: &[(&str, &str)]) {
     if !netns::can_run(test, &["ping", "ss"]) {
         return;
     }
@@ -182,6 +197,13 @@ fn two_vlans(test: &str, config: &str, kinds: &[PortKind]) {
             "{kind:?}: Faucet learned no host:\n{}",
             faucet.logs()
         );
+        for (command, text) in expect {
+            let out = ctl(&net.run_dir(), command);
+            assert!(
+                out.contains(text),
+                "{kind:?}: `{command}` shows no {text:?}:\n{out}"
+            );
+        }
         let errors = faucet.errors();
         assert!(
             errors.is_empty(),
@@ -199,6 +221,7 @@ fn faucet_two_vlans_isolate_hosts() {
         "controller_faucet",
         "two_vlans.yaml",
         &[PortKind::AfXdp, PortKind::AfPacket],
+        &[("dump-flows", "table=3")],
     );
 }
 
@@ -210,5 +233,17 @@ fn faucet_table_features_pipeline() {
         "controller_faucet (GenericTFM)",
         "two_vlans_tfm.yaml",
         &[PortKind::AfPacket],
+        &[("dump-flows", "table=3")],
+    );
+}
+
+/// Faucet's `group_table` option: flooding goes through one ALL group per VLAN.
+#[test]
+fn faucet_group_flooding() {
+    two_vlans(
+        "controller_faucet (group_table)",
+        "two_vlans_groups.yaml",
+        &[PortKind::AfPacket],
+        &[("dump-groups", "type=all"), ("dump-flows", "group:")],
     );
 }
