@@ -4,7 +4,8 @@ simple_switch_13, used by crates/hayate/tests/controller_osken.rs.
 On connect it installs a table-miss flow that sends packets to the controller. For each
 packet-in it learns (datapath, source MAC) -> in_port; when the destination is known it
 installs a flow (in_port, eth_src, eth_dst -> output) and sends the packet there, otherwise
-it floods. os-ken 4.x ships no manager command, so this file also starts os-ken itself:
+it floods (os-ken from PyPI ships no simple_switch_13 app: os_ken/app holds only ofctl). Errors
+the switch sends are logged as "OFP error". This file also starts os-ken itself:
 
     python learning_switch.py PORT [HOST [MAC=PORT ...]]
 
@@ -48,6 +49,13 @@ class LearningSwitch(app_manager.OSKenApp):
         miss = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
         self.add_flow(dp, 0, parser.OFPMatch(), miss)
         self.logger.info("switch %016x connected", dp.id)
+
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def on_error(self, ev):
+        """Logs every error the switch sends (the test fails on "OFP error")."""
+        msg = ev.msg
+        self.logger.warning("OFP error type %d code %d for xid %#x: %s", msg.type, msg.code,
+                            msg.xid, bytes(msg.data[:64]).hex())
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
     def on_packet_in(self, ev):

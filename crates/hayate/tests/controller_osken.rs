@@ -185,6 +185,11 @@ fn osken_learning_switch_drives_hayate() {
             .filter(|l| l.contains("priority=1") && !l.contains("n_packets=0,"))
             .count();
         assert!(used >= 2, "{kind:?}: learnt flows carried packets:\n{text}");
+        let log = ctl.log();
+        assert!(
+            !log.contains("OFP error"),
+            "{kind:?}: the switch sent os-ken errors:\n{log}"
+        );
         drop(hayate);
         drop(ctl);
     }
