@@ -111,19 +111,27 @@ fn ctl(run_dir: &Path, command: &str) -> String {
     text
 }
 
-/// Faucet with `config` drives a bridge of four hosts on `kinds` of ports: same-VLAN hosts
-/// reach each other, others do not, and the switch sends Faucet no OpenFlow error. Each
-/// `(command, text)` of `expect` must find `text` in `hayate ctl br0 command`'s output (what
-/// the configuration makes Faucet use).
-fn two_vlans(test: &str, config: &str, kinds: &[PortKind], expect: &[(&str, &str)]) {
-    if !netns::can_run(test, &["ping", "ss"]) {
-        return;
-    }
-    let Some(bin) = venv_bin() else {
-        eprintln!("SKIPPED {test}: no venv with faucet; run scripts/setup.sh");
-        return;
-    };
-    for &kind in kinds {
+/// A running set-up: Hayate's bridge `br0` (four veth ports, secure mode, datapath id
+/// 0xb2) driven by Faucet, four hosts 10.21.0.1–4 on ports 1–4. Fields drop in order: the
+/// switch, then Faucet, then the namespaces.
+struct Setup {
+    _hayate: netns::Hayate,
+    faucet: Faucet,
+    hosts: Vec<netns::Link>,
+    net: Net,
+}
+
+impl Setup {
+    /// Starts Faucet with `config` and a bridge on `kind` ports; `None` (after a SKIPPED
+    /// line) when the machine cannot run it.
+    fn start(test: &str, config: &str, kind: PortKind) -> Option<Setup> {
+        if !netns::can_run(test, &["ping", "ss", "iperf3"]) {
+            return None;
+        }
+        let Some(bin) = venv_bin() else {
+            eprintln!("SKIPPED {test}: no venv with faucet; run scripts/setup.sh");
+            return None;
+        };
         let mut net = Net::new();
         let sw = net.switch_ns("sw");
         let hosts: Vec<_> = (1..=4)
@@ -155,28 +163,66 @@ fn two_vlans(test: &str, config: &str, kinds: &[PortKind], expect: &[(&str, &str
         for h in &hosts {
             net.configure(h, &sw);
         }
-        // Same VLAN: reachable once Faucet has programmed the pipeline.
-        let deadline = Instant::now() + Duration::from_secs(40);
-        while !hosts[0].ping("10.21.0.2", 1) {
-            assert!(
-                Instant::now() < deadline,
-                "{kind:?}: VLAN 100 hosts never reached each other:\n{}",
-                faucet.logs()
-            );
+        Some(Setup {
+            _hayate: hayate,
+            faucet,
+            hosts,
+            net,
+        })
+    }
+
+    /// Pings from host `from` (1–4) to 10.21.0.`to` until one passes, at most `secs`.
+    fn reaches_within(&self, from: usize, to: usize, secs: u64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let dst = format!("10.21.0.{to}");
+        while Instant::now() < deadline {
+            if self.hosts[from - 1].ping(&dst, 1) {
+                return true;
+            }
         }
+        false
+    }
+
+    /// `hayate ctl br0 COMMAND`'s output.
+    fn ctl(&self, command: &str) -> String {
+        ctl(&self.net.run_dir(), command)
+    }
+
+    /// Fails on any OpenFlow error the switch sent Faucet, or a Faucet exception.
+    fn assert_no_errors(&self, what: &str) {
+        let errors = self.faucet.errors();
         assert!(
-            hosts[1].ping("10.21.0.1", 2),
+            errors.is_empty(),
+            "{what}: the switch sent Faucet errors (or Faucet raised):\n{errors}"
+        );
+    }
+}
+
+/// Faucet with `config` drives a bridge of four hosts on `kinds` of ports: same-VLAN hosts
+/// reach each other, others do not, and the switch sends Faucet no OpenFlow error. Each
+/// `(command, text)` of `expect` must find `text` in `hayate ctl br0 command`'s output (what
+/// the configuration makes Faucet use).
+fn two_vlans(test: &str, config: &str, kinds: &[PortKind], expect: &[(&str, &str)]) {
+    for &kind in kinds {
+        let Some(s) = Setup::start(test, config, kind) else {
+            return;
+        };
+        // Same VLAN: reachable once Faucet has programmed the pipeline.
+        assert!(
+            s.reaches_within(1, 2, 40),
+            "{kind:?}: VLAN 100 hosts never reached each other:\n{}",
+            s.faucet.logs()
+        );
+        assert!(
+            s.hosts[1].ping("10.21.0.1", 2),
             "{kind:?}: 2 -> 1 in VLAN 100"
         );
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !hosts[2].ping("10.21.0.4", 1) {
-            assert!(
-                Instant::now() < deadline,
-                "{kind:?}: VLAN 200 hosts never reached each other"
-            );
-        }
         assert!(
-            hosts[3].ping("10.21.0.3", 2),
+            s.reaches_within(3, 4, 20),
+            "{kind:?}: VLAN 200 hosts never reached each other"
+        );
+        assert!(
+            s.hosts[3].ping("10.21.0.3", 2),
             "{kind:?}: 4 -> 3 in VLAN 200"
         );
         // Different VLANs: never.
@@ -187,30 +233,24 @@ fn two_vlans(test: &str, config: &str, kinds: &[PortKind], expect: &[(&str, &str
             (3, "10.21.0.2"),
         ] {
             assert!(
-                !hosts[from].ping(to, 2),
+                !s.hosts[from].ping(to, 2),
                 "{kind:?}: host {} reached {to} across VLANs",
                 from + 1
             );
         }
         assert!(
-            faucet.logs().contains("L2 learned"),
+            s.faucet.logs().contains("L2 learned"),
             "{kind:?}: Faucet learned no host:\n{}",
-            faucet.logs()
+            s.faucet.logs()
         );
         for (command, text) in expect {
-            let out = ctl(&net.run_dir(), command);
+            let out = s.ctl(command);
             assert!(
                 out.contains(text),
                 "{kind:?}: `{command}` shows no {text:?}:\n{out}"
             );
         }
-        let errors = faucet.errors();
-        assert!(
-            errors.is_empty(),
-            "{kind:?}: the switch sent Faucet errors (or Faucet raised):\n{errors}"
-        );
-        drop(hayate);
-        drop(faucet);
+        s.assert_no_errors(&format!("{kind:?}"));
     }
 }
 
@@ -246,4 +286,76 @@ fn faucet_group_flooding() {
         &[PortKind::AfPacket],
         &[("dump-groups", "type=all"), ("dump-flows", "group:")],
     );
+}
+
+/// iperf3 from host `from` to host `to` (1–4) for one second; the bytes received.
+fn iperf3_bytes(s: &Setup, from: usize, to: usize) -> u64 {
+    let server = &s.hosts[to - 1];
+    let mut srv = Command::new("ip")
+        .args(["netns", "exec", &server.host_ns, "iperf3", "-s", "-1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server
+        .run(&["ss", "-Hltn", "sport = :5201"])
+        .stdout
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "iperf3 server did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dst = format!("10.21.0.{to}");
+    let out = s.hosts[from - 1].run(&["timeout", "20", "iperf3", "-J", "-c", &dst, "-t", "1"]);
+    let _ = srv.kill();
+    let _ = srv.wait();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
+}
+
+/// Faucet ACLs and meters (tests/controllers/faucet/two_vlans_acl.yaml): port 1's ACL drops
+/// IPv4 ICMP to host 2 while TCP between them passes; port 3's traffic goes through a
+/// 10 Mb/s meter, so pings pass and a TCP stream is held near the band's rate.
+#[test]
+fn faucet_acl_and_meter() {
+    let Some(s) = Setup::start(
+        "controller_faucet (ACL, meter)",
+        "two_vlans_acl.yaml",
+        PortKind::AfPacket,
+    ) else {
+        return;
+    };
+    assert!(
+        s.reaches_within(3, 4, 40),
+        "VLAN 200 (metered) hosts never reached each other:\n{}",
+        s.faucet.logs()
+    );
+    // TCP from host 1 to host 2 passes the ACL (host 1's echo replies to host 2 would not) ...
+    let tcp = iperf3_bytes(&s, 1, 2);
+    assert!(
+        tcp > 1_000_000,
+        "TCP 1 -> 2 through the ACL moved {tcp} bytes"
+    );
+    // ... ICMP to host 2 from port 1 does not.
+    assert!(
+        !s.hosts[0].ping("10.21.0.2", 2),
+        "the ACL let ICMP 1 -> 2 through"
+    );
+    let flows = s.ctl("dump-flows");
+    assert!(
+        flows.contains("meter:1"),
+        "no flow uses the meter:\n{flows}"
+    );
+    let meters = s.ctl("dump-meters");
+    assert!(meters.contains("meter=1"), "no meter 1:\n{meters}");
+    // The meter holds host 3's stream near 10 Mb/s (1.25 MB/s; TCP over 1 s, with slack),
+    // far below the unmetered stream above.
+    let metered = iperf3_bytes(&s, 3, 4);
+    eprintln!("TCP 1 -> 2: {tcp} bytes in 1 s; metered 3 -> 4: {metered} bytes in 1 s");
+    assert!(
+        metered > 0 && metered < 4_000_000 && metered * 4 < tcp,
+        "metered stream moved {metered} bytes in 1 s (unmetered: {tcp})"
+    );
+    s.assert_no_errors("ACL and meter");
 }
