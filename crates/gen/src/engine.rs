@@ -345,7 +345,7 @@ pub fn run(
             return Err("the rate must be above 0 packets per second".into());
         }
     }
-    let templates = cfg.traffic.compile()?;
+    let templates = cfg.traffic.compile_for(pool.max_data())?;
     if let Some((tx, spec)) = &ports.tx {
         let caps = tx.capabilities();
         if usize::from(caps.tx_queues) < cfg.threads {

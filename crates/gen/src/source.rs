@@ -182,6 +182,45 @@ mod tests {
     }
 
     #[test]
+    fn jumbo_frames_fill_pool_frames_of_the_size_they_need() {
+        use packet::{PoolConfig, HEADROOM};
+        for proto in [
+            crate::template::Proto::Udp4,
+            crate::template::Proto::Tcp4,
+            crate::template::Proto::Udp6,
+        ] {
+            let traffic = Traffic {
+                proto,
+                flows: 5,
+                sizes: Sizes::Fixed(9000),
+                ..Traffic::default()
+            };
+            assert!(traffic.compile().is_err(), "9000 bytes do not fit 2 KiB frames");
+            let frame_size = traffic.pool_frame_size().unwrap();
+            assert_eq!(frame_size, 16384);
+            let pool = Pool::new(&PoolConfig {
+                frames: 256,
+                frame_size,
+                ..PoolConfig::default()
+            })
+            .unwrap();
+            let t = traffic.compile_for(frame_size - HEADROOM).unwrap();
+            let mut src = Source::new(&traffic, &t, 1);
+            let mut cache = pool.cache();
+            let mut batch = Batch::new();
+            let (n, bytes) = src.fill(&mut cache, &mut batch, 32, 5);
+            assert_eq!((n, bytes), (32, 32 * 9000));
+            for (i, p) in batch.as_slice().iter().enumerate() {
+                assert_eq!(p.len(), 8996);
+                let probe = Probe::read(p.data()).unwrap();
+                assert_eq!((probe.seq, probe.flow), (i as u32, i as u32 % 5));
+                assert_eq!(&p.data()[..6], &traffic.dst_mac);
+            }
+            batch.free_into(&mut cache);
+        }
+    }
+
+    #[test]
     fn random_flows_stay_in_range() {
         let traffic = Traffic {
             flows: 10,

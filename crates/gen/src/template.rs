@@ -12,7 +12,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use packet::builder::{Ipv4Spec, Ipv6Spec, L3Spec, L4Spec, PacketSpec};
-use packet::{FRAME_SIZE, HEADROOM};
+use packet::{frame_size_for, FRAME_SIZE, HEADROOM, MAX_FRAME_SIZE};
 
 use crate::probe::{Probe, MAX_FLOWS, PROBE_LEN};
 
@@ -20,8 +20,11 @@ use crate::probe::{Probe, MAX_FLOWS, PROBE_LEN};
 pub const FCS: usize = 4;
 /// Smallest frame size (FCS included).
 pub const MIN_FRAME: usize = 64;
-/// Largest frame size this build's pool frames hold (FCS included).
-pub const MAX_FRAME: usize = FRAME_SIZE - HEADROOM + FCS;
+/// Largest frame size (FCS included) a pool's default 2 KiB frames hold.
+pub const MAX_STD_FRAME: usize = FRAME_SIZE - HEADROOM + FCS;
+/// Largest frame size (FCS included) any pool holds (16 KiB frames: jumbo frames of 9000
+/// bytes and more).
+pub const MAX_FRAME: usize = MAX_FRAME_SIZE - HEADROOM + FCS;
 /// IMIX sizes (FCS included) and their weights: 7:4:1 of 64, 570 and 1518 bytes.
 pub const IMIX: [(usize, u32); 3] = [(64, 7), (570, 4), (1518, 1)];
 /// Bytes copied at once into a frame.
@@ -96,6 +99,11 @@ impl Sizes {
                 f64::from(bytes) / f64::from(n)
             }
         }
+    }
+
+    /// The largest frame size (FCS included).
+    pub fn largest(self) -> usize {
+        self.pattern().into_iter().max().unwrap_or(MIN_FRAME)
     }
 
     /// The sizes in the order frames take them (one period of the pattern).
@@ -315,8 +323,25 @@ pub struct Templates {
 }
 
 impl Traffic {
-    /// Checks the description and builds its templates. Errors name the fix.
+    /// The pool frame size (see [`packet::PoolConfig::frame_size`]) that holds every frame
+    /// of this traffic: 2 KiB up to 1924-byte frames, more for jumbo frames. Errors name the
+    /// largest size there is.
+    pub fn pool_frame_size(&self) -> Result<usize, String> {
+        let largest = self.sizes.largest();
+        frame_size_for(largest.saturating_sub(FCS)).ok_or_else(|| {
+            format!("frame size {largest}: give {MIN_FRAME} to {MAX_FRAME} bytes")
+        })
+    }
+
+    /// Checks the description and builds its templates for packets of the default 2 KiB
+    /// pool frames ([`Traffic::compile_for`] with 1920 bytes).
     pub fn compile(&self) -> Result<Templates, String> {
+        self.compile_for(FRAME_SIZE - HEADROOM)
+    }
+
+    /// Checks the description and builds its templates for pool frames holding `max_data`
+    /// bytes ([`packet::Pool::max_data`]). Errors name the fix.
+    pub fn compile_for(&self, max_data: usize) -> Result<Templates, String> {
         if self.flows == 0 {
             return Err("--flows 0: give at least 1 flow".into());
         }
@@ -355,7 +380,7 @@ impl Traffic {
         distinct.dedup();
         let mut frames = Vec::new();
         for &size in &distinct {
-            frames.push(self.frame(size)?);
+            frames.push(self.frame(size, max_data)?);
         }
         let pattern = pattern
             .iter()
@@ -388,20 +413,22 @@ impl Traffic {
         }
     }
 
-    fn frame(&self, size: usize) -> Result<Frame, String> {
+    fn frame(&self, size: usize, max_data: usize) -> Result<Frame, String> {
         let min = self.min_size();
-        if size < min || size > MAX_FRAME {
+        let max = (max_data + FCS).min(MAX_FRAME);
+        if size < min || size > max {
             let why = if size > MAX_FRAME {
+                format!("the largest pool frames hold {} bytes", MAX_FRAME - FCS)
+            } else if size > max {
                 format!(
-                    "this build's pool frames hold {} bytes ({MAX_FRAME} with FCS); jumbo \
-                     frames need larger packet::FRAME_SIZE",
-                    MAX_FRAME - FCS
+                    "the pool's frames hold {max_data} bytes; jumbo frames need a pool with \
+                     larger frames (Traffic::pool_frame_size)"
                 )
             } else {
                 format!("{:?} headers need {min}", self.proto)
             };
             return Err(format!(
-                "frame size {size}: give {min} to {MAX_FRAME} bytes ({why})"
+                "frame size {size}: give {min} to {max} bytes ({why})"
             ));
         }
         let len = size - FCS;
@@ -477,7 +504,7 @@ impl Traffic {
             probe: size >= self.probe_size(),
             probe_odd: len.saturating_sub(PROBE_LEN + l4_off) % 2 == 1,
             padded: len.div_ceil(CHUNK) * CHUNK,
-            max_shift: (FRAME_SIZE - HEADROOM).saturating_sub(len.div_ceil(CHUNK) * CHUNK),
+            max_shift: max_data.saturating_sub(len.div_ceil(CHUNK) * CHUNK),
         })
     }
 }

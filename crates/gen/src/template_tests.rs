@@ -120,6 +120,33 @@ fn every_proto_size_and_field_keeps_checksums_right() {
 }
 
 #[test]
+fn jumbo_frames_carry_right_checksums_and_probes() {
+    for proto in [Proto::Udp4, Proto::Tcp4, Proto::Icmp4, Proto::Udp6] {
+        for size in [1925, 4000, 9000, 9022, MAX_FRAME] {
+            let tr = Traffic {
+                proto,
+                flows: 7,
+                sizes: Sizes::Fixed(size),
+                ..Traffic::default()
+            };
+            let room = tr.pool_frame_size().unwrap() - packet::HEADROOM;
+            assert!(room + FCS >= size && room + FCS < 2 * size, "{size}: {room}");
+            let t = tr.compile_for(room).unwrap();
+            let probe = Probe {
+                stream: 1,
+                flow: 6,
+                seq: 77,
+                time: 12345,
+            };
+            let f = write(&t.frames[0], 6, &probe);
+            assert_eq!(f.len(), size - FCS);
+            assert!(checksums_ok(&f, proto), "{proto:?} size {size}");
+            assert_eq!(Probe::read(&f), Some(probe));
+        }
+    }
+}
+
+#[test]
 fn frames_too_short_for_a_probe_go_without() {
     for (proto, vlan) in [
         (Proto::Tcp4, None),
@@ -181,6 +208,12 @@ fn bad_traffic_names_the_fix() {
         ..Traffic::default()
     })
     .contains("jumbo"));
+    let too_big = Traffic {
+        sizes: Sizes::Fixed(MAX_FRAME + 1),
+        ..Traffic::default()
+    };
+    assert!(too_big.compile_for(1 << 20).unwrap_err().contains("largest"));
+    assert!(too_big.pool_frame_size().unwrap_err().contains("give 64 to"));
     assert!(err(Traffic {
         proto: Proto::Udp6,
         sizes: Sizes::Fixed(64),

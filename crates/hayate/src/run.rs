@@ -37,6 +37,11 @@ pub struct RunArgs {
     /// Frames in the packet buffer pool.
     #[arg(long, default_value_t = 65536)]
     pub pool_frames: u32,
+    /// Bytes per pool frame: 2048 (frames up to 1920 bytes), or 4096, 8192, 16384 for jumbo
+    /// frames (16384 holds 16256 bytes; give ports MTU 9000 and use afpacket or tap ports:
+    /// AF_XDP ports need 2048).
+    #[arg(long, default_value_t = packet::FRAME_SIZE)]
+    pub frame_size: usize,
     /// Busy-poll even when idle (lowest latency, a full core per thread). By default a thread
     /// whose queues stay empty for 200 µs sleeps until packets arrive.
     #[arg(long)]
@@ -191,7 +196,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         frames: args.pool_frames,
         hugepages: true,
         populate: false,
-    })?;
+        frame_size: args.frame_size,
+    })
+    .map_err(|e| anyhow!("--pool-frames/--frame-size: {e}"))?;
     let last_core = crate::pin::available_cores().saturating_sub(1);
     let mut running = Vec::new();
     for b in bridges {

@@ -33,5 +33,7 @@ pub mod wire;
 pub use batch::{Batch, BATCH_SIZE};
 pub use extract::{extract, extract_packet, Layers};
 pub use key::{Field, FlowKey, KEY_WORDS};
-pub use pool::{Meta, Packet, Pool, PoolCache, PoolConfig, FRAME_SIZE, HEADROOM};
+pub use pool::{
+    frame_size_for, Meta, Packet, Pool, PoolCache, PoolConfig, FRAME_SIZE, HEADROOM, MAX_FRAME_SIZE,
+};
 pub use rewrite::RewriteError;

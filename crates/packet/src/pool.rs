@@ -1,8 +1,9 @@
 //! Buffer pool of fixed-size frames and the [`Packet`] handle that owns one frame.
 //!
-//! A [`Pool`] is one contiguous memory region cut into `frames` slots of [`FRAME_SIZE`] bytes
-//! (the layout an AF_XDP UMEM needs, so the same region can later be registered as one). A
-//! frame is named by its index; its byte offset in the region is `index * FRAME_SIZE`.
+//! A [`Pool`] is one contiguous memory region cut into `frames` slots of one frame size
+//! ([`FRAME_SIZE`], 2 KiB, unless [`PoolConfig::frame_size`] asks for 4, 8 or 16 KiB for jumbo
+//! frames) — the layout an AF_XDP UMEM needs, so the same region can be registered as one. A
+//! frame is named by its index; its byte offset in the region is `index * frame_size`.
 //!
 //! Free frames live in two tiers:
 //! - a [`PoolCache`] per owner (a polling thread, a port queue, a generator) — a plain stack
@@ -19,8 +20,16 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Size of one frame (slot) in bytes, headroom included.
+/// Default (and smallest) size of one frame (slot) in bytes, headroom included.
 pub const FRAME_SIZE: usize = 2048;
+/// Largest frame size a pool can be built with: 16 KiB holds a 9216-byte jumbo frame and more.
+pub const MAX_FRAME_SIZE: usize = FRAME_SIZE << MAX_SIZE_CLASS;
+/// Frame sizes are `FRAME_SIZE << class` for class 0..=3.
+const MAX_SIZE_CLASS: u32 = 3;
+/// A packet keeps its frame's size class in the top bits of its frame word.
+const CLASS_SHIFT: u32 = 29;
+/// The frame index bits of a packet's frame word.
+const INDEX_MASK: u32 = (1 << CLASS_SHIFT) - 1;
 /// Bytes kept free in front of a received packet, so that VLAN tags and tunnel headers can
 /// be pushed without moving the payload.
 pub const HEADROOM: usize = 128;
@@ -36,6 +45,17 @@ pub struct PoolConfig {
     pub hugepages: bool,
     /// Touch every page at creation (no page faults on the fast path later).
     pub populate: bool,
+    /// Bytes per frame, headroom included: 2048 (the default), 4096, 8192 or 16384. A packet
+    /// holds at most `frame_size - HEADROOM` bytes; see [`frame_size_for`].
+    pub frame_size: usize,
+}
+
+/// The smallest frame size that holds `len` packet bytes after the headroom, or `None` when
+/// even [`MAX_FRAME_SIZE`] does not.
+pub fn frame_size_for(len: usize) -> Option<usize> {
+    (0..=MAX_SIZE_CLASS)
+        .map(|c| FRAME_SIZE << c)
+        .find(|&f| f - HEADROOM >= len)
 }
 
 impl Default for PoolConfig {
@@ -44,6 +64,7 @@ impl Default for PoolConfig {
             frames: 16384,
             hugepages: false,
             populate: false,
+            frame_size: FRAME_SIZE,
         }
     }
 }
@@ -68,6 +89,10 @@ struct PoolInner {
     base: NonNull<u8>,
     map_len: usize,
     frames: u32,
+    /// Bytes per frame.
+    frame_size: usize,
+    /// `frame_size == FRAME_SIZE << class`; kept in every packet's frame word.
+    class: u32,
     huge: bool,
     free: Mutex<Vec<u32>>,
     leaked_warning: AtomicU64,
@@ -102,12 +127,14 @@ impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
             .field("frames", &self.inner.frames)
+            .field("frame_size", &self.inner.frame_size)
             .field("hugepages", &self.inner.huge)
             .finish()
     }
 }
 
-/// Error creating a pool.
+/// Error creating a pool: the mapping failed, or the configuration asks for something a pool
+/// cannot be (the error's kind is then `InvalidInput` and its text says what to give).
 #[derive(Debug)]
 pub struct PoolError(pub std::io::Error);
 
@@ -122,8 +149,25 @@ impl std::error::Error for PoolError {}
 impl Pool {
     /// Maps a new pool. Huge pages are used when asked for and available.
     pub fn new(cfg: &PoolConfig) -> Result<Pool, PoolError> {
-        assert!(cfg.frames > 0, "a pool needs at least one frame");
-        let len = cfg.frames as usize * FRAME_SIZE;
+        let invalid = |why: String| {
+            Err(PoolError(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                why,
+            )))
+        };
+        let Some(class) = (0..=MAX_SIZE_CLASS).find(|&c| FRAME_SIZE << c == cfg.frame_size) else {
+            return invalid(format!(
+                "frame size {}: give 2048, 4096, 8192 or 16384 bytes",
+                cfg.frame_size
+            ));
+        };
+        if cfg.frames == 0 || cfg.frames > INDEX_MASK {
+            return invalid(format!(
+                "{} frames: give 1 to {INDEX_MASK}",
+                cfg.frames
+            ));
+        }
+        let len = cfg.frames as usize * cfg.frame_size;
         let mut huge = false;
         let mut ptr = libc::MAP_FAILED;
         if cfg.hugepages {
@@ -176,6 +220,8 @@ impl Pool {
                 base,
                 map_len,
                 frames: cfg.frames,
+                frame_size: cfg.frame_size,
+                class,
                 huge,
                 free: Mutex::new(free),
                 leaked_warning: AtomicU64::new(0),
@@ -197,6 +243,16 @@ impl Pool {
         self.inner.frames
     }
 
+    /// Bytes per frame, headroom included.
+    pub fn frame_size(&self) -> usize {
+        self.inner.frame_size
+    }
+
+    /// The most bytes one packet of this pool holds (`frame_size - HEADROOM`).
+    pub fn max_data(&self) -> usize {
+        self.inner.frame_size - HEADROOM
+    }
+
     /// Whether the region is backed by huge pages.
     pub fn hugepages(&self) -> bool {
         self.inner.huge
@@ -204,7 +260,10 @@ impl Pool {
 
     /// Start of the region (for registering it as an AF_XDP UMEM).
     pub fn region(&self) -> (NonNull<u8>, usize) {
-        (self.inner.base, self.inner.frames as usize * FRAME_SIZE)
+        (
+            self.inner.base,
+            self.inner.frames as usize * self.inner.frame_size,
+        )
     }
 
     /// Frames currently in the shared stack (not in any cache, not in any packet).
@@ -227,10 +286,15 @@ impl Pool {
     /// `frame` must be a frame of this pool that no other `Packet` owns.
     pub unsafe fn packet_from_frame(&self, frame: u32, data_off: u16, len: u16) -> Packet {
         debug_assert!(frame < self.inner.frames);
-        debug_assert!(data_off as usize + len as usize <= FRAME_SIZE);
+        debug_assert!(data_off as usize + len as usize <= self.inner.frame_size);
         Packet {
-            base: NonNull::new_unchecked(self.inner.base.as_ptr().add(frame as usize * FRAME_SIZE)),
-            frame,
+            base: NonNull::new_unchecked(
+                self.inner
+                    .base
+                    .as_ptr()
+                    .add(frame as usize * self.inner.frame_size),
+            ),
+            frame: frame | self.inner.class << CLASS_SHIFT,
             data_off,
             len,
             meta: Meta::default(),
@@ -299,9 +363,9 @@ impl PoolCache {
         Some(unsafe {
             Packet {
                 base: NonNull::new_unchecked(
-                    self.pool.base.as_ptr().add(frame as usize * FRAME_SIZE),
+                    self.pool.base.as_ptr().add(frame as usize * self.pool.frame_size),
                 ),
-                frame,
+                frame: frame | self.pool.class << CLASS_SHIFT,
                 data_off: HEADROOM as u16,
                 len: 0,
                 meta: Meta::default(),
@@ -309,11 +373,11 @@ impl PoolCache {
         })
     }
 
-    /// Allocates a packet holding a copy of `bytes` (at most `FRAME_SIZE - HEADROOM` bytes;
-    /// longer input is refused with `None`).
+    /// Allocates a packet holding a copy of `bytes` (at most the pool's
+    /// [`Pool::max_data`] bytes; longer input is refused with `None`).
     #[inline]
     pub fn alloc_from(&mut self, bytes: &[u8]) -> Option<Packet> {
-        if bytes.len() > FRAME_SIZE - HEADROOM {
+        if bytes.len() > self.pool.frame_size - HEADROOM {
             return None;
         }
         let mut p = self.alloc()?;
@@ -326,19 +390,25 @@ impl PoolCache {
     #[inline]
     pub fn free(&mut self, pkt: Packet) {
         debug_assert!(self.owns(&pkt), "packet freed into a cache of another pool");
-        self.put_frame(pkt.frame);
+        self.put_frame(pkt.frame());
     }
 
     /// Whether `pkt` belongs to this cache's pool.
     pub fn owns(&self, pkt: &Packet) -> bool {
         let base = self.pool.base.as_ptr() as usize;
         let p = pkt.base.as_ptr() as usize;
-        p >= base && p < base + self.pool.frames as usize * FRAME_SIZE
+        p >= base && p < base + self.pool.frames as usize * self.pool.frame_size
     }
 
     /// Frames held by this cache.
     pub fn cached(&self) -> usize {
         self.local.len()
+    }
+
+    /// The most bytes one packet of this cache's pool holds (see [`Pool::max_data`]).
+    #[inline]
+    pub fn max_data(&self) -> usize {
+        self.pool.frame_size - HEADROOM
     }
 
     /// The pool this cache draws from.
@@ -363,12 +433,16 @@ impl Drop for PoolCache {
 /// headroom, the bytes after tailroom.
 pub struct Packet {
     base: NonNull<u8>,
+    /// Frame index (low bits) and the pool's frame size class (top bits), so that the packet
+    /// knows its frame's size without growing past 32 bytes.
     frame: u32,
     data_off: u16,
     len: u16,
     /// Metadata carried with the packet.
     pub meta: Meta,
 }
+
+const _: () = assert!(std::mem::size_of::<Packet>() == 32);
 
 // SAFETY: a packet exclusively owns its frame; moving it to another thread moves that
 // ownership. The pool memory it points into is never unmapped while it exists.
@@ -377,7 +451,7 @@ unsafe impl Send for Packet {}
 impl std::fmt::Debug for Packet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Packet")
-            .field("frame", &self.frame)
+            .field("frame", &self.frame())
             .field("len", &self.len)
             .field("meta", &self.meta)
             .finish()
@@ -388,7 +462,7 @@ impl Packet {
     /// The packet's bytes.
     #[inline(always)]
     pub fn data(&self) -> &[u8] {
-        // SAFETY: data_off + len <= FRAME_SIZE is an invariant of every constructor and
+        // SAFETY: data_off + len <= the frame size is an invariant of every constructor and
         // mutator; the frame is exclusively ours.
         unsafe {
             std::slice::from_raw_parts(
@@ -422,10 +496,16 @@ impl Packet {
         self.len == 0
     }
 
-    /// Frame index in its pool (an AF_XDP UMEM address is `frame * FRAME_SIZE + data_off`).
+    /// Frame index in its pool (an AF_XDP UMEM address is `frame * frame_size + data_off`).
     #[inline(always)]
     pub fn frame(&self) -> u32 {
-        self.frame
+        self.frame & INDEX_MASK
+    }
+
+    /// Size of the packet's frame in bytes, headroom included (its pool's frame size).
+    #[inline(always)]
+    pub fn frame_size(&self) -> usize {
+        FRAME_SIZE << (self.frame >> CLASS_SHIFT)
     }
 
     /// Offset of the first byte within the frame.
@@ -443,14 +523,14 @@ impl Packet {
     /// Bytes free after the data.
     #[inline(always)]
     pub fn tailroom(&self) -> usize {
-        FRAME_SIZE - self.data_off as usize - self.len as usize
+        self.frame_size() - self.data_off as usize - self.len as usize
     }
 
     /// Replaces the contents with `bytes`, keeping the current start. Returns `false` (and
     /// changes nothing) when they do not fit.
     #[inline]
     pub fn set_data(&mut self, bytes: &[u8]) -> bool {
-        if self.data_off as usize + bytes.len() > FRAME_SIZE {
+        if self.data_off as usize + bytes.len() > self.frame_size() {
             return false;
         }
         self.len = bytes.len() as u16;
@@ -462,7 +542,7 @@ impl Packet {
     /// frame is too short.
     #[inline]
     pub fn set_len(&mut self, len: usize) -> bool {
-        if self.data_off as usize + len > FRAME_SIZE {
+        if self.data_off as usize + len > self.frame_size() {
             return false;
         }
         self.len = len as u16;
@@ -546,6 +626,62 @@ mod tests {
         let mut cache = pool.cache();
         assert!(cache.alloc_from(&[0u8; FRAME_SIZE]).is_none());
         assert_eq!(cache.cached() + pool.shared_free(), 2);
+    }
+
+    #[test]
+    fn jumbo_frames_hold_their_size_and_keep_their_index() {
+        for (size, len) in [(4096, 3000), (8192, 8000), (16384, 9018)] {
+            let pool = Pool::new(&PoolConfig {
+                frames: 8,
+                frame_size: size,
+                ..PoolConfig::default()
+            })
+            .unwrap();
+            assert_eq!(pool.frame_size(), size);
+            assert_eq!(pool.max_data(), size - HEADROOM);
+            assert_eq!(pool.region().1, 8 * size);
+            let mut cache = pool.cache();
+            let bytes: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let mut pkts: Vec<Packet> = (0..8).map(|_| cache.alloc_from(&bytes).unwrap()).collect();
+            for p in &pkts {
+                assert!(p.frame() < 8);
+                assert_eq!(p.frame_size(), size);
+                assert_eq!(p.data(), &bytes[..]);
+                assert_eq!(p.tailroom(), size - HEADROOM - len);
+            }
+            // Frames do not overlap: writing one leaves the others as they were.
+            pkts[3].data_mut().fill(0xee);
+            assert_eq!(pkts[4].data(), &bytes[..]);
+            assert!(pkts[0].set_len(size - HEADROOM));
+            assert!(!pkts[0].set_len(size - HEADROOM + 1));
+            assert!(cache.alloc_from(&vec![0; size]).is_none());
+            let mut frames: Vec<u32> = pkts.iter().map(|p| p.frame()).collect();
+            frames.sort_unstable();
+            frames.dedup();
+            assert_eq!(frames.len(), 8);
+            for p in pkts {
+                cache.free(p);
+            }
+            drop(cache);
+            assert_eq!(pool.shared_free(), 8);
+        }
+    }
+
+    #[test]
+    fn bad_frame_sizes_are_refused_with_the_choices() {
+        for size in [0, 1024, 3000, 32768] {
+            let err = Pool::new(&PoolConfig {
+                frames: 8,
+                frame_size: size,
+                ..PoolConfig::default()
+            })
+            .unwrap_err();
+            assert!(err.to_string().contains("2048, 4096, 8192 or 16384"), "{err}");
+        }
+        assert_eq!(frame_size_for(1920), Some(2048));
+        assert_eq!(frame_size_for(1921), Some(4096));
+        assert_eq!(frame_size_for(9018), Some(16384));
+        assert_eq!(frame_size_for(16257), None);
     }
 
     #[test]

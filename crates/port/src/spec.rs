@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use packet::{Pool, FRAME_SIZE, HEADROOM};
+use packet::Pool;
 
 use crate::afpacket::{AfPacketConfig, AfPacketPort};
 use crate::afxdp::{AfXdpConfig, AfXdpPort, XdpMode, ZeroCopy};
@@ -169,7 +169,7 @@ fn open_null(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortE
             }
         }
     }
-    let max = FRAME_SIZE - HEADROOM;
+    let max = pool.max_data();
     if frame.size < MIN_UDP_FRAME || frame.size > max {
         return Err(PortError::new(
             spec,

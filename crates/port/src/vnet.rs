@@ -477,7 +477,7 @@ pub fn deliver(
     cache: &mut packet::PoolCache,
     batch: &mut packet::Batch,
 ) -> Delivered {
-    const ROOM: usize = packet::FRAME_SIZE - packet::HEADROOM;
+    let room = cache.max_data();
     let offload = match hdr {
         None => Offload::None,
         Some(h) => match plan(frame, vlan, h) {
@@ -491,7 +491,7 @@ pub fn deliver(
             let (mut packets, mut bytes) = (0, 0);
             for i in first..n {
                 let len = seg.segment_len(i);
-                if len > ROOM {
+                if len > room {
                     return Delivered::Dropped;
                 }
                 if batch.room() == 0 {
@@ -518,7 +518,7 @@ pub fn deliver(
         }
         plain => {
             let len = copied_len(frame, vlan);
-            if len > ROOM {
+            if len > room {
                 return Delivered::Dropped;
             }
             if batch.room() == 0 {

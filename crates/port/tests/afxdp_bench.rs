@@ -46,6 +46,7 @@ fn forward_veth_to_veth_pps() {
             frames: 16384,
             hugepages: true,
             populate: true,
+            ..PoolConfig::default()
         })
         .unwrap();
         let pa = AfXdpPort::open(&AfXdpConfig::new(&a.port), &pool).unwrap();

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use packet::{Batch, Pool, BATCH_SIZE, FRAME_SIZE, HEADROOM};
+use packet::{Batch, Pool, PoolConfig, BATCH_SIZE, FRAME_SIZE, MAX_FRAME_SIZE};
 use port::null::{NullConfig, NullPort, Vary};
 use port::pcap::{PcapConfig, PcapPort};
 use port::{ring, Port, PortStats};
@@ -91,9 +91,9 @@ fn loopbacks(tag: &str) -> Vec<Box<dyn Loopback>> {
     ]
 }
 
-/// 300 frames of every size class up to the largest a pool frame holds, each numbered.
-fn frames() -> Vec<Vec<u8>> {
-    let max = FRAME_SIZE - HEADROOM;
+/// 300 frames of every size class up to the largest a frame of `pool` holds, each numbered.
+fn frames(pool: &Pool) -> Vec<Vec<u8>> {
+    let max = pool.max_data();
     (0..300usize)
         .map(|i| {
             let len = match i % 4 {
@@ -151,10 +151,30 @@ fn recv_all(port: &dyn Port, pool: &Pool) -> Vec<Vec<u8>> {
 
 #[test]
 fn send_then_receive_preserves_bytes_order_and_counts() {
-    for mut lb in loopbacks("roundtrip") {
-        let pool = Pool::with_frames(POOL_FRAMES);
-        let sent = frames();
+    // Default 2 KiB frames, and 16 KiB frames carrying jumbo frames.
+    for (frame_size, mut lb) in loopbacks("roundtrip")
+        .into_iter()
+        .map(|lb| (FRAME_SIZE, lb))
+        .chain(
+            loopbacks("roundtrip-jumbo")
+                .into_iter()
+                .map(|lb| (MAX_FRAME_SIZE, lb)),
+        )
+    {
+        let pool = Pool::new(&PoolConfig {
+            frames: POOL_FRAMES,
+            frame_size,
+            ..PoolConfig::default()
+        })
+        .unwrap();
+        let sent = frames(&pool);
         let sender = lb.sender(&pool);
+        assert_eq!(
+            sender.capabilities().max_frame as usize,
+            pool.max_data(),
+            "{}: max_frame",
+            lb.name()
+        );
         send_all(&*sender, &pool, &sent);
         let receiver = lb.receiver(&pool);
         let got = recv_all(&*receiver, &pool);

@@ -130,6 +130,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         frames: 32 * 1024,
         hugepages: true,
         populate: true,
+        ..PoolConfig::default()
     })
     .context("packet pool for the benchmark")?;
     let mut ports = Vec::new();

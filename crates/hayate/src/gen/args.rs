@@ -16,8 +16,8 @@ pub struct TrafficArgs {
     /// Protocol: udp, tcp, icmp (over IPv4) or udp6.
     #[arg(long, default_value = "udp")]
     pub proto: String,
-    /// Frame size in bytes, FCS included (64 to 1924, what pool frames hold), or imix (7:4:1 of
-    /// 64/570/1518).
+    /// Frame size in bytes, FCS included (64 to 16260: jumbo frames get pool frames large
+    /// enough; AF_XDP ports take up to 1796), or imix (7:4:1 of 64/570/1518).
     #[arg(long, default_value = "64")]
     pub size: String,
     /// Number of flows.
@@ -94,9 +94,14 @@ pub struct OutputArgs {
     /// No progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
-    /// Packet buffers in the pool.
+    /// Packet buffers in the pool (of 2 KiB; fewer when jumbo frames need larger ones, so
+    /// that the pool's memory stays the same).
     #[arg(long, default_value_t = 32_768)]
     pub pool_frames: u32,
+    /// Largest frame (FCS included) the pool must hold, e.g. 9018 to receive jumbo frames;
+    /// default: the largest frame sent, at least 1518.
+    #[arg(long, value_name = "BYTES")]
+    pub max_size: Option<usize>,
 }
 
 fn mac(s: &str) -> Result<[u8; 6]> {
@@ -154,7 +159,9 @@ impl TrafficArgs {
                 ),
             }
         }
-        t.compile().map_err(anyhow::Error::msg)?;
+        let frame_size = t.pool_frame_size().map_err(anyhow::Error::msg)?;
+        t.compile_for(frame_size - packet::HEADROOM)
+            .map_err(anyhow::Error::msg)?;
         Ok(t)
     }
 }

@@ -186,8 +186,9 @@ pub fn main(args: GenArgs) -> Result<()> {
             if let Some(ifname) = port.strip_prefix("xdplive:") {
                 return xdplive::send(ifname, &traffic, &rate, &out);
             }
-            let pool = pool(&out)?;
-            let cfg = rate.config(traffic.traffic()?)?;
+            let traffic = traffic.traffic()?;
+            let pool = pool(&out, traffic.sizes.largest())?;
+            let cfg = rate.config(traffic)?;
             let ports = Ports {
                 tx: Some(open(&port, &pool)?),
                 rx: None,
@@ -204,7 +205,7 @@ pub fn main(args: GenArgs) -> Result<()> {
             cores,
             out,
         } => {
-            let pool = pool(&out)?;
+            let pool = pool(&out, 0)?;
             let cfg = engine::RunConfig {
                 traffic: hayate_gen::template::Traffic {
                     flows: flows.max(1),
@@ -232,8 +233,9 @@ pub fn main(args: GenArgs) -> Result<()> {
             rate,
             out,
         } => {
-            let pool = pool(&out)?;
-            let mut cfg = rate.config(traffic.traffic()?)?;
+            let traffic = traffic.traffic()?;
+            let pool = pool(&out, traffic.sizes.largest())?;
+            let mut cfg = rate.config(traffic)?;
             if round_trip {
                 cfg.latency_kind = "round-trip".into();
             }
@@ -253,7 +255,7 @@ pub fn main(args: GenArgs) -> Result<()> {
             if !(duration > 0.0 && duration <= 86_400.0) {
                 bail!("--duration {duration}: give more than 0 and at most 86400 seconds");
             }
-            let pool = pool(&out)?;
+            let pool = pool(&out, 0)?;
             let (p, _) = open(&port, &pool)?;
             let stop = std::sync::atomic::AtomicBool::new(false);
             let st = hayate_gen::reflect::reflect(&p, &pool, tsc, duration, idle, &stop)
@@ -274,7 +276,8 @@ pub fn main(args: GenArgs) -> Result<()> {
             core,
             out,
         } => {
-            let pool = pool(&out)?;
+            let traffic = traffic.traffic()?;
+            let pool = pool(&out, traffic.sizes.largest())?;
             let rate_args = RateArgs {
                 rate,
                 line_rate: "10G".into(),
@@ -285,7 +288,7 @@ pub fn main(args: GenArgs) -> Result<()> {
                 cores: core.into_iter().collect(),
                 drain: 0.1,
             };
-            let cfg = rate_args.config(traffic.traffic()?)?;
+            let cfg = rate_args.config(traffic)?;
             let name = format!("ring:gen-loopback-{}", std::process::id());
             let ports = Ports {
                 tx: Some(open(&name, &pool)?),
@@ -312,17 +315,17 @@ pub fn main(args: GenArgs) -> Result<()> {
             traffic,
             out,
         } => {
-            let pool = pool(&out)?;
             let base_traffic = traffic.traffic()?;
             if base_traffic.sizes == Sizes::Imix {
                 bail!("rfc2544 runs one frame size at a time; give sizes with --sizes, not --size imix");
             }
+            let pool = pool(&out, sizes.iter().copied().max().unwrap_or(0))?;
             for &s in &sizes {
                 hayate_gen::template::Traffic {
                     sizes: Sizes::Fixed(s),
                     ..base_traffic.clone()
                 }
-                .compile()
+                .compile_for(pool.max_data())
                 .map_err(|e| anyhow!("--sizes: {e}"))?;
             }
             let line_bps =
@@ -380,14 +383,29 @@ pub fn main(args: GenArgs) -> Result<()> {
     }
 }
 
-fn pool(out: &OutputArgs) -> Result<Pool> {
+/// The generator's pool: frames large enough for `largest_sent` (a frame size, FCS
+/// included; 0 when nothing is sent) and for `--max-size`, 2 KiB unless that needs more.
+/// Larger frames come fewer, so that the pool's memory stays what `--pool-frames` asks for.
+fn pool(out: &OutputArgs, largest_sent: usize) -> Result<Pool> {
     if out.pool_frames < 1024 {
         bail!("--pool-frames {}: give at least 1024", out.pool_frames);
     }
+    let largest = largest_sent
+        .max(out.max_size.unwrap_or(0))
+        .max(hayate_gen::template::MIN_FRAME);
+    let frame_size = packet::frame_size_for(largest - hayate_gen::template::FCS).ok_or_else(|| {
+        anyhow!(
+            "frame size {largest}: the largest pool frames hold {} bytes",
+            hayate_gen::template::MAX_FRAME
+        )
+    })?;
+    let frames = (u64::from(out.pool_frames) * packet::FRAME_SIZE as u64 / frame_size as u64)
+        .max(1024) as u32;
     Pool::new(&PoolConfig {
-        frames: out.pool_frames,
+        frames,
         hugepages: true,
         populate: true,
+        frame_size,
     })
     .context("packet pool (lower --pool-frames if memory is short)")
 }

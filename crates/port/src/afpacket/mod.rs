@@ -17,8 +17,10 @@
 //!   off`), or frames longer than a pool frame are dropped and checksums arrive unfinished.
 //!
 //! `rx_dropped` counts frames the kernel dropped because the ring was full (the switch did not
-//! keep up). Frames longer than a pool frame (`FRAME_SIZE - HEADROOM` = 1920 bytes) that are not TCP
-//! super-packets are dropped and counted as `rx_errors`; keep the interface's MTU at 1500.
+//! keep up). Frames longer than a pool frame holds ([`Pool::max_data`]: 1920 bytes with the
+//! default 2 KiB frames) that are not TCP super-packets are dropped and counted as `rx_errors`:
+//! keep the interface's MTU at 1500, or give the pool larger frames for jumbo frames
+//! (`PoolConfig::frame_size`: 16 KiB frames hold 16256 bytes).
 //!
 //! Needs CAP_NET_RAW (root). Every open error names the interface and the fix.
 
@@ -30,7 +32,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use packet::{Pool, FRAME_SIZE, HEADROOM};
+use packet::Pool;
 
 use crate::claim::QueueSlot;
 use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
@@ -156,7 +158,7 @@ impl Port for AfPacketPort {
             rx_queues: self.cfg.queues,
             tx_queues: self.cfg.queues,
             vnet_hdr: self.cfg.vnet_hdr,
-            max_frame: (FRAME_SIZE - HEADROOM) as u32,
+            max_frame: self.pool.max_data() as u32,
         }
     }
 

@@ -129,6 +129,15 @@ impl AfXdpPort {
                 )));
             }
         }
+        if pool.frame_size() != FRAME_SIZE {
+            return Err(err(format!(
+                "the packet pool has {}-byte frames; AF_XDP ports need {FRAME_SIZE}-byte frames \
+                 (one UMEM chunk per packet: this kernel has no multi-buffer AF_XDP for jumbo \
+                 frames). Use afpacket:{name} for frames over {} bytes",
+                pool.frame_size(),
+                FRAME_SIZE - 256
+            )));
+        }
         if cfg.zero_copy == ZeroCopy::On && cfg.mode == XdpMode::Skb {
             return Err(err(
                 "zerocopy=on needs the XDP program in native mode; use mode=native or mode=auto"

@@ -28,7 +28,7 @@ pub use vary::Vary;
 /// What a [`NullPort`] produces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NullConfig {
-    /// The frame every packet starts as (14 bytes up to `FRAME_SIZE - HEADROOM`).
+    /// The frame every packet starts as (14 bytes up to the pool's [`Pool::max_data`]).
     pub template: Vec<u8>,
     /// Fields that change per packet.
     pub vary: Vec<Vary>,
@@ -74,7 +74,7 @@ impl NullPort {
     /// A null port named `name` producing `cfg`'s packets from `pool`. Errors when the
     /// template does not fit a pool frame or a vary does not fit the template.
     pub fn new(name: &str, cfg: NullConfig, pool: &Pool) -> Result<NullPort, PortError> {
-        let max = FRAME_SIZE - HEADROOM;
+        let max = pool.max_data();
         if cfg.template.len() < 14 || cfg.template.len() > max {
             return Err(PortError::new(
                 name,
@@ -111,7 +111,7 @@ impl Port for NullPort {
             rx_queues: u16::from(self.limit != Some(0)),
             tx_queues: 1,
             vnet_hdr: false,
-            max_frame: (FRAME_SIZE - HEADROOM) as u32,
+            max_frame: self.pool.max_data() as u32,
         }
     }
 
@@ -173,8 +173,9 @@ impl Chunks {
     #[inline(always)]
     fn alloc(&self, cache: &mut PoolCache) -> Option<Packet> {
         let mut pkt = cache.alloc()?;
-        // The padded length fits: templates are at most FRAME_SIZE - HEADROOM bytes, a
-        // multiple of CHUNK (checked below), and a new packet starts at HEADROOM.
+        // The padded length fits: templates are at most the pool's frame size - HEADROOM
+        // bytes, a multiple of CHUNK for every frame size (checked below), and a new packet
+        // starts at HEADROOM.
         if !pkt.set_len(self.chunks.len() * CHUNK) {
             cache.free(pkt);
             return None;
@@ -190,7 +191,7 @@ impl Chunks {
     }
 }
 
-const _: () = assert!((FRAME_SIZE - HEADROOM) / CHUNK * CHUNK == FRAME_SIZE - HEADROOM);
+const _: () = assert!((FRAME_SIZE - HEADROOM) % CHUNK == 0 && FRAME_SIZE % CHUNK == 0);
 
 /// The source.
 struct NullRx {

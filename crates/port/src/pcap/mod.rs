@@ -1,7 +1,7 @@
 //! `pcap`: replay frames from a capture file, record sent frames to one.
 //!
 //! Receive replays the input capture, loaded whole into memory when the port is opened, `loops`
-//! times (0: forever). Frames longer than a pool frame (`FRAME_SIZE - HEADROOM` bytes) are
+//! times (0: forever). Frames longer than a pool frame holds ([`Pool::max_data`] bytes) are
 //! skipped and counted as `rx_errors` on every pass, as is a partial last frame. Only Ethernet
 //! pcap captures are read (not pcapng).
 //!
@@ -75,7 +75,7 @@ impl PcapPort {
         }
         let input = match &cfg.input {
             Some(path) => Some(Arc::new(
-                file::load(path, FRAME_SIZE - HEADROOM).map_err(|e| PortError::new(name, e))?,
+                file::load(path, pool.max_data()).map_err(|e| PortError::new(name, e))?,
             )),
             None => None,
         };
@@ -126,7 +126,7 @@ impl Port for PcapPort {
             rx_queues: u16::from(self.input.is_some()),
             tx_queues: u16::from(self.output.is_some()),
             vnet_hdr: false,
-            max_frame: (FRAME_SIZE - HEADROOM) as u32,
+            max_frame: self.pool.max_data() as u32,
         }
     }
 

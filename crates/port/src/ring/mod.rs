@@ -16,7 +16,7 @@ mod spsc;
 
 use std::sync::Arc;
 
-use packet::{Batch, Pool, FRAME_SIZE, HEADROOM};
+use packet::{Batch, Pool};
 
 use crate::claim::{QueueClaim, QueueSlot};
 use crate::{
@@ -40,6 +40,8 @@ pub struct RingPort {
     tx_slot: QueueSlot,
     rx_counters: Arc<QueueCounters>,
     tx_counters: Arc<QueueCounters>,
+    /// The most bytes one packet of the pool holds.
+    max_frame: u32,
 }
 
 impl std::fmt::Debug for RingPort {
@@ -64,13 +66,19 @@ pub fn pair(
     let capacity = capacity.clamp(1, MAX_CAPACITY).next_power_of_two();
     let a_to_b = spsc::Shared::new(capacity, pool);
     let b_to_a = spsc::Shared::new(capacity, pool);
-    let a = RingPort::end(name_a, b_to_a.clone(), a_to_b.clone());
-    let b = RingPort::end(name_b, a_to_b, b_to_a);
+    let max = pool.max_data() as u32;
+    let a = RingPort::end(name_a, b_to_a.clone(), a_to_b.clone(), max);
+    let b = RingPort::end(name_b, a_to_b, b_to_a, max);
     (Arc::new(a), Arc::new(b))
 }
 
 impl RingPort {
-    fn end(name: &str, rx_ring: Arc<spsc::Shared>, tx_ring: Arc<spsc::Shared>) -> RingPort {
+    fn end(
+        name: &str,
+        rx_ring: Arc<spsc::Shared>,
+        tx_ring: Arc<spsc::Shared>,
+        max_frame: u32,
+    ) -> RingPort {
         RingPort {
             name: name.to_string(),
             rx_ring,
@@ -79,6 +87,7 @@ impl RingPort {
             tx_slot: QueueSlot::default(),
             rx_counters: Arc::default(),
             tx_counters: Arc::default(),
+            max_frame,
         }
     }
 
@@ -103,7 +112,7 @@ impl Port for RingPort {
             rx_queues: 1,
             tx_queues: 1,
             vnet_hdr: false,
-            max_frame: (FRAME_SIZE - HEADROOM) as u32,
+            max_frame: self.max_frame,
         }
     }
 

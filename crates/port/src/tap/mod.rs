@@ -22,7 +22,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
-use packet::{Pool, FRAME_SIZE, HEADROOM};
+use packet::Pool;
 
 use crate::claim::QueueSlot;
 use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
@@ -255,7 +255,7 @@ impl Port for TapPort {
             rx_queues: self.cfg.queues,
             tx_queues: self.cfg.queues,
             vnet_hdr: true,
-            max_frame: (FRAME_SIZE - HEADROOM) as u32,
+            max_frame: self.pool.max_data() as u32,
         }
     }
 
