@@ -195,7 +195,10 @@ mod tests {
                 sizes: Sizes::Fixed(9000),
                 ..Traffic::default()
             };
-            assert!(traffic.compile().is_err(), "9000 bytes do not fit 2 KiB frames");
+            assert!(
+                traffic.compile().is_err(),
+                "9000 bytes do not fit 2 KiB frames"
+            );
             let frame_size = traffic.pool_frame_size().unwrap();
             assert_eq!(frame_size, 16384);
             let pool = Pool::new(&PoolConfig {

@@ -328,9 +328,8 @@ impl Traffic {
     /// largest size there is.
     pub fn pool_frame_size(&self) -> Result<usize, String> {
         let largest = self.sizes.largest();
-        frame_size_for(largest.saturating_sub(FCS)).ok_or_else(|| {
-            format!("frame size {largest}: give {MIN_FRAME} to {MAX_FRAME} bytes")
-        })
+        frame_size_for(largest.saturating_sub(FCS))
+            .ok_or_else(|| format!("frame size {largest}: give {MIN_FRAME} to {MAX_FRAME} bytes"))
     }
 
     /// Checks the description and builds its templates for packets of the default 2 KiB

@@ -162,10 +162,7 @@ impl Pool {
             ));
         };
         if cfg.frames == 0 || cfg.frames > INDEX_MASK {
-            return invalid(format!(
-                "{} frames: give 1 to {INDEX_MASK}",
-                cfg.frames
-            ));
+            return invalid(format!("{} frames: give 1 to {INDEX_MASK}", cfg.frames));
         }
         let len = cfg.frames as usize * cfg.frame_size;
         let mut huge = false;
@@ -363,7 +360,10 @@ impl PoolCache {
         Some(unsafe {
             Packet {
                 base: NonNull::new_unchecked(
-                    self.pool.base.as_ptr().add(frame as usize * self.pool.frame_size),
+                    self.pool
+                        .base
+                        .as_ptr()
+                        .add(frame as usize * self.pool.frame_size),
                 ),
                 frame: frame | self.pool.class << CLASS_SHIFT,
                 data_off: HEADROOM as u16,
@@ -676,7 +676,10 @@ mod tests {
                 ..PoolConfig::default()
             })
             .unwrap_err();
-            assert!(err.to_string().contains("2048, 4096, 8192 or 16384"), "{err}");
+            assert!(
+                err.to_string().contains("2048, 4096, 8192 or 16384"),
+                "{err}"
+            );
         }
         assert_eq!(frame_size_for(1920), Some(2048));
         assert_eq!(frame_size_for(1921), Some(4096));

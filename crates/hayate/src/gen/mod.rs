@@ -393,12 +393,13 @@ fn pool(out: &OutputArgs, largest_sent: usize) -> Result<Pool> {
     let largest = largest_sent
         .max(out.max_size.unwrap_or(0))
         .max(hayate_gen::template::MIN_FRAME);
-    let frame_size = packet::frame_size_for(largest - hayate_gen::template::FCS).ok_or_else(|| {
-        anyhow!(
-            "frame size {largest}: the largest pool frames hold {} bytes",
-            hayate_gen::template::MAX_FRAME
-        )
-    })?;
+    let frame_size =
+        packet::frame_size_for(largest - hayate_gen::template::FCS).ok_or_else(|| {
+            anyhow!(
+                "frame size {largest}: the largest pool frames hold {} bytes",
+                hayate_gen::template::MAX_FRAME
+            )
+        })?;
     let frames = (u64::from(out.pool_frames) * packet::FRAME_SIZE as u64 / frame_size as u64)
         .max(1024) as u32;
     Pool::new(&PoolConfig {

@@ -191,7 +191,8 @@ impl Chunks {
     }
 }
 
-const _: () = assert!((FRAME_SIZE - HEADROOM) % CHUNK == 0 && FRAME_SIZE % CHUNK == 0);
+const _: () =
+    assert!((FRAME_SIZE - HEADROOM).is_multiple_of(CHUNK) && FRAME_SIZE.is_multiple_of(CHUNK));
 
 /// The source.
 struct NullRx {

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use packet::{Batch, Pool, PoolCache, FRAME_SIZE, HEADROOM};
+use packet::{Batch, Pool, PoolCache};
 
 use crate::claim::{QueueClaim, QueueSlot};
 use crate::{
@@ -300,6 +300,7 @@ impl Drop for PcapTx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use packet::FRAME_SIZE;
     use pcap_file::pcap::PcapReader;
     use std::path::Path;
 
