@@ -177,6 +177,8 @@ pub struct Net {
     namespaces: Vec<String>,
     /// Scratch directory for configs and stats.
     pub dir: tempfile::TempDir,
+    /// Extra arguments for every `hayate run` this net starts (e.g. `--frame-size 16384`).
+    pub run_args: Vec<String>,
 }
 
 impl Net {
@@ -188,6 +190,7 @@ impl Net {
             prefix: format!("hy{}{n}", std::process::id() % 100_000),
             namespaces: Vec::new(),
             dir: tempfile::tempdir().expect("temp dir"),
+            run_args: Vec::new(),
         }
     }
 
@@ -389,6 +392,7 @@ impl Net {
             .arg(&stats)
             .arg("--run-dir")
             .arg(self.run_dir())
+            .args(&self.run_args)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
