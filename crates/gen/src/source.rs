@@ -124,7 +124,7 @@ impl Source {
             };
             let frame = &self.frames[fi];
             frame.write(pkt.data_mut(), flow, &probe);
-            pkt.set_len(frame.len());
+            pkt.truncate(frame.len());
             bytes += frame.size() as u64;
             unprobed += u64::from(!frame.probe);
             seq = seq.wrapping_add(1);

@@ -91,8 +91,11 @@ struct PoolInner {
     frames: u32,
     /// Bytes per frame.
     frame_size: usize,
-    /// `frame_size == FRAME_SIZE << class`; kept in every packet's frame word.
-    class: u32,
+    /// `frame_size == 1 << shift`.
+    shift: u32,
+    /// `class << CLASS_SHIFT` where `frame_size == FRAME_SIZE << class`: or'ed into every
+    /// packet's frame word.
+    tag: u32,
     huge: bool,
     free: Mutex<Vec<u32>>,
     leaked_warning: AtomicU64,
@@ -218,7 +221,8 @@ impl Pool {
                 map_len,
                 frames: cfg.frames,
                 frame_size: cfg.frame_size,
-                class,
+                shift: FRAME_SIZE.trailing_zeros() + class,
+                tag: class << CLASS_SHIFT,
                 huge,
                 free: Mutex::new(free),
                 leaked_warning: AtomicU64::new(0),
@@ -289,9 +293,9 @@ impl Pool {
                 self.inner
                     .base
                     .as_ptr()
-                    .add(frame as usize * self.inner.frame_size),
+                    .add((frame as usize) << self.inner.shift),
             ),
-            frame: frame | self.inner.class << CLASS_SHIFT,
+            frame: frame | self.inner.tag,
             data_off,
             len,
             meta: Meta::default(),
@@ -363,9 +367,9 @@ impl PoolCache {
                     self.pool
                         .base
                         .as_ptr()
-                        .add(frame as usize * self.pool.frame_size),
+                        .add((frame as usize) << self.pool.shift),
                 ),
-                frame: frame | self.pool.class << CLASS_SHIFT,
+                frame: frame | self.pool.tag,
                 data_off: HEADROOM as u16,
                 len: 0,
                 meta: Meta::default(),
@@ -547,6 +551,14 @@ impl Packet {
         }
         self.len = len as u16;
         true
+    }
+
+    /// Shortens the packet to `len` bytes (no change when it is not longer).
+    #[inline(always)]
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.len as usize {
+            self.len = len as u16;
+        }
     }
 
     /// Moves the start `n` bytes earlier (into the headroom) and returns the new front bytes.

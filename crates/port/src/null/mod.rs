@@ -186,7 +186,7 @@ impl Chunks {
                 *dst = *c;
             }
         }
-        pkt.set_len(self.len);
+        pkt.truncate(self.len);
         Some(pkt)
     }
 }
