@@ -20,6 +20,15 @@ pub trait Bridge: Send + Sync + 'static {
     /// appends the encoded replies, if any, to `replies` (they are sent in order, right after).
     fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>);
 
+    /// Whether the bridge can take a message of OpenFlow type `msg_type` now. When it cannot
+    /// (e.g. the datapath's packet-out queue is full), the session leaves the message unread,
+    /// reads nothing more from that controller, and asks again shortly: the controller is
+    /// slowed down by TCP instead of getting an error. Always `true` by default.
+    fn can_take(&self, msg_type: u8) -> bool {
+        let _ = msg_type;
+        true
+    }
+
     /// The bridge got its first controller, or has had none for the fail-open delay.
     fn on_connectivity(&self, event: Connectivity);
 

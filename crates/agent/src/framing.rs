@@ -77,6 +77,15 @@ impl Framer {
         Ok(Some(&self.buf[begin..begin + len]))
     }
 
+    /// The type of the next message when it is whole (what [`Framer::next_message`] would hand
+    /// out next), without consuming it.
+    pub fn peek_type(&self) -> Option<u8> {
+        let unread = &self.buf[self.start..];
+        let header = Header::parse(unread)?;
+        let len = usize::from(header.length);
+        (len >= HEADER_LEN && unread.len() >= len).then_some(header.msg_type)
+    }
+
     /// Bytes received but not yet handed out.
     pub fn pending(&self) -> usize {
         self.buf.len() - self.start

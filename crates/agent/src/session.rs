@@ -11,7 +11,10 @@
 //! state-changing message from a slave gets OFPBRC_IS_SLAVE, and everything else goes to
 //! [`crate::Bridge::handle`]. A length below 8 cannot be framed: OFPBRC_BAD_LEN, then close.
 //! Replies to one read are written together; asynchronous messages queued by the registry
-//! are written as they come. A write that stalls longer than the probe interval ends the
+//! are written as they come. When the bridge cannot take the next message yet
+//! ([`crate::Bridge::can_take`]: its packet-out queue is full), the session stops reading that
+//! controller and retries every [`BUSY_RETRY`], so TCP slows the controller down; after
+//! [`BUSY_HOLD_MAX`] it hands the message over anyway (the bridge then answers with an error). A write that stalls longer than the probe interval ends the
 //! session, so a controller that stops reading cannot hold a task forever.
 
 use std::io;
@@ -83,8 +86,15 @@ fn changes_state(msg_type: u8) -> bool {
 /// What to do after a message.
 enum Next {
     Continue,
+    /// The bridge cannot take the next message yet; it stays unread.
+    Busy,
     Close(SessionEnd),
 }
+
+/// How often a session whose bridge is busy asks again.
+pub const BUSY_RETRY: Duration = Duration::from_millis(1);
+/// Longest a message is held back for a busy bridge.
+pub const BUSY_HOLD_MAX: Duration = Duration::from_secs(1);
 
 struct Session<'a> {
     registry: &'a Arc<Registry>,
@@ -95,6 +105,8 @@ struct Session<'a> {
     queue: Option<mpsc::Receiver<Arc<[u8]>>>,
     out: Vec<u8>,
     next_xid: u32,
+    /// Since when the next message has been held back for a busy bridge.
+    busy_since: Option<Instant>,
 }
 
 /// Runs the session on `stream` until it ends.
@@ -114,6 +126,7 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         queue: None,
         out: Vec::with_capacity(1024),
         next_xid: 1,
+        busy_since: None,
     };
     let end = s.drive(&mut stream, probe_interval).await;
     // Closing politely is best effort: the peer may be gone already.
@@ -156,21 +169,33 @@ impl Session<'_> {
         let timer = sleep_until(Instant::now() + probe);
         tokio::pin!(timer);
         let mut probing = false;
+        let mut busy = false;
         loop {
             tokio::select! {
-                read = stream.read_buf(framer.read_buffer()) => {
+                read = stream.read_buf(framer.read_buffer()), if !busy => {
                     match read {
                         Ok(0) => return SessionEnd::PeerClosed,
                         Ok(_) => {}
                         Err(e) => return SessionEnd::Io(e),
                     }
                     let next = self.take_messages(&mut framer);
+                    busy = matches!(next, Next::Busy);
                     // Before the HELLO the wait is absolute: trickling bytes buys no time.
                     // After it (from the read that completed it on), any byte is activity.
                     if self.registration.is_some() {
                         probing = false;
                         timer.as_mut().reset(Instant::now() + probe);
                     }
+                    if let Err(end) = self.flush(stream, probe).await {
+                        return end;
+                    }
+                    if let Next::Close(end) = next {
+                        return end;
+                    }
+                }
+                () = tokio::time::sleep(BUSY_RETRY), if busy => {
+                    let next = self.take_messages(&mut framer);
+                    busy = matches!(next, Next::Busy);
                     if let Err(end) = self.flush(stream, probe).await {
                         return end;
                     }
@@ -237,6 +262,17 @@ impl Session<'_> {
     /// Handles every whole message in `framer`.
     fn take_messages(&mut self, framer: &mut Framer) -> Next {
         loop {
+            if self.registration.is_some() {
+                if let Some(ty) = framer.peek_type() {
+                    if !self.registry.bridge.can_take(ty) {
+                        let since = *self.busy_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() < BUSY_HOLD_MAX {
+                            return Next::Busy;
+                        }
+                    }
+                    self.busy_since = None;
+                }
+            }
             match framer.next_message() {
                 Ok(Some(msg)) => {
                     if let Next::Close(end) = self.on_message(msg) {

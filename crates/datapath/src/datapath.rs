@@ -6,7 +6,7 @@
 //! share it behind a mutex taken once per tx batch; otherwise each thread owns its queue.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -129,10 +129,11 @@ impl Builder {
         let (inject_tx, inject_rx) = sync_channel(INJECT_QUEUE);
         let wake = Arc::new(Wake::new());
         let packet_in_wake = Arc::new(Wake::new());
-        let injector = Injector::new(inject_tx, pool.cache(), wake.clone());
+        let depth = Arc::new(AtomicUsize::new(0));
+        let injector = Injector::new(inject_tx, pool.cache(), wake.clone(), depth.clone());
         Ok(Datapath {
             injector,
-            inject_rx: Mutex::new(Some((inject_rx, wake))),
+            inject_rx: Mutex::new(Some((inject_rx, wake, depth))),
             packet_in_wake,
             pool,
             ports: self.ports,
@@ -156,7 +157,8 @@ pub struct Datapath {
     pi_tx: SyncSender<PacketIn>,
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
-    inject_rx: Mutex<Option<(Receiver<Injected>, Arc<Wake>)>>,
+    #[allow(clippy::type_complexity)]
+    inject_rx: Mutex<Option<(Receiver<Injected>, Arc<Wake>, Arc<AtomicUsize>)>>,
     packet_in_wake: Arc<Wake>,
 }
 
@@ -271,8 +273,8 @@ impl Datapath {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let (Some((rx, wake)), Some(first)) = (inject_rx, pmds.first_mut()) {
-            first.attach_inject(InjectQueue::new(rx, wake));
+        if let (Some((rx, wake, depth)), Some(first)) = (inject_rx, pmds.first_mut()) {
+            first.attach_inject(InjectQueue::new(rx, wake, depth));
         }
         for p in pmds.iter_mut() {
             p.attach_packet_in_wake(self.packet_in_wake.clone());

@@ -6,8 +6,9 @@
 //! control side holds any number of [`Injector`]s, poll-mode thread 0 owns the receiving end
 //! and drains at most [`INJECT_BURST`] packets per poll, before it receives. An empty queue
 //! costs that thread one atomic load per poll; a full queue makes [`Injector::inject`] fail
-//! (the agent answers the controller with an error) instead of waiting, so neither side ever
-//! blocks the other. Packets are copied into frames of the datapath's pool on the control
+//! instead of waiting, so neither side ever blocks the other. The agent avoids that error by
+//! asking [`Injector::has_room`] first and, when the queue is full, reading no more from that
+//! controller until it drains (TCP pushes back on the controller). Packets are copied into frames of the datapath's pool on the control
 //! side; the thread frees them into its own cache once sent.
 //!
 //! Waking: thread 0 may sleep in `poll(2)` when idle (see [`crate::idle`]); an eventfd joins
@@ -21,7 +22,7 @@
 
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -138,6 +139,8 @@ pub struct Injector {
     tx: SyncSender<Injected>,
     cache: Arc<Mutex<PoolCache>>,
     wake: Arc<Wake>,
+    /// Packets queued and not yet taken by the thread.
+    depth: Arc<AtomicUsize>,
 }
 
 impl fmt::Debug for Injector {
@@ -147,12 +150,24 @@ impl fmt::Debug for Injector {
 }
 
 impl Injector {
-    pub(crate) fn new(tx: SyncSender<Injected>, cache: PoolCache, wake: Arc<Wake>) -> Injector {
+    pub(crate) fn new(
+        tx: SyncSender<Injected>,
+        cache: PoolCache,
+        wake: Arc<Wake>,
+        depth: Arc<AtomicUsize>,
+    ) -> Injector {
         Injector {
             tx,
             cache: Arc::new(Mutex::new(cache)),
             wake,
+            depth,
         }
+    }
+
+    /// Whether the queue has room for another packet now (a snapshot: another injector may
+    /// take the room first, and then [`Injector::inject`] says [`InjectError::QueueFull`]).
+    pub fn has_room(&self) -> bool {
+        self.depth.load(Ordering::Acquire) < INJECT_QUEUE
     }
 
     /// Copies `data` into a pool frame and queues it with `actions`, as if received on
@@ -166,16 +181,20 @@ impl Injector {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let mut packet = cache.alloc_from(data).ok_or(InjectError::NoFrame)?;
         packet.meta.in_port = in_port;
+        // Counted before it is queued, so that the thread never takes one not yet counted.
+        self.depth.fetch_add(1, Ordering::AcqRel);
         match self.tx.try_send(Injected { packet, actions }) {
             Ok(()) => {
                 self.wake.signal();
                 Ok(())
             }
             Err(TrySendError::Full(i)) => {
+                self.depth.fetch_sub(1, Ordering::AcqRel);
                 cache.free(i.packet);
                 Err(InjectError::QueueFull)
             }
             Err(TrySendError::Disconnected(i)) => {
+                self.depth.fetch_sub(1, Ordering::AcqRel);
                 cache.free(i.packet);
                 Err(InjectError::Stopped)
             }
@@ -189,15 +208,21 @@ pub(crate) struct InjectQueue {
     actions: Actions,
     key: FlowKey,
     wake: Arc<Wake>,
+    depth: Arc<AtomicUsize>,
 }
 
 impl InjectQueue {
-    pub(crate) fn new(rx: Receiver<Injected>, wake: Arc<Wake>) -> InjectQueue {
+    pub(crate) fn new(
+        rx: Receiver<Injected>,
+        wake: Arc<Wake>,
+        depth: Arc<AtomicUsize>,
+    ) -> InjectQueue {
         InjectQueue {
             rx,
             actions: Actions::default(),
             key: FlowKey::ZERO,
             wake,
+            depth,
         }
     }
 
@@ -237,12 +262,16 @@ impl InjectQueue {
             exec.run(packet, &self.actions, st);
             n += 1;
         }
+        if n > 0 {
+            self.depth.fetch_sub(n, Ordering::AcqRel);
+        }
         n
     }
 
     /// Frees every queued packet (shutdown).
     pub(crate) fn discard(&mut self, cache: &mut PoolCache) {
         while let Ok(i) = self.rx.try_recv() {
+            self.depth.fetch_sub(1, Ordering::AcqRel);
             cache.free(i.packet);
         }
     }

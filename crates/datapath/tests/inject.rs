@@ -79,3 +79,53 @@ fn injected_packets_leave_through_their_ports() {
     assert_ne!(rewritten, frame);
     assert_eq!(rewritten.len(), frame.len());
 }
+
+#[test]
+fn a_full_queue_is_reported_and_has_room_again_once_the_thread_drains_it() {
+    use datapath::inject::{InjectError, INJECT_QUEUE};
+    let pool = Pool::with_frames(4096);
+    let (sw, out) = ring::pair("fsw1", "fout1", 4096, &pool);
+    let mut rx = out.open_rx(0).unwrap();
+    let gen = Arc::new(AtomicU64::new(1));
+    let logic = Arc::new(Mutex::new(nothing()));
+    let dp = Datapath::builder()
+        .pool(pool.clone())
+        .port(1, sw)
+        .upcall_factory(move |_| {
+            Box::new(Fake {
+                gen: gen.clone(),
+                logic: logic.clone(),
+                meter: None,
+            })
+        })
+        .threads(vec![None])
+        .build()
+        .unwrap();
+    let inj = dp.injector();
+    let frame = udp(7, [10, 0, 0, 9]);
+    // Not started: nothing drains, so the queue fills.
+    for i in 0..INJECT_QUEUE {
+        assert!(inj.has_room(), "room before packet {i}");
+        inj.inject(&frame, 0xffff_fffd, vec![DpAction::Output(1)])
+            .unwrap();
+    }
+    assert!(!inj.has_room());
+    assert_eq!(
+        inj.inject(&frame, 0xffff_fffd, vec![DpAction::Output(1)]),
+        Err(InjectError::QueueFull)
+    );
+    let _running = dp.start().unwrap();
+    let mut cache = pool.cache();
+    let mut got = 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got < INJECT_QUEUE && Instant::now() < deadline {
+        let mut batch = Batch::new();
+        got += rx.recv(&mut batch);
+        batch.free_into(&mut cache);
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    assert_eq!(got, INJECT_QUEUE, "every queued packet leaves");
+    assert!(inj.has_room(), "the thread's drains are counted");
+    inj.inject(&frame, 0xffff_fffd, vec![DpAction::Output(1)])
+        .unwrap();
+}

@@ -25,6 +25,10 @@ impl<B: Bridge> Bridge for Nudging<B> {
         self.pump.notify_one();
     }
 
+    fn can_take(&self, msg_type: u8) -> bool {
+        self.inner.can_take(msg_type)
+    }
+
     fn on_connectivity(&self, event: Connectivity) {
         self.inner.on_connectivity(event);
         self.pump.notify_one();

@@ -276,7 +276,9 @@ fn free_port() -> u16 {
 /// New flows per second set up through os-ken: a null source sends from 1,000,000 source
 /// MACs in turn towards one MAC the controller already knows, so every packet-in the switch
 /// lets through (rate limit `HAYATE_BENCH_PACKET_IN_RATE`, default 50,000/s) is a new flow;
-/// the table's growth over 10 s is the rate. Run with:
+/// the table's growth over 10 s is the rate. The same app runs on CPython (the venv of
+/// scripts/setup.sh) and, when scripts/setup-pypy.sh has made its venv (`HAYATE_PYPY_VENV`,
+/// default /var/cache/hayate/venv-pypy), on PyPy, one after the other. Run with:
 /// `cargo test --release -p hayate --test controller_osken -- --ignored --nocapture --test-threads=1`
 /// (one at a time: the two benchmarks share the machine's two cores otherwise).
 #[test]
@@ -285,29 +287,51 @@ fn osken_new_flows_per_second() {
     let Some(py) = venv_python() else {
         panic!("no venv with os-ken: run scripts/setup.sh");
     };
+    let pypy = std::env::var_os("HAYATE_PYPY_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/hayate/venv-pypy"))
+        .join("bin/python");
+    let mut runs = vec![("CPython", py)];
+    if Command::new(&pypy)
+        .args(["-c", "import os_ken"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        runs.push(("PyPy", pypy));
+    } else {
+        println!("PyPy: skipped (no os-ken venv on PyPy; run scripts/setup-pypy.sh)");
+    }
     let rate = bench_rate();
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let ctl = Controller::start(
-        &py,
-        "",
-        port,
-        dir.path().join("osken.log"),
-        &["02:00:00:00:00:02=2"],
-    );
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    for (name, py) in runs {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let ctl = Controller::start(
+            &py,
+            "",
+            port,
+            dir.path().join("osken.log"),
+            &["02:00:00:00:00:02=2"],
+        );
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "os-ken: {}",
+                ctl.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let per_s = new_flows_per_second(port, rate, dir.path(), &|| ctl.log());
         assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "os-ken: {}",
+            !ctl.log().contains("OFP error"),
+            "the switch sent errors: {}",
             ctl.log()
         );
-        std::thread::sleep(Duration::from_millis(100));
+        println!(
+            "os-ken learning switch on {name}: {per_s:.0} new flows/s through Hayate \
+             (packet-in limit {rate}/s)"
+        );
     }
-    let per_s = new_flows_per_second(port, rate, dir.path(), &|| ctl.log());
-    println!(
-        "os-ken learning switch: {per_s:.0} new flows/s through Hayate (packet-in limit {rate}/s)"
-    );
 }
 
 /// The same learning logic as tests/controllers/learning_switch.py, compiled: what the

@@ -222,6 +222,19 @@ impl OfBridge {
         })
     }
 
+    /// Whether a message of type `msg_type` can be handled now: false only for a PACKET_OUT
+    /// while the datapath's packet-out queue is full (the session then waits for it to drain
+    /// rather than answer with an error).
+    fn packet_out_room(&self, msg_type: u8) -> bool {
+        msg_type != crate::wire::msg_type::PACKET_OUT
+            || self
+                .injector
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_none_or(Injector::has_room)
+    }
+
     /// Connects packet-outs to a started datapath.
     pub fn attach(&self, injector: Injector) {
         *self.injector.lock().unwrap_or_else(|e| e.into_inner()) = Some(injector);
@@ -318,6 +331,10 @@ impl Bridge for OfBridge {
         handle::handle(self, conn, role, msg, replies);
     }
 
+    fn can_take(&self, msg_type: u8) -> bool {
+        self.packet_out_room(msg_type)
+    }
+
     fn on_connectivity(&self, event: Connectivity) {
         if self.cfg.fail_mode != FailMode::Standalone {
             return;
@@ -383,6 +400,10 @@ impl Bridge for Secondary {
 
     fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>) {
         handle::handle(&self.0, ConnId(conn.0 | SECONDARY_BIT), role, msg, replies);
+    }
+
+    fn can_take(&self, msg_type: u8) -> bool {
+        self.0.packet_out_room(msg_type)
     }
 
     fn on_connectivity(&self, event: Connectivity) {

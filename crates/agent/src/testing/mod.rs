@@ -42,6 +42,8 @@ pub struct FakeBridge {
     pub connects: Mutex<Vec<ConnId>>,
     /// Connections that ended.
     pub disconnects: Mutex<Vec<ConnId>>,
+    /// While set, the bridge cannot take PACKET_OUTs ([`Bridge::can_take`] says no).
+    pub packet_out_busy: std::sync::atomic::AtomicBool,
 }
 
 impl Bridge for FakeBridge {
@@ -64,6 +66,13 @@ impl Bridge for FakeBridge {
             }
             .write(replies);
         }
+    }
+
+    fn can_take(&self, msg_type: u8) -> bool {
+        msg_type != mt::PACKET_OUT
+            || !self
+                .packet_out_busy
+                .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn on_connectivity(&self, event: Connectivity) {
