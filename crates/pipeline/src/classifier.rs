@@ -19,11 +19,13 @@
 //! one `Arc`, plus about half a bucket `Vec` header.
 //!
 //! Copy-on-write: a classifier is cheap to clone (one `Arc` per subtable). A subtable's
-//! buckets live in pages of 16 buckets behind `Arc`s (`paged.rs`), so changing a clone
-//! copies the changed subtable's page pointers (`rules / 32` of them) once, plus each page
-//! it touches (about 32 rule pointers). The control side keeps a working classifier and
-//! publishes clones; a batch of `b` changes to a subtable of `n` rules costs about
-//! `n / 32 + 32 b` pointer copies.
+//! buckets live in pages of 16 buckets behind `Arc`s, grouped in chunks of 64 pages behind
+//! `Arc`s (`paged.rs`), so changing a clone copies the changed subtable's chunk pointers
+//! (about `rules / 2048`) once, plus each chunk (64 page pointers) and page (about 32 rule
+//! pointers) it touches. The control side keeps a working classifier and publishes clones; a
+//! batch of `b` changes to a subtable of `n` rules costs about `n / 2048 + 96 b` pointer
+//! copies, so publishing after every change (a controller setting up one flow per
+//! packet-in) stays cheap at a million rules.
 
 use std::collections::HashMap;
 use std::sync::Arc;
