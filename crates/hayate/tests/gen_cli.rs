@@ -101,10 +101,23 @@ fn rfc2544_on_a_ring_loop_writes_json_and_plots() {
 }
 
 #[test]
+fn jumbo_frames_go_through_a_ring() {
+    let v = json(&[
+        "run", "--tx", "ring:j", "--rx", "ring:j", "--size", "9000", "--count", "1000", "--json",
+    ]);
+    assert_eq!(v["tx_packets"], 1000, "{v}");
+    assert_eq!(v["rx_unique"], 1000, "{v}");
+    assert_eq!(v["rx_bytes"], 9_000_000, "{v}");
+}
+
+#[test]
 fn errors_name_the_fix() {
-    let (ok, _, err) = gen(&["run", "--tx", "ring:e", "--rx", "ring:e", "--size", "9000"]);
+    let (ok, _, err) = gen(&["run", "--tx", "ring:e", "--rx", "ring:e", "--size", "17000"]);
     assert!(!ok);
-    assert!(err.contains("give 64 to 1924 bytes"), "{err}");
+    assert!(err.contains("give 64 to 16260 bytes"), "{err}");
+    let (ok, _, err) = gen(&["recv", "--port", "ring:e", "--max-size", "20000"]);
+    assert!(!ok);
+    assert!(err.contains("largest pool frames hold 16260"), "{err}");
     let (ok, _, err) = gen(&["send", "--port", "null:sink", "--rate", "fast"]);
     assert!(!ok);
     assert!(err.contains("give max, line"), "{err}");
