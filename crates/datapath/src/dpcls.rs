@@ -288,13 +288,15 @@ impl Dpcls {
     }
 
     /// Looks up `keys[i]` for every bit `i` set in `miss`; writes hits to `out[i]` and returns
-    /// the bits of the keys still unmatched.
+    /// the bits of the keys still unmatched. Adds the subtables probed, summed over the keys,
+    /// to `probes`.
     #[inline]
     pub fn lookup_batch(
         &mut self,
         keys: &[FlowKey],
         mut miss: u32,
         out: &mut [Option<MegaflowId>; BATCH_SIZE],
+        probes: &mut u64,
     ) -> u32 {
         let n = keys.len().min(BATCH_SIZE);
         if n < 32 {
@@ -304,6 +306,7 @@ impl Dpcls {
             if miss == 0 {
                 break;
             }
+            *probes += u64::from(miss.count_ones());
             // Three passes so that memory loads of different packets overlap: hash every key
             // and prefetch its home slot; read the slots and prefetch the entries they name;
             // then compare.
@@ -510,7 +513,7 @@ mod tests {
         probe.set(Field::TpDst, 99);
         let keys = [probe, probe, FlowKey::ZERO];
         let mut out = [None; BATCH_SIZE];
-        assert_eq!(cls.lookup_batch(&keys, 0b111, &mut out), 0b100);
+        assert_eq!(cls.lookup_batch(&keys, 0b111, &mut out, &mut 0), 0b100);
         assert_eq!(out[0], Some(id(2)));
         cls.rerank();
         assert_eq!(
@@ -692,7 +695,7 @@ mod tests {
             for chunk in keys.chunks(BATCH_SIZE) {
                 let mut out = [None; BATCH_SIZE];
                 let all = if chunk.len() == 32 { u32::MAX } else { (1u32 << chunk.len()) - 1 };
-                let miss = cls.lookup_batch(chunk, all, &mut out);
+                let miss = cls.lookup_batch(chunk, all, &mut out, &mut 0);
                 for (i, k) in chunk.iter().enumerate() {
                     let matching: Vec<MegaflowId> = reference
                         .iter()

@@ -565,7 +565,11 @@ impl Pmd {
         }
         let mut cls_hit = 0u32;
         if miss != 0 && !self.cls.is_empty() {
-            let left = self.cls.lookup_batch(&s.keys[..n], miss, &mut s.ids);
+            let mut probes = 0;
+            let left = self
+                .cls
+                .lookup_batch(&s.keys[..n], miss, &mut s.ids, &mut probes);
+            self.local.add(Counter::MegaflowProbes, probes);
             cls_hit = miss & !left;
             miss = left;
             // The megaflows are scattered over a table larger than L1: start loading every

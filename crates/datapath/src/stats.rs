@@ -58,10 +58,13 @@ pub enum Counter {
     UpcallCycles,
     /// Times the thread slept because its queues stayed empty (see [`crate::idle`]).
     IdleSleeps,
+    /// Megaflow subtables probed, summed over the packets that looked them up (divided by
+    /// `megaflow_hits`: Open vSwitch's "avg. subtable lookups per megaflow hit").
+    MegaflowProbes,
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 24;
+pub const COUNTERS: usize = 25;
 
 impl Counter {
     /// Every counter, in index order.
@@ -90,6 +93,7 @@ impl Counter {
         Counter::IdleCycles,
         Counter::UpcallCycles,
         Counter::IdleSleeps,
+        Counter::MegaflowProbes,
     ];
 
     /// A stable snake_case name (for JSON and tables).
@@ -119,6 +123,7 @@ impl Counter {
             Counter::IdleCycles => "idle_cycles",
             Counter::UpcallCycles => "upcall_cycles",
             Counter::IdleSleeps => "idle_sleeps",
+            Counter::MegaflowProbes => "megaflow_probes",
         }
     }
 }
@@ -251,6 +256,8 @@ pub struct Snapshot {
     pub upcall_cycles: u64,
     /// Times the thread slept because its queues stayed empty.
     pub idle_sleeps: u64,
+    /// Megaflow subtables probed (see [`Counter::MegaflowProbes`]).
+    pub megaflow_probes: u64,
 }
 
 impl Snapshot {
@@ -304,6 +311,7 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::IdleCycles => &self.idle_cycles,
             Counter::UpcallCycles => &self.upcall_cycles,
             Counter::IdleSleeps => &self.idle_sleeps,
+            Counter::MegaflowProbes => &self.megaflow_probes,
         }
     }
 }
@@ -335,6 +343,7 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::IdleCycles => &mut self.idle_cycles,
             Counter::UpcallCycles => &mut self.upcall_cycles,
             Counter::IdleSleeps => &mut self.idle_sleeps,
+            Counter::MegaflowProbes => &mut self.megaflow_probes,
         }
     }
 }

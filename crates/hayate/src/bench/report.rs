@@ -27,6 +27,8 @@ pub struct Row {
     pub emc_hits: u64,
     /// Megaflow classifier hits.
     pub megaflow_hits: u64,
+    /// Megaflow subtables probed per megaflow hit (0 without hits).
+    pub probes_per_hit: f64,
     /// Translations through the OpenFlow tables.
     pub upcalls: u64,
     /// Packets dropped by the switch during the window (any reason).
@@ -57,7 +59,7 @@ pub fn median(mut runs: Vec<Row>) -> Row {
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>10} {:>9}\n",
+        "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>7} {:>10} {:>9}\n",
         "scenario",
         "bytes",
         "Mpps",
@@ -66,6 +68,7 @@ pub fn table(rows: &[Row]) -> String {
         "setups/s",
         "emc hits",
         "mflow hits",
+        "probes",
         "upcalls",
         "drops"
     ));
@@ -75,7 +78,7 @@ pub fn table(rows: &[Row]) -> String {
             .map(|s| format!("{:.0}", s))
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
-            "{:<14} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>10} {:>9}\n",
+            "{:<14} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>7.2} {:>10} {:>9}\n",
             r.scenario,
             r.frame_len,
             r.mpps,
@@ -84,6 +87,7 @@ pub fn table(rows: &[Row]) -> String {
             setups,
             r.emc_hits,
             r.megaflow_hits,
+            r.probes_per_hit,
             r.upcalls,
             r.drops
         ));
@@ -116,6 +120,7 @@ mod tests {
             tsc_ghz: 2.0,
             emc_hits: 1,
             megaflow_hits: 0,
+            probes_per_hit: 0.0,
             upcalls: 1,
             drops: 0,
             core: 1,
@@ -140,6 +145,7 @@ mod tests {
             tsc_ghz: 1.0,
             emc_hits: 0,
             megaflow_hits: 0,
+            probes_per_hit: 0.0,
             upcalls: 0,
             drops: 0,
             core: 0,

@@ -211,6 +211,10 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         tsc_ghz: opts.tsc_hz / 1e9,
         emc_hits: s1.emc_hits - s0.emc_hits,
         megaflow_hits: s1.megaflow_hits - s0.megaflow_hits,
+        probes_per_hit: match s1.megaflow_hits - s0.megaflow_hits {
+            0 => 0.0,
+            hits => (s1.megaflow_probes - s0.megaflow_probes) as f64 / hits as f64,
+        },
         upcalls,
         drops: s1.drops() - s0.drops(),
         core: opts.core,
