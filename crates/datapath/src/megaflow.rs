@@ -54,6 +54,19 @@ impl MegaflowId {
     pub const fn generation(self) -> u32 {
         self.gen
     }
+
+    /// The id as one word (index high, generation low), for tables that store it packed.
+    pub const fn to_bits(self) -> u64 {
+        (self.idx as u64) << 32 | self.gen as u64
+    }
+
+    /// The id [`MegaflowId::to_bits`] packed.
+    pub const fn from_bits(bits: u64) -> MegaflowId {
+        MegaflowId {
+            idx: (bits >> 32) as u32,
+            gen: bits as u32,
+        }
+    }
 }
 
 /// One compiled action.
