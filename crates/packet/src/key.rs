@@ -392,6 +392,26 @@ impl FlowKey {
     /// [`FlowKey::masked_hash`].
     #[inline(always)]
     pub fn masked_fold_hash(&self, mask: &FlowKey, words: &[u8]) -> u32 {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse4.2"))]
+        {
+            use std::arch::x86_64::_mm_crc32_u64;
+            // One CRC32C step per word (3-cycle latency, one per cycle), two chains so that
+            // consecutive words do not wait on each other, one multiply to spread the bits.
+            let (mut a, mut b) = (0u64, 0x9e37_79b9u64);
+            for (j, &i) in words.iter().enumerate() {
+                let i = i as usize % KEY_WORDS;
+                let x = self.w[i] & mask.w[i];
+                // SAFETY: the cfg above guarantees SSE4.2.
+                if j & 1 == 0 {
+                    a = unsafe { _mm_crc32_u64(a, x) };
+                } else {
+                    b = unsafe { _mm_crc32_u64(b, x) };
+                }
+            }
+            let m = ((a << 32 | b) ^ words.len() as u64).wrapping_mul(0x9fb2_1c65_1e98_df25);
+            return (m >> 32) as u32;
+        }
+        #[allow(unreachable_code)]
         let (mut a, mut b) = (0u64, 0u64);
         for &i in words {
             let i = i as usize % KEY_WORDS;
