@@ -12,7 +12,9 @@
 //!    ports: AF_XDP, AF_PACKET, TAP), it sleeps in one `poll(2)` on all of them, woken by the
 //!    first packet, by a packet-out or by the datapath's stop (eventfds among the descriptors),
 //!    at most [`IdleConfig::max_sleep_ms`] (1 s: megaflow aging still runs; counters are
-//!    flushed before each sleep). When a queue has none (in-memory rings, pcap), it sleeps in steps that
+//!    flushed before each sleep) — or without a time limit when the thread holds no megaflow
+//!    (nothing to age) and the stop eventfd is among the descriptors (so stopping still wakes
+//!    it): a thousand idle bridges then wake nobody. When a queue has none (in-memory rings, pcap), it sleeps in steps that
 //!    double from [`MIN_NAP_US`] up to [`IdleConfig::max_nap_us`], polling between steps: the
 //!    wake-up cost is bounded by the step. A thread with no rx queue at all (a bridge whose
 //!    ports only send, such as `null:sink`) sleeps in `poll(2)` too, on its wake descriptors
@@ -146,11 +148,17 @@ impl Idle {
         self.all_fds
     }
 
-    /// Sleeps once: in `poll(2)` on the rx descriptors, or for the next nap step. Returns
-    /// how long it meant to sleep at most.
-    pub fn sleep(&mut self) -> Duration {
+    /// Sleeps once: in `poll(2)` on the rx descriptors, or for the next nap step. With
+    /// `unbounded` (the caller has nothing periodic to do and a descriptor wakes it to stop),
+    /// a `poll(2)` sleep has no time limit. Returns how long it meant to sleep at most
+    /// (`Duration::MAX` for no limit).
+    pub fn sleep(&mut self, unbounded: bool) -> Duration {
         if self.all_fds {
-            let ms = self.cfg.max_sleep_ms.min(i32::MAX as u64) as i32;
+            let ms = if unbounded {
+                -1
+            } else {
+                self.cfg.max_sleep_ms.min(i32::MAX as u64) as i32
+            };
             for p in &mut self.fds {
                 p.revents = 0;
             }
@@ -159,7 +167,11 @@ impl Idle {
             unsafe {
                 libc::poll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, ms);
             }
-            Duration::from_millis(ms as u64)
+            if ms < 0 {
+                Duration::MAX
+            } else {
+                Duration::from_millis(ms as u64)
+            }
         } else {
             let d = Duration::from_micros(self.nap_us);
             std::thread::sleep(d);
@@ -212,7 +224,7 @@ mod tests {
         let mut idle = Idle::new(cfg, []);
         assert!(idle.waits_on_fds(), "nothing to nap for");
         let t = Instant::now();
-        assert_eq!(idle.sleep(), Duration::from_millis(30));
+        assert_eq!(idle.sleep(false), Duration::from_millis(30));
         assert!(
             t.elapsed() >= Duration::from_millis(25),
             "{:?}",
@@ -231,11 +243,13 @@ mod tests {
             !idle.waits_on_fds(),
             "one queue without a descriptor means naps"
         );
-        let steps: Vec<u64> = (0..4).map(|_| idle.sleep().as_micros() as u64).collect();
+        let steps: Vec<u64> = (0..4)
+            .map(|_| idle.sleep(false).as_micros() as u64)
+            .collect();
         assert_eq!(steps, vec![10, 20, 40, 40]);
         idle.empty(1);
         idle.busy();
-        assert_eq!(idle.sleep().as_micros(), 10, "traffic resets the nap");
+        assert_eq!(idle.sleep(false).as_micros(), 10, "traffic resets the nap");
     }
 
     #[test]
@@ -255,12 +269,42 @@ mod tests {
             unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) };
         });
         let t = Instant::now();
-        idle.sleep();
+        idle.sleep(false);
         let waited = t.elapsed();
         writer.join().unwrap();
         assert!(
             waited < Duration::from_millis(900),
             "poll should return when the descriptor turns readable, waited {waited:?}"
+        );
+        // SAFETY: closing the pipe's descriptors, used by nobody else.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+    }
+
+    #[test]
+    fn an_unbounded_sleep_ends_when_a_descriptor_turns_readable() {
+        let mut fds = [0; 2];
+        // SAFETY: a pipe's two descriptors are written into `fds`.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let cfg = IdleConfig {
+            max_sleep_ms: 1,
+            ..IdleConfig::default()
+        };
+        let mut idle = Idle::new(cfg, [Some(fds[0])]);
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(60));
+            // SAFETY: writes one byte from a valid buffer to the pipe's write end.
+            unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) };
+        });
+        let t = Instant::now();
+        assert_eq!(idle.sleep(true), Duration::MAX);
+        let waited = t.elapsed();
+        writer.join().unwrap();
+        assert!(
+            waited >= Duration::from_millis(50),
+            "no time limit (max_sleep_ms is 1), woken by the descriptor: {waited:?}"
         );
         // SAFETY: closing the pipe's descriptors, used by nobody else.
         unsafe {

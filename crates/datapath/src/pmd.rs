@@ -372,7 +372,12 @@ impl Pmd {
                     self.maybe_maintain(now);
                     // Sleeps may be long: leave the flow entries' counters current.
                     self.arena.flush_dirty(pipeline_ms(now));
-                    self.idle.sleep();
+                    // No megaflow to age: sleep until packets, a packet-out or the stop.
+                    let stoppable = self
+                        .stop_wake
+                        .as_ref()
+                        .is_some_and(|w| w.raw_fd().is_some());
+                    self.idle.sleep(stoppable && self.arena.is_empty());
                     self.local.add(Counter::IdleSleeps, 1);
                     self.stats.absorb(&mut self.local);
                 }

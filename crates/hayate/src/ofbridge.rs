@@ -30,6 +30,9 @@ pub const DEFAULT_TARGET: &str = "ptcp:6653:127.0.0.1";
 /// thousand idle bridges' pumps then wake ~2,000 times a second in all.
 const PUMP_MIN: Duration = Duration::from_millis(1);
 const PUMP_MAX: Duration = Duration::from_millis(500);
+/// Longest idle pump sleep while no flow has a timeout: controller messages and packet-ins
+/// wake the pump at once, so nothing else needs it.
+const PUMP_MAX_UNTIMED: Duration = Duration::from_secs(5);
 
 /// How one bridge talks OpenFlow.
 #[derive(Debug, Clone)]
@@ -262,7 +265,7 @@ impl AsRawFd for Fd {
 
 /// Sends what the bridge has to say: woken at once by the datapath when it queues packet-ins,
 /// otherwise every 1 ms while busy, backing off to [`PUMP_MAX`] when idle (flow timeouts and
-/// publishing run on its 100 ms tick).
+/// publishing run on its 100 ms tick), or to [`PUMP_MAX_UNTIMED`] while no flow has a timeout.
 async fn pump(
     bridge: Arc<OfBridge>,
     agent: Arc<Agent>,
@@ -287,7 +290,12 @@ async fn pump(
             bridge.pump(&agents, Some(&running))
         };
         sleep = if rep.is_empty() {
-            (sleep * 2).min(PUMP_MAX)
+            let max = if bridge.has_timed_flows() {
+                PUMP_MAX
+            } else {
+                PUMP_MAX_UNTIMED
+            };
+            (sleep * 2).min(max)
         } else {
             PUMP_MIN
         };

@@ -426,6 +426,15 @@ impl Control {
         out
     }
 
+    /// Whether any flow has an idle or hard timeout (whether [`Control::tick`] can ever
+    /// remove anything).
+    pub fn has_timed_flows(&self) -> bool {
+        match &self.timed_tables {
+            Some(list) => !list.is_empty(),
+            None => self.tables.iter().any(|t| t.timed != 0),
+        }
+    }
+
     /// Expires flows whose idle or hard timeout passed at `now_ms` (on the clock of
     /// [`crate::dpaction::now_ms`]) and ages the MAC table. Publishes when a flow was removed
     /// (which also publishes any staged change). Returns every removed flow (the agent sends

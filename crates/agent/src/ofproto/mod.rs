@@ -261,6 +261,11 @@ impl OfBridge {
         self.lock().publish();
     }
 
+    /// Whether any flow has a timeout (the pump must then tick every 100 ms or so).
+    pub fn has_timed_flows(&self) -> bool {
+        self.lock().control.has_timed_flows()
+    }
+
     /// Whether the standalone fail-open flow is installed now.
     pub fn fail_open_active(&self) -> bool {
         self.lock().fail_open
