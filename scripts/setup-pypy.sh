@@ -18,9 +18,11 @@ if ! "$VENV/bin/python" -c 'import os_ken' >/dev/null 2>&1; then
     echo "setup-pypy: installing os-ken into $VENV" >&2
     rm -rf "$VENV"
     pypy3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps 'os-ken==3.1.0'
+    # The libraries first, os-ken last without its dependencies (pip then has no missing
+    # ncclient to complain about).
     "$VENV/bin/pip" install -q --disable-pip-version-check eventlet msgpack netaddr oslo.config \
         ovs packaging pbr Routes WebOb
+    "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps 'os-ken==3.1.0'
 fi
 "$VENV/bin/python" -c 'import os_ken.base.app_manager' 2>/dev/null
 echo "setup-pypy: os-ken on $("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0], sys.implementation.name)') in $VENV"
