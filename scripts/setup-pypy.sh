@@ -24,5 +24,8 @@ if ! "$VENV/bin/python" -c 'import os_ken' >/dev/null 2>&1; then
         ovs packaging pbr Routes WebOb
     "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps 'os-ken==3.1.0'
 fi
-"$VENV/bin/python" -c 'import os_ken.base.app_manager' 2>/dev/null
+"$VENV/bin/python" -c 'import os_ken.base.app_manager' || {
+    echo "setup-pypy: os-ken does not import in $VENV (see the error above); remove $VENV and run again" >&2
+    exit 1
+}
 echo "setup-pypy: os-ken on $("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0], sys.implementation.name)') in $VENV"

@@ -168,6 +168,9 @@ impl Session<'_> {
         let mut framer = Framer::new();
         let timer = sleep_until(Instant::now() + probe);
         tokio::pin!(timer);
+        // Armed (reset) only when the bridge turns busy: an idle loop builds no timer.
+        let retry = sleep_until(Instant::now());
+        tokio::pin!(retry);
         let mut probing = false;
         let mut busy = false;
         loop {
@@ -180,6 +183,9 @@ impl Session<'_> {
                     }
                     let next = self.take_messages(&mut framer);
                     busy = matches!(next, Next::Busy);
+                    if busy {
+                        retry.as_mut().reset(Instant::now() + BUSY_RETRY);
+                    }
                     // Before the HELLO the wait is absolute: trickling bytes buys no time.
                     // After it (from the read that completed it on), any byte is activity.
                     if self.registration.is_some() {
@@ -193,9 +199,12 @@ impl Session<'_> {
                         return end;
                     }
                 }
-                () = tokio::time::sleep(BUSY_RETRY), if busy => {
+                () = &mut retry, if busy => {
                     let next = self.take_messages(&mut framer);
                     busy = matches!(next, Next::Busy);
+                    if busy {
+                        retry.as_mut().reset(Instant::now() + BUSY_RETRY);
+                    }
                     if let Err(end) = self.flush(stream, probe).await {
                         return end;
                     }

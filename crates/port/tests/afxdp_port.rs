@@ -388,6 +388,23 @@ fn errors_name_the_fix() {
             .unwrap_err()
             .to_string();
         assert!(tiny.contains("bigger pool"), "{tiny}");
+        let jumbo = Pool::new(&packet::PoolConfig {
+            frames: 4096,
+            frame_size: 16384,
+            ..packet::PoolConfig::default()
+        })
+        .unwrap();
+        let big = AfXdpPort::open(&AfXdpConfig::new(&veth.port), &jumbo)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            big.contains("16384-byte frames") && big.contains("afpacket:"),
+            "{big}"
+        );
+        assert!(
+            veth.wait_xdp(false, WAIT),
+            "a refused jumbo pool left a program attached"
+        );
         // One owner per queue.
         let port = open(&veth.port, &pool);
         let twice = e(AfXdpConfig::new(&veth.port));
