@@ -225,13 +225,16 @@ impl Datapath {
                 k += 1;
             }
         }
-        // Tx tables: one entry per port per thread.
+        // Tx tables: one entry per port per thread. Ports with virtio-net headers may deliver
+        // TCP super-packets kept whole; ports without them get them cut.
+        let supers = self.ports.iter().any(|(_, p)| p.capabilities().vnet_hdr);
         let mut tx: Vec<Vec<TxPort>> = (0..nthreads).map(|_| Vec::new()).collect();
         for (ofport, p) in &self.ports {
+            let segment = supers && !p.capabilities().vnet_hdr;
             let nq = p.capabilities().tx_queues as usize;
             if nq == 0 {
                 for t in tx.iter_mut() {
-                    t.push(TxPort::new(*ofport, TxSlot::Closed));
+                    t.push(TxPort::new(*ofport, TxSlot::Closed).segmenting(segment));
                 }
                 continue;
             }
@@ -252,7 +255,7 @@ impl Datapath {
                     };
                     TxSlot::Shared(s)
                 };
-                table.push(TxPort::new(*ofport, slot));
+                table.push(TxPort::new(*ofport, slot).segmenting(segment));
             }
         }
         let mut pmds = Vec::with_capacity(nthreads);

@@ -10,6 +10,11 @@
 //! no rewrite); with several outputs, every output but the last sends a copy (a new frame from
 //! the pool), so later rewrites do not change what earlier outputs sent.
 //!
+//! A TCP super-packet kept whole by its rx port ([`packet::gso`]) goes whole to ports that can
+//! ask their kernel to cut it (virtio-net headers) and is cut into segments in software at
+//! the output to any other port (and before a packet-in), counted in
+//! [`Counter::GsoSegmented`].
+//!
 //! Nothing here allocates, locks or makes a system call per packet. The one exception is a
 //! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
@@ -96,9 +101,25 @@ impl TxSlot {
     }
 }
 
-/// Offers `b` to `slot`, counts what was sent, frees and counts as dropped what was not.
+/// Offers `b` to `slot`, counts what was sent, frees and counts as dropped what was not. With
+/// `segment` (the port cannot take super-packets), super-packets are cut first.
 #[inline]
-fn send_counted(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: &mut LocalStats) {
+fn send_counted(
+    slot: &mut TxSlot,
+    segment: bool,
+    b: &mut Batch,
+    cache: &mut PoolCache,
+    st: &mut LocalStats,
+) {
+    if segment && b.as_slice().iter().any(|p| p.is_gso()) {
+        return send_segmenting(slot, b, cache, st);
+    }
+    send_plain(slot, b, cache, st);
+}
+
+/// [`send_counted`] for a batch with no super-packet for this port.
+#[inline]
+fn send_plain(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: &mut LocalStats) {
     let before: u64 = b.as_slice().iter().map(|p| p.len() as u64).sum();
     let offered = b.len();
     let sent = slot.send(b);
@@ -112,6 +133,52 @@ fn send_counted(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: &mu
     if sent < offered {
         st.add(Counter::DropTxFull, b.len() as u64);
         b.free_into(cache);
+    }
+}
+
+/// Sends `b` to a port that cannot take super-packets: plain packets as they are, each
+/// super-packet as its segments, in order, a batch at a time. A super-packet whose headers do
+/// not parse is dropped as malformed; segments the pool has no frame for are counted as
+/// [`Counter::DropPoolEmpty`].
+#[cold]
+fn send_segmenting(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: &mut LocalStats) {
+    let mut out = Batch::new();
+    let mut pkts = std::mem::take(b);
+    for pkt in pkts.drain() {
+        if !pkt.is_gso() {
+            if let Err(pkt) = out.push(pkt) {
+                send_plain(slot, &mut out, cache, st);
+                let _ = out.push(pkt);
+            }
+            continue;
+        }
+        let mut next = 0;
+        loop {
+            match port::vnet::segment_into(&pkt, next, cache, &mut out) {
+                Err(_) => {
+                    st.add(Counter::DropMalformed, 1);
+                    break;
+                }
+                Ok((n, total)) => {
+                    next = n;
+                    if next == total {
+                        st.add(Counter::GsoSegmented, 1);
+                        break;
+                    }
+                    if !out.is_full() {
+                        // The pool ran dry: the rest of this super-packet is lost.
+                        st.add(Counter::DropPoolEmpty, (total - next) as u64);
+                        st.add(Counter::GsoSegmented, 1);
+                        break;
+                    }
+                    send_plain(slot, &mut out, cache, st);
+                }
+            }
+        }
+        cache.free(pkt);
+    }
+    if !out.is_empty() {
+        send_plain(slot, &mut out, cache, st);
     }
 }
 
@@ -132,6 +199,8 @@ pub struct TxPort {
     /// OpenFlow port number.
     pub ofport: u32,
     slot: TxSlot,
+    /// Super-packets are cut before they reach this port (see [`TxPort::segmenting`]).
+    segment: bool,
     buf: Batch,
 }
 
@@ -141,8 +210,17 @@ impl TxPort {
         TxPort {
             ofport,
             slot,
+            segment: false,
             buf: Batch::new(),
         }
+    }
+
+    /// Whether super-packets ([`packet::gso`]) are cut into segments before they reach this
+    /// port: set for a port without virtio-net headers when another port may deliver
+    /// super-packets.
+    pub fn segmenting(mut self, on: bool) -> TxPort {
+        self.segment = on;
+        self
     }
 }
 
@@ -311,11 +389,15 @@ impl Executor {
         dropped
     }
 
-    /// A copy of the first `max` bytes of `pkt` with its metadata, in a new frame.
+    /// A copy of the first `max` bytes of `pkt` with its metadata, in a new frame (a
+    /// super-packet frame for a whole super-packet, which stays one).
     fn copy(&mut self, pkt: &Packet, max: usize) -> Option<Packet> {
         let d = pkt.data();
-        let mut c = self.cache.alloc_from(&d[..d.len().min(max)])?;
+        let mut c = self.cache.alloc_copy(&d[..d.len().min(max)])?;
         c.meta = pkt.meta;
+        if max >= d.len() && pkt.is_gso() {
+            c.set_gso(pkt.gso());
+        }
         Some(c)
     }
 
@@ -328,6 +410,9 @@ impl Executor {
         cookie: u64,
         st: &mut LocalStats,
     ) {
+        if pkt.is_gso() {
+            return self.packet_in_segments(pkt, reason, max_len, table_id, cookie, st);
+        }
         let max = if max_len == u16::MAX {
             usize::MAX
         } else {
@@ -350,6 +435,45 @@ impl Executor {
             Err(TrySendError::Full(pi)) | Err(TrySendError::Disconnected(pi)) => {
                 st.add(Counter::DropPacketInFull, 1);
                 self.cache.free(pi.packet);
+            }
+        }
+    }
+
+    /// Sends a super-packet to the controller as the segments a wire would have carried
+    /// (the controller may send them back out with packet-outs).
+    #[cold]
+    fn packet_in_segments(
+        &mut self,
+        pkt: &Packet,
+        reason: PacketInReason,
+        max_len: u16,
+        table_id: u8,
+        cookie: u64,
+        st: &mut LocalStats,
+    ) {
+        let mut segs = Batch::new();
+        let mut next = 0;
+        loop {
+            match port::vnet::segment_into(pkt, next, &mut self.cache, &mut segs) {
+                Err(_) => {
+                    st.add(Counter::DropMalformed, 1);
+                    return;
+                }
+                Ok((n, total)) => {
+                    let stuck = n < total && !segs.is_full();
+                    for s in segs.drain() {
+                        self.packet_in(&s, reason, max_len, table_id, cookie, st);
+                        self.cache.free(s);
+                    }
+                    if n == total || stuck {
+                        if stuck {
+                            st.add(Counter::DropPoolEmpty, (total - n) as u64);
+                        }
+                        st.add(Counter::GsoSegmented, 1);
+                        return;
+                    }
+                    next = n;
+                }
             }
         }
     }
@@ -378,7 +502,7 @@ impl Executor {
 
     fn send(&mut self, i: usize, st: &mut LocalStats) {
         let t = &mut self.tx[i];
-        send_counted(&mut t.slot, &mut t.buf, &mut self.cache, st);
+        send_counted(&mut t.slot, t.segment, &mut t.buf, &mut self.cache, st);
     }
 
     /// Sends a whole batch whose packets all go to tx table entry `port` unchanged (a megaflow
@@ -394,7 +518,7 @@ impl Executor {
             return;
         };
         if t.buf.is_empty() {
-            send_counted(&mut t.slot, batch, &mut self.cache, st);
+            send_counted(&mut t.slot, t.segment, batch, &mut self.cache, st);
             return;
         }
         for pkt in batch.drain() {

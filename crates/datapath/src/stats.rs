@@ -61,10 +61,13 @@ pub enum Counter {
     /// Megaflow subtables probed, summed over the packets that looked them up (divided by
     /// `megaflow_hits`: Open vSwitch's "avg. subtable lookups per megaflow hit").
     MegaflowProbes,
+    /// TCP super-packets ([`packet::gso`]) cut into segments in software because their output
+    /// port cannot ask its kernel to cut them.
+    GsoSegmented,
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 25;
+pub const COUNTERS: usize = 26;
 
 impl Counter {
     /// Every counter, in index order.
@@ -94,6 +97,7 @@ impl Counter {
         Counter::UpcallCycles,
         Counter::IdleSleeps,
         Counter::MegaflowProbes,
+        Counter::GsoSegmented,
     ];
 
     /// A stable snake_case name (for JSON and tables).
@@ -124,6 +128,7 @@ impl Counter {
             Counter::UpcallCycles => "upcall_cycles",
             Counter::IdleSleeps => "idle_sleeps",
             Counter::MegaflowProbes => "megaflow_probes",
+            Counter::GsoSegmented => "gso_segmented",
         }
     }
 }
@@ -258,6 +263,8 @@ pub struct Snapshot {
     pub idle_sleeps: u64,
     /// Megaflow subtables probed (see [`Counter::MegaflowProbes`]).
     pub megaflow_probes: u64,
+    /// Super-packets cut in software (see [`Counter::GsoSegmented`]).
+    pub gso_segmented: u64,
 }
 
 impl Snapshot {
@@ -312,6 +319,7 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::UpcallCycles => &self.upcall_cycles,
             Counter::IdleSleeps => &self.idle_sleeps,
             Counter::MegaflowProbes => &self.megaflow_probes,
+            Counter::GsoSegmented => &self.gso_segmented,
         }
     }
 }
@@ -344,6 +352,7 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::UpcallCycles => &mut self.upcall_cycles,
             Counter::IdleSleeps => &mut self.idle_sleeps,
             Counter::MegaflowProbes => &mut self.megaflow_probes,
+            Counter::GsoSegmented => &mut self.gso_segmented,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! | module | job | per packet? |
 //! |---|---|---|
 //! | [`pool`], [`batch`] | frames, packets, batches | yes |
+//! | [`gso`] | TCP super-packets kept whole (segmentation request beside the packet) | yes |
 //! | [`key`] | the flow key layout | yes |
 //! | [`mod@extract`] | bytes → flow key and header offsets | yes (the hot path) |
 //! | [`rewrite`] | set-field, push/pop VLAN, TTL, with checksums kept right | yes |
@@ -25,6 +26,7 @@ pub mod builder;
 pub mod checksum;
 pub mod extract;
 pub mod fuzzing;
+pub mod gso;
 pub mod key;
 pub mod pool;
 pub mod rewrite;
@@ -33,7 +35,9 @@ pub mod wire;
 pub use batch::{Batch, BATCH_SIZE};
 pub use extract::{extract, extract_packet, Layers};
 pub use key::{Field, FlowKey, KEY_WORDS};
+pub use gso::Gso;
 pub use pool::{
-    frame_size_for, Meta, Packet, Pool, PoolCache, PoolConfig, FRAME_SIZE, HEADROOM, MAX_FRAME_SIZE,
+    frame_size_for, Meta, Packet, Pool, PoolCache, PoolConfig, FRAME_SIZE, GSO_FRAME_SIZE,
+    HEADROOM, MAX_FRAME_SIZE,
 };
 pub use rewrite::RewriteError;

@@ -18,7 +18,9 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::gso::{GSO_FLAG, GSO_RESERVED};
 
 /// Default (and smallest) size of one frame (slot) in bytes, headroom included.
 pub const FRAME_SIZE: usize = 2048;
@@ -28,8 +30,17 @@ pub const MAX_FRAME_SIZE: usize = FRAME_SIZE << MAX_SIZE_CLASS;
 const MAX_SIZE_CLASS: u32 = 3;
 /// A packet keeps its frame's size class in the top bits of its frame word.
 const CLASS_SHIFT: u32 = 29;
-/// The frame index bits of a packet's frame word.
-const INDEX_MASK: u32 = (1 << CLASS_SHIFT) - 1;
+/// The size class of the frames of a pool's super-packet sibling ([`Pool::gso_pool`]): 64 KiB.
+const GSO_CLASS: u32 = 5;
+/// Frame size of a pool's super-packet sibling: holds a 64 KiB TCP super-packet after the
+/// headroom (the kernel makes them at most 65,535 bytes of IP).
+pub const GSO_FRAME_SIZE: usize = FRAME_SIZE << GSO_CLASS;
+/// Frames in a pool's super-packet sibling (64 MiB of address space, touched only when used).
+pub const GSO_POOL_FRAMES: u32 = 1024;
+/// The bits of a packet's frame word that name its frame's size class.
+const CLASS_MASK: u32 = !0 << CLASS_SHIFT;
+/// The frame index bits of a packet's frame word (bit 28 is the super-packet flag).
+const INDEX_MASK: u32 = GSO_FLAG - 1;
 /// Bytes kept free in front of a received packet, so that VLAN tags and tunnel headers can
 /// be pushed without moving the payload.
 pub const HEADROOM: usize = 128;
@@ -98,7 +109,12 @@ struct PoolInner {
     tag: u32,
     huge: bool,
     free: Mutex<Vec<u32>>,
-    leaked_warning: AtomicU64,
+    foreign_frees: AtomicU64,
+    /// The sibling pool of 64 KiB frames for TCP super-packets, made on first use (`None`
+    /// inside when it could not be mapped, or for a sibling itself).
+    gso: OnceLock<Option<Pool>>,
+    /// Whether this is a super-packet sibling (which has none of its own).
+    is_gso: bool,
 }
 
 // SAFETY: the region is plain memory; access to any frame is exclusive to the single
@@ -112,11 +128,9 @@ impl Drop for PoolInner {
         if free == self.frames as usize {
             // SAFETY: every frame is back, so no `Packet` points into the region.
             unsafe { libc::munmap(self.base.as_ptr().cast(), self.map_len) };
-        } else {
-            // Packets are still out there (leaked by their owner): keep the memory mapped so
-            // they never dangle.
-            self.leaked_warning.store(1, Ordering::Relaxed);
         }
+        // Otherwise packets are still out there (leaked by their owner): the memory stays
+        // mapped so they never dangle.
     }
 }
 
@@ -167,6 +181,11 @@ impl Pool {
         if cfg.frames == 0 || cfg.frames > INDEX_MASK {
             return invalid(format!("{} frames: give 1 to {INDEX_MASK}", cfg.frames));
         }
+        Pool::map(cfg, class, false)
+    }
+
+    /// Maps a pool of `cfg.frames` frames of size class `class` (already checked).
+    fn map(cfg: &PoolConfig, class: u32, is_gso: bool) -> Result<Pool, PoolError> {
         let len = cfg.frames as usize * cfg.frame_size;
         let mut huge = false;
         let mut ptr = libc::MAP_FAILED;
@@ -225,9 +244,33 @@ impl Pool {
                 tag: class << CLASS_SHIFT,
                 huge,
                 free: Mutex::new(free),
-                leaked_warning: AtomicU64::new(0),
+                foreign_frees: AtomicU64::new(0),
+                gso: OnceLock::new(),
+                is_gso,
             }),
         })
+    }
+
+    /// The sibling pool of [`GSO_FRAME_SIZE`] frames that holds TCP super-packets kept whole
+    /// (see [`crate::gso`]), mapped on first call (on huge pages when this pool is).
+    /// `None` for a sibling itself or when it cannot be mapped. Packets of either pool may be
+    /// freed into a cache of this one ([`PoolCache::free`] sends them home).
+    pub fn gso_pool(&self) -> Option<Pool> {
+        if self.inner.is_gso {
+            return None;
+        }
+        self.inner
+            .gso
+            .get_or_init(|| {
+                let cfg = PoolConfig {
+                    frames: GSO_POOL_FRAMES,
+                    hugepages: self.inner.huge,
+                    populate: false,
+                    frame_size: GSO_FRAME_SIZE,
+                };
+                Pool::map(&cfg, GSO_CLASS, true).ok()
+            })
+            .clone()
     }
 
     /// A pool with `frames` frames on normal pages, for tests and tools.
@@ -277,6 +320,7 @@ impl Pool {
         PoolCache {
             pool: self.inner.clone(),
             local: Vec::with_capacity(2 * CACHE_CHUNK),
+            gso: None,
         }
     }
 
@@ -307,6 +351,8 @@ impl Pool {
 pub struct PoolCache {
     pool: Arc<PoolInner>,
     local: Vec<u32>,
+    /// A cache of the super-packet sibling pool, made when first needed.
+    gso: Option<Box<PoolCache>>,
 }
 
 impl std::fmt::Debug for PoolCache {
@@ -390,11 +436,57 @@ impl PoolCache {
         Some(p)
     }
 
-    /// Gives a packet's frame back.
+    /// Gives a packet's frame back. A super-packet of this pool's sibling
+    /// ([`Pool::gso_pool`]) goes back to the sibling.
     #[inline]
     pub fn free(&mut self, pkt: Packet) {
+        if pkt.frame & CLASS_MASK != self.pool.tag {
+            return self.free_other(pkt);
+        }
         debug_assert!(self.owns(&pkt), "packet freed into a cache of another pool");
         self.put_frame(pkt.frame());
+    }
+
+    /// Frees a packet whose frame is of another size class: the sibling's, or (a caller's
+    /// bug) a foreign pool's, which is leaked rather than put in the wrong free stack.
+    #[cold]
+    fn free_other(&mut self, pkt: Packet) {
+        match self.gso_cache() {
+            Some(g) if g.owns(&pkt) => g.put_frame(pkt.frame()),
+            _ => {
+                debug_assert!(false, "packet freed into a cache of another pool");
+                self.pool.foreign_frees.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The cache of this pool's super-packet sibling, made on first use.
+    fn gso_cache(&mut self) -> Option<&mut PoolCache> {
+        if self.gso.is_none() {
+            let pool = Pool {
+                inner: self.pool.clone(),
+            };
+            self.gso = Some(Box::new(pool.gso_pool()?.cache()));
+        }
+        self.gso.as_deref_mut()
+    }
+
+    /// Allocates an empty packet in a frame of the super-packet sibling pool
+    /// ([`GSO_FRAME_SIZE`] bytes), or `None` when it is exhausted or cannot be mapped.
+    #[inline]
+    pub fn alloc_gso(&mut self) -> Option<Packet> {
+        self.gso_cache()?.alloc()
+    }
+
+    /// Allocates a packet holding a copy of `bytes`: in this pool's frames when they fit, in
+    /// a super-packet frame otherwise (see [`PoolCache::alloc_gso`]).
+    #[inline]
+    pub fn alloc_copy(&mut self, bytes: &[u8]) -> Option<Packet> {
+        if bytes.len() <= self.max_data() {
+            return self.alloc_from(bytes);
+        }
+        let c = self.gso_cache()?;
+        c.alloc_from(bytes)
     }
 
     /// Whether `pkt` belongs to this cache's pool.
@@ -421,6 +513,12 @@ impl PoolCache {
             inner: self.pool.clone(),
         }
     }
+
+    /// Frees that went to no free stack because the packet was of a foreign pool (a bug in
+    /// the caller; the frame is leaked rather than corrupting a free stack).
+    pub fn foreign_frees(&self) -> u64 {
+        self.pool.foreign_frees.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for PoolCache {
@@ -436,11 +534,12 @@ impl Drop for PoolCache {
 /// Bytes `data_off .. data_off + len` of the frame are the packet; the bytes before are
 /// headroom, the bytes after tailroom.
 pub struct Packet {
-    base: NonNull<u8>,
-    /// Frame index (low bits) and the pool's frame size class (top bits), so that the packet
-    /// knows its frame's size without growing past 32 bytes.
-    frame: u32,
-    data_off: u16,
+    pub(crate) base: NonNull<u8>,
+    /// Frame index (low bits), the super-packet flag (bit 28, see [`crate::gso`]) and the
+    /// pool's frame size class (top bits), so that the packet knows its frame's size without
+    /// growing past 32 bytes.
+    pub(crate) frame: u32,
+    pub(crate) data_off: u16,
     len: u16,
     /// Metadata carried with the packet.
     pub meta: Meta,
@@ -518,10 +617,14 @@ impl Packet {
         self.data_off
     }
 
-    /// Bytes free in front of the data.
+    /// Bytes free in front of the data (those a super-packet's request takes excluded).
     #[inline(always)]
     pub fn headroom(&self) -> usize {
-        self.data_off as usize
+        if self.frame & GSO_FLAG != 0 {
+            (self.data_off as usize).saturating_sub(GSO_RESERVED)
+        } else {
+            self.data_off as usize
+        }
     }
 
     /// Bytes free after the data.
@@ -565,7 +668,13 @@ impl Packet {
     /// `None` when the headroom is too small.
     #[inline]
     pub fn push_front(&mut self, n: usize) -> Option<&mut [u8]> {
-        if n > self.data_off as usize {
+        // A super-packet's segmentation request lives in the frame's first bytes.
+        let floor = if self.frame & GSO_FLAG != 0 {
+            GSO_RESERVED
+        } else {
+            0
+        };
+        if n + floor > self.data_off as usize {
             return None;
         }
         self.data_off -= n as u16;
@@ -587,6 +696,7 @@ impl Packet {
     /// Resets to an empty packet with the default headroom and default metadata.
     #[inline]
     pub fn reset(&mut self) {
+        self.frame &= !GSO_FLAG;
         self.data_off = HEADROOM as u16;
         self.len = 0;
         self.meta = Meta::default();

@@ -24,7 +24,7 @@
 //!
 //! Per-packet code: nothing here allocates.
 
-use packet::checksum;
+use packet::{checksum, Batch, Gso, Packet, PoolCache};
 
 /// Length of the virtio-net header (`struct virtio_net_hdr`) on the wire.
 pub const VNET_HDR_LEN: usize = 10;
@@ -299,19 +299,25 @@ const TCP_FIN: u16 = 0x001;
 const TCP_PSH: u16 = 0x008;
 const TCP_CWR: u16 = 0x080;
 
-impl TcpSegmenter {
-    /// Parses the headers of a TCP super-packet `frame` (delivered without `vlan`).
-    pub fn new(
-        frame: &[u8],
-        vlan: Option<VlanTag>,
-        hdr: &VnetHdr,
-    ) -> Result<TcpSegmenter, VnetError> {
+/// Where the headers of a TCP packet are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpHeaders {
+    /// Offset of the IP header.
+    pub l3: usize,
+    /// Offset of the TCP header.
+    pub l4: usize,
+    /// IPv4 (else IPv6).
+    pub v4: bool,
+    /// Where the TCP payload starts (the TCP header's end).
+    pub end: usize,
+}
+
+impl TcpHeaders {
+    /// Finds the headers of TCP packet `frame` (Ethernet, any VLAN tags, IPv4 or IPv6, TCP).
+    /// An IPv6 packet with extension headers needs `csum_start` (where TCP starts, as a
+    /// virtio-net header gives it).
+    pub fn parse(frame: &[u8], csum_start: Option<usize>) -> Result<TcpHeaders, VnetError> {
         let bad = VnetError::BadHeaders;
-        let mss = usize::from(hdr.gso_size);
-        if mss == 0 {
-            return Err(VnetError::ZeroMss);
-        }
-        // Find the IP header in the frame as delivered, walking any tags still in it.
         let mut at = 12;
         let mut ethertype = be16(frame, at).ok_or(bad("frame shorter than Ethernet"))?;
         while ethertype == ETH_VLAN || ethertype == ETH_QINQ {
@@ -331,10 +337,11 @@ impl TcpSegmenter {
                 // Extension headers: trust the checksum start, which points at TCP.
                 let l4 = if frame.get(l3 + 6) == Some(&6) {
                     l3 + 40
-                } else if hdr.flags & F_NEEDS_CSUM != 0 && usize::from(hdr.csum_start) > l3 + 40 {
-                    usize::from(hdr.csum_start)
                 } else {
-                    return Err(bad("IPv6 next header is not TCP"));
+                    match csum_start {
+                        Some(s) if s > l3 + 40 => s,
+                        _ => return Err(bad("IPv6 next header is not TCP")),
+                    }
                 };
                 (false, l4)
             }
@@ -348,6 +355,23 @@ impl TcpSegmenter {
         if end > frame.len() {
             return Err(bad("TCP header beyond the frame"));
         }
+        Ok(TcpHeaders { l3, l4, v4, end })
+    }
+}
+
+impl TcpSegmenter {
+    /// Parses the headers of a TCP super-packet `frame` (delivered without `vlan`).
+    pub fn new(
+        frame: &[u8],
+        vlan: Option<VlanTag>,
+        hdr: &VnetHdr,
+    ) -> Result<TcpSegmenter, VnetError> {
+        let mss = usize::from(hdr.gso_size);
+        if mss == 0 {
+            return Err(VnetError::ZeroMss);
+        }
+        let csum_start = (hdr.flags & F_NEEDS_CSUM != 0).then_some(usize::from(hdr.csum_start));
+        let TcpHeaders { l3, l4, v4, end } = TcpHeaders::parse(frame, csum_start)?;
         let shift = if vlan.is_some() { 4 } else { 0 };
         if end + shift > MAX_HEADERS {
             return Err(VnetError::HeadersTooLong);
@@ -467,13 +491,17 @@ pub enum Delivered {
 
 /// Copies one received frame into pool frames appended to `batch`: one copy per packet,
 /// the VLAN tag put back, checksums completed and super-packets segmented as `hdr` asks
-/// (`None`: a port without virtio-net headers). Segments from `first` on are delivered (a
+/// (`None`: a port without virtio-net headers). With `keep_whole`, a TCP super-packet is
+/// instead copied whole into a frame of the pool's super-packet sibling and marked with its
+/// request ([`packet::Gso`]; its checksums are left for whoever cuts it), falling back to
+/// segmenting when no such frame is free. Segments from `first` on are delivered (a
 /// super-packet can make more segments than a batch holds). Never allocates.
 pub fn deliver(
     frame: &[u8],
     vlan: Option<VlanTag>,
     hdr: Option<&VnetHdr>,
     first: usize,
+    keep_whole: bool,
     cache: &mut packet::PoolCache,
     batch: &mut packet::Batch,
 ) -> Delivered {
@@ -485,6 +513,11 @@ pub fn deliver(
             Err(_) => return Delivered::Dropped,
         },
     };
+    if let (Offload::Tcp(seg), Some(h), true, 0) = (&offload, hdr, keep_whole, first) {
+        if let Some(d) = deliver_whole(frame, vlan, seg, h, cache, batch) {
+            return d;
+        }
+    }
     match offload {
         Offload::Tcp(seg) => {
             let n = seg.segments();
@@ -550,6 +583,128 @@ pub fn deliver(
             }
         }
     }
+}
+
+/// Copies TCP super-packet `frame` whole into a super-packet frame (see [`deliver`]);
+/// `None` when it cannot be kept whole (no frame free, too long, IPv6 extension headers),
+/// and it should be segmented instead.
+fn deliver_whole(
+    frame: &[u8],
+    vlan: Option<VlanTag>,
+    seg: &TcpSegmenter,
+    hdr: &VnetHdr,
+    cache: &mut packet::PoolCache,
+    batch: &mut packet::Batch,
+) -> Option<Delivered> {
+    // Without extension headers, so that the headers parse again without the vnet header.
+    if !seg.v4 && seg.l4 != seg.l3 + 40 {
+        return None;
+    }
+    if batch.room() == 0 {
+        return Some(Delivered::More {
+            packets: 0,
+            bytes: 0,
+            next: 0,
+        });
+    }
+    let len = copied_len(frame, vlan);
+    let mut pkt = cache.alloc_gso()?;
+    if !pkt.set_len(len) {
+        cache.free(pkt);
+        return None;
+    }
+    copy_frame(frame, vlan, pkt.data_mut());
+    pkt.set_gso(Some(Gso {
+        v6: !seg.v4,
+        ecn: hdr.gso_type & GSO_ECN != 0,
+        mss: hdr.gso_size,
+    }));
+    let _ = batch.push(pkt);
+    Some(Delivered::Done {
+        packets: 1,
+        bytes: len,
+    })
+}
+
+/// The virtio-net header to send before `pkt` on a port with virtio-net headers: all zero
+/// for a complete frame; for a super-packet, its segmentation request with a partial TCP
+/// checksum, which this fills in (the pseudo-header sum, as the kernel expects) along with
+/// the IPv4 header checksum, so that header rewrites on the way need not have kept them.
+pub fn tx_header(pkt: &mut Packet) -> Result<VnetHdr, VnetError> {
+    let Some(g) = pkt.gso() else {
+        return Ok(VnetHdr::NONE);
+    };
+    if g.mss == 0 {
+        return Err(VnetError::ZeroMss);
+    }
+    let d = pkt.data_mut();
+    let h = TcpHeaders::parse(d, None)?;
+    if h.v4 == g.v6 {
+        return Err(VnetError::BadHeaders("IP version differs from the request"));
+    }
+    let tcp_len = d.len() - h.l4;
+    let pseudo = if h.v4 {
+        let l3 = h.l3;
+        d[l3 + 10..l3 + 12].fill(0);
+        let c = checksum::checksum(&d[l3..h.l4]);
+        d[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+        let len = u16::try_from(tcp_len).map_err(|_| VnetError::BadHeaders("too long"))?;
+        checksum::pseudo_v4(be32(d, l3 + 12), be32(d, l3 + 16), 6, len)
+    } else {
+        checksum::pseudo_v6(be128(d, h.l3 + 8), be128(d, h.l3 + 24), 6, tcp_len as u32)
+    };
+    let c = checksum::fold(pseudo);
+    d[h.l4 + 16..h.l4 + 18].copy_from_slice(&c.to_be_bytes());
+    let base = if g.v6 { GSO_TCPV6 } else { GSO_TCPV4 };
+    Ok(VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: if g.ecn { base | GSO_ECN } else { base },
+        hdr_len: h.end as u16,
+        gso_size: g.mss,
+        csum_start: h.l4 as u16,
+        csum_offset: 16,
+    })
+}
+
+/// Cuts super-packet `pkt` (see [`packet::gso`]) into plain segments in frames of `cache`,
+/// each with the packet's metadata and full checksums, appending segments `first..` to
+/// `batch` in order while it has room and `cache` has frames. Returns the index of the first
+/// segment not appended and how many segments the packet makes (equal when every one is
+/// in); an error when the packet's headers do not parse or a segment would not fit in a
+/// frame. `pkt` is left as it was; a packet that is not a super-packet makes none.
+pub fn segment_into(
+    pkt: &Packet,
+    first: usize,
+    cache: &mut PoolCache,
+    batch: &mut Batch,
+) -> Result<(usize, usize), VnetError> {
+    let Some(g) = pkt.gso() else {
+        return Ok((0, 0));
+    };
+    let base = if g.v6 { GSO_TCPV6 } else { GSO_TCPV4 };
+    let hdr = VnetHdr {
+        gso_type: if g.ecn { base | GSO_ECN } else { base },
+        gso_size: g.mss,
+        ..VnetHdr::NONE
+    };
+    let seg = TcpSegmenter::new(pkt.data(), None, &hdr)?;
+    if seg.segment_len(0) > cache.max_data() {
+        return Err(VnetError::BadHeaders("a segment is longer than a pool frame"));
+    }
+    let n = seg.segments();
+    for i in first..n {
+        if batch.room() == 0 {
+            return Ok((i, n));
+        }
+        let Some(mut s) = cache.alloc() else {
+            return Ok((i, n));
+        };
+        s.set_len(seg.segment_len(i));
+        seg.write(pkt.data(), i, s.data_mut());
+        s.meta = pkt.meta;
+        let _ = batch.push(s);
+    }
+    Ok((n, n))
 }
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {

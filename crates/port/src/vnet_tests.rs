@@ -208,7 +208,7 @@ fn checksum_completion_matches_a_full_checksum() {
         let pool = Pool::with_frames(8);
         let mut cache = pool.cache();
         let mut batch = Batch::new();
-        let d = deliver(&partial, Some(tag), Some(&hdr), 0, &mut cache, &mut batch);
+        let d = deliver(&partial, Some(tag), Some(&hdr), 0, false, &mut cache, &mut batch);
         assert_eq!(
             d,
             Delivered::Done {
@@ -270,7 +270,7 @@ fn long_super_packets_span_batches() {
     let pool = Pool::with_frames(128);
     let mut cache = pool.cache();
     let mut batch = Batch::new();
-    let d = deliver(&f, None, Some(&hdr), 0, &mut cache, &mut batch);
+    let d = deliver(&f, None, Some(&hdr), 0, false, &mut cache, &mut batch);
     assert_eq!(
         d,
         Delivered::More {
@@ -280,7 +280,7 @@ fn long_super_packets_span_batches() {
         }
     );
     batch.free_into(&mut cache);
-    let d = deliver(&f, None, Some(&hdr), 32, &mut cache, &mut batch);
+    let d = deliver(&f, None, Some(&hdr), 32, false, &mut cache, &mut batch);
     let Delivered::Done { packets, .. } = d else {
         panic!("{d:?}")
     };
@@ -288,7 +288,7 @@ fn long_super_packets_span_batches() {
     batch.free_into(&mut cache);
     // Longer than a pool frame without segmentation: dropped.
     assert_eq!(
-        deliver(&f, None, None, 0, &mut cache, &mut batch),
+        deliver(&f, None, None, 0, false, &mut cache, &mut batch),
         Delivered::Dropped
     );
 }
@@ -326,5 +326,152 @@ proptest! {
             got.extend(p);
         }
         prop_assert_eq!(got, payload);
+    }
+}
+
+/// Delivers `f` (with `vlan` beside it) kept whole; returns the one packet.
+fn kept_whole(
+    f: &[u8],
+    vlan: Option<VlanTag>,
+    hdr: &VnetHdr,
+    cache: &mut packet::PoolCache,
+) -> packet::Packet {
+    let mut batch = Batch::new();
+    let d = deliver(f, vlan, Some(hdr), 0, true, cache, &mut batch);
+    let len = f.len() + if vlan.is_some() { 4 } else { 0 };
+    assert_eq!(
+        d,
+        Delivered::Done {
+            packets: 1,
+            bytes: len
+        }
+    );
+    let p = batch.pop().unwrap();
+    assert_eq!(p.len(), len);
+    p
+}
+
+#[test]
+fn super_packets_are_kept_whole_and_cut_later_as_on_receive() {
+    for v6 in [false, true] {
+        for vlan in [None, Some(VlanTag { tpid: 0x8100, tci: 7 })] {
+            let payload: Vec<u8> = (0..50_000u32).map(|i| (i * 7) as u8).collect();
+            let f = super_packet(v6, ACK | PSH, &payload);
+            let l4 = if v6 { 54 } else { 34 };
+            let mut hdr = gso(v6, 1448, l4);
+            hdr.gso_type |= GSO_ECN;
+            let pool = Pool::with_frames(64);
+            let mut cache = pool.cache();
+            let mut p = kept_whole(&f, vlan, &hdr, &mut cache);
+            assert_eq!(
+                p.gso(),
+                Some(Gso {
+                    v6,
+                    ecn: true,
+                    mss: 1448
+                })
+            );
+            p.meta.in_port = 9;
+            // Cut in software: the same segments as cutting on receive.
+            let mut got = Vec::new();
+            let mut batch = Batch::new();
+            let mut next = 0;
+            loop {
+                let (n, total) = segment_into(&p, next, &mut cache, &mut batch).unwrap();
+                assert_eq!(total, 35);
+                assert!(batch.as_slice().iter().all(|s| s.meta.in_port == 9 && !s.is_gso()));
+                got.extend(batch.as_slice().iter().map(|s| s.data().to_vec()));
+                batch.free_into(&mut cache);
+                next = n;
+                if next == total {
+                    break;
+                }
+            }
+            assert_eq!(got, segments(&f, vlan, &hdr));
+            cache.free(p);
+        }
+    }
+}
+
+#[test]
+fn segmenting_stops_when_the_pool_runs_dry() {
+    let f = super_packet(false, ACK, &[3u8; 20_000]);
+    let pool = Pool::with_frames(8);
+    let mut cache = pool.cache();
+    let p = kept_whole(&f, None, &gso(false, 1000, 34), &mut cache);
+    let mut batch = Batch::new();
+    assert_eq!(
+        segment_into(&p, 3, &mut cache, &mut batch).unwrap(),
+        (11, 20)
+    );
+    assert_eq!(batch.len(), 8);
+    // The first one made is segment 3: its sequence number is 3 MSS on.
+    let seq = |b: &[u8]| u32::from_be_bytes([b[38], b[39], b[40], b[41]]);
+    assert_eq!(seq(batch[0].data()), seq(&f) + 3000);
+    batch.free_into(&mut cache);
+    cache.free(p);
+    // A plain packet makes no segment.
+    let q = cache.alloc_from(&f[..100]).unwrap();
+    assert_eq!(segment_into(&q, 0, &mut cache, &mut batch).unwrap(), (0, 0));
+    assert!(batch.is_empty());
+    cache.free(q);
+}
+
+#[test]
+fn tx_header_asks_the_kernel_to_cut_and_fills_the_partial_checksum() {
+    for v6 in [false, true] {
+        let payload = vec![0x42u8; 10_000];
+        let f = super_packet(v6, ACK, &payload);
+        let l4 = if v6 { 54 } else { 34 };
+        let pool = Pool::with_frames(8);
+        let mut cache = pool.cache();
+        let mut p = kept_whole(&f, None, &gso(v6, 1400, l4), &mut cache);
+        // Spoil what a rewrite would leave stale.
+        p.data_mut()[l4 + 16] ^= 0xff;
+        if !v6 {
+            p.data_mut()[24] ^= 0xff;
+        }
+        let h = tx_header(&mut p).unwrap();
+        assert_eq!(
+            h,
+            VnetHdr {
+                flags: F_NEEDS_CSUM,
+                gso_type: if v6 { GSO_TCPV6 } else { GSO_TCPV4 },
+                hdr_len: (l4 + 20) as u16,
+                gso_size: 1400,
+                csum_start: l4 as u16,
+                csum_offset: 16,
+            }
+        );
+        // The frame is back to what the sending host handed over (pseudo-header sum in the
+        // TCP checksum, valid IPv4 header checksum).
+        assert_eq!(p.data(), &f[..]);
+        // A plain packet gets the all-zero header and is not touched.
+        let mut q = cache.alloc_from(&f[..200]).unwrap();
+        assert_eq!(tx_header(&mut q).unwrap(), VnetHdr::NONE);
+        assert_eq!(q.data(), &f[..200]);
+        cache.free(q);
+        cache.free(p);
+    }
+}
+
+#[test]
+fn without_a_free_super_packet_frame_the_super_packet_is_cut_on_receive() {
+    let f = super_packet(false, ACK, &[1u8; 5_000]);
+    let pool = Pool::with_frames(64);
+    let mut cache = pool.cache();
+    let gso_pool = pool.gso_pool().unwrap();
+    let mut hog = gso_pool.cache();
+    let mut held = Vec::new();
+    while let Some(p) = hog.alloc() {
+        held.push(p);
+    }
+    let mut batch = Batch::new();
+    let d = deliver(&f, None, Some(&gso(false, 1000, 34)), 0, true, &mut cache, &mut batch);
+    assert!(matches!(d, Delivered::Done { packets: 5, .. }), "{d:?}");
+    assert!(batch.as_slice().iter().all(|p| !p.is_gso()));
+    batch.free_into(&mut cache);
+    for p in held {
+        hog.free(p);
     }
 }

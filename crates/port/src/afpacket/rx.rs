@@ -169,6 +169,7 @@ impl RxQueue for AfPacketRx {
                     vlan,
                     hdr.as_ref(),
                     cur.segment,
+                    true,
                     &mut self.cache,
                     batch,
                 )

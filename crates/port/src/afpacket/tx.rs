@@ -7,8 +7,10 @@
 //! frames go back to the pool right after the call, and the cost is the same one system call
 //! per batch. The socket bypasses the qdisc (`PACKET_QDISC_BYPASS`).
 //!
-//! With virtio-net headers on, every message is two pieces: an all-zero header (a complete
-//! frame, no offload) and the frame.
+//! With virtio-net headers on, every message is two pieces: a header and the frame. The
+//! header is all zero (a complete frame, no offload) except before a TCP super-packet kept
+//! whole ([`packet::gso`]), where it asks the kernel to cut it ([`crate::vnet::tx_header`]):
+//! a veth or a TSO-capable NIC then carries it as one packet.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use std::sync::Arc;
 use packet::{Batch, PoolCache, BATCH_SIZE};
 
 use crate::claim::QueueClaim;
-use crate::vnet::VNET_HDR_LEN;
+use crate::vnet::{self, VNET_HDR_LEN};
 use crate::{QueueCounters, TxQueue};
 
 /// One transmit socket, shared by the port and its open tx queue.
@@ -32,6 +34,8 @@ static NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 struct Vectors {
     msgs: [libc::mmsghdr; BATCH_SIZE],
     iovs: [[libc::iovec; 2]; BATCH_SIZE],
+    /// Headers of the super-packets of the batch.
+    hdrs: [[u8; VNET_HDR_LEN]; BATCH_SIZE],
 }
 
 /// An open tx queue of an AF_PACKET port.
@@ -67,10 +71,24 @@ impl AfPacketTx {
     }
 
     /// One `sendmmsg` over `batch[from..]`; returns how many were sent, or the errno.
-    fn send_from(&mut self, batch: &Batch, from: usize) -> Result<usize, i32> {
-        let pkts = &batch.as_slice()[from..];
+    fn send_from(&mut self, batch: &mut Batch, from: usize) -> Result<usize, i32> {
+        let pkts = &mut batch.as_mut_slice()[from..];
         let pieces = if self.vnet_hdr { 2 } else { 1 };
-        for (i, p) in pkts.iter().enumerate() {
+        for (i, p) in pkts.iter_mut().enumerate() {
+            let mut hdr = NO_OFFLOAD.as_ptr();
+            if self.vnet_hdr && p.is_gso() {
+                match vnet::tx_header(p) {
+                    Ok(h) => {
+                        self.v.hdrs[i] = h.to_bytes();
+                        hdr = self.v.hdrs[i].as_ptr();
+                    }
+                    // Headers that do not parse: sent plain, so the kernel refuses it as
+                    // longer than the MTU and it is counted as an error.
+                    Err(_) => {
+                        p.set_gso(None);
+                    }
+                }
+            }
             let iov = &mut self.v.iovs[i];
             let data = libc::iovec {
                 iov_base: p.data().as_ptr() as *mut libc::c_void,
@@ -78,7 +96,7 @@ impl AfPacketTx {
             };
             if self.vnet_hdr {
                 iov[0] = libc::iovec {
-                    iov_base: NO_OFFLOAD.as_ptr() as *mut libc::c_void,
+                    iov_base: hdr as *mut libc::c_void,
                     iov_len: VNET_HDR_LEN,
                 };
                 iov[1] = data;
@@ -96,7 +114,8 @@ impl AfPacketTx {
             m.msg_len = 0;
         }
         // SAFETY: msgs[..n] point at iovecs that point at live packet data (borrowed from
-        // `batch` for this call) and at a static header; the kernel only reads them.
+        // `batch` for this call) and at a static header or one in `self.v`; the kernel only
+        // reads them.
         let r = unsafe {
             libc::sendmmsg(
                 self.sock.fd.as_raw_fd(),

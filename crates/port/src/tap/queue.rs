@@ -72,7 +72,7 @@ impl RxQueue for TapRx {
             h.copy_from_slice(&self.buf[..VNET_HDR_LEN]);
             let hdr = VnetHdr::from_bytes(&h);
             let frame = &self.buf[VNET_HDR_LEN..len];
-            match vnet::deliver(frame, None, Some(&hdr), first, &mut self.cache, batch) {
+            match vnet::deliver(frame, None, Some(&hdr), first, true, &mut self.cache, batch) {
                 Delivered::Done {
                     packets: p,
                     bytes: b,
@@ -133,10 +133,23 @@ impl TxQueue for TapTx {
         let mut bytes = 0;
         let mut errors = 0;
         let mut done = 0;
-        for p in batch.as_slice() {
+        for p in batch.as_mut_slice() {
+            // A super-packet kept whole goes with a request to cut it (the guest or the
+            // kernel does); one whose headers do not parse is dropped as an error.
+            let mut hdr = NO_OFFLOAD;
+            if p.is_gso() {
+                match vnet::tx_header(p) {
+                    Ok(h) => hdr = h.to_bytes(),
+                    Err(_) => {
+                        errors += 1;
+                        done += 1;
+                        continue;
+                    }
+                }
+            }
             let iov = [
                 libc::iovec {
-                    iov_base: NO_OFFLOAD.as_ptr() as *mut libc::c_void,
+                    iov_base: hdr.as_ptr() as *mut libc::c_void,
                     iov_len: VNET_HDR_LEN,
                 },
                 libc::iovec {

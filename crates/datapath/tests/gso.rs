@@ -1,0 +1,223 @@
+//! TCP super-packets kept whole ([`packet::gso`]) through the fast path: whole to a port with
+//! virtio-net headers, cut into segments for a port without, as packet-ins, and copied whole
+//! for several outputs.
+//!
+//! Ports are in-memory rings; the ones that stand for AF_PACKET or TAP ports with virtio-net
+//! headers are rings that announce them (the data path decides on the capability alone).
+
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex};
+
+use datapath::{Counter, Datapath, DpConfig, Pmd, Policer, Upcall};
+use packet::builder::{Ipv4Spec, L3Spec, L4Spec, PacketSpec};
+use packet::{Batch, FlowKey, Gso, Pool, PoolCache};
+use pipeline::{DpAction, PacketInReason, Translation};
+use port::vnet::TcpSegmenter;
+use port::{ring, Capabilities, Port, PortError, PortStats, RxQueue, TxQueue};
+
+/// A ring port that says it has virtio-net headers.
+struct Vnet(Arc<ring::RingPort>);
+
+impl Port for Vnet {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            vnet_hdr: true,
+            ..self.0.capabilities()
+        }
+    }
+    fn open_rx(&self, q: u16) -> Result<Box<dyn RxQueue>, PortError> {
+        self.0.open_rx(q)
+    }
+    fn open_tx(&self, q: u16) -> Result<Box<dyn TxQueue>, PortError> {
+        self.0.open_tx(q)
+    }
+    fn stats(&self) -> PortStats {
+        self.0.stats()
+    }
+}
+
+type Logic = Arc<Mutex<Vec<DpAction>>>;
+
+/// Every packet gets the same actions.
+struct Fixed(Logic);
+
+impl Upcall for Fixed {
+    fn generation(&self) -> u64 {
+        1
+    }
+    fn translate(&mut self, _key: &FlowKey, out: &mut Translation) {
+        out.mask = FlowKey::ZERO;
+        out.actions.extend(self.0.lock().unwrap().iter().cloned());
+    }
+    fn meter(&self, _id: u32) -> Option<Arc<dyn Policer>> {
+        None
+    }
+}
+
+struct Rig {
+    pmd: Pmd,
+    peers: Vec<(Box<dyn RxQueue>, Box<dyn TxQueue>)>,
+    cache: PoolCache,
+    dp: Datapath,
+}
+
+/// Port 1 (virtio-net) in; port 2 plain ring; port 3 virtio-net.
+fn rig(actions: Vec<DpAction>) -> Rig {
+    let pool = Pool::with_frames(4096);
+    let mut b = Datapath::builder().pool(pool.clone());
+    let mut peers = Vec::new();
+    for p in 1..=3u32 {
+        let (sw, out) = ring::pair(&format!("gsw{p}"), &format!("gout{p}"), 512, &pool);
+        peers.push((out.open_rx(0).unwrap(), out.open_tx(0).unwrap()));
+        b = if p == 2 {
+            b.port(p, sw)
+        } else {
+            b.port(p, Arc::new(Vnet(sw)))
+        };
+    }
+    let logic: Logic = Arc::new(Mutex::new(actions));
+    let dp = b
+        .config(DpConfig::default())
+        .upcall_factory(move |_| Box::new(Fixed(logic.clone())))
+        .threads(vec![None])
+        .build()
+        .unwrap();
+    let pmd = dp.build_pmds().unwrap().pop().unwrap();
+    Rig {
+        pmd,
+        peers,
+        cache: pool.cache(),
+        dp,
+    }
+}
+
+/// A TCP/IPv4 super-packet of `payload` bytes with MSS 1448, as a port keeps it.
+fn super_frame(payload: usize) -> Vec<u8> {
+    let mut ip = Ipv4Spec::new(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    ip.ident = 77;
+    PacketSpec {
+        l3: L3Spec::Ipv4(ip),
+        l4: L4Spec::Tcp {
+            sp: 5001,
+            dp: 40000,
+            flags: 0x018,
+        },
+        frame_len: 54 + payload,
+        payload_fill: 0x3c,
+        ..PacketSpec::default()
+    }
+    .build()
+}
+
+const GSO: Gso = Gso {
+    v6: false,
+    ecn: false,
+    mss: 1448,
+};
+
+impl Rig {
+    fn send_super(&mut self, frame: &[u8]) {
+        let mut p = self.cache.alloc_copy(frame).unwrap();
+        assert!(p.set_gso(Some(GSO)));
+        let mut b = Batch::new();
+        b.push(p).unwrap();
+        assert_eq!(self.peers[0].1.send(&mut b), 1);
+        while self.pmd.poll_once() != 0 {}
+    }
+
+    /// (bytes, is a super-packet) of what port `port` sent.
+    fn out(&mut self, port: usize) -> Vec<(Vec<u8>, bool)> {
+        let mut v = Vec::new();
+        let mut b = Batch::new();
+        while self.peers[port - 1].0.recv(&mut b) != 0 {
+            for p in b.drain() {
+                v.push((p.data().to_vec(), p.is_gso()));
+                self.cache.free(p);
+            }
+        }
+        v
+    }
+}
+
+fn expected_segments(frame: &[u8]) -> Vec<Vec<u8>> {
+    let hdr = port::vnet::VnetHdr {
+        gso_type: port::vnet::GSO_TCPV4,
+        gso_size: GSO.mss,
+        ..port::vnet::VnetHdr::NONE
+    };
+    let seg = TcpSegmenter::new(frame, None, &hdr).unwrap();
+    (0..seg.segments())
+        .map(|i| {
+            let mut out = vec![0; seg.segment_len(i)];
+            seg.write(frame, i, &mut out);
+            out
+        })
+        .collect()
+}
+
+#[test]
+fn whole_to_a_virtio_port_cut_for_a_plain_one() {
+    // Output to 2 (a copy, cut) then to 3 (the original, whole).
+    let mut r = rig(vec![DpAction::Output(2), DpAction::Output(3)]);
+    let frame = super_frame(60_000);
+    let want = expected_segments(&frame);
+    assert_eq!(want.len(), 42);
+    r.send_super(&frame);
+    r.send_super(&frame);
+    let two = r.out(2);
+    assert_eq!(two.len(), 84, "42 segments per super-packet");
+    assert!(two.iter().all(|(_, g)| !g));
+    let got: Vec<Vec<u8>> = two.into_iter().map(|(b, _)| b).collect();
+    assert_eq!(got, [want.clone(), want].concat());
+    let three = r.out(3);
+    assert_eq!(three, vec![(frame.clone(), true), (frame, true)]);
+    let s = r.pmd.stats();
+    assert_eq!(s[Counter::GsoSegmented], 2);
+    assert_eq!(s[Counter::RxPackets], 2);
+    assert_eq!(s[Counter::TxPackets], 84 + 2);
+    assert_eq!(s.drops(), 0);
+}
+
+#[test]
+fn a_whole_batch_for_a_plain_port_is_cut_in_order() {
+    let mut r = rig(vec![DpAction::Output(2)]);
+    // A plain frame between two super-packets in one rx batch.
+    let small = super_frame(100);
+    let big = super_frame(5_000);
+    let mut b = Batch::new();
+    for (f, gso) in [(&big, true), (&small, false), (&big, true)] {
+        let mut p = r.cache.alloc_copy(f).unwrap();
+        if gso {
+            p.set_gso(Some(GSO));
+        }
+        b.push(p).unwrap();
+    }
+    assert_eq!(r.peers[0].1.send(&mut b), 3);
+    while r.pmd.poll_once() != 0 {}
+    let got: Vec<Vec<u8>> = r.out(2).into_iter().map(|(b, _)| b).collect();
+    let segs = expected_segments(&big);
+    assert_eq!(segs.len(), 4);
+    assert_eq!(got, [segs.clone(), vec![small], segs].concat());
+}
+
+#[test]
+fn a_super_packet_reaches_the_controller_as_segments() {
+    let mut r = rig(vec![DpAction::Controller {
+        reason: PacketInReason::Action,
+        max_len: u16::MAX,
+        table_id: 0,
+        cookie: 0,
+    }]);
+    let frame = super_frame(4_000);
+    r.send_super(&frame);
+    let mut got = Vec::new();
+    r.dp.packet_ins(usize::MAX, |pi| {
+        assert_eq!(usize::from(pi.total_len), pi.packet.len());
+        got.push(pi.packet.data().to_vec())
+    });
+    assert_eq!(got, expected_segments(&frame));
+    assert_eq!(r.pmd.stats()[Counter::GsoSegmented], 1);
+}
