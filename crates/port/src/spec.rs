@@ -12,7 +12,7 @@
 //! | `null:limit=N` | stop after N packets |
 //! | `null:sink` | produces nothing, counts and frees what is sent |
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
-//! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off]` | a kernel interface through AF_PACKET (TPACKET_V3 ring; default 1 queue, vnet_hdr=on) |
+//! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off][,rx=mmsg\|ring]` | a kernel interface through AF_PACKET (default 1 queue, vnet_hdr=on, rx=mmsg: `recvmmsg`; rx=ring: TPACKET_V3 ring) |
 //! | `tap:NAME[,queues=N]` | a TAP device, created or attached to (default 1 queue) |
 //! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); needs root |
 //!
@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use packet::Pool;
 
-use crate::afpacket::{AfPacketConfig, AfPacketPort};
+use crate::afpacket::{AfPacketConfig, AfPacketPort, RxMode};
 use crate::afxdp::{AfXdpConfig, AfXdpPort, XdpMode, ZeroCopy};
 use crate::null::{NullConfig, NullPort, Vary};
 use crate::pcap::{PcapConfig, PcapPort};
@@ -262,14 +262,26 @@ fn on_off(spec: &str, opt: &Opt<'_>) -> Result<bool, PortError> {
 }
 
 fn open_afpacket(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
-    let usage = "afpacket:IFNAME[,queues=N][,vnet_hdr=on|off]";
+    let usage = "afpacket:IFNAME[,queues=N][,vnet_hdr=on|off][,rx=mmsg|ring]";
     let (ifname, rest) = name_first(spec, rest, usage)?;
     let mut cfg = AfPacketConfig::new(ifname);
     for opt in options(rest) {
         match opt.key {
             "queues" => cfg.queues = number(spec, &opt)?,
             "vnet_hdr" => cfg.vnet_hdr = on_off(spec, &opt)?,
-            key => return Err(unknown(spec, "afpacket", key, "queues, vnet_hdr")),
+            "rx" => {
+                cfg.rx = match opt.value.unwrap_or("") {
+                    "mmsg" => RxMode::Mmsg,
+                    "ring" => RxMode::Ring,
+                    v => {
+                        return Err(PortError::new(
+                            spec,
+                            format!("option 'rx': '{v}' is neither mmsg nor ring"),
+                        ))
+                    }
+                }
+            }
+            key => return Err(unknown(spec, "afpacket", key, "queues, vnet_hdr, rx")),
         }
     }
     Ok(Arc::new(AfPacketPort::new(spec, cfg, pool)?))
@@ -502,7 +514,8 @@ mod tests {
             ("ring:r,size=3", "valid options: capacity"),
             ("afpacket:", "starts with the interface name"),
             ("afpacket:lo,vnet_hdr=yes", "'yes' is neither on nor off"),
-            ("afpacket:lo,ring=4", "valid options: queues, vnet_hdr"),
+            ("afpacket:lo,ring=4", "valid options: queues, vnet_hdr, rx"),
+            ("afpacket:lo,rx=mmap", "'mmap' is neither mmsg nor ring"),
             ("afpacket:lo,queues=0", "queues=0: give 1 to 64"),
             ("afpacket:nosuchif0", "no interface named nosuchif0"),
             ("tap:", "starts with the interface name"),

@@ -404,6 +404,21 @@ impl TcpSegmenter {
         })
     }
 
+    /// Whether the super-packet can be kept whole ([`packet::gso`]): its headers must parse
+    /// again without the virtio-net header, so IPv6 extension headers are not allowed.
+    pub fn keepable(&self) -> bool {
+        self.v4 || self.l4 == self.l3 + 40
+    }
+
+    /// The request that keeps this super-packet whole, from its virtio-net header.
+    pub fn request(&self, hdr: &VnetHdr) -> Gso {
+        Gso {
+            v6: !self.v4,
+            ecn: hdr.gso_type & GSO_ECN != 0,
+            mss: hdr.gso_size,
+        }
+    }
+
     /// How many segments the payload makes (at least 1).
     pub fn segments(&self) -> usize {
         self.payload_len.div_ceil(self.mss).max(1)
@@ -596,8 +611,7 @@ fn deliver_whole(
     cache: &mut packet::PoolCache,
     batch: &mut packet::Batch,
 ) -> Option<Delivered> {
-    // Without extension headers, so that the headers parse again without the vnet header.
-    if !seg.v4 && seg.l4 != seg.l3 + 40 {
+    if !seg.keepable() {
         return None;
     }
     if batch.room() == 0 {
@@ -614,11 +628,7 @@ fn deliver_whole(
         return None;
     }
     copy_frame(frame, vlan, pkt.data_mut());
-    pkt.set_gso(Some(Gso {
-        v6: !seg.v4,
-        ecn: hdr.gso_type & GSO_ECN != 0,
-        mss: hdr.gso_size,
-    }));
+    pkt.set_gso(Some(seg.request(hdr)));
     let _ = batch.push(pkt);
     Some(Delivered::Done {
         packets: 1,

@@ -24,6 +24,7 @@
 //!
 //! Needs CAP_NET_RAW (root). Every open error names the interface and the fix.
 
+mod mmsg;
 mod rx;
 mod socket;
 mod tx;
@@ -37,6 +38,7 @@ use packet::Pool;
 use crate::claim::QueueSlot;
 use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
 
+use mmsg::AfPacketMmsgRx;
 use rx::{AfPacketRx, RxSocket};
 use socket::{RingGeometry, RxOptions};
 use tx::{AfPacketTx, TxSocket};
@@ -53,6 +55,20 @@ pub struct AfPacketConfig {
     pub queues: u16,
     /// Frames carry virtio-net headers (offloads on the host can stay on).
     pub vnet_hdr: bool,
+    /// How frames are received.
+    pub rx: RxMode,
+}
+
+/// How an AF_PACKET port receives (`rx=` in its spec).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RxMode {
+    /// `recvmmsg(2)` straight into pool frames: each frame handed over at once (the
+    /// default: lowest latency, and TCP super-packets land whole in one copy).
+    #[default]
+    Mmsg,
+    /// A memory-mapped TPACKET_V3 ring: no system call, but a frame waits until its block is
+    /// full or 1 ms has passed.
+    Ring,
 }
 
 impl AfPacketConfig {
@@ -62,6 +78,7 @@ impl AfPacketConfig {
             ifname: ifname.to_string(),
             queues: 1,
             vnet_hdr: true,
+            rx: RxMode::default(),
         }
     }
 }
@@ -106,7 +123,7 @@ impl AfPacketPort {
                 ifindex,
                 vnet_hdr: cfg.vnet_hdr,
                 fanout,
-                geometry: RingGeometry::default(),
+                geometry: (cfg.rx == RxMode::Ring).then(RingGeometry::default),
             };
             let (fd, ring) = socket::open_rx_socket(name, &opts)?;
             rx.push(Arc::new(RxSocket {
@@ -166,12 +183,12 @@ impl Port for AfPacketPort {
         self.check_queue("rx", queue)?;
         let q = usize::from(queue);
         let claim = self.rx_slots[q].claim(&self.name, &format!("rx queue {queue}"))?;
-        Ok(Box::new(AfPacketRx::new(
-            self.rx[q].clone(),
-            self.pool.cache(),
-            self.cfg.vnet_hdr,
-            claim,
-        )))
+        let (sock, cache, vnet_hdr) = (self.rx[q].clone(), self.pool.cache(), self.cfg.vnet_hdr);
+        Ok(if sock.ring.is_some() {
+            Box::new(AfPacketRx::new(sock, cache, vnet_hdr, claim))
+        } else {
+            Box::new(AfPacketMmsgRx::new(sock, cache, vnet_hdr, claim))
+        })
     }
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {

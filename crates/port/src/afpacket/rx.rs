@@ -26,7 +26,8 @@ use crate::{QueueCounters, RxQueue};
 /// One receive socket and its ring, shared by the port and its open rx queue.
 pub(super) struct RxSocket {
     pub fd: OwnedFd,
-    pub ring: Ring,
+    /// The TPACKET_V3 ring (`None` for a socket read with `recvmmsg`, see `mmsg.rs`).
+    pub ring: Option<Ring>,
     /// The block the next reader starts at (kept across re-opens of the queue).
     pub next_block: AtomicUsize,
     pub counters: QueueCounters,
@@ -74,10 +75,15 @@ impl AfPacketRx {
         }
     }
 
+    fn ring(&self) -> &Ring {
+        // A queue of this kind is only made for a socket with a ring (see `open_rx`).
+        self.sock.ring.as_ref().expect("an AF_PACKET ring queue without a ring")
+    }
+
     fn block_ptr(&self) -> *mut u8 {
-        let g = &self.sock.ring.geometry;
+        let r = self.ring();
         // SAFETY: block < blocks, so the pointer is inside the mapping.
-        unsafe { self.sock.ring.base.as_ptr().add(self.block * g.block_size) }
+        unsafe { r.base.as_ptr().add(self.block * r.geometry.block_size) }
     }
 
     fn status(&self) -> &AtomicU32 {
@@ -89,7 +95,7 @@ impl AfPacketRx {
     /// Gives the current block back to the kernel and moves to the next.
     fn release_block(&mut self) {
         self.status().store(TP_STATUS_KERNEL, Ordering::Release);
-        self.block = (self.block + 1) % self.sock.ring.geometry.blocks;
+        self.block = (self.block + 1) % self.ring().geometry.blocks;
         self.cursor = None;
     }
 }
@@ -106,7 +112,7 @@ fn rd16(p: *const u8, at: usize) -> u16 {
 
 impl RxQueue for AfPacketRx {
     fn recv(&mut self, batch: &mut Batch) -> usize {
-        let block_size = self.sock.ring.geometry.block_size;
+        let block_size = self.ring().geometry.block_size;
         let (mut packets, mut bytes, mut errors) = (0usize, 0usize, 0u64);
         while batch.room() > 0 {
             let cur = match self.cursor {

@@ -12,6 +12,8 @@ pub(super) const SOL_PACKET: libc::c_int = 263;
 const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
 const PACKET_RX_RING: libc::c_int = 5;
 const PACKET_STATISTICS: libc::c_int = 6;
+/// Socket option and control message type of `struct tpacket_auxdata`.
+pub(super) const PACKET_AUXDATA: libc::c_int = 8;
 const PACKET_VERSION: libc::c_int = 10;
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_FANOUT: libc::c_int = 18;
@@ -218,22 +220,30 @@ pub(super) struct RxOptions {
     pub vnet_hdr: bool,
     /// Fanout group id when the port has several queues.
     pub fanout: Option<u16>,
-    pub geometry: RingGeometry,
+    /// The TPACKET_V3 ring's geometry; `None`: no ring (frames are read with `recvmmsg`,
+    /// VLAN tags come as `PACKET_AUXDATA` control messages).
+    pub geometry: Option<RingGeometry>,
 }
 
-/// Opens a receive socket with its TPACKET_V3 ring, bound to the interface, promiscuous,
+/// Opens a receive socket with its TPACKET_V3 ring (or, without a geometry, with a large
+/// receive buffer and VLAN tags as control messages), bound to the interface, promiscuous,
 /// ignoring outgoing frames, in the fanout group if any.
-pub(super) fn open_rx_socket(port: &str, o: &RxOptions) -> Result<(OwnedFd, Ring), PortError> {
+pub(super) fn open_rx_socket(
+    port: &str,
+    o: &RxOptions,
+) -> Result<(OwnedFd, Option<Ring>), PortError> {
     let sock = new_socket(port)?;
     let fd = sock.as_raw_fd();
     let opt = |name, what: &str, v: &libc::c_int| {
         setsockopt(fd, SOL_PACKET, name, v).map_err(|e| os_error(port, what, e))
     };
-    opt(
-        PACKET_VERSION,
-        "cannot select TPACKET_V3 (needs Linux 3.2+)",
-        &TPACKET_V3,
-    )?;
+    if o.geometry.is_some() {
+        opt(
+            PACKET_VERSION,
+            "cannot select TPACKET_V3 (needs Linux 3.2+)",
+            &TPACKET_V3,
+        )?;
+    }
     if o.vnet_hdr {
         opt(
             PACKET_VNET_HDR,
@@ -241,7 +251,28 @@ pub(super) fn open_rx_socket(port: &str, o: &RxOptions) -> Result<(OwnedFd, Ring
             &1,
         )?;
     }
-    let g = o.geometry;
+    let ring = match o.geometry {
+        Some(g) => Some(map_ring(port, fd, g)?),
+        None => {
+            opt(
+                PACKET_AUXDATA,
+                "cannot ask for VLAN tags as control messages (PACKET_AUXDATA)",
+                &1,
+            )?;
+            let rcvbuf: libc::c_int = 8 << 20;
+            // As for the send buffer: bigger is a nicety (SO_RCVBUFFORCE needs CAP_NET_ADMIN).
+            if setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &rcvbuf).is_err() {
+                let _ = setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &rcvbuf);
+            }
+            None
+        }
+    };
+    join(port, fd, o)?;
+    Ok((sock, ring))
+}
+
+/// Creates and maps the TPACKET_V3 ring of socket `fd`.
+fn map_ring(port: &str, fd: RawFd, g: RingGeometry) -> Result<Ring, PortError> {
     let req = TpacketReq3 {
         block_size: g.block_size as u32,
         block_nr: g.blocks as u32,
@@ -288,9 +319,17 @@ pub(super) fn open_rx_socket(port: &str, o: &RxOptions) -> Result<(OwnedFd, Ring
             io::Error::last_os_error(),
         ));
     }
-    let ring = Ring {
+    Ok(Ring {
         base: NonNull::new(base.cast()).expect("mmap returned a non-null mapping"),
         geometry: g,
+    })
+}
+
+/// Binds receive socket `fd` to the interface, makes the interface promiscuous, ignores
+/// outgoing frames and joins the fanout group if any.
+fn join(port: &str, fd: RawFd, o: &RxOptions) -> Result<(), PortError> {
+    let opt = |name, what: &str, v: &libc::c_int| {
+        setsockopt(fd, SOL_PACKET, name, v).map_err(|e| os_error(port, what, e))
     };
     bind(port, fd, o.ifindex, ETH_P_ALL)?;
     let mreq = PacketMreq {
@@ -311,7 +350,7 @@ pub(super) fn open_rx_socket(port: &str, o: &RxOptions) -> Result<(OwnedFd, Ring
         setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg)
             .map_err(|e| os_error(port, "cannot join the fanout group (queues=N)", e))?;
     }
-    Ok((sock, ring))
+    Ok(())
 }
 
 /// Opens a transmit socket: bound to the interface for sending only, bypassing the qdisc,
