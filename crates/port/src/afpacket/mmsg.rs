@@ -60,6 +60,10 @@ pub(super) struct AfPacketMmsgRx {
     small: Vec<Option<Packet>>,
     /// The super-packet frame each message spills into (with virtio-net headers only).
     spill: Vec<Option<Packet>>,
+    /// Messages `0..aimed` have their frames and their vectors point at them: a call that
+    /// finds nothing costs no setup, and after a call only the messages it filled are aimed
+    /// again (the kernel writes only to those).
+    aimed: usize,
     _claim: QueueClaim,
 }
 
@@ -84,13 +88,15 @@ impl AfPacketMmsgRx {
             v,
             small: (0..BATCH_SIZE).map(|_| None).collect(),
             spill: (0..BATCH_SIZE).map(|_| None).collect(),
+            aimed: 0,
             _claim: claim,
         }
     }
 
-    /// Makes sure messages `0..want` have their frames; returns how many do.
-    fn stock(&mut self, want: usize) -> usize {
-        for i in 0..want {
+    /// Makes sure messages `from..want` have their frames and are aimed at them; returns how
+    /// many messages from 0 are ready.
+    fn stock(&mut self, from: usize, want: usize) -> usize {
+        for i in from..want {
             if self.small[i].is_none() {
                 match self.cache.alloc() {
                     Some(p) => self.small[i] = Some(p),
@@ -101,6 +107,7 @@ impl AfPacketMmsgRx {
                 // Without one, a super-packet in this message is cut short and counted.
                 self.spill[i] = self.cache.alloc_gso();
             }
+            self.aim(i);
         }
         want
     }
@@ -263,12 +270,13 @@ fn finish(
 
 impl RxQueue for AfPacketMmsgRx {
     fn recv(&mut self, batch: &mut Batch) -> usize {
-        let want = self.stock(batch.room().min(BATCH_SIZE));
+        let mut want = batch.room().min(BATCH_SIZE);
+        if self.aimed < want {
+            self.aimed = self.stock(self.aimed, want);
+            want = self.aimed;
+        }
         if want == 0 {
             return 0;
-        }
-        for i in 0..want {
-            self.aim(i);
         }
         // SAFETY: msgs[..want] point at iovecs that point at frames owned by this queue
         // (and at its header and control buffers), all live for the call.
@@ -314,6 +322,13 @@ impl RxQueue for AfPacketMmsgRx {
                     errors += 1;
                 }
             }
+        }
+        // The messages the kernel filled are aimed again at their (new) frames; when the pool
+        // runs dry, the ready prefix ends at the first message left without a frame.
+        let filled = r as usize;
+        let restocked = self.stock(0, filled);
+        if restocked < filled {
+            self.aimed = restocked;
         }
         if packets > 0 {
             self.sock.counters.add(packets as u64, bytes as u64);
