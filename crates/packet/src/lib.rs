@@ -34,8 +34,8 @@ pub mod wire;
 
 pub use batch::{Batch, BATCH_SIZE};
 pub use extract::{extract, extract_packet, Layers};
-pub use key::{Field, FlowKey, KEY_WORDS};
 pub use gso::Gso;
+pub use key::{Field, FlowKey, KEY_WORDS};
 pub use pool::{
     frame_size_for, Meta, Packet, Pool, PoolCache, PoolConfig, FRAME_SIZE, GSO_FRAME_SIZE,
     HEADROOM, MAX_FRAME_SIZE,

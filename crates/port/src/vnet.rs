@@ -699,7 +699,9 @@ pub fn segment_into(
     };
     let seg = TcpSegmenter::new(pkt.data(), None, &hdr)?;
     if seg.segment_len(0) > cache.max_data() {
-        return Err(VnetError::BadHeaders("a segment is longer than a pool frame"));
+        return Err(VnetError::BadHeaders(
+            "a segment is longer than a pool frame",
+        ));
     }
     let n = seg.segments();
     for i in first..n {

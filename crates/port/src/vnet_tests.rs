@@ -208,7 +208,15 @@ fn checksum_completion_matches_a_full_checksum() {
         let pool = Pool::with_frames(8);
         let mut cache = pool.cache();
         let mut batch = Batch::new();
-        let d = deliver(&partial, Some(tag), Some(&hdr), 0, false, &mut cache, &mut batch);
+        let d = deliver(
+            &partial,
+            Some(tag),
+            Some(&hdr),
+            0,
+            false,
+            &mut cache,
+            &mut batch,
+        );
         assert_eq!(
             d,
             Delivered::Done {
@@ -354,7 +362,13 @@ fn kept_whole(
 #[test]
 fn super_packets_are_kept_whole_and_cut_later_as_on_receive() {
     for v6 in [false, true] {
-        for vlan in [None, Some(VlanTag { tpid: 0x8100, tci: 7 })] {
+        for vlan in [
+            None,
+            Some(VlanTag {
+                tpid: 0x8100,
+                tci: 7,
+            }),
+        ] {
             let payload: Vec<u8> = (0..50_000u32).map(|i| (i * 7) as u8).collect();
             let f = super_packet(v6, ACK | PSH, &payload);
             let l4 = if v6 { 54 } else { 34 };
@@ -379,7 +393,10 @@ fn super_packets_are_kept_whole_and_cut_later_as_on_receive() {
             loop {
                 let (n, total) = segment_into(&p, next, &mut cache, &mut batch).unwrap();
                 assert_eq!(total, 35);
-                assert!(batch.as_slice().iter().all(|s| s.meta.in_port == 9 && !s.is_gso()));
+                assert!(batch
+                    .as_slice()
+                    .iter()
+                    .all(|s| s.meta.in_port == 9 && !s.is_gso()));
                 got.extend(batch.as_slice().iter().map(|s| s.data().to_vec()));
                 batch.free_into(&mut cache);
                 next = n;
@@ -467,7 +484,15 @@ fn without_a_free_super_packet_frame_the_super_packet_is_cut_on_receive() {
         held.push(p);
     }
     let mut batch = Batch::new();
-    let d = deliver(&f, None, Some(&gso(false, 1000, 34)), 0, true, &mut cache, &mut batch);
+    let d = deliver(
+        &f,
+        None,
+        Some(&gso(false, 1000, 34)),
+        0,
+        true,
+        &mut cache,
+        &mut batch,
+    );
     assert!(matches!(d, Delivered::Done { packets: 5, .. }), "{d:?}");
     assert!(batch.as_slice().iter().all(|p| !p.is_gso()));
     batch.free_into(&mut cache);

@@ -304,9 +304,7 @@ impl RxQueue for AfPacketMmsgRx {
                 continue;
             }
             let vlan = self.vlan(i);
-            let hdr = self
-                .vnet_hdr
-                .then(|| VnetHdr::from_bytes(&self.v.hdrs[i]));
+            let hdr = self.vnet_hdr.then(|| VnetHdr::from_bytes(&self.v.hdrs[i]));
             let small_room = self.small[i].as_ref().map_or(0, |p| p.len());
             let Some(pkt) = self.take(i, got - hdr_len) else {
                 errors += 1;

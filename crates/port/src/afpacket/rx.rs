@@ -77,7 +77,10 @@ impl AfPacketRx {
 
     fn ring(&self) -> &Ring {
         // A queue of this kind is only made for a socket with a ring (see `open_rx`).
-        self.sock.ring.as_ref().expect("an AF_PACKET ring queue without a ring")
+        self.sock
+            .ring
+            .as_ref()
+            .expect("an AF_PACKET ring queue without a ring")
     }
 
     fn block_ptr(&self) -> *mut u8 {

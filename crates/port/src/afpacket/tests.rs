@@ -67,13 +67,7 @@ fn port(ifname: &str, queues: u16, rx: RxMode, pool: &Pool) -> AfPacketPort {
     port_with(ifname, queues, true, rx, pool)
 }
 
-fn port_with(
-    ifname: &str,
-    queues: u16,
-    vnet_hdr: bool,
-    rx: RxMode,
-    pool: &Pool,
-) -> AfPacketPort {
+fn port_with(ifname: &str, queues: u16, vnet_hdr: bool, rx: RxMode, pool: &Pool) -> AfPacketPort {
     let cfg = AfPacketConfig {
         queues,
         vnet_hdr,
@@ -321,7 +315,9 @@ fn super_packets_cross_a_veth_whole() {
             batch.push(p).unwrap();
         }
         // A plain frame between them.
-        batch.push(cache.alloc_from(&frame(9, 100)).unwrap()).unwrap();
+        batch
+            .push(cache.alloc_from(&frame(9, 100)).unwrap())
+            .unwrap();
         want.push(frame(9, 100));
         assert_eq!(tx.send(&mut batch), 4, "{mode:?}");
         let mut got = Vec::new();
@@ -340,14 +336,16 @@ fn super_packets_cross_a_veth_whole() {
             ecn: false,
             mss: 1448,
         });
-        let expected: Vec<_> = want
-            .into_iter()
-            .zip([mss, mss, mss, None])
-            .collect();
+        let expected: Vec<_> = want.into_iter().zip([mss, mss, mss, None]).collect();
         assert_eq!(got.len(), 4, "{mode:?}");
         for (g, w) in got.iter().zip(&expected) {
             assert_eq!(g.1, w.1, "{mode:?}");
-            assert!(g.0 == w.0, "{mode:?}: {} vs {} bytes differ", g.0.len(), w.0.len());
+            assert!(
+                g.0 == w.0,
+                "{mode:?}: {} vs {} bytes differ",
+                g.0.len(),
+                w.0.len()
+            );
         }
         let s = b.stats();
         assert_eq!((s.rx_packets, s.rx_errors), (4, 0), "{mode:?}");
@@ -370,7 +368,9 @@ fn super_packets_without_virtio_headers_are_errors() {
         let mut rx = b.open_rx(0).unwrap();
         let mut batch = Batch::new();
         batch.push(super_packet(&mut cache, 20_000)).unwrap();
-        batch.push(cache.alloc_from(&frame(1, 100)).unwrap()).unwrap();
+        batch
+            .push(cache.alloc_from(&frame(1, 100)).unwrap())
+            .unwrap();
         assert_eq!(a.open_tx(0).unwrap().send(&mut batch), 2);
         let deadline = Instant::now() + Duration::from_secs(3);
         let mut got = Vec::new();
