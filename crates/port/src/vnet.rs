@@ -1,23 +1,26 @@
 //! The virtio-net header that kernel ports (AF_PACKET with `PACKET_VNET_HDR`, TAP with
-//! `IFF_VNET_HDR`) put before each frame, and what the switch does with it on receive.
+//! `IFF_VNET_HDR`) put before each frame, and what the switch does with it.
 //!
 //! With the header, a host can keep its checksum and TCP segmentation offloads on: the kernel
 //! hands over a frame whose L4 checksum is only partial ([`F_NEEDS_CSUM`]) or a TCP
 //! "super-packet" of up to 64 KiB ([`GSO_TCPV4`], [`GSO_TCPV6`]) instead of wire-ready frames.
-//! The switch's frames are 2 KiB, so on receive ([`plan`]):
+//! On receive ([`plan`], [`deliver`]):
 //!
 //! - a frame with no offload is copied as it is;
 //! - a frame needing its checksum gets it completed in software ([`complete_csum`]);
-//! - a TCP super-packet whose payload is longer than one MSS (`gso_size`) is cut into
-//!   MSS-sized segments ([`TcpSegmenter`]), each with its own IPv4 id and total length (or IPv6
-//!   payload length), TCP sequence number, flags (FIN and PSH only on the last segment, CWR
-//!   only on the first) and a full TCP checksum — what the host's NIC would have done.
+//! - a TCP super-packet whose payload is longer than one MSS (`gso_size`) is kept whole in a
+//!   64 KiB frame and marked with its request ([`packet::gso`]) when the port asks for it and
+//!   a frame is free; otherwise it is cut into MSS-sized segments ([`TcpSegmenter`]), each
+//!   with its own IPv4 id and total length (or IPv6 payload length), TCP sequence number,
+//!   flags (FIN and PSH only on the last segment, CWR only on the first) and a full TCP
+//!   checksum — what the host's NIC would have done.
+//!
+//! On transmit, a complete frame goes with [`VnetHdr::NONE`] and a super-packet kept whole
+//! with a request to cut it ([`tx_header`]); for ports without the header the data path cuts
+//! super-packets itself ([`segment_into`]).
 //!
 //! Other GSO types (UDP fragmentation offload, UDP GSO) are refused with [`VnetError`]; hosts
 //! only produce them when an application asks, and the port counts them as receive errors.
-//!
-//! On transmit the switch's frames are complete (checksums done, at most one MTU), so ports
-//! write [`VnetHdr::NONE`].
 //!
 //! Multi-byte fields are in the host's byte order: both AF_PACKET and TAP (without
 //! `TUNSETVNETLE`) use the legacy virtio layout.

@@ -1,26 +1,36 @@
 //! `afpacket`: a kernel network interface through AF_PACKET sockets.
 //!
-//! Spec: `afpacket:IFNAME[,queues=N][,vnet_hdr=on|off]`.
+//! Spec: `afpacket:IFNAME[,queues=N][,vnet_hdr=on|off][,rx=mmsg|ring]`.
 //!
-//! - Receive (`rx.rs`): one socket per queue, each with a memory-mapped TPACKET_V3 ring
-//!   (64 blocks of 128 KiB, blocks handed over after at most 1 ms), joined in a
-//!   `PACKET_FANOUT_HASH` group when there are several queues so each flow stays on one
-//!   queue. The interface is made promiscuous (`PACKET_ADD_MEMBERSHIP`), and frames the host
-//!   itself sends out of the interface are ignored (`PACKET_IGNORE_OUTGOING`). Each frame is
-//!   copied once into a pool frame; a VLAN tag the kernel took out of the frame is put back.
+//! - Receive: one socket per queue, joined in a `PACKET_FANOUT_HASH` group when there are
+//!   several queues so each flow stays on one queue. The interface is made promiscuous
+//!   (`PACKET_ADD_MEMBERSHIP`), and frames the host itself sends out of the interface are
+//!   ignored (`PACKET_IGNORE_OUTGOING`). Two ways, chosen with `rx=`:
+//!   - `mmsg` (the default, `mmsg.rs`): one `recvmmsg` per batch, the kernel copying each
+//!     frame straight into a pool frame as soon as it is queued (lowest latency; TCP
+//!     super-packets spill into a 64 KiB frame and arrive whole);
+//!   - `ring` (`rx.rs`): a memory-mapped TPACKET_V3 ring (64 blocks of 128 KiB) read with no
+//!     system call, each frame copied once out of it; a block is handed over when full or
+//!     after 1 ms, so a frame on a quiet link waits up to 1 ms (the most small packets per
+//!     cycle; slow for TCP, whose ACKs wait in the blocks).
+//!
+//!   A VLAN tag the kernel took out of the frame is put back.
 //! - Transmit: one socket per queue, `PACKET_QDISC_BYPASS`, one `sendmmsg` per batch (see
 //!   `tx.rs` for why not the TPACKET transmit ring).
 //! - With `vnet_hdr=on` (the default), frames carry a virtio-net header, so the host may keep
-//!   checksum and TCP segmentation offloads on: partial checksums are completed and TCP
-//!   super-packets are cut into MSS-sized frames on receive ([`crate::vnet`]). With
-//!   `vnet_hdr=off`, turn those offloads off on the host (`ethtool -K IF tso off gso off tx
-//!   off`), or frames longer than a pool frame are dropped and checksums arrive unfinished.
+//!   checksum and TCP segmentation offloads on: partial checksums are completed, and TCP
+//!   super-packets are kept whole ([`packet::gso`]) and sent whole to ports with virtio-net
+//!   headers (the receiving kernel or guest cuts them), cut into MSS-sized frames for other
+//!   ports ([`crate::vnet`]). With `vnet_hdr=off`, turn those offloads off on the host
+//!   (`ethtool -K IF tso off gso off tx off`), or frames longer than a pool frame are dropped
+//!   and checksums arrive unfinished.
 //!
-//! `rx_dropped` counts frames the kernel dropped because the ring was full (the switch did not
-//! keep up). Frames longer than a pool frame holds ([`Pool::max_data`]: 1920 bytes with the
-//! default 2 KiB frames) that are not TCP super-packets are dropped and counted as `rx_errors`:
-//! keep the interface's MTU at 1500, or give the pool larger frames for jumbo frames
-//! (`PoolConfig::frame_size`: 16 KiB frames hold 16256 bytes).
+//! `rx_dropped` counts frames the kernel dropped because the ring or the socket's receive
+//! buffer was full (the switch did not keep up). Frames longer than a pool frame holds
+//! ([`Pool::max_data`]: 1920 bytes with the default 2 KiB frames) that are not TCP
+//! super-packets are dropped and counted as `rx_errors`: keep the interface's MTU at 1500, or
+//! give the pool larger frames for jumbo frames (`PoolConfig::frame_size`: 16 KiB frames hold
+//! 16256 bytes).
 //!
 //! Needs CAP_NET_RAW (root). Every open error names the interface and the fix.
 
