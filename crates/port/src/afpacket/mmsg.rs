@@ -214,8 +214,10 @@ fn put_vlan_back(pkt: &mut Packet, tag: VlanTag) -> bool {
 /// Finishes one received frame as the kernel gave it (VLAN tag beside it, virtio-net header
 /// `hdr`): refuses one longer than a pool frame (`small_room`) unless it is a TCP
 /// super-packet, puts the tag back, completes a partial checksum or keeps a super-packet
-/// whole, and appends it to `batch`. Returns the packets and bytes appended, or the packet
-/// back when it must be dropped as an error.
+/// whole, and appends it to `batch`. Returns the packets and bytes appended and the errors
+/// to count (a super-packet with IPv6 extension headers is cut here, and one cut short
+/// because the batch filled or it could not be cut is an error), or the packet back when it
+/// must be dropped as an error.
 fn finish(
     mut pkt: Packet,
     vlan: Option<VlanTag>,
@@ -223,7 +225,7 @@ fn finish(
     small_room: usize,
     cache: &mut PoolCache,
     batch: &mut Batch,
-) -> Result<(usize, usize), Packet> {
+) -> Result<(usize, usize, u64), Packet> {
     let offload = match hdr {
         None => Offload::None,
         Some(h) => match vnet::plan(pkt.data(), vlan, h) {
@@ -236,11 +238,11 @@ fn finish(
             // IPv6 extension headers: cut here, as the ring path does.
             let d = vnet::deliver(pkt.data(), vlan, Some(h), 0, false, cache, batch);
             cache.free(pkt);
-            return match d {
-                vnet::Delivered::Done { packets, bytes }
-                | vnet::Delivered::More { packets, bytes, .. } => Ok((packets, bytes)),
-                vnet::Delivered::Dropped => Ok((0, 0)),
-            };
+            return Ok(match d {
+                vnet::Delivered::Done { packets, bytes } => (packets, bytes, 0),
+                vnet::Delivered::More { packets, bytes, .. } => (packets, bytes, 1),
+                vnet::Delivered::Dropped => (0, 0, 1),
+            });
         }
     } else if pkt.len() > small_room {
         // Longer than a pool frame and not a super-packet: as the ring path, an error.
@@ -265,7 +267,7 @@ fn finish(
     }
     let len = pkt.len();
     let _ = batch.push(pkt);
-    Ok((1, len))
+    Ok((1, len, 0))
 }
 
 impl RxQueue for AfPacketMmsgRx {
@@ -311,9 +313,10 @@ impl RxQueue for AfPacketMmsgRx {
                 continue;
             };
             match finish(pkt, vlan, hdr.as_ref(), small_room, &mut self.cache, batch) {
-                Ok((p, b)) => {
+                Ok((p, b, e)) => {
                     packets += p;
                     bytes += b;
+                    errors += e;
                 }
                 Err(pkt) => {
                     self.cache.free(pkt);
