@@ -53,6 +53,7 @@ pub mod inject;
 pub mod megaflow;
 pub mod pmd;
 pub mod stats;
+mod target;
 pub mod upcall;
 
 pub use config::DpConfig;

@@ -245,17 +245,31 @@ impl Arena {
     /// id). Touches only its [`Hot`] entry (and the dirty list, once per flush period).
     #[inline(always)]
     pub fn count(&mut self, id: MegaflowId, packets: u64, bytes: u64) {
-        if let Some(h) = self.hot.get_mut(id.index()) {
-            if h.gen == id.gen {
-                h.packets += packets;
-                h.bytes += bytes;
-                h.uses = h.uses.saturating_add(1);
-                if !h.dirty {
-                    h.dirty = true;
-                    self.dirty.push(id.idx);
-                }
-            }
+        self.count_fast(id, packets, bytes);
+    }
+
+    /// [`Arena::count`] and [`Arena::fast`] in one visit to the [`Hot`] entry (the poll
+    /// loop does both for every run of packets of one megaflow). `None` for a stale id,
+    /// which counts nothing.
+    #[inline(always)]
+    pub fn count_fast(
+        &mut self,
+        id: MegaflowId,
+        packets: u64,
+        bytes: u64,
+    ) -> Option<(InPlace, bool)> {
+        let h = self.hot.get_mut(id.index())?;
+        if h.gen != id.gen {
+            return None;
         }
+        h.packets += packets;
+        h.bytes += bytes;
+        h.uses = h.uses.saturating_add(1);
+        if !h.dirty {
+            h.dirty = true;
+            self.dirty.push(id.idx);
+        }
+        Some((h.fast, h.work))
     }
 
     /// Moves slot `i`'s unflushed counts from its [`Hot`] entry onto the megaflow (whose

@@ -48,6 +48,7 @@ use crate::idle::{Idle, Step};
 use crate::inject::{InjectQueue, Wake};
 use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
+use crate::target::{Packed, Target};
 use crate::upcall::{Policer, Upcall};
 
 /// Nanoseconds on the monotonic clock every thread uses for meters and budgets.
@@ -81,19 +82,6 @@ const SWEEP_SLOTS: usize = 4096;
 /// Empty polls between clock reads when idle (for maintenance).
 const IDLE_POLLS_PER_CHECK: u32 = 1024;
 
-/// What happens to one packet of a batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// Not decided yet.
-    None,
-    /// Run the actions of this megaflow.
-    Flow(MegaflowId),
-    /// Run the actions of uncached translation number `n` of this batch.
-    Uncached(u8),
-    /// Dropped by the upcall budget.
-    Shed,
-}
-
 /// The upcall budget's decaying window.
 #[derive(Debug, Default)]
 struct Budget {
@@ -108,7 +96,7 @@ struct Scratch {
     keys: [FlowKey; BATCH_SIZE],
     hashes: [u32; BATCH_SIZE],
     ids: [Option<MegaflowId>; BATCH_SIZE],
-    targets: [Target; BATCH_SIZE],
+    targets: [Packed; BATCH_SIZE],
     /// Bit `i`: packet `i` has the same key as packet `i - 1`.
     same: u32,
     /// Bit `i`: packet `i` is truncated or malformed (dropped before lookup).
@@ -204,7 +192,7 @@ impl Pmd {
             keys: [FlowKey::ZERO; BATCH_SIZE],
             hashes: [0; BATCH_SIZE],
             ids: [None; BATCH_SIZE],
-            targets: [Target::None; BATCH_SIZE],
+            targets: [Packed::NONE; BATCH_SIZE],
             same: 0,
             malformed: 0,
             hashed: 0,
@@ -467,7 +455,7 @@ impl Pmd {
             extract_packet(p, &mut s.keys[i]);
             let parsed = s.keys[i].get(Field::Parsed) as u16;
             s.malformed |= (((parsed & BAD_FRAME) != 0) as u32) << i;
-            s.targets[i] = Target::None;
+            s.targets[i] = Packed::NONE;
             bytes += p.len() as u64;
         }
         // Stage 2: hash, reading the keys with wide loads only now that the narrow stores of
@@ -561,7 +549,7 @@ impl Pmd {
         let mut emc_hit = probe & !miss;
         for i in bit_iter(emc_hit) {
             match s.ids[i] {
-                Some(id) if self.arena.is_live(id) => s.targets[i] = Target::Flow(id),
+                Some(id) if self.arena.is_live(id) => s.targets[i] = Target::Flow(id).into(),
                 _ => {
                     miss |= 1 << i;
                     emc_hit &= !(1 << i);
@@ -586,7 +574,7 @@ impl Pmd {
             }
             for i in bit_iter(cls_hit) {
                 if let Some(id) = s.ids[i] {
-                    s.targets[i] = Target::Flow(id);
+                    s.targets[i] = Target::Flow(id).into();
                     if probe_emc {
                         let (key, hashed, hash) =
                             (&s.keys[i], s.hashed & (1 << i) != 0, s.hashes[i]);
@@ -683,12 +671,12 @@ impl Pmd {
             // A megaflow installed for an earlier miss of this batch may cover this key.
             if installed {
                 if let Some(id) = self.cls.lookup(&self.s.keys[i]) {
-                    self.s.targets[i] = Target::Flow(id);
+                    self.s.targets[i] = Target::Flow(id).into();
                     continue;
                 }
             }
             if !self.upcall_allowed(done, batch_t0, t) {
-                self.s.targets[i] = Target::Shed;
+                self.s.targets[i] = Target::Shed.into();
                 continue;
             }
             done += 1;
@@ -696,7 +684,7 @@ impl Pmd {
             if matches!(target, Target::Flow(_)) {
                 installed = true;
             }
-            self.s.targets[i] = target;
+            self.s.targets[i] = target.into();
             let t_end = cycles();
             let spent = t_end.wrapping_sub(t);
             t = t_end;
@@ -719,7 +707,9 @@ impl Pmd {
         let victim = if self.arena.is_full() {
             // Megaflows this batch's packets already resolved to must survive until execute.
             let targets = &s.targets;
-            let v = self.arena.victim(|id| targets.contains(&Target::Flow(id)));
+            let v = self
+                .arena
+                .victim(|id| targets.contains(&Target::Flow(id).into()));
             v.and_then(|v| {
                 let mf = self.arena.get(v)?;
                 Some((v, self.cls.prefetch_remove(&mf.key, &mf.mask)))
@@ -795,8 +785,7 @@ impl Pmd {
         if n == 0 {
             return;
         }
-        self.count_runs(n);
-        if let Some((port, rewrites)) = self.common_port(n) {
+        if let Some((port, rewrites)) = self.count_and_route(n) {
             self.hand_over(n, port, rewrites);
             return;
         }
@@ -806,17 +795,13 @@ impl Pmd {
             uncached,
             ..
         } = &mut *self.s;
-        let mut current = Target::None;
+        let mut current = Packed::NONE;
         let mut actions: Option<&Actions> = None;
         for (j, pkt) in batch.drain().enumerate() {
             let target = targets[j];
             if target != current {
                 current = target;
-                actions = match target {
-                    Target::Flow(id) => self.arena.get(id).map(|m| &m.actions),
-                    Target::Uncached(u) => uncached.get(u as usize).map(|m| &m.actions),
-                    Target::None | Target::Shed => None,
-                };
+                actions = Pmd::actions_of(&self.arena, uncached, target.get());
             }
             match actions {
                 Some(a) => self.exec.run(pkt, a, &mut self.local),
@@ -842,41 +827,58 @@ impl Pmd {
         }
     }
 
-    /// The one port every kept packet of the batch leaves through by its moving output, and
-    /// whether some packet has work to do in place first (ops before the output, or a drop).
-    /// `None` when packets go to several ports, need the general path, or are all dropped.
-    fn common_port(&self, n: usize) -> Option<(u16, bool)> {
-        let s = &*self.s;
+    /// One pass over the batch's runs of packets with the same target: adds each run's
+    /// packets and bytes to its megaflow's counters, and finds the one port every kept
+    /// packet leaves through by its moving output, with whether some packet has work to do
+    /// in place first (ops before the output, or a drop). `None` when packets go to several
+    /// ports, need the general path, or are all dropped.
+    fn count_and_route(&mut self, n: usize) -> Option<(u16, bool)> {
+        let s = &mut *self.s;
+        let pkts = s.batch.as_slice();
+        let n = n.min(pkts.len());
+        let now_ms = pipeline_ms(self.exec.now_ns);
         let mut port = None;
         let mut work = false;
+        let mut single = true;
         let mut j = 0;
         while j < n {
             let target = s.targets[j];
+            let (mut packets, mut bytes) = (0u64, 0u64);
             while j < n && s.targets[j] == target {
+                packets += 1;
+                bytes += pkts[j].len() as u64;
                 j += 1;
             }
-            // A megaflow's hot entry says all this without loading the megaflow itself.
-            let fast = match target {
-                Target::Flow(id) => self.arena.fast(id),
-                _ => Pmd::actions_of(&self.arena, &s.uncached, target)
-                    .map(|a| (Executor::in_place(a), !matches!(a.plan, Plan::Forward(_)))),
+            // A megaflow's hot entry counts the run and says where it goes, without loading
+            // the megaflow itself.
+            let fast = match target.get() {
+                Target::Flow(id) => self.arena.count_fast(id, packets, bytes),
+                Target::Uncached(u) => s.uncached.get_mut(u as usize).map(|m| {
+                    m.count(packets, bytes);
+                    m.flush(now_ms);
+                    let a = &m.actions;
+                    (Executor::in_place(a), !matches!(a.plan, Plan::Forward(_)))
+                }),
+                Target::None | Target::Shed => None,
             };
-            let Some((in_place, needs_work)) = fast else {
-                work = true;
+            if !single {
                 continue;
-            };
-            match in_place {
-                InPlace::Forward(p) => {
-                    if *port.get_or_insert(p) != p {
-                        return None;
-                    }
+            }
+            match fast {
+                None => work = true,
+                Some((InPlace::Forward(p), needs_work)) => {
+                    single = *port.get_or_insert(p) == p;
                     work |= needs_work;
                 }
-                InPlace::Drop => work = true,
-                InPlace::No => return None,
+                Some((InPlace::Drop, _)) => work = true,
+                Some((InPlace::No, _)) => single = false,
             }
         }
-        port.map(|p| (p, work))
+        if single {
+            port.map(|p| (p, work))
+        } else {
+            None
+        }
     }
 
     /// Runs in-place work (when `work`), takes dropped packets out, hands the batch to `port`.
@@ -898,7 +900,7 @@ impl Pmd {
                 while j < n && targets[j] == target {
                     j += 1;
                 }
-                match Pmd::actions_of(&self.arena, uncached, target) {
+                match Pmd::actions_of(&self.arena, uncached, target.get()) {
                     Some(a) => {
                         let d = self
                             .exec
@@ -925,34 +927,6 @@ impl Pmd {
             );
         }
         self.exec.forward_batch(port, batch, &mut self.local);
-    }
-
-    /// Adds the packets and bytes of this batch to their megaflows' counters, once per run of
-    /// consecutive packets of the same megaflow (one pass; a batch of one flow is one add).
-    fn count_runs(&mut self, n: usize) {
-        let s = &mut *self.s;
-        let pkts = s.batch.as_slice();
-        let n = n.min(pkts.len());
-        let mut j = 0;
-        while j < n {
-            let target = s.targets[j];
-            let (mut packets, mut bytes) = (0u64, 0u64);
-            while j < n && s.targets[j] == target {
-                packets += 1;
-                bytes += pkts[j].len() as u64;
-                j += 1;
-            }
-            match target {
-                Target::Flow(id) => self.arena.count(id, packets, bytes),
-                Target::Uncached(u) => {
-                    if let Some(m) = s.uncached.get_mut(u as usize) {
-                        m.count(packets, bytes);
-                        m.flush(pipeline_ms(self.exec.now_ns));
-                    }
-                }
-                Target::None | Target::Shed => {}
-            }
-        }
     }
 
     fn maybe_maintain(&mut self, now: u64) {

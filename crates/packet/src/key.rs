@@ -386,40 +386,19 @@ impl FlowKey {
     }
 
     /// A 32-bit hash of `self & mask` over the listed words, for hash tables that compare
-    /// the full masked key on a hit (the megaflow classifier): the words are folded with
-    /// add, xor and rotate into two accumulators and mixed with two multiplies at the end,
-    /// instead of a multiply per word. Equal for keys equal under the mask; not equal to
-    /// [`FlowKey::masked_hash`].
+    /// the full masked key on a hit (the megaflow classifier): one CRC32C step per word in
+    /// two chains and one multiply at the end, instead of a multiply per word. Equal for
+    /// keys equal under the mask, and to [`fold_hash`] of the masked words in `words` order;
+    /// not equal to [`FlowKey::masked_hash`].
     #[inline(always)]
     pub fn masked_fold_hash(&self, mask: &FlowKey, words: &[u8]) -> u32 {
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse4.2"))]
-        {
-            use std::arch::x86_64::_mm_crc32_u64;
-            // One CRC32C step per word (3-cycle latency, one per cycle), two chains so that
-            // consecutive words do not wait on each other, one multiply to spread the bits.
-            let (mut a, mut b) = (0u64, 0x9e37_79b9u64);
-            for (j, &i) in words.iter().enumerate() {
+        fold_hash_iter(
+            words.iter().map(|&i| {
                 let i = i as usize % KEY_WORDS;
-                let x = self.w[i] & mask.w[i];
-                // SAFETY: the cfg above guarantees SSE4.2.
-                if j & 1 == 0 {
-                    a = unsafe { _mm_crc32_u64(a, x) };
-                } else {
-                    b = unsafe { _mm_crc32_u64(b, x) };
-                }
-            }
-            let m = ((a << 32 | b) ^ words.len() as u64).wrapping_mul(0x9fb2_1c65_1e98_df25);
-            return (m >> 32) as u32;
-        }
-        #[allow(unreachable_code)]
-        let (mut a, mut b) = (0u64, 0u64);
-        for &i in words {
-            let i = i as usize % KEY_WORDS;
-            let x = (self.w[i] & mask.w[i]) ^ HASH_SEEDS[i];
-            a = a.wrapping_add(x);
-            b = (b ^ x).rotate_left(23);
-        }
-        finish(mix(a) ^ b)
+                self.w[i] & mask.w[i]
+            }),
+            words.len(),
+        )
     }
 
     /// Indices of the words that have any bit set (for a mask: the words a lookup must read).
@@ -448,6 +427,43 @@ const HASH_SEEDS: [u64; KEY_WORDS] = [
     0x4f1b_bcdc_bfa5_4418,
     0x7a4b_1c5f_3f7c_2e59,
 ];
+
+/// [`FlowKey::masked_fold_hash`] of a key whose masked words, in the mask's word order, are
+/// `values`: lets a lookup that holds a mask's words in registers hash without the word list.
+#[inline(always)]
+pub fn fold_hash(values: &[u64]) -> u32 {
+    fold_hash_iter(values.iter().copied(), values.len())
+}
+
+/// The fold hash of `n` word values.
+#[inline(always)]
+fn fold_hash_iter(values: impl Iterator<Item = u64>, n: usize) -> u32 {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse4.2"))]
+    {
+        use std::arch::x86_64::_mm_crc32_u64;
+        // One CRC32C step per word (3-cycle latency, one per cycle), two chains so that
+        // consecutive words do not wait on each other, one multiply to spread the bits.
+        let (mut a, mut b) = (0u64, 0x9e37_79b9u64);
+        for (j, x) in values.enumerate() {
+            // SAFETY: the cfg above guarantees SSE4.2.
+            if j & 1 == 0 {
+                a = unsafe { _mm_crc32_u64(a, x) };
+            } else {
+                b = unsafe { _mm_crc32_u64(b, x) };
+            }
+        }
+        let m = ((a << 32 | b) ^ n as u64).wrapping_mul(0x9fb2_1c65_1e98_df25);
+        return (m >> 32) as u32;
+    }
+    #[allow(unreachable_code)]
+    let (mut a, mut b) = (0u64, n as u64);
+    for (j, x) in values.enumerate() {
+        let x = x ^ HASH_SEEDS[j % KEY_WORDS];
+        a = a.wrapping_add(x);
+        b = (b ^ x).rotate_left(23);
+    }
+    finish(mix(a) ^ b)
+}
 
 #[inline(always)]
 fn mix(x: u64) -> u64 {
@@ -562,6 +578,16 @@ mod tests {
         k.set(Field::TpSrc, 99);
         let h = k.masked_fold_hash(&m, &words);
         assert_eq!(h, k.masked(&m).masked_fold_hash(&FlowKey::ONES, &words));
+        let values: Vec<u64> = words
+            .iter()
+            .map(|&i| k.w[i as usize] & m.w[i as usize])
+            .collect();
+        assert_eq!(
+            h,
+            fold_hash(&values),
+            "fold_hash of the masked words in order"
+        );
+        assert_ne!(fold_hash(&[]), fold_hash(&[0]), "the word count is hashed");
         let mut other = k;
         other.set(Field::TpSrc, 100);
         assert_eq!(

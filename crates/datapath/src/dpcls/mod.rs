@@ -32,6 +32,8 @@ use packet::{FlowKey, BATCH_SIZE, KEY_WORDS};
 use crate::bits::{bit_iter, prefetch};
 use crate::megaflow::MegaflowId;
 
+mod fixed;
+
 /// Subtables with fewer slots than this are looked up without prefetching (at a load of at
 /// most one half, their entries fit the L1 cache).
 const PREFETCH_MIN_SLOTS: usize = 256;
@@ -230,6 +232,50 @@ impl Subtable {
         self.slots[hole] = 0;
     }
 
+    /// The batch lookup for any number of mask words (see [`Dpcls::lookup_batch`]; masks of
+    /// 1 to 8 words take the specialised `fixed::lookup`).
+    fn lookup_general(
+        &mut self,
+        keys: &[FlowKey],
+        mut miss: u32,
+        out: &mut [Option<MegaflowId>; BATCH_SIZE],
+    ) -> u32 {
+        // Three passes so that memory loads of different packets overlap: hash every key
+        // and prefetch its home slot; read the slots and prefetch the entries they name;
+        // then compare.
+        // A small subtable stays in the L1 cache: prefetching it only costs.
+        let m = self.slot_mask();
+        let mut hashes = [0u32; BATCH_SIZE];
+        if self.slots.len() < PREFETCH_MIN_SLOTS {
+            for i in bit_iter(miss) {
+                hashes[i] = self.hash(&keys[i]);
+            }
+        } else {
+            for i in bit_iter(miss) {
+                let h = self.hash(&keys[i]);
+                hashes[i] = h;
+                prefetch(self.slots.as_ptr().wrapping_add(h as usize & m).cast());
+            }
+            for i in bit_iter(miss) {
+                let slot = self.slots[hashes[i] as usize & m];
+                if slot != 0 && (slot >> 32) as u32 == hashes[i] {
+                    let e = (slot as u32) as usize - 1;
+                    prefetch(self.entry_ptr(e).cast());
+                }
+            }
+        }
+        let mut hits = 0u64;
+        for i in bit_iter(miss) {
+            if let Some((e, _)) = self.find(&keys[i], hashes[i]) {
+                out[i] = Some(self.id(e));
+                miss &= !(1 << i);
+                hits += 1;
+            }
+        }
+        self.hits += hits;
+        miss
+    }
+
     fn remove(&mut self, key: &FlowKey) -> Option<MegaflowId> {
         self.remove_hashed(key, self.hash(key))
     }
@@ -314,9 +360,23 @@ impl Dpcls {
     pub fn lookup_batch(
         &mut self,
         keys: &[FlowKey],
+        miss: u32,
+        out: &mut [Option<MegaflowId>; BATCH_SIZE],
+        probes: &mut u64,
+    ) -> u32 {
+        self.lookup_batch_with(keys, miss, out, probes, false)
+    }
+
+    /// [`Dpcls::lookup_batch`], with every subtable looked up by the general loop when
+    /// `general` (tests compare the two).
+    #[inline(always)]
+    fn lookup_batch_with(
+        &mut self,
+        keys: &[FlowKey],
         mut miss: u32,
         out: &mut [Option<MegaflowId>; BATCH_SIZE],
         probes: &mut u64,
+        general: bool,
     ) -> u32 {
         let n = keys.len().min(BATCH_SIZE);
         if n < 32 {
@@ -327,39 +387,17 @@ impl Dpcls {
                 break;
             }
             *probes += u64::from(miss.count_ones());
-            // Three passes so that memory loads of different packets overlap: hash every key
-            // and prefetch its home slot; read the slots and prefetch the entries they name;
-            // then compare.
-            // A small subtable stays in the L1 cache: prefetching it only costs.
-            let m = st.slot_mask();
-            let mut hashes = [0u32; BATCH_SIZE];
-            if st.slots.len() < PREFETCH_MIN_SLOTS {
-                for i in bit_iter(miss) {
-                    hashes[i] = st.hash(&keys[i]);
-                }
-            } else {
-                for i in bit_iter(miss) {
-                    let h = st.hash(&keys[i]);
-                    hashes[i] = h;
-                    prefetch(st.slots.as_ptr().wrapping_add(h as usize & m).cast());
-                }
-                for i in bit_iter(miss) {
-                    let slot = st.slots[hashes[i] as usize & m];
-                    if slot != 0 && (slot >> 32) as u32 == hashes[i] {
-                        let e = (slot as u32) as usize - 1;
-                        prefetch(st.entry_ptr(e).cast());
-                    }
-                }
-            }
-            let mut hits = 0u64;
-            for i in bit_iter(miss) {
-                if let Some((e, _)) = st.find(&keys[i], hashes[i]) {
-                    out[i] = Some(st.id(e));
-                    miss &= !(1 << i);
-                    hits += 1;
-                }
-            }
-            st.hits += hits;
+            miss = match if general { 0 } else { st.words.len() } {
+                1 => fixed::lookup::<1>(st, keys, miss, out),
+                2 => fixed::lookup::<2>(st, keys, miss, out),
+                3 => fixed::lookup::<3>(st, keys, miss, out),
+                4 => fixed::lookup::<4>(st, keys, miss, out),
+                5 => fixed::lookup::<5>(st, keys, miss, out),
+                6 => fixed::lookup::<6>(st, keys, miss, out),
+                7 => fixed::lookup::<7>(st, keys, miss, out),
+                8 => fixed::lookup::<8>(st, keys, miss, out),
+                _ => st.lookup_general(keys, miss, out),
+            };
         }
         miss
     }
@@ -716,6 +754,9 @@ mod tests {
                 let mut out = [None; BATCH_SIZE];
                 let all = if chunk.len() == 32 { u32::MAX } else { (1u32 << chunk.len()) - 1 };
                 let miss = cls.lookup_batch(chunk, all, &mut out, &mut 0);
+                let mut general = [None; BATCH_SIZE];
+                let general_miss = cls.lookup_batch_with(chunk, all, &mut general, &mut 0, true);
+                prop_assert_eq!((miss, out), (general_miss, general), "specialised vs general loop");
                 for (i, k) in chunk.iter().enumerate() {
                     let matching: Vec<MegaflowId> = reference
                         .iter()
