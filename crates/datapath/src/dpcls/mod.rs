@@ -13,8 +13,8 @@
 //! to a [`MegaflowId`]. Each subtable precomputes the list of key words its mask uses, so
 //! hashing and comparing a packet's key touch only those words. A slot holds the entry's hash
 //! beside its index, so a probe rejects other keys without touching their entries, and an
-//! entry keeps its id beside its key words: a hit costs two cache lines (slot, entry), both
-//! prefetched a pass ahead.
+//! entry keeps its id beside its key words: a hit costs two cache lines (slot, entry), the
+//! slot prefetched a pass ahead.
 //!
 //! A lookup tries the subtables in rank order and stops as soon as every packet of the batch
 //! has found its megaflow. Megaflows never overlap in what they decide (each was built from a
@@ -22,9 +22,11 @@
 //! order only matters for speed: subtables count their hits and [`Dpcls::rerank`] sorts them by
 //! hits, most first, periodically (the owning thread calls it about every 100 ms).
 //!
-//! Within a subtable a batch is looked up in passes (hash every key and prefetch its home
-//! slot; read the slots and prefetch the entries; compare), so that the cache misses of the
-//! batch's packets overlap; subtables small enough to stay in the L1 cache skip the prefetch.
+//! Within a subtable a batch is looked up in two passes (hash every key and prefetch its
+//! home slot; then compare), so that the cache misses of the batch's packets overlap;
+//! subtables small enough to stay in the L1 cache skip the prefetch. Masks of 1 to 8 key
+//! words take a lookup specialised for their word count (`fixed.rs`): the mask's word
+//! indices and values held in registers, loops unrolled.
 
 use arrayvec::ArrayVec;
 use packet::{FlowKey, BATCH_SIZE, KEY_WORDS};
@@ -240,28 +242,17 @@ impl Subtable {
         mut miss: u32,
         out: &mut [Option<MegaflowId>; BATCH_SIZE],
     ) -> u32 {
-        // Three passes so that memory loads of different packets overlap: hash every key
-        // and prefetch its home slot; read the slots and prefetch the entries they name;
-        // then compare.
-        // A small subtable stays in the L1 cache: prefetching it only costs.
+        // Two passes so that memory loads of different packets overlap: hash every key and
+        // (for a table larger than L1) start loading its home slot; then compare (see
+        // `fixed::lookup`, which does the same with the mask in registers).
         let m = self.slot_mask();
+        let far = self.slots.len() >= PREFETCH_MIN_SLOTS;
         let mut hashes = [0u32; BATCH_SIZE];
-        if self.slots.len() < PREFETCH_MIN_SLOTS {
-            for i in bit_iter(miss) {
-                hashes[i] = self.hash(&keys[i]);
-            }
-        } else {
-            for i in bit_iter(miss) {
-                let h = self.hash(&keys[i]);
-                hashes[i] = h;
+        for i in bit_iter(miss) {
+            let h = self.hash(&keys[i]);
+            hashes[i] = h;
+            if far {
                 prefetch(self.slots.as_ptr().wrapping_add(h as usize & m).cast());
-            }
-            for i in bit_iter(miss) {
-                let slot = self.slots[hashes[i] as usize & m];
-                if slot != 0 && (slot >> 32) as u32 == hashes[i] {
-                    let e = (slot as u32) as usize - 1;
-                    prefetch(self.entry_ptr(e).cast());
-                }
             }
         }
         let mut hits = 0u64;
