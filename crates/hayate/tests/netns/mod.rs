@@ -313,6 +313,14 @@ impl Net {
                 &link.host_ns,
             ]);
         }
+        if !link.addrs.iter().any(|a| a.contains(':')) {
+            // An IPv4-only host sends no IPv6 (link-local DAD, MLD reports, router
+            // solicitations as its link comes up): such frames, flooded to a host whose link
+            // is not up yet, are refused by its veth after the switch counted them sent, and
+            // exact counter checks would fail on them.
+            let key = format!("net.ipv6.conf.{}.disable_ipv6=1", link.host_if);
+            ns_run(&link.host_ns, &["sysctl", "-q", "-w", &key]);
+        }
         for a in &link.addrs {
             let mut args = vec!["ip", "-n", &link.host_ns, "addr", "add", a, "dev"];
             args.push(&link.host_if);

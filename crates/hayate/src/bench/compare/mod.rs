@@ -27,7 +27,8 @@ use topo::Topo;
 /// Options of `hayate bench compare`.
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// Switches to measure (default: all that are installed): linux-bridge, hayate-afxdp,
+    /// Switches to measure (default: all that are installed): linux-bridge,
+    /// linux-bridge-rps (the bridge's work steered to the switch core), hayate-afxdp,
     /// hayate-afpacket, ovs-netdev, ovs-afxdp.
     #[arg(long, value_delimiter = ',')]
     pub switches: Vec<String>,

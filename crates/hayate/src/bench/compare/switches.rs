@@ -13,8 +13,13 @@ use super::topo::{in_ns, run, Topo};
 /// One switch under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Switch {
-    /// The Linux bridge (the reference every ratio is taken to).
+    /// The Linux bridge (the reference every ratio is taken to). With veths its work runs
+    /// on the sender's core: the generator's, iperf3's and ping's.
     Bridge,
+    /// The Linux bridge with its work (and host B's receive) steered by RPS to the switch
+    /// core, as a userspace switch's is: what crossing cores costs a switch that pays no
+    /// userspace cost.
+    BridgeRps,
     /// Hayate with AF_XDP ports.
     HayateAfxdp,
     /// Hayate with AF_PACKET ports.
@@ -26,8 +31,9 @@ pub enum Switch {
 }
 
 /// Every switch, in the order they are measured.
-pub const ALL: [Switch; 5] = [
+pub const ALL: [Switch; 6] = [
     Switch::Bridge,
+    Switch::BridgeRps,
     Switch::HayateAfxdp,
     Switch::HayateAfpacket,
     Switch::OvsNetdev,
@@ -44,6 +50,7 @@ impl Switch {
     pub fn name(self) -> &'static str {
         match self {
             Switch::Bridge => "linux-bridge",
+            Switch::BridgeRps => "linux-bridge-rps",
             Switch::HayateAfxdp => "hayate-afxdp",
             Switch::HayateAfpacket => "hayate-afpacket",
             Switch::OvsNetdev => "ovs-netdev",
@@ -72,7 +79,7 @@ impl Switch {
     /// Starts the switch between the topology's `a1` and `b1`, its work pinned to `core`.
     pub fn start(self, topo: &Topo, hayate: &Path, core: usize, dir: &Path) -> Result<Running> {
         match self {
-            Switch::Bridge => {
+            Switch::Bridge | Switch::BridgeRps => {
                 let br = format!("{}br", &topo.ns_s[..topo.ns_s.len() - 1]);
                 topo.sh(
                     &topo.ns_s,
@@ -84,6 +91,21 @@ impl Switch {
                         b = topo.b1
                     ),
                 )?;
+                if self == Switch::BridgeRps {
+                    // Receive packet steering on the switch-side veths: each frame they
+                    // receive is handed to `core`'s backlog, where the bridge forwards it
+                    // and host B's stack receives it.
+                    topo.sh(
+                        &topo.ns_s,
+                        &format!(
+                            "echo {m:x} > /sys/class/net/{a}/queues/rx-0/rps_cpus && \
+                             echo {m:x} > /sys/class/net/{b}/queues/rx-0/rps_cpus",
+                            m = 1u64 << core,
+                            a = topo.a1,
+                            b = topo.b1
+                        ),
+                    )?;
+                }
                 Ok(Running::Bridge {
                     ns: topo.ns_s.clone(),
                     br,
@@ -329,5 +351,22 @@ impl Drop for Ovs {
             // SAFETY: as above.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_switch_is_found_by_its_name_and_unknown_names_list_them() {
+        for s in ALL {
+            assert_eq!(Switch::from_name(s.name()).unwrap(), s);
+        }
+        let e = Switch::from_name("linux-brigde").unwrap_err().to_string();
+        assert!(
+            e.contains("linux-bridge-rps") && e.contains("hayate-afxdp"),
+            "{e}"
+        );
     }
 }
