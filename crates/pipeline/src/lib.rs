@@ -26,6 +26,7 @@ pub mod control;
 pub mod dpaction;
 pub mod error;
 pub mod flow;
+pub mod fuzzing;
 pub mod group;
 pub mod meter;
 pub mod model;
