@@ -58,10 +58,10 @@ pub(super) fn lookup<const N: usize>(
     let stride = N + 1;
     let mut hashes = [0u32; BATCH_SIZE];
     // Pass 1: hash every key and (for a table larger than L1) start loading its home slot.
-    // Pass 2: compare. A middle pass that reads the slots to prefetch the entries (as the
-    // general loop does) measured slower here at 1k and 100k megaflows and no faster at
-    // 10k and 1M (`dpcls::speed`): the out-of-order core already overlaps those loads
-    // across the keys of pass 2.
+    // Pass 2: compare. A middle pass that read the slots to prefetch the entries (both
+    // loops had one) measured slower at 1k and 100k megaflows and no faster at 10k and 1M
+    // (`dpcls::speed`), and cost acl-64 ~12 cycles per packet: the out-of-order core
+    // already overlaps those loads across the keys of pass 2.
     let far = slots.len() >= PREFETCH_MIN_SLOTS;
     for i in bit_iter(miss) {
         let h = fold_hash(&f.values(&keys[i]));
