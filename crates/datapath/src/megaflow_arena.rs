@@ -222,17 +222,6 @@ impl Arena {
         h.work = !matches!(actions.plan, Plan::Forward(_));
     }
 
-    /// What a batch of hits on `id` does, from its [`Hot`] entry alone: where the packets
-    /// go by the output that takes them ([`Executor::in_place`]) and whether actions run on
-    /// them in place first. `None` for a stale id.
-    #[inline(always)]
-    pub fn fast(&self, id: MegaflowId) -> Option<(InPlace, bool)> {
-        match self.hot.get(id.index()) {
-            Some(h) if h.gen == id.gen => Some((h.fast, h.work)),
-            _ => None,
-        }
-    }
-
     /// Packets and bytes counted on `id` and not yet flushed ((0, 0) for a stale id).
     pub fn unflushed(&self, id: MegaflowId) -> (u64, u64) {
         match self.hot.get(id.index()) {
@@ -248,9 +237,10 @@ impl Arena {
         self.count_fast(id, packets, bytes);
     }
 
-    /// [`Arena::count`] and [`Arena::fast`] in one visit to the [`Hot`] entry (the poll
-    /// loop does both for every run of packets of one megaflow). `None` for a stale id,
-    /// which counts nothing.
+    /// [`Arena::count`], and what a batch of hits on `id` does, from its [`Hot`] entry alone
+    /// (the poll loop asks both for every run of packets of one megaflow): where the packets
+    /// go by the output that takes them ([`Executor::in_place`]) and whether actions run on
+    /// them in place first. `None` for a stale id, which counts nothing.
     #[inline(always)]
     pub fn count_fast(
         &mut self,
