@@ -77,6 +77,8 @@ pub struct PortStats {
     pub rx_dropped: u64,
     /// Malformed frames seen on receive.
     pub rx_errors: u64,
+    /// Of `rx_packets`, those read from a priority receive socket (AF_PACKET `prio=on`).
+    pub rx_priority: u64,
     /// Packets sent.
     pub tx_packets: u64,
     /// Bytes sent.
@@ -97,6 +99,7 @@ impl PortStats {
             rx_bytes,
             rx_dropped,
             rx_errors,
+            rx_priority: 0,
             tx_packets,
             tx_bytes,
             tx_dropped,

@@ -12,7 +12,7 @@
 //! | `null:limit=N` | stop after N packets |
 //! | `null:sink` | produces nothing, counts and frees what is sent |
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
-//! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off][,rx=mmsg\|ring]` | a kernel interface through AF_PACKET (default 1 queue, vnet_hdr=on, rx=mmsg: `recvmmsg`; rx=ring: TPACKET_V3 ring) |
+//! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off][,rx=mmsg\|ring][,prio=on\|off]` | a kernel interface through AF_PACKET (default 1 queue, vnet_hdr=on, rx=mmsg: `recvmmsg`; rx=ring: TPACKET_V3 ring; prio=on: control frames read first, default off) |
 //! | `tap:NAME[,queues=N]` | a TAP device, created or attached to (default 1 queue) |
 //! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); needs root |
 //!
@@ -262,13 +262,14 @@ fn on_off(spec: &str, opt: &Opt<'_>) -> Result<bool, PortError> {
 }
 
 fn open_afpacket(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
-    let usage = "afpacket:IFNAME[,queues=N][,vnet_hdr=on|off][,rx=mmsg|ring]";
+    let usage = "afpacket:IFNAME[,queues=N][,vnet_hdr=on|off][,rx=mmsg|ring][,prio=on|off]";
     let (ifname, rest) = name_first(spec, rest, usage)?;
     let mut cfg = AfPacketConfig::new(ifname);
     for opt in options(rest) {
         match opt.key {
             "queues" => cfg.queues = number(spec, &opt)?,
             "vnet_hdr" => cfg.vnet_hdr = on_off(spec, &opt)?,
+            "prio" => cfg.prio = on_off(spec, &opt)?,
             "rx" => {
                 cfg.rx = match opt.value.unwrap_or("") {
                     "mmsg" => RxMode::Mmsg,
@@ -281,7 +282,7 @@ fn open_afpacket(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, P
                     }
                 }
             }
-            key => return Err(unknown(spec, "afpacket", key, "queues, vnet_hdr, rx")),
+            key => return Err(unknown(spec, "afpacket", key, "queues, vnet_hdr, rx, prio")),
         }
     }
     Ok(Arc::new(AfPacketPort::new(spec, cfg, pool)?))
@@ -514,7 +515,11 @@ mod tests {
             ("ring:r,size=3", "valid options: capacity"),
             ("afpacket:", "starts with the interface name"),
             ("afpacket:lo,vnet_hdr=yes", "'yes' is neither on nor off"),
-            ("afpacket:lo,ring=4", "valid options: queues, vnet_hdr, rx"),
+            (
+                "afpacket:lo,ring=4",
+                "valid options: queues, vnet_hdr, rx, prio",
+            ),
+            ("afpacket:lo,prio=yes", "'yes' is neither on nor off"),
             ("afpacket:lo,rx=mmap", "'mmap' is neither mmsg nor ring"),
             ("afpacket:lo,queues=0", "queues=0: give 1 to 64"),
             ("afpacket:nosuchif0", "no interface named nosuchif0"),

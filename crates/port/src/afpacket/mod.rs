@@ -1,6 +1,6 @@
 //! `afpacket`: a kernel network interface through AF_PACKET sockets.
 //!
-//! Spec: `afpacket:IFNAME[,queues=N][,vnet_hdr=on|off][,rx=mmsg|ring]`.
+//! Spec: `afpacket:IFNAME[,queues=N][,vnet_hdr=on|off][,rx=mmsg|ring][,prio=on|off]`.
 //!
 //! - Receive: one socket per queue, joined in a `PACKET_FANOUT_HASH` group when there are
 //!   several queues so each flow stays on one queue. The interface is made promiscuous
@@ -15,6 +15,13 @@
 //!     cycle; slow for TCP, whose ACKs wait in the blocks).
 //!
 //!   A VLAN tag the kernel took out of the frame is put back.
+//! - With `prio=on` (`rx=mmsg` only; off by default), each queue has a second receive
+//!   socket for control frames (ARP, ICMP, ICMPv6, TCP without payload), chosen by a
+//!   classic-BPF fanout program (`steer.rs`) and read before the bulk socket (`prio.rs`):
+//!   a ping or a TCP handshake does not wait behind a TCP stream's queue in the socket.
+//!   Frames of the two classes may leave in another order than they came (a pure ACK may
+//!   pass data of its own direction; FIN and RST never do). `rx_priority` in the port's
+//!   stats counts the frames read from priority sockets.
 //! - Transmit: one socket per queue, `PACKET_QDISC_BYPASS`, one `sendmmsg` per batch (see
 //!   `tx.rs` for why not the TPACKET transmit ring).
 //! - With `vnet_hdr=on` (the default), frames carry a virtio-net header, so the host may keep
@@ -35,8 +42,10 @@
 //! Needs CAP_NET_RAW (root). Every open error names the interface and the fix.
 
 mod mmsg;
+mod prio;
 mod rx;
 mod socket;
+mod steer;
 mod tx;
 
 use std::os::fd::AsRawFd;
@@ -53,6 +62,12 @@ use rx::{AfPacketRx, RxSocket};
 use socket::{RingGeometry, RxOptions};
 use tx::{AfPacketTx, TxSocket};
 
+/// Most messages a priority queue's bulk read asks for right after one that met a TCP
+/// super-packet: a control frame then waits for at most one super-packet's work per port.
+/// Measured under a TCP stream (docs/benchmarks.md): 1 halves the ping median and p99 of
+/// no cap, for about 15 % of the stream's rate.
+pub const PRIO_BULK_CAP: usize = 1;
+
 /// Most queues an AF_PACKET port may have.
 pub const MAX_QUEUES: u16 = 64;
 
@@ -67,6 +82,8 @@ pub struct AfPacketConfig {
     pub vnet_hdr: bool,
     /// How frames are received.
     pub rx: RxMode,
+    /// A priority receive socket per queue for control frames (needs [`RxMode::Mmsg`]).
+    pub prio: bool,
 }
 
 /// How an AF_PACKET port receives (`rx=` in its spec).
@@ -89,6 +106,7 @@ impl AfPacketConfig {
             queues: 1,
             vnet_hdr: true,
             rx: RxMode::default(),
+            prio: false,
         }
     }
 }
@@ -102,6 +120,8 @@ pub struct AfPacketPort {
     tx: Vec<Arc<TxSocket>>,
     rx_slots: Vec<QueueSlot>,
     tx_slots: Vec<QueueSlot>,
+    /// The priority socket of each queue (`prio=on`).
+    prio: Vec<Arc<RxSocket>>,
 }
 
 impl std::fmt::Debug for AfPacketPort {
@@ -124,32 +144,41 @@ impl AfPacketPort {
                 format!("queues={}: give 1 to {MAX_QUEUES}", cfg.queues),
             ));
         }
+        if cfg.prio && cfg.rx != RxMode::Mmsg {
+            return Err(PortError::new(
+                name,
+                "prio=on needs rx=mmsg (the ring hands frames over by the block)",
+            ));
+        }
         let ifindex = socket::ifindex(name, &cfg.ifname)?;
-        let fanout = (cfg.queues > 1).then(socket::fanout_group);
+        let fanout = (cfg.queues > 1 || cfg.prio).then(socket::fanout_group);
+        let opts = RxOptions {
+            ifindex,
+            vnet_hdr: cfg.vnet_hdr,
+            fanout,
+            steer: cfg.prio,
+            geometry: (cfg.rx == RxMode::Ring).then(RingGeometry::default),
+        };
         let mut rx = Vec::new();
         let mut tx = Vec::new();
+        // Bulk sockets join the group first: the steering program counts on their indices.
         for _ in 0..cfg.queues {
-            let opts = RxOptions {
-                ifindex,
-                vnet_hdr: cfg.vnet_hdr,
-                fanout,
-                geometry: (cfg.rx == RxMode::Ring).then(RingGeometry::default),
-            };
-            let (fd, ring) = socket::open_rx_socket(name, &opts)?;
-            rx.push(Arc::new(RxSocket {
-                fd,
-                ring,
-                next_block: AtomicUsize::new(0),
-                counters: QueueCounters::default(),
-                ring_drops: AtomicU64::new(0),
-            }));
+            rx.push(open_rx(name, &opts)?);
             tx.push(Arc::new(TxSocket {
                 fd: socket::open_tx_socket(name, ifindex, cfg.vnet_hdr)?,
                 counters: QueueCounters::default(),
             }));
         }
+        let mut prio = Vec::new();
+        if cfg.prio {
+            for _ in 0..cfg.queues {
+                prio.push(open_rx(name, &opts)?);
+            }
+            socket::set_steering(name, rx[0].fd.as_raw_fd(), cfg.queues)?;
+        }
         let n = usize::from(cfg.queues);
         Ok(AfPacketPort {
+            prio,
             name: name.to_string(),
             pool: pool.clone(),
             cfg,
@@ -194,10 +223,17 @@ impl Port for AfPacketPort {
         let q = usize::from(queue);
         let claim = self.rx_slots[q].claim(&self.name, &format!("rx queue {queue}"))?;
         let (sock, cache, vnet_hdr) = (self.rx[q].clone(), self.pool.cache(), self.cfg.vnet_hdr);
+        if let Some(ps) = self.prio.get(q) {
+            // The priority socket is part of the queue: the queue's claim covers it.
+            let prio = AfPacketMmsgRx::new(ps.clone(), self.pool.cache(), vnet_hdr, None);
+            let bulk = AfPacketMmsgRx::new(sock, cache, vnet_hdr, Some(claim))
+                .cap_after_super(PRIO_BULK_CAP);
+            return Ok(Box::new(prio::PrioRx::new(&self.name, prio, bulk)?));
+        }
         Ok(if sock.ring.is_some() {
             Box::new(AfPacketRx::new(sock, cache, vnet_hdr, claim))
         } else {
-            Box::new(AfPacketMmsgRx::new(sock, cache, vnet_hdr, claim))
+            Box::new(AfPacketMmsgRx::new(sock, cache, vnet_hdr, Some(claim)))
         })
     }
 
@@ -215,7 +251,10 @@ impl Port for AfPacketPort {
 
     fn stats(&self) -> PortStats {
         let mut s = PortStats::default();
-        for r in &self.rx {
+        for r in &self.prio {
+            s.rx_priority += r.counters.read().0;
+        }
+        for r in self.rx.iter().chain(&self.prio) {
             let (p, b, d, e) = r.counters.read();
             let kernel = socket::ring_drops(r.fd.as_raw_fd());
             let ring = r.ring_drops.fetch_add(kernel, Ordering::Relaxed) + kernel;
@@ -233,6 +272,18 @@ impl Port for AfPacketPort {
         }
         s
     }
+}
+
+/// Opens one receive socket.
+fn open_rx(name: &str, opts: &RxOptions) -> Result<Arc<RxSocket>, PortError> {
+    let (fd, ring) = socket::open_rx_socket(name, opts)?;
+    Ok(Arc::new(RxSocket {
+        fd,
+        ring,
+        next_block: AtomicUsize::new(0),
+        counters: QueueCounters::default(),
+        ring_drops: AtomicU64::new(0),
+    }))
 }
 
 #[cfg(test)]

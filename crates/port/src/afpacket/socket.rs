@@ -21,7 +21,9 @@ const PACKET_QDISC_BYPASS: libc::c_int = 20;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const TPACKET_V3: libc::c_int = 2;
 const PACKET_MR_PROMISC: u16 = 1;
+const PACKET_FANOUT_DATA: libc::c_int = 22;
 const PACKET_FANOUT_HASH: u32 = 0;
+const PACKET_FANOUT_CBPF: u32 = 6;
 const PACKET_FANOUT_FLAG_DEFRAG: u32 = 0x8000;
 const ETH_P_ALL: u16 = 0x0003;
 
@@ -218,8 +220,11 @@ fn bind(port: &str, fd: RawFd, ifindex: libc::c_int, protocol: u16) -> Result<()
 pub(super) struct RxOptions {
     pub ifindex: libc::c_int,
     pub vnet_hdr: bool,
-    /// Fanout group id when the port has several queues.
+    /// Fanout group id when the port has several queues or a priority socket per queue.
     pub fanout: Option<u16>,
+    /// The group steers with the port's classic-BPF program ([`super::steer`]) instead of
+    /// a flow hash.
+    pub steer: bool,
     /// The TPACKET_V3 ring's geometry; `None`: no ring (frames are read with `recvmmsg`,
     /// VLAN tags come as `PACKET_AUXDATA` control messages).
     pub geometry: Option<RingGeometry>,
@@ -346,11 +351,38 @@ fn join(port: &str, fd: RawFd, o: &RxOptions) -> Result<(), PortError> {
         &1,
     )?;
     if let Some(group) = o.fanout {
-        let arg = u32::from(group) | ((PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG) << 16);
+        let mode = if o.steer {
+            PACKET_FANOUT_CBPF
+        } else {
+            PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG
+        };
+        let arg = u32::from(group) | (mode << 16);
         setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg)
             .map_err(|e| os_error(port, "cannot join the fanout group (queues=N)", e))?;
     }
     Ok(())
+}
+
+/// Gives the fanout group of receive socket `fd` the steering program for `queues` queues.
+pub(super) fn set_steering(port: &str, fd: RawFd, queues: u16) -> Result<(), PortError> {
+    /// `struct sock_fprog`.
+    #[repr(C)]
+    struct Fprog {
+        len: u16,
+        filter: *const libc::sock_filter,
+    }
+    let prog = super::steer::program(queues);
+    let fp = Fprog {
+        len: u16::try_from(prog.len()).expect("the steering program is short"),
+        filter: prog.as_ptr(),
+    };
+    setsockopt(fd, SOL_PACKET, PACKET_FANOUT_DATA, &fp).map_err(|e| {
+        os_error(
+            port,
+            "cannot load the priority steering program (needs Linux 4.3+; prio=off avoids it)",
+            e,
+        )
+    })
 }
 
 /// Opens a transmit socket: bound to the interface for sending only, bypassing the qdisc,

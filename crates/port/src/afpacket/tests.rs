@@ -388,3 +388,228 @@ fn super_packets_without_virtio_headers_are_errors() {
         assert_eq!((s.rx_packets, s.rx_errors), (1, 1), "{mode:?}");
     }
 }
+
+/// A TCP frame from port `sp` with `flags` and `payload` bytes after the headers.
+fn tcp_frame(sp: u16, flags: u16, payload: usize) -> Vec<u8> {
+    use packet::builder::{Ipv4Spec, L3Spec, L4Spec};
+    PacketSpec {
+        l3: L3Spec::Ipv4(Ipv4Spec::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into())),
+        l4: L4Spec::Tcp {
+            sp,
+            dp: 5201,
+            flags,
+        },
+        frame_len: 54 + payload,
+        ..PacketSpec::default()
+    }
+    .build()
+}
+
+fn icmp_frame() -> Vec<u8> {
+    use packet::builder::{Ipv4Spec, L3Spec, L4Spec};
+    PacketSpec {
+        l3: L3Spec::Ipv4(Ipv4Spec::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into())),
+        l4: L4Spec::Icmp { ty: 8, code: 0 },
+        frame_len: 98,
+        ..PacketSpec::default()
+    }
+    .build()
+}
+
+fn prio_port(ifname: &str, queues: u16, pool: &Pool) -> AfPacketPort {
+    let cfg = AfPacketConfig {
+        queues,
+        prio: true,
+        ..AfPacketConfig::new(ifname)
+    };
+    AfPacketPort::new(&format!("afpacket:{ifname},prio=on"), cfg, pool).unwrap()
+}
+
+#[test]
+fn control_frames_behind_bulk_frames_are_read_first() {
+    if !root_or_skip("control_frames_behind_bulk_frames_are_read_first") {
+        return;
+    }
+    let v = Veth::new("p");
+    let pool = Pool::with_frames(1024);
+    let a = port(&v.a, 1, RxMode::Mmsg, &pool);
+    let b = prio_port(&v.b, 1, &pool);
+    let mut rx = b.open_rx(0).unwrap();
+    let (ack, syn, fin, rst) = (0x10, 0x02, 0x11, 0x04);
+    let mut bulk: Vec<Vec<u8>> = (0..40).map(|i| frame(i, 64)).collect();
+    bulk.push(tcp_frame(40000, ack, 100));
+    let control = vec![
+        icmp_frame(),
+        tcp_frame(40000, ack, 0),
+        tcp_frame(40001, syn, 0),
+    ];
+    let ends = vec![tcp_frame(40000, fin, 0), tcp_frame(40002, rst, 0)];
+    // Bulk first, then control frames and connection ends, all queued before the first read.
+    let sent: Vec<Vec<u8>> = [bulk.clone(), control.clone(), ends.clone()].concat();
+    send(a.open_tx(0).unwrap().as_mut(), &sent, &pool);
+    std::thread::sleep(Duration::from_millis(50));
+    let mut cache = pool.cache();
+    let mut reads = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while reads.iter().map(Vec::len).sum::<usize>() < sent.len() && Instant::now() < deadline {
+        let mut batch = Batch::new();
+        if rx.recv(&mut batch) > 0 {
+            reads.push(
+                batch
+                    .drain()
+                    .map(|p| {
+                        let f = p.data().to_vec();
+                        cache.free(p);
+                        f
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    assert_eq!(
+        reads.first(),
+        Some(&control),
+        "the first read is the control frames"
+    );
+    let rest: Vec<Vec<u8>> = reads[1..].concat();
+    assert_eq!(
+        rest,
+        [bulk, ends].concat(),
+        "bulk frames, FIN and RST in order"
+    );
+    let s = b.stats();
+    assert_eq!((s.rx_packets, s.rx_priority), (sent.len() as u64, 3));
+    // Both sockets wake an idle thread: the queue's descriptor is readable for either.
+    let fd = rx.readiness_fd().expect("a readiness descriptor");
+    let mut tx = a.open_tx(0).unwrap();
+    for f in [icmp_frame(), frame(1, 64)] {
+        send(tx.as_mut(), std::slice::from_ref(&f), &pool);
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; bounded wait of 2 s.
+        assert_eq!(unsafe { libc::poll(&mut pfd, 1, 2000) }, 1, "no wake-up");
+        let mut batch = Batch::new();
+        assert_eq!(rx.recv(&mut batch), 1);
+        assert_eq!(
+            batch
+                .drain()
+                .map(|p| {
+                    let d = p.data().to_vec();
+                    cache.free(p);
+                    d
+                })
+                .collect::<Vec<_>>(),
+            vec![f]
+        );
+    }
+    drop((rx, tx, a, b, cache));
+    assert_eq!(pool.shared_free(), 1024, "frames leaked");
+}
+
+#[test]
+fn a_flood_of_control_frames_does_not_starve_bulk() {
+    if !root_or_skip("a_flood_of_control_frames_does_not_starve_bulk") {
+        return;
+    }
+    let v = Veth::new("f");
+    let pool = Pool::with_frames(2048);
+    let a = port(&v.a, 1, RxMode::Mmsg, &pool);
+    let b = prio_port(&v.b, 1, &pool);
+    let mut rx = b.open_rx(0).unwrap();
+    let frames: Vec<Vec<u8>> = (0..300)
+        .map(|i| {
+            if i % 10 == 0 {
+                frame(i, 64)
+            } else {
+                icmp_frame()
+            }
+        })
+        .collect();
+    send(a.open_tx(0).unwrap().as_mut(), &frames, &pool);
+    std::thread::sleep(Duration::from_millis(50));
+    // 270 control frames wait: bulk frames are read within the first three reads anyway.
+    let mut cache = pool.cache();
+    let mut bulk_at = None;
+    for read in 0..3 {
+        let mut batch = Batch::new();
+        rx.recv(&mut batch);
+        if batch.drain().fold(false, |udp, p| {
+            let is_udp = p.data()[23] == 17;
+            cache.free(p);
+            udp || is_udp
+        }) {
+            bulk_at = Some(read);
+            break;
+        }
+    }
+    assert!(
+        bulk_at.is_some(),
+        "bulk frames starved behind control frames"
+    );
+    let got = receive(&mut [rx], 300, &pool);
+    let s = b.stats();
+    assert_eq!(
+        (s.rx_packets, s.rx_priority),
+        (300, 270),
+        "{} more read",
+        got.len()
+    );
+}
+
+#[test]
+fn several_priority_queues_keep_each_flow_on_one_queue() {
+    if !root_or_skip("several_priority_queues_keep_each_flow_on_one_queue") {
+        return;
+    }
+    let v = Veth::new("m");
+    let pool = Pool::with_frames(2048);
+    let a = port(&v.a, 1, RxMode::Mmsg, &pool);
+    let b = prio_port(&v.b, 4, &pool);
+    let mut rx: Vec<Box<dyn RxQueue>> = (0..4).map(|q| b.open_rx(q).unwrap()).collect();
+    // 32 flows, each a data segment and a pure ACK: both land on the flow's queue.
+    let frames: Vec<Vec<u8>> = (0..32)
+        .flat_map(|i| {
+            [
+                tcp_frame(41000 + i, 0x10, 200),
+                tcp_frame(41000 + i, 0x10, 0),
+            ]
+        })
+        .collect();
+    send(a.open_tx(0).unwrap().as_mut(), &frames, &pool);
+    let got = receive(&mut rx, frames.len(), &pool);
+    assert_eq!(got.len(), frames.len());
+    let mut queue_of = std::collections::HashMap::new();
+    let mut used = std::collections::HashSet::new();
+    for (q, f) in &got {
+        let sport = u16::from_be_bytes([f[34], f[35]]);
+        assert_eq!(
+            *queue_of.entry(sport).or_insert(*q),
+            *q,
+            "flow {sport} on two queues"
+        );
+        used.insert(*q);
+    }
+    assert!(used.len() > 1, "32 flows all on one queue");
+    let s = b.stats();
+    assert_eq!((s.rx_packets, s.rx_priority), (64, 32));
+}
+
+#[test]
+fn prio_needs_mmsg_receive() {
+    let v = if root_or_skip("prio_needs_mmsg_receive") {
+        Veth::new("n")
+    } else {
+        return;
+    };
+    let pool = Pool::with_frames(16);
+    let cfg = AfPacketConfig {
+        prio: true,
+        rx: RxMode::Ring,
+        ..AfPacketConfig::new(&v.a)
+    };
+    let e = AfPacketPort::new("afpacket:x", cfg, &pool).unwrap_err();
+    assert!(e.to_string().contains("prio=on needs rx=mmsg"), "{e}");
+}

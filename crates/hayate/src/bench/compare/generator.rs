@@ -39,7 +39,7 @@ pub const GENERATORS: [Generator; 6] = [
 ];
 
 /// Private hugetlbfs mount for dpdk-testpmd's memory.
-const HUGE_DIR: &str = "/run/hayate-bench-huge";
+pub(crate) const HUGE_DIR: &str = "/run/hayate-bench-huge";
 /// 2 MiB huge pages to have reserved for dpdk-testpmd (raised to, never lowered).
 const HUGE_PAGES: u64 = 256;
 
@@ -253,7 +253,7 @@ impl Generator {
 
 /// Reserves huge pages (only ever raising the count) and mounts a private hugetlbfs for
 /// dpdk-testpmd.
-fn hugepages() -> Result<()> {
+pub(crate) fn hugepages() -> Result<()> {
     let path = "/proc/sys/vm/nr_hugepages";
     let cur: u64 = std::fs::read_to_string(path)?.trim().parse().unwrap_or(0);
     if cur < HUGE_PAGES {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::generator::{self, Generator};
 use super::topo::{in_ns, run, Topo};
 
 /// One switch under test.
@@ -24,20 +25,28 @@ pub enum Switch {
     HayateAfxdp,
     /// Hayate with AF_PACKET ports.
     HayateAfpacket,
+    /// Hayate with AF_PACKET ports whose control frames are read first (`prio=on`).
+    HayateAfpacketPrio,
     /// Open vSwitch's userspace datapath on system (AF_PACKET) ports.
     OvsNetdev,
     /// Open vSwitch's userspace datapath on AF_XDP ports.
     OvsAfxdp,
+    /// dpdk-testpmd forwarding between two AF_XDP ports (`--forward-mode=io`): no parsing,
+    /// no lookup, port 0 to port 1 and back. Not a switch: the floor of what any userspace
+    /// switch on these AF_XDP ports costs, to show how much of a figure is the kernel's.
+    TestpmdAfxdp,
 }
 
 /// Every switch, in the order they are measured.
-pub const ALL: [Switch; 6] = [
+pub const ALL: [Switch; 8] = [
     Switch::Bridge,
     Switch::BridgeRps,
     Switch::HayateAfxdp,
     Switch::HayateAfpacket,
+    Switch::HayateAfpacketPrio,
     Switch::OvsNetdev,
     Switch::OvsAfxdp,
+    Switch::TestpmdAfxdp,
 ];
 
 /// Open vSwitch's daemon as Debian installs it.
@@ -53,8 +62,10 @@ impl Switch {
             Switch::BridgeRps => "linux-bridge-rps",
             Switch::HayateAfxdp => "hayate-afxdp",
             Switch::HayateAfpacket => "hayate-afpacket",
+            Switch::HayateAfpacketPrio => "hayate-afpacket-prio",
             Switch::OvsNetdev => "ovs-netdev",
             Switch::OvsAfxdp => "ovs-afxdp",
+            Switch::TestpmdAfxdp => "testpmd-afxdp",
         }
     }
 
@@ -72,6 +83,7 @@ impl Switch {
             Switch::OvsNetdev | Switch::OvsAfxdp => (!Path::new(OVS_VSWITCHD).exists()
                 || !Path::new(OVS_SCHEMA).exists())
             .then(|| "Open vSwitch is not installed (apt-get install openvswitch-switch)".into()),
+            Switch::TestpmdAfxdp => Generator::TestpmdAfxdp.unavailable(),
             _ => None,
         }
     }
@@ -111,11 +123,11 @@ impl Switch {
                     br,
                 })
             }
-            Switch::HayateAfxdp | Switch::HayateAfpacket => {
-                let kind = if self == Switch::HayateAfxdp {
-                    "afxdp"
-                } else {
-                    "afpacket"
+            Switch::HayateAfxdp | Switch::HayateAfpacket | Switch::HayateAfpacketPrio => {
+                let (kind, opts) = match self {
+                    Switch::HayateAfxdp => ("afxdp", ""),
+                    Switch::HayateAfpacket => ("afpacket", ""),
+                    _ => ("afpacket", ",prio=on"),
                 };
                 let log = dir.join(format!("{}.log", self.name()));
                 let core_s = core.to_string();
@@ -128,9 +140,9 @@ impl Switch {
                         &hayate.to_string_lossy(),
                         "run",
                         "--port",
-                        &format!("{kind}:{}", topo.a1),
+                        &format!("{kind}:{}{opts}", topo.a1),
                         "--port",
-                        &format!("{kind}:{}", topo.b1),
+                        &format!("{kind}:{}{opts}", topo.b1),
                         "--core",
                         &core_s,
                         "--stats-interval",
@@ -148,6 +160,53 @@ impl Switch {
                 };
                 // A switch that cannot open its ports exits at once; say why.
                 std::thread::sleep(Duration::from_millis(500));
+                r.check_alive()?;
+                Ok(r)
+            }
+            Switch::TestpmdAfxdp => {
+                generator::hugepages()?;
+                // Its main lcore (which only prints statistics) shares the core.
+                let lcores = format!("0@{core},1@{core}");
+                let prefix = format!("hayatesw{}", std::process::id());
+                let vdev = |i: usize, dev: &str| {
+                    format!("--vdev=net_af_xdp{i},iface={dev},start_queue=0,queue_count=1")
+                };
+                let err = dir.join(format!("{}.err", self.name()));
+                let child = in_ns(
+                    &topo.ns_s,
+                    &[
+                        "dpdk-testpmd",
+                        "--lcores",
+                        &lcores,
+                        "--main-lcore",
+                        "0",
+                        "--no-pci",
+                        "--in-memory",
+                        "--huge-dir",
+                        generator::HUGE_DIR,
+                        "--file-prefix",
+                        &prefix,
+                        "-m",
+                        "256",
+                        &vdev(0, &topo.a1),
+                        &vdev(1, &topo.b1),
+                        "--",
+                        "--forward-mode=io",
+                        "--auto-start",
+                        "--nb-cores=1",
+                        "--total-num-mbufs=16384",
+                        // Without a stats period testpmd reads stdin and stops at its end.
+                        "--stats-period",
+                        "60",
+                    ],
+                )
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(File::create(&err)?)
+                .spawn()
+                .context("starting dpdk-testpmd")?;
+                let mut r = Running::Child { child, err };
+                std::thread::sleep(Duration::from_secs(2));
                 r.check_alive()?;
                 Ok(r)
             }

@@ -1,0 +1,248 @@
+//! The steering program run on frames by a small classic-BPF interpreter (the subset the
+//! program uses, with the kernel's rules: loads past the end return 0 from the program).
+
+use super::*;
+
+/// Runs `prog` on network-layer bytes `l3` with ancillary protocol `proto`.
+fn run(prog: &[Insn], proto: u16, l3: &[u8]) -> u32 {
+    let (mut a, mut x, mut m) = (0u32, 0u32, [0u32; 16]);
+    let mut pc = 0usize;
+    let load = |off: u32, size: usize| -> Option<u32> {
+        if off == AD_PROTOCOL {
+            return Some(u32::from(proto));
+        }
+        let off = off as usize;
+        let b = l3.get(off..off + size)?;
+        Some(b.iter().fold(0u32, |v, &byte| (v << 8) | u32::from(byte)))
+    };
+    loop {
+        let i = prog[pc];
+        pc += 1;
+        let size = match i.code & 0x18 {
+            0x00 => 4,
+            0x08 => 2,
+            _ => 1,
+        };
+        match i.code & 0x07 {
+            LD => match i.code & 0xe0 {
+                IMM => a = i.k,
+                ABS => match load(i.k, size) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                IND => match load(x.wrapping_add(i.k), size) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                MEM => a = m[i.k as usize],
+                c => panic!("ld mode {c:#x}"),
+            },
+            LDX => match i.code & 0xe0 {
+                MSH => match load(i.k, 1) {
+                    Some(v) => x = (v & 0xf) * 4,
+                    None => return 0,
+                },
+                MEM => x = m[i.k as usize],
+                c => panic!("ldx mode {c:#x}"),
+            },
+            ST => m[i.k as usize] = a,
+            ALU => {
+                let v = if i.code & X != 0 { x } else { i.k };
+                a = match i.code & 0xf0 {
+                    ADD => a.wrapping_add(v),
+                    SUB => a.wrapping_sub(v),
+                    AND => a & v,
+                    MUL => a.wrapping_mul(v),
+                    LSH => a << v,
+                    RSH => a >> v,
+                    MOD => a % v,
+                    XOR => a ^ v,
+                    c => panic!("alu op {c:#x}"),
+                }
+            }
+            JMP => {
+                let v = if i.code & X != 0 { x } else { i.k };
+                let taken = match i.code & 0xf0 {
+                    JEQ => a == v,
+                    JSET => a & v != 0,
+                    c => panic!("jmp op {c:#x}"),
+                };
+                pc += usize::from(if taken { i.jt } else { i.jf });
+            }
+            RET => return if i.code & RET_A != 0 { a } else { i.k },
+            MISC => {
+                assert_eq!(i.code, MISC | TAX);
+                x = a;
+            }
+            c => panic!("class {c:#x}"),
+        }
+    }
+}
+
+fn ipv4(proto: u8, src: [u8; 4], l4: &[u8]) -> Vec<u8> {
+    let total = 20 + l4.len();
+    let mut v = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        proto,
+        0,
+        0,
+    ];
+    v.extend_from_slice(&src);
+    v.extend_from_slice(&[10, 0, 0, 2]);
+    v.extend_from_slice(l4);
+    v
+}
+
+fn ipv6(next: u8, l4: &[u8]) -> Vec<u8> {
+    let len = l4.len();
+    let mut v = vec![0x60, 0, 0, 0, (len >> 8) as u8, len as u8, next, 64];
+    v.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    v.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    v.extend_from_slice(l4);
+    v
+}
+
+/// A TCP header (20 bytes) with `flags` and `payload` bytes after it.
+fn tcp(sport: u16, flags: u8, payload: usize) -> Vec<u8> {
+    let mut v = vec![0u8; 20 + payload];
+    v[..2].copy_from_slice(&sport.to_be_bytes());
+    v[2..4].copy_from_slice(&5201u16.to_be_bytes());
+    v[12] = 5 << 4;
+    v[13] = flags;
+    v
+}
+
+const ACK: u8 = 0x10;
+const SYN: u8 = 0x02;
+const FIN: u8 = 0x01;
+const RST: u8 = 0x04;
+
+/// Whether the frame goes to a priority socket, for a port with `n` queues (checking the
+/// returned index is in range).
+fn is_prio(n: u16, proto: u16, l3: &[u8]) -> bool {
+    let q = run(&program(n), proto, l3);
+    assert!(
+        q < 2 * u32::from(n),
+        "index {q} out of range for {n} queues"
+    );
+    q >= u32::from(n)
+}
+
+#[test]
+fn control_frames_go_to_the_priority_socket() {
+    for n in [1, 2, 4] {
+        let src = [10, 0, 0, 1];
+        assert!(is_prio(n, 0x0806, &[0, 1, 8, 0, 6, 4, 0, 1]), "ARP");
+        assert!(
+            is_prio(n, 0x0800, &ipv4(1, src, &[8, 0, 0, 0, 0, 1, 0, 1])),
+            "ICMP"
+        );
+        assert!(
+            is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, ACK, 0))),
+            "ACK"
+        );
+        assert!(
+            is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, SYN, 0))),
+            "SYN"
+        );
+        assert!(
+            is_prio(n, 0x86dd, &ipv6(58, &[128, 0, 0, 0, 0, 1, 0, 1])),
+            "ICMPv6"
+        );
+        assert!(is_prio(n, 0x86dd, &ipv6(6, &tcp(40000, ACK, 0))), "v6 ACK");
+    }
+}
+
+#[test]
+fn data_and_connection_ends_stay_in_bulk() {
+    for n in [1, 2, 4] {
+        let src = [10, 0, 0, 1];
+        assert!(
+            !is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, ACK, 1))),
+            "1 byte"
+        );
+        assert!(
+            !is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, ACK, 1448))),
+            "MSS"
+        );
+        assert!(
+            !is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, ACK | FIN, 0))),
+            "FIN"
+        );
+        assert!(
+            !is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, RST, 0))),
+            "RST"
+        );
+        assert!(!is_prio(n, 0x0800, &ipv4(17, src, &[0u8; 26])), "UDP");
+        assert!(
+            !is_prio(n, 0x86dd, &ipv6(6, &tcp(40000, ACK, 100))),
+            "v6 data"
+        );
+        assert!(!is_prio(n, 0x86dd, &ipv6(17, &[0u8; 18])), "v6 UDP");
+        assert!(!is_prio(n, 0x86dd, &ipv6(0, &[0u8; 48])), "v6 hop-by-hop");
+        assert!(!is_prio(n, 0x8100, &[0u8; 40]), "VLAN tag left in");
+        assert!(!is_prio(n, 0x88cc, &[0u8; 40]), "LLDP");
+        // A later fragment of a TCP packet: its bytes are not a TCP header.
+        let mut frag = ipv4(6, src, &tcp(40000, ACK, 0));
+        frag[6] = 0x00;
+        frag[7] = 0x10;
+        assert!(!is_prio(n, 0x0800, &frag), "fragment");
+        // Options in the IPv4 header move the TCP header.
+        let mut opts = ipv4(
+            6,
+            src,
+            &[[1u8, 1, 1, 1].as_slice(), &tcp(40000, ACK, 0)].concat(),
+        );
+        opts[0] = 0x46;
+        assert!(is_prio(n, 0x0800, &opts), "IPv4 options, pure ACK");
+    }
+}
+
+#[test]
+fn truncated_frames_go_to_the_first_bulk_socket() {
+    assert_eq!(run(&program(4), 0x0800, &[0x45, 0, 0]), 0);
+    assert_eq!(run(&program(1), 0x86dd, &[0x60]), 0);
+}
+
+#[test]
+fn flows_spread_over_queues_and_stay_on_one() {
+    let n = 4;
+    let mut seen = [0usize; 8];
+    for i in 0..64u16 {
+        let src = [10, 0, (i >> 8) as u8, i as u8];
+        let data = run(
+            &program(n),
+            0x0800,
+            &ipv4(6, src, &tcp(40000 + i, ACK, 100)),
+        );
+        let ack = run(&program(n), 0x0800, &ipv4(6, src, &tcp(40000 + i, ACK, 0)));
+        // A flow's data and its ACKs use the same queue's two sockets.
+        assert_eq!(data + u32::from(n), ack);
+        seen[data as usize] += 1;
+        let udp = ipv4(
+            17,
+            src,
+            &[[0x9c, 0x40 + i as u8].as_slice(), &[0u8; 24]].concat(),
+        );
+        assert!(run(&program(n), 0x0800, &udp) < u32::from(n));
+    }
+    for (q, &c) in seen[..usize::from(n)].iter().enumerate() {
+        assert!(c >= 4, "queue {q} got {c} of 64 flows: {seen:?}");
+    }
+}
+
+#[test]
+fn one_queue_needs_no_hash() {
+    let one = program(1);
+    let four = program(4);
+    assert!(one.len() < 40, "{} instructions", one.len());
+    assert!(four.len() < 255, "{} instructions", four.len());
+}
