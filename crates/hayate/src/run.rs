@@ -312,6 +312,7 @@ fn write_stats_json(path: &Path, views: &[StatsView]) -> Result<()> {
                 "rx_bytes": s.rx_bytes,
                 "rx_dropped": s.rx_dropped,
                 "rx_errors": s.rx_errors,
+                "rx_priority": s.rx_priority,
                 "tx_packets": s.tx_packets,
                 "tx_bytes": s.tx_bytes,
                 "tx_dropped": s.tx_dropped,
@@ -354,9 +355,14 @@ fn print_view_refs(views: &[&StatsView]) {
     for sw in views {
         for (ofport, name, port) in &sw.ports {
             let s = port.stats();
+            let prio = if s.rx_priority > 0 {
+                format!(" ({} priority)", s.rx_priority)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "{} port {} ({}): rx {} pkts {} bytes, tx {} pkts {} bytes, drops rx {} tx {}",
+                "{} port {} ({}): rx {} pkts{prio} {} bytes, tx {} pkts {} bytes, drops rx {} tx {}",
                 sw.name,
                 ofport,
                 name,

@@ -36,11 +36,19 @@ pub enum PortKind {
     /// A veth pair, the switch's end opened with `afxdp:IF` (copy mode: veths have no
     /// zero-copy).
     AfXdp,
+    /// A veth pair, the switch's end opened with `afpacket:IF,prio=on` (control frames in a
+    /// socket of their own, read first).
+    AfPacketPrio,
 }
 
 impl PortKind {
     /// Every kind the suite runs over.
-    pub const ALL: [PortKind; 3] = [PortKind::AfPacket, PortKind::Tap, PortKind::AfXdp];
+    pub const ALL: [PortKind; 4] = [
+        PortKind::AfPacket,
+        PortKind::Tap,
+        PortKind::AfXdp,
+        PortKind::AfPacketPrio,
+    ];
 
     /// The switch's port spec for interface `ifname`.
     pub fn spec(self, ifname: &str) -> String {
@@ -48,6 +56,7 @@ impl PortKind {
             PortKind::AfPacket => format!("afpacket:{ifname}"),
             PortKind::Tap => format!("tap:{ifname}"),
             PortKind::AfXdp => format!("afxdp:{ifname}"),
+            PortKind::AfPacketPrio => format!("afpacket:{ifname},prio=on"),
         }
     }
 
@@ -238,7 +247,9 @@ impl Net {
         let host_ns = self.ns(host);
         let switch_if = format!("{}{host}s", self.prefix);
         let host_if = match kind {
-            PortKind::AfPacket | PortKind::AfXdp => format!("{}{host}h", self.prefix),
+            PortKind::AfPacket | PortKind::AfXdp | PortKind::AfPacketPrio => {
+                format!("{}{host}h", self.prefix)
+            }
             PortKind::Tap => switch_if.clone(),
         };
         assert!(switch_if.len() <= 15, "interface name {switch_if} too long");
