@@ -246,3 +246,45 @@ fn one_queue_needs_no_hash() {
     assert!(one.len() < 40, "{} instructions", one.len());
     assert!(four.len() < 255, "{} instructions", four.len());
 }
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_l3() -> impl Strategy<Value = (u16, Vec<u8>)> {
+        let proto = prop_oneof![
+            Just(0x0800u16),
+            Just(0x86dd),
+            Just(0x0806),
+            Just(0x8100),
+            any::<u16>()
+        ];
+        (proto, proptest::collection::vec(any::<u8>(), 0..120)).prop_map(|(p, mut b)| {
+            // Mostly well-formed version nibbles, so the deep paths run.
+            if let Some(v) = b.first_mut() {
+                *v = match p {
+                    0x0800 => 0x40 | (*v & 0x0f).max(5),
+                    0x86dd => 0x60 | (*v & 0x0f),
+                    _ => *v,
+                };
+            }
+            (p, b)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn every_frame_gets_a_socket_of_its_class((proto, l3) in any_l3(), n in 1u16..=8) {
+            let one = run(&program(1), proto, &l3);
+            prop_assert!(one < 2);
+            let q = run(&program(n), proto, &l3);
+            prop_assert!(q < 2 * u32::from(n));
+            // The class does not depend on the number of queues when the frame holds every
+            // header word the program may read (a shorter one may stop in the hash, and
+            // then goes to bulk queue 0).
+            if l3.len() >= 64 {
+                prop_assert_eq!(q >= u32::from(n), one == 1);
+            }
+        }
+    }
+}

@@ -9,6 +9,7 @@
 
 pub(crate) mod generator;
 pub(crate) mod measure;
+mod median;
 mod report;
 mod switches;
 pub(crate) mod topo;
@@ -49,6 +50,10 @@ pub struct CompareArgs {
     /// Length of each iperf3 TCP stream, seconds (0: no TCP test).
     #[arg(long, default_value_t = 10)]
     pub tcp_seconds: u64,
+    /// Measure every switch this many times, the switches taking turns; the table shows
+    /// each figure's median over the runs, the JSON also keeps every run.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
     /// Pings per latency measurement (one per millisecond).
     #[arg(long, default_value_t = 1000)]
     pub pings: usize,
@@ -113,6 +118,9 @@ pub fn main(args: CompareArgs) -> Result<()> {
     if !(args.seconds > 0.0 && args.seconds <= 600.0 && (0.0..=600.0).contains(&args.warmup)) {
         bail!("--seconds must be in (0, 600] and --warmup in [0, 600]");
     }
+    if !(1..=20).contains(&args.repeat) {
+        bail!("--repeat must be in 1..=20");
+    }
     for &s in &args.sizes {
         if !(64..=1518).contains(&s) {
             bail!("frame size {s} is out of range; use 64..=1518");
@@ -137,27 +145,43 @@ pub fn main(args: CompareArgs) -> Result<()> {
         gen_core: args.gen_core,
         switch_core: args.switch_core,
         window_s: args.seconds,
+        repeat: args.repeat,
         results: Vec::new(),
+        runs: Vec::new(),
     };
-    for sw in switches {
-        let mut r = SwitchResult {
-            switch: sw.name().into(),
-            ..SwitchResult::default()
-        };
-        if let Some(why) = sw.unavailable() {
-            eprintln!("hayate: skipping {}: {why}", sw.name());
-            r.status = format!("skipped: {why}");
-        } else {
-            eprintln!("hayate: measuring {} ...", sw.name());
-            r.status = match measure_switch(sw, &args, gen, &hayate, &dir, &mut r) {
-                Ok(()) => "ok".into(),
-                Err(e) => {
-                    eprintln!("hayate: {}: {e:#}", sw.name());
-                    format!("failed: {e:#}")
-                }
+    let mut runs: Vec<Vec<SwitchResult>> = vec![Vec::new(); switches.len()];
+    for rep in 0..args.repeat {
+        for (i, &sw) in switches.iter().enumerate() {
+            let mut r = SwitchResult {
+                switch: sw.name().into(),
+                ..SwitchResult::default()
             };
+            if let Some(why) = sw.unavailable() {
+                if rep == 0 {
+                    eprintln!("hayate: skipping {}: {why}", sw.name());
+                }
+                r.status = format!("skipped: {why}");
+            } else {
+                eprintln!(
+                    "hayate: measuring {} (run {} of {}) ...",
+                    sw.name(),
+                    rep + 1,
+                    args.repeat
+                );
+                r.status = match measure_switch(sw, &args, gen, &hayate, &dir, &mut r) {
+                    Ok(()) => "ok".into(),
+                    Err(e) => {
+                        eprintln!("hayate: {}: {e:#}", sw.name());
+                        format!("failed: {e:#}")
+                    }
+                };
+            }
+            runs[i].push(r);
         }
-        report.results.push(r);
+    }
+    report.results = runs.iter().map(|r| median::summarize(r)).collect();
+    if args.repeat > 1 {
+        report.runs = runs;
     }
     print!("{}", report.table());
     if let Some(p) = &args.json {

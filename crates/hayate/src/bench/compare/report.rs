@@ -46,8 +46,13 @@ pub struct Report {
     pub switch_core: usize,
     /// Measured window per frame size, seconds.
     pub window_s: f64,
-    /// Per switch.
+    /// Runs per switch (`--repeat`).
+    pub repeat: usize,
+    /// Per switch: each figure the median over its runs.
     pub results: Vec<SwitchResult>,
+    /// Every run of every switch, when there were several (`--repeat N`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<Vec<SwitchResult>>,
 }
 
 fn ratio(v: Option<f64>, base: Option<f64>) -> String {
@@ -92,7 +97,11 @@ impl Report {
             "TCP on Gb/s", "TCP off Gb/s", "ping idle µs", "ping load µs", "idle CPU"
         );
         s.push_str(&" ".repeat(16));
-        s.push_str(" (min/median/p99 for pings; ratios to the Linux bridge)\n");
+        s.push_str(" (min/median/p99 for pings; ratios to the Linux bridge");
+        if self.repeat > 1 {
+            let _ = write!(s, "; each figure the median of {} runs", self.repeat);
+        }
+        s.push_str(")\n");
         for r in &self.results {
             let _ = write!(s, "{:<16}", r.switch);
             for f in &frames {
@@ -247,6 +256,8 @@ mod tests {
                     tcp_offloads_off: None,
                 },
             ],
+            repeat: 1,
+            runs: Vec::new(),
         }
     }
 
