@@ -259,3 +259,143 @@ fn a_thrashing_emc_is_bypassed_and_forwarding_stays_right() {
     assert_eq!(s[Counter::TxPackets], 300 * 32);
     assert_eq!(s.drops(), 0);
 }
+
+/// Frames a [`PrioPort`]'s queue hands out as its priority class.
+type Inbox = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// A ring port whose rx queue also has a priority class, fed from an inbox; each bulk read
+/// first moves `later` into the inbox of `arrive`, as if those frames came in while the
+/// switch worked on that batch.
+struct PrioPort {
+    ring: Arc<dyn Port>,
+    inbox: Inbox,
+    arrive: Option<(Inbox, Vec<Vec<u8>>)>,
+    pool: Pool,
+}
+
+struct PrioRxQueue {
+    bulk: Box<dyn RxQueue>,
+    inbox: Inbox,
+    arrive: Option<(Inbox, Vec<Vec<u8>>)>,
+    cache: PoolCache,
+}
+
+impl RxQueue for PrioRxQueue {
+    fn recv(&mut self, batch: &mut Batch) -> usize {
+        let n = self.bulk.recv(batch);
+        if n > 0 {
+            if let Some((inbox, frames)) = self.arrive.take() {
+                inbox.lock().unwrap().extend(frames);
+            }
+        }
+        n
+    }
+
+    fn has_priority(&self) -> bool {
+        true
+    }
+
+    fn recv_priority(&mut self, batch: &mut Batch) -> usize {
+        let frames: Vec<Vec<u8>> = self.inbox.lock().unwrap().drain(..).collect();
+        for f in &frames {
+            batch.push(self.cache.alloc_from(f).unwrap()).unwrap();
+        }
+        frames.len()
+    }
+}
+
+impl Port for PrioPort {
+    fn name(&self) -> &str {
+        self.ring.name()
+    }
+    fn capabilities(&self) -> port::Capabilities {
+        self.ring.capabilities()
+    }
+    fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, port::PortError> {
+        Ok(Box::new(PrioRxQueue {
+            bulk: self.ring.open_rx(queue)?,
+            inbox: self.inbox.clone(),
+            arrive: self.arrive.clone(),
+            cache: self.pool.cache(),
+        }))
+    }
+    fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, port::PortError> {
+        self.ring.open_tx(queue)
+    }
+    fn stats(&self) -> port::PortStats {
+        self.ring.stats()
+    }
+}
+
+#[test]
+fn a_priority_frame_waits_for_one_batch_not_for_a_loop() {
+    // Ports 1 and 2 carry bulk frames to port 3. A control frame reaches port 1's priority
+    // class while the thread works on port 1's batch: it must leave before port 2's batch.
+    let pool = Pool::with_frames(4096);
+    let inbox1: Inbox = Arc::default();
+    let control = udp(9999, 3);
+    let mut b = Datapath::builder()
+        .pool(pool.clone())
+        .config(DpConfig::default());
+    let mut feed = Vec::new();
+    let mut out = None;
+    for p in 1..=3u32 {
+        let (sw, peer) = ring::pair(&format!("psw{p}"), &format!("pout{p}"), 512, &pool);
+        let port: Arc<dyn Port> = if p == 3 {
+            sw
+        } else {
+            Arc::new(PrioPort {
+                ring: sw,
+                inbox: if p == 1 {
+                    inbox1.clone()
+                } else {
+                    Arc::default()
+                },
+                arrive: (p == 1).then(|| (inbox1.clone(), vec![control.clone()])),
+                pool: pool.clone(),
+            })
+        };
+        if p == 3 {
+            out = Some(peer.open_rx(0).unwrap());
+        } else {
+            feed.push(peer.open_tx(0).unwrap());
+        }
+        b = b.port(p, port);
+    }
+    let to3 = logic(|_, t| t.actions.push(DpAction::Output(3)));
+    let dp = b
+        .upcall_factory(move |_| Box::new(Fake(to3.clone())))
+        .threads(vec![None])
+        .build()
+        .unwrap();
+    let mut pmd = dp.build_pmds().unwrap().pop().unwrap();
+    let mut cache = pool.cache();
+    for (i, tx) in feed.iter_mut().enumerate() {
+        let mut batch = Batch::new();
+        for k in 0..4 {
+            batch
+                .push(cache.alloc_from(&udp(100 * (i as u16 + 1) + k, 3)).unwrap())
+                .unwrap();
+        }
+        assert_eq!(tx.send(&mut batch), 4);
+    }
+    assert_eq!(
+        pmd.poll_once(),
+        9,
+        "one loop forwards both batches and the control frame"
+    );
+    let mut got = Vec::new();
+    let mut batch = Batch::new();
+    let rx = out.as_mut().unwrap();
+    while rx.recv(&mut batch) != 0 {
+        for p in batch.drain() {
+            got.push(p.data().to_vec());
+            cache.free(p);
+        }
+    }
+    let sports: Vec<u16> = got
+        .iter()
+        .map(|f| u16::from_be_bytes([f[34], f[35]]))
+        .collect();
+    assert_eq!(sports, [100, 101, 102, 103, 9999, 200, 201, 202, 203]);
+}

@@ -149,6 +149,19 @@ pub trait RxQueue: Send {
     fn readiness_fd(&self) -> Option<RawFd> {
         None
     }
+
+    /// Whether the queue keeps a priority class of frames apart (control frames a person or
+    /// a protocol waits on, e.g. AF_PACKET `prio=on`). A poll thread then also reads that
+    /// class with [`RxQueue::recv_priority`] between its other reads.
+    fn has_priority(&self) -> bool {
+        false
+    }
+
+    /// Appends frames of the priority class only, if any wait; returns how many. Never
+    /// blocks. Default: none.
+    fn recv_priority(&mut self, _batch: &mut Batch) -> usize {
+        0
+    }
 }
 
 /// The transmit side of one queue of a port. Owned by one thread.

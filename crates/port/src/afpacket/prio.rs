@@ -8,7 +8,10 @@
 //! followed by a short one, so the time a control frame can wait for the switch to finish
 //! with bulk work stays about one super-packet's worth.
 //!
-//! Both sockets sit behind one epoll descriptor, so an idle poll thread sleeps on both.
+//! Both sockets sit behind one epoll descriptor, so an idle poll thread sleeps on both. The
+//! queue also offers its priority socket alone ([`RxQueue::recv_priority`]): the poll thread
+//! reads it after every batch it processes, from any port, so a control frame waits for at
+//! most one batch's work.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -92,5 +95,13 @@ impl RxQueue for PrioRx {
 
     fn readiness_fd(&self) -> Option<RawFd> {
         Some(self.epoll.as_raw_fd())
+    }
+
+    fn has_priority(&self) -> bool {
+        true
+    }
+
+    fn recv_priority(&mut self, batch: &mut Batch) -> usize {
+        self.prio.recv(batch)
     }
 }
