@@ -11,8 +11,8 @@
 //! Both sockets sit behind one epoll descriptor, so an idle poll thread sleeps on both. The
 //! queue also offers its priority socket alone ([`RxQueue::recv_priority`]): the poll thread
 //! reads it after every batch it processes, from any port, so a control frame waits for at
-//! most one batch's work. The bulk socket is still read once per loop over the ports, so a
-//! flood of control frames slows bulk traffic but cannot stop it.
+//! most one batch's work. The bulk socket is still read at least every other loop over the
+//! ports, so a flood of control frames slows bulk traffic but cannot stop it.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
