@@ -39,7 +39,7 @@ pub const GENERATORS: [Generator; 6] = [
 ];
 
 /// Private hugetlbfs mount for dpdk-testpmd's memory.
-pub(crate) const HUGE_DIR: &str = "/run/hayate-bench-huge";
+const HUGE_DIR: &str = "/run/hayate-bench-huge";
 /// 2 MiB huge pages to have reserved for dpdk-testpmd (raised to, never lowered).
 const HUGE_PAGES: u64 = 256;
 
@@ -199,47 +199,26 @@ impl Generator {
                 )
             }
             Generator::TestpmdAfxdp | Generator::TestpmdAfpacket => {
-                hugepages()?;
                 let vdev = if self == Generator::TestpmdAfxdp {
                     format!("net_af_xdp0,iface={dev},start_queue=0,queue_count=1")
                 } else {
                     format!("net_af_packet0,iface={dev},qpairs=1,qdisc_bypass=1")
                 };
                 let lcores = format!("{core},{other_core}");
-                let prefix = format!("hayategen{}", std::process::id());
-                let peer = format!("0,{MAC_B}");
-                let ips = format!("{IP_A},{IP_SINK}");
-                let len = (frame - 4).to_string();
-                in_ns(
+                let main = other_core.to_string();
+                testpmd(
                     ns,
+                    &["-l", &lcores, "--main-lcore", &main],
+                    "gen",
+                    &[vdev],
                     &[
-                        "dpdk-testpmd",
-                        "-l",
-                        &lcores,
-                        "--main-lcore",
-                        &other_core.to_string(),
-                        "--no-pci",
-                        "--in-memory",
-                        "--huge-dir",
-                        HUGE_DIR,
-                        "--file-prefix",
-                        &prefix,
-                        "-m",
-                        "256",
-                        &format!("--vdev={vdev}"),
-                        "--",
                         "--forward-mode=txonly",
-                        &format!("--eth-peer={peer}"),
-                        &format!("--tx-ip={ips}"),
-                        &format!("--txpkts={len}"),
-                        "--auto-start",
-                        "--nb-cores=1",
+                        &format!("--eth-peer=0,{MAC_B}"),
+                        &format!("--tx-ip={IP_A},{IP_SINK}"),
+                        &format!("--txpkts={}", frame - 4),
                         "--total-num-mbufs=8192",
-                        // Without a stats period testpmd reads stdin and stops at its end.
-                        "--stats-period",
-                        "60",
                     ],
-                )
+                )?
             }
         };
         let mut cmd = cmd;
@@ -251,9 +230,45 @@ impl Generator {
     }
 }
 
+/// `dpdk-testpmd` in namespace `ns`, one forwarding core, started at once: huge pages
+/// reserved first, then the EAL settings every use here shares (no PCI, in memory, the private
+/// hugetlbfs, 256 MiB, a file prefix unique to `tag` and this process), the given lcore
+/// arguments and vdevs, and after `--` the `app` arguments and a stats period (without one
+/// testpmd reads stdin and stops at its end).
+pub(crate) fn testpmd(
+    ns: &str,
+    lcores: &[&str],
+    tag: &str,
+    vdevs: &[String],
+    app: &[&str],
+) -> Result<std::process::Command> {
+    hugepages()?;
+    let prefix = format!("hayate{tag}{}", std::process::id());
+    let mut args: Vec<String> = vec!["dpdk-testpmd".into()];
+    args.extend(lcores.iter().map(|a| a.to_string()));
+    for a in [
+        "--no-pci",
+        "--in-memory",
+        "--huge-dir",
+        HUGE_DIR,
+        "--file-prefix",
+    ] {
+        args.push(a.into());
+    }
+    args.extend([prefix, "-m".into(), "256".into()]);
+    args.extend(vdevs.iter().map(|v| format!("--vdev={v}")));
+    args.push("--".into());
+    args.extend(app.iter().map(|a| a.to_string()));
+    for a in ["--auto-start", "--nb-cores=1", "--stats-period", "60"] {
+        args.push(a.into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Ok(in_ns(ns, &args))
+}
+
 /// Reserves huge pages (only ever raising the count) and mounts a private hugetlbfs for
 /// dpdk-testpmd.
-pub(crate) fn hugepages() -> Result<()> {
+fn hugepages() -> Result<()> {
     let path = "/proc/sys/vm/nr_hugepages";
     let cur: u64 = std::fs::read_to_string(path)?.trim().parse().unwrap_or(0);
     if cur < HUGE_PAGES {

@@ -164,42 +164,19 @@ impl Switch {
                 Ok(r)
             }
             Switch::TestpmdAfxdp => {
-                generator::hugepages()?;
                 // Its main lcore (which only prints statistics) shares the core.
                 let lcores = format!("0@{core},1@{core}");
-                let prefix = format!("hayatesw{}", std::process::id());
                 let vdev = |i: usize, dev: &str| {
-                    format!("--vdev=net_af_xdp{i},iface={dev},start_queue=0,queue_count=1")
+                    format!("net_af_xdp{i},iface={dev},start_queue=0,queue_count=1")
                 };
                 let err = dir.join(format!("{}.err", self.name()));
-                let child = in_ns(
+                let child = generator::testpmd(
                     &topo.ns_s,
-                    &[
-                        "dpdk-testpmd",
-                        "--lcores",
-                        &lcores,
-                        "--main-lcore",
-                        "0",
-                        "--no-pci",
-                        "--in-memory",
-                        "--huge-dir",
-                        generator::HUGE_DIR,
-                        "--file-prefix",
-                        &prefix,
-                        "-m",
-                        "256",
-                        &vdev(0, &topo.a1),
-                        &vdev(1, &topo.b1),
-                        "--",
-                        "--forward-mode=io",
-                        "--auto-start",
-                        "--nb-cores=1",
-                        "--total-num-mbufs=16384",
-                        // Without a stats period testpmd reads stdin and stops at its end.
-                        "--stats-period",
-                        "60",
-                    ],
-                )
+                    &["--lcores", &lcores, "--main-lcore", "0"],
+                    "sw",
+                    &[vdev(0, &topo.a1), vdev(1, &topo.b1)],
+                    &["--forward-mode=io", "--total-num-mbufs=16384"],
+                )?
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(File::create(&err)?)
