@@ -4,6 +4,18 @@
 //! with one entry per port; thread `t` sends on tx queue `t % tx_queues` of each port. When a
 //! port has fewer tx queues than there are threads, the threads that land on the same queue
 //! share it behind a mutex taken once per tx batch; otherwise each thread owns its queue.
+//!
+//! The priority lane: when ports keep control frames apart in priority receive queues
+//! ([`port::Port::priority_queues`], AF_PACKET `prio=on`: ARP, ICMP, ICMPv6, TCP handshakes),
+//! one more thread reads them all. It shares thread 0's core, runs as a real-time thread
+//! (`SCHED_FIFO`, so the kernel switches to it as soon as a control frame wakes it, at the
+//! poll thread's next system call or preemption point) and sleeps as soon as its queues are
+//! empty, so a ping does not wait behind the poll threads' bulk work (a TCP stream's
+//! super-packets: 30–110 µs of kernel copying each on a veth) and costs the bulk traffic one
+//! context switch. It may be busy a quarter of each millisecond at most (a flood of pings
+//! then slows itself, not the bulk traffic; `lane_yields` counts the times). It is a poll
+//! thread like the others (own caches, own counters, index after the last poll thread), and
+//! ports give it a transmit queue of its own when they have one to spare.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -225,6 +237,18 @@ impl Datapath {
                 k += 1;
             }
         }
+        // Priority queues go to a thread of their own, the priority lane (module docs).
+        let mut lane_rx: Vec<(u32, Box<dyn port::RxQueue>)> = Vec::new();
+        for (ofport, p) in &self.ports {
+            for q in 0..p.priority_queues() {
+                lane_rx.push((*ofport, p.open_priority_rx(q).map_err(open_err)?));
+            }
+        }
+        let lane = !lane_rx.is_empty();
+        if lane {
+            rx.push(lane_rx);
+        }
+        let nthreads = nthreads + usize::from(lane);
         // Tx tables: one entry per port per thread. Ports with virtio-net headers may deliver
         // TCP super-packets kept whole; ports without them get them cut.
         let supers = self.ports.iter().any(|(_, p)| p.capabilities().vnet_hdr);
@@ -260,16 +284,21 @@ impl Datapath {
         }
         let mut pmds = Vec::with_capacity(nthreads);
         for (i, (rx, tx)) in rx.into_iter().zip(tx).enumerate() {
-            pmds.push(Pmd::new(PmdParts {
+            let is_lane = lane && i == nthreads - 1;
+            let mut pmd = Pmd::new(PmdParts {
                 index: i,
-                core: self.threads[i],
+                core: self.threads[if is_lane { 0 } else { i }],
                 rx,
                 tx,
                 cache: self.pool.cache(),
                 upcall: (self.upcall)(i),
                 packet_ins: self.pi_tx.clone(),
                 config: self.config.clone(),
-            }));
+            });
+            if is_lane {
+                pmd.make_lane();
+            }
+            pmds.push(pmd);
         }
         let inject_rx = self
             .inject_rx
@@ -299,13 +328,22 @@ impl Datapath {
             pmd.attach_stop_wake(stop_wake.clone());
             stats.push(pmd.stats_handle().clone());
             let stop = stop.clone();
-            let name = format!("hayate-pmd{}", pmd.index());
+            let name = if pmd.is_lane() {
+                "hayate-lane".to_string()
+            } else {
+                format!("hayate-pmd{}", pmd.index())
+            };
             let h = std::thread::Builder::new()
                 .name(name.clone())
                 .spawn(move || {
                     if let Some(core) = pmd.core() {
                         if let Err(e) = pin_to_core(core) {
                             eprintln!("{name}: cannot pin to core {core} ({e}); running unpinned");
+                        }
+                    }
+                    if pmd.is_lane() {
+                        if let Err(e) = realtime() {
+                            eprintln!("{name}: cannot run as a real-time thread ({e}); control frames may wait behind bulk work");
                         }
                     }
                     pmd.run(&stop);
@@ -400,6 +438,17 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Makes the calling thread a real-time one (`SCHED_FIFO`, the lowest real-time priority):
+/// it runs as soon as it wakes, ahead of every normal thread on its core.
+fn realtime() -> Result<(), String> {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: `param` is a valid sched_param for the call; pid 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    Ok(())
 }
 
 /// Pins the calling thread to `core`.

@@ -79,6 +79,12 @@ const BAD_FRAME: u16 = parsed::TRUNCATED | parsed::MALFORMED;
 const WINDOW_NS: u64 = 1_000_000;
 /// Megaflow slots examined per maintenance pass for idleness.
 const SWEEP_SLOTS: usize = 4096;
+/// The window over which the priority lane's share of its core is kept.
+const LANE_WINDOW_NS: u64 = 1_000_000;
+/// Most of each window the priority lane may be busy; past it, it sleeps to the window's
+/// end, so a flood of control frames (pings, SYNs, ARP) takes at most a quarter of the core
+/// from bulk traffic. A ping takes a few microseconds of it.
+const LANE_BUSY_NS: u64 = 250_000;
 /// Empty polls between clock reads when idle (for maintenance).
 const IDLE_POLLS_PER_CHECK: u32 = 1024;
 
@@ -121,8 +127,6 @@ pub struct Pmd {
     index: usize,
     core: Option<usize>,
     rx: Vec<(u32, Box<dyn RxQueue>)>,
-    /// Indices into `rx` of the queues that keep a priority class apart.
-    prio_rx: Vec<usize>,
     exec: Executor,
     emc: Emc,
     cls: Dpcls,
@@ -146,6 +150,17 @@ pub struct Pmd {
     stop_wake: Option<Arc<Wake>>,
     /// Signalled after a poll that queued packet-ins.
     packet_in_wake: Option<Arc<Wake>>,
+    /// This thread is the priority lane.
+    lane: bool,
+    /// The lane's share of the core: busy time in the current window.
+    lane_window: LaneWindow,
+}
+
+/// The priority lane's use of its core over a window of [`LANE_WINDOW_NS`].
+#[derive(Debug, Default)]
+struct LaneWindow {
+    start_ns: u64,
+    busy_ns: u64,
 }
 
 impl std::fmt::Debug for Pmd {
@@ -207,14 +222,10 @@ impl Pmd {
         });
         let cache_gen = p.upcall.generation();
         let idle = Idle::new(cfg.idle, p.rx.iter().map(|(_, q)| q.readiness_fd()));
-        let prio_rx = (0..p.rx.len())
-            .filter(|&i| p.rx[i].1.has_priority())
-            .collect();
         Pmd {
             index: p.index,
             core: p.core,
             rx: p.rx,
-            prio_rx,
             exec: Executor::new(p.tx, p.cache, p.packet_ins),
             emc: Emc::new(cfg.emc_entries, cfg.emc_insert_inv_prob),
             cls: Dpcls::new(cfg.max_megaflows),
@@ -235,6 +246,8 @@ impl Pmd {
             inject: None,
             stop_wake: None,
             packet_in_wake: None,
+            lane: false,
+            lane_window: LaneWindow::default(),
         }
     }
 
@@ -271,6 +284,20 @@ impl Pmd {
     /// OpenFlow ports of the rx queues this thread polls.
     pub fn rx_ports(&self) -> impl Iterator<Item = u32> + '_ {
         self.rx.iter().map(|r| r.0)
+    }
+
+    /// Makes this thread the priority lane (see [`crate::datapath`]): it sleeps as soon as
+    /// its queues are empty, and works at most [`LANE_BUSY_NS`] of each [`LANE_WINDOW_NS`].
+    pub(crate) fn make_lane(&mut self) {
+        self.lane = true;
+        self.cfg.idle.spin_us = 0;
+        self.rebuild_idle();
+    }
+
+    /// Whether this thread is the priority lane: the thread that reads the ports' priority
+    /// receive queues ([`port::Port::priority_queues`]) and runs ahead of the poll threads.
+    pub fn is_lane(&self) -> bool {
+        self.lane
     }
 
     /// Signals `wake` after each poll that queued packet-ins.
@@ -333,9 +360,6 @@ impl Pmd {
             }
             self.process(ofport, t0);
             total += n;
-            if !self.prio_rx.is_empty() {
-                total += self.priority_pass();
-            }
         }
         if total == 0 {
             self.idle_polls += 1;
@@ -358,8 +382,12 @@ impl Pmd {
     /// Sleeps when the queues stay empty (see [`crate::idle`]).
     pub fn run(&mut self, stop: &std::sync::atomic::AtomicBool) {
         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let t0 = if self.lane { self.clock.now_ns() } else { 0 };
             if self.poll_once() != 0 {
                 self.idle.busy();
+                if self.lane {
+                    self.lane_budget(t0);
+                }
                 continue;
             }
             let now = self.clock.now_ns();
@@ -383,22 +411,28 @@ impl Pmd {
         self.shutdown();
     }
 
-    /// Reads and processes the priority class of every queue that keeps one: run after each
-    /// batch, so a control frame waits for at most one batch's work (a TCP super-packet is
-    /// 30–110 µs of kernel copying on a veth), not for a whole loop over the queues.
-    fn priority_pass(&mut self) -> usize {
-        let mut total = 0;
-        for i in 0..self.prio_rx.len() {
-            let t0 = cycles();
-            let (ofport, rxq) = &mut self.rx[self.prio_rx[i]];
-            let ofport = *ofport;
-            let n = rxq.recv_priority(&mut self.s.batch);
-            if n != 0 {
-                self.process(ofport, t0);
-                total += n;
-            }
+    /// Adds a busy poll that began at `t0` to the lane's window; past its share the lane
+    /// sleeps to the window's end (it runs ahead of the poll threads on its core).
+    fn lane_budget(&mut self, t0: u64) {
+        let now = self.clock.now_ns();
+        let w = &mut self.lane_window;
+        if now.saturating_sub(w.start_ns) >= LANE_WINDOW_NS {
+            *w = LaneWindow {
+                start_ns: t0,
+                busy_ns: 0,
+            };
         }
-        total
+        w.busy_ns += now.saturating_sub(t0);
+        if w.busy_ns > LANE_BUSY_NS {
+            let rest = (w.start_ns + LANE_WINDOW_NS).saturating_sub(now);
+            std::thread::sleep(std::time::Duration::from_nanos(rest.max(1000)));
+            self.lane_window = LaneWindow {
+                start_ns: self.clock.now_ns(),
+                busy_ns: 0,
+            };
+            self.local.add(Counter::LaneYields, 1);
+            self.stats.absorb(&mut self.local);
+        }
     }
 
     /// Flushes megaflow counters and frees every packet this thread still buffers.

@@ -64,10 +64,13 @@ pub enum Counter {
     /// TCP super-packets ([`packet::gso`]) cut into segments in software because their output
     /// port cannot ask its kernel to cut them.
     GsoSegmented,
+    /// Times the priority lane ([`crate::Pmd::is_lane`]) used up its share of the core and
+    /// slept to the end of its window (a flood of control frames).
+    LaneYields,
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 26;
+pub const COUNTERS: usize = 27;
 
 impl Counter {
     /// Every counter, in index order.
@@ -98,6 +101,7 @@ impl Counter {
         Counter::IdleSleeps,
         Counter::MegaflowProbes,
         Counter::GsoSegmented,
+        Counter::LaneYields,
     ];
 
     /// A stable snake_case name (for JSON and tables).
@@ -129,6 +133,7 @@ impl Counter {
             Counter::IdleSleeps => "idle_sleeps",
             Counter::MegaflowProbes => "megaflow_probes",
             Counter::GsoSegmented => "gso_segmented",
+            Counter::LaneYields => "lane_yields",
         }
     }
 }
@@ -265,6 +270,8 @@ pub struct Snapshot {
     pub megaflow_probes: u64,
     /// Super-packets cut in software (see [`Counter::GsoSegmented`]).
     pub gso_segmented: u64,
+    /// Times the priority lane used up its share of the core and slept.
+    pub lane_yields: u64,
 }
 
 impl Snapshot {
@@ -320,6 +327,7 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::IdleSleeps => &self.idle_sleeps,
             Counter::MegaflowProbes => &self.megaflow_probes,
             Counter::GsoSegmented => &self.gso_segmented,
+            Counter::LaneYields => &self.lane_yields,
         }
     }
 }
@@ -353,6 +361,7 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::IdleSleeps => &mut self.idle_sleeps,
             Counter::MegaflowProbes => &mut self.megaflow_probes,
             Counter::GsoSegmented => &mut self.gso_segmented,
+            Counter::LaneYields => &mut self.lane_yields,
         }
     }
 }

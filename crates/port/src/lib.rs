@@ -149,19 +149,6 @@ pub trait RxQueue: Send {
     fn readiness_fd(&self) -> Option<RawFd> {
         None
     }
-
-    /// Whether the queue keeps a priority class of frames apart (control frames a person or
-    /// a protocol waits on, e.g. AF_PACKET `prio=on`). A poll thread then also reads that
-    /// class with [`RxQueue::recv_priority`] between its other reads.
-    fn has_priority(&self) -> bool {
-        false
-    }
-
-    /// Appends frames of the priority class only, if any wait; returns how many. Never
-    /// blocks. Default: none.
-    fn recv_priority(&mut self, _batch: &mut Batch) -> usize {
-        0
-    }
 }
 
 /// The transmit side of one queue of a port. Owned by one thread.
@@ -187,6 +174,21 @@ pub trait Port: Send + Sync {
 
     /// Opens transmit queue `queue` (each queue can be opened once).
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError>;
+
+    /// Receive queues of control frames kept apart from bulk traffic (AF_PACKET `prio=on`).
+    /// A datapath reads them on a thread of their own that preempts its poll threads.
+    /// Default: none.
+    fn priority_queues(&self) -> u16 {
+        0
+    }
+
+    /// Opens priority receive queue `queue` (each can be opened once).
+    fn open_priority_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
+        Err(PortError::new(
+            self.name(),
+            format!("has no priority receive queue {queue}"),
+        ))
+    }
 
     /// Counters summed over the queues.
     fn stats(&self) -> PortStats;

@@ -64,12 +64,6 @@ pub(super) struct AfPacketMmsgRx {
     /// finds nothing costs no setup, and after a call only the messages it filled are aimed
     /// again (the kernel writes only to those).
     aimed: usize,
-    /// Most messages a read asks for right after a read that met a TCP super-packet
-    /// ([`BATCH_SIZE`]: no limit). A priority queue's bulk socket keeps it small, so the
-    /// work one read brings (each super-packet is 64 KiB to copy and send) stays short.
-    cap_after_super: usize,
-    /// The last read met a super-packet.
-    met_super: bool,
     _claim: Option<QueueClaim>,
 }
 
@@ -95,21 +89,8 @@ impl AfPacketMmsgRx {
             small: (0..BATCH_SIZE).map(|_| None).collect(),
             spill: (0..BATCH_SIZE).map(|_| None).collect(),
             aimed: 0,
-            cap_after_super: BATCH_SIZE,
-            met_super: false,
             _claim: claim,
         }
-    }
-
-    /// Limits reads that follow a read with a TCP super-packet to `cap` messages (at least 1).
-    pub(super) fn cap_after_super(mut self, cap: usize) -> AfPacketMmsgRx {
-        self.cap_after_super = cap.clamp(1, BATCH_SIZE);
-        self
-    }
-
-    /// The socket this queue reads.
-    pub(super) fn socket_fd(&self) -> RawFd {
-        self.sock.fd.as_raw_fd()
     }
 
     /// Makes sure messages `from..want` have their frames and are aimed at them; returns how
@@ -292,9 +273,6 @@ fn finish(
 impl RxQueue for AfPacketMmsgRx {
     fn recv(&mut self, batch: &mut Batch) -> usize {
         let mut want = batch.room().min(BATCH_SIZE);
-        if self.met_super {
-            want = want.min(self.cap_after_super);
-        }
         if self.aimed < want {
             self.aimed = self.stock(self.aimed, want);
             want = self.aimed;
@@ -314,12 +292,10 @@ impl RxQueue for AfPacketMmsgRx {
             )
         };
         if r <= 0 {
-            self.met_super = false;
             return 0;
         }
         let hdr_len = if self.vnet_hdr { VNET_HDR_LEN } else { 0 };
         let (mut packets, mut bytes, mut errors) = (0usize, 0usize, 0u64);
-        let mut met_super = false;
         for i in 0..r as usize {
             let got = self.v.msgs[i].msg_len as usize;
             let truncated = self.v.msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
@@ -332,7 +308,6 @@ impl RxQueue for AfPacketMmsgRx {
             let vlan = self.vlan(i);
             let hdr = self.vnet_hdr.then(|| VnetHdr::from_bytes(&self.v.hdrs[i]));
             let small_room = self.small[i].as_ref().map_or(0, |p| p.len());
-            met_super |= got - hdr_len > small_room;
             let Some(pkt) = self.take(i, got - hdr_len) else {
                 errors += 1;
                 continue;
@@ -351,7 +326,6 @@ impl RxQueue for AfPacketMmsgRx {
         }
         // The messages the kernel filled are aimed again at their (new) frames; when the pool
         // runs dry, the ready prefix ends at the first message left without a frame.
-        self.met_super = met_super;
         let filled = r as usize;
         let restocked = self.stock(0, filled);
         if restocked < filled {

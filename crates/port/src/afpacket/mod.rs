@@ -16,12 +16,13 @@
 //!
 //!   A VLAN tag the kernel took out of the frame is put back.
 //! - With `prio=on` (`rx=mmsg` only; off by default), each queue has a second receive
-//!   socket for control frames (ARP, ICMP, ICMPv6, TCP without payload), chosen by a
-//!   classic-BPF fanout program (`steer.rs`) and read before the bulk socket (`prio.rs`):
-//!   a ping or a TCP handshake does not wait behind a TCP stream's queue in the socket.
-//!   Frames of the two classes may leave in another order than they came (a pure ACK may
-//!   pass data of its own direction; FIN and RST never do). `rx_priority` in the port's
-//!   stats counts the frames read from priority sockets.
+//!   socket for control frames (ARP, ICMP, ICMPv6, TCP SYNs without payload), chosen by a
+//!   classic-BPF fanout program (`steer.rs`) and offered as the port's priority receive
+//!   queues ([`Port::priority_queues`]), which the datapath reads on its priority lane, a
+//!   real-time thread that runs ahead of the poll threads: a ping or a TCP handshake does not
+//!   wait behind a TCP stream's queue in the socket nor behind the switch's bulk work. The
+//!   port then has one more transmit socket than queues, for the lane. `rx_priority` in the
+//!   port's stats counts the frames read from priority sockets.
 //! - Transmit: one socket per queue, `PACKET_QDISC_BYPASS`, one `sendmmsg` per batch (see
 //!   `tx.rs` for why not the TPACKET transmit ring).
 //! - With `vnet_hdr=on` (the default), frames carry a virtio-net header, so the host may keep
@@ -42,7 +43,6 @@
 //! Needs CAP_NET_RAW (root). Every open error names the interface and the fix.
 
 mod mmsg;
-mod prio;
 mod rx;
 mod socket;
 mod steer;
@@ -61,13 +61,6 @@ use mmsg::AfPacketMmsgRx;
 use rx::{AfPacketRx, RxSocket};
 use socket::{RingGeometry, RxOptions};
 use tx::{AfPacketTx, TxSocket};
-
-/// Most messages a priority queue's bulk read asks for right after one that met a TCP
-/// super-packet: with the poll loop's priority pass, a control frame then waits for about
-/// one super-packet's work. Measured under a TCP stream (docs/benchmarks.md): ping p99
-/// ~120 µs against ~590 µs without `prio=on`, for about a third of the stream's rate; a cap
-/// of 4 gives most of the rate back and p99 ~300–490 µs.
-pub const PRIO_BULK_CAP: usize = 1;
 
 /// Most queues an AF_PACKET port may have.
 pub const MAX_QUEUES: u16 = 64;
@@ -121,6 +114,7 @@ pub struct AfPacketPort {
     tx: Vec<Arc<TxSocket>>,
     rx_slots: Vec<QueueSlot>,
     tx_slots: Vec<QueueSlot>,
+    prio_slots: Vec<QueueSlot>,
     /// The priority socket of each queue (`prio=on`).
     prio: Vec<Arc<RxSocket>>,
 }
@@ -165,6 +159,8 @@ impl AfPacketPort {
         // Bulk sockets join the group first: the steering program counts on their indices.
         for _ in 0..cfg.queues {
             rx.push(open_rx(name, &opts)?);
+        }
+        for _ in 0..cfg.queues + u16::from(cfg.prio) {
             tx.push(Arc::new(TxSocket {
                 fd: socket::open_tx_socket(name, ifindex, cfg.vnet_hdr)?,
                 counters: QueueCounters::default(),
@@ -178,6 +174,7 @@ impl AfPacketPort {
             socket::set_steering(name, rx[0].fd.as_raw_fd(), cfg.queues)?;
         }
         let n = usize::from(cfg.queues);
+        let lane_tx = usize::from(cfg.prio);
         Ok(AfPacketPort {
             prio,
             name: name.to_string(),
@@ -186,7 +183,10 @@ impl AfPacketPort {
             rx,
             tx,
             rx_slots: (0..n).map(|_| QueueSlot::default()).collect(),
-            tx_slots: (0..n).map(|_| QueueSlot::default()).collect(),
+            tx_slots: (0..n + lane_tx)
+                .map(|_| QueueSlot::default())
+                .collect(),
+            prio_slots: (0..n).map(|_| QueueSlot::default()).collect(),
         })
     }
 
@@ -213,7 +213,7 @@ impl Port for AfPacketPort {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             rx_queues: self.cfg.queues,
-            tx_queues: self.cfg.queues,
+            tx_queues: self.cfg.queues + u16::from(self.cfg.prio),
             vnet_hdr: self.cfg.vnet_hdr,
             max_frame: self.pool.max_data() as u32,
         }
@@ -224,13 +224,6 @@ impl Port for AfPacketPort {
         let q = usize::from(queue);
         let claim = self.rx_slots[q].claim(&self.name, &format!("rx queue {queue}"))?;
         let (sock, cache, vnet_hdr) = (self.rx[q].clone(), self.pool.cache(), self.cfg.vnet_hdr);
-        if let Some(ps) = self.prio.get(q) {
-            // The priority socket is part of the queue: the queue's claim covers it.
-            let prio = AfPacketMmsgRx::new(ps.clone(), self.pool.cache(), vnet_hdr, None);
-            let bulk = AfPacketMmsgRx::new(sock, cache, vnet_hdr, Some(claim))
-                .cap_after_super(PRIO_BULK_CAP);
-            return Ok(Box::new(prio::PrioRx::new(&self.name, prio, bulk)?));
-        }
         Ok(if sock.ring.is_some() {
             Box::new(AfPacketRx::new(sock, cache, vnet_hdr, claim))
         } else {
@@ -238,8 +231,27 @@ impl Port for AfPacketPort {
         })
     }
 
+    fn priority_queues(&self) -> u16 {
+        self.prio.len() as u16
+    }
+
+    fn open_priority_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
+        self.check_queue("priority rx", queue)?;
+        let q = usize::from(queue);
+        let claim = self.prio_slots[q].claim(&self.name, &format!("priority rx queue {queue}"))?;
+        Ok(Box::new(AfPacketMmsgRx::new(
+            self.prio[q].clone(),
+            self.pool.cache(),
+            self.cfg.vnet_hdr,
+            Some(claim),
+        )))
+    }
+
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        self.check_queue("tx", queue)?;
+        // With prio=on the last transmit queue is the priority lane's.
+        if usize::from(queue) != self.cfg.queues.into() || !self.cfg.prio {
+            self.check_queue("tx", queue)?;
+        }
         let q = usize::from(queue);
         let claim = self.tx_slots[q].claim(&self.name, &format!("tx queue {queue}"))?;
         Ok(Box::new(AfPacketTx::new(

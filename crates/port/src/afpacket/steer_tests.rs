@@ -146,25 +146,38 @@ fn control_frames_go_to_the_priority_socket() {
             "ICMP"
         );
         assert!(
-            is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, ACK, 0))),
-            "ACK"
-        );
-        assert!(
             is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, SYN, 0))),
             "SYN"
+        );
+        assert!(
+            is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, SYN | ACK, 0))),
+            "SYN-ACK"
         );
         assert!(
             is_prio(n, 0x86dd, &ipv6(58, &[128, 0, 0, 0, 0, 1, 0, 1])),
             "ICMPv6"
         );
-        assert!(is_prio(n, 0x86dd, &ipv6(6, &tcp(40000, ACK, 0))), "v6 ACK");
+        assert!(is_prio(n, 0x86dd, &ipv6(6, &tcp(40000, SYN, 0))), "v6 SYN");
     }
 }
 
 #[test]
-fn data_and_connection_ends_stay_in_bulk() {
+fn data_acks_and_connection_ends_stay_in_bulk() {
     for n in [1, 2, 4] {
         let src = [10, 0, 0, 1];
+        assert!(
+            !is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, ACK, 0))),
+            "pure ACK"
+        );
+        assert!(
+            !is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, SYN, 1))),
+            "SYN with data"
+        );
+        assert!(
+            !is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, SYN | FIN, 0))),
+            "SYN-FIN"
+        );
+        assert!(!is_prio(n, 0x86dd, &ipv6(6, &tcp(40000, ACK, 0))), "v6 ACK");
         assert!(
             !is_prio(n, 0x0800, &ipv4(6, src, &tcp(40000, ACK, 1))),
             "1 byte"
@@ -191,7 +204,7 @@ fn data_and_connection_ends_stay_in_bulk() {
         assert!(!is_prio(n, 0x8100, &[0u8; 40]), "VLAN tag left in");
         assert!(!is_prio(n, 0x88cc, &[0u8; 40]), "LLDP");
         // A later fragment of a TCP packet: its bytes are not a TCP header.
-        let mut frag = ipv4(6, src, &tcp(40000, ACK, 0));
+        let mut frag = ipv4(6, src, &tcp(40000, SYN, 0));
         frag[6] = 0x00;
         frag[7] = 0x10;
         assert!(!is_prio(n, 0x0800, &frag), "fragment");
@@ -199,10 +212,10 @@ fn data_and_connection_ends_stay_in_bulk() {
         let mut opts = ipv4(
             6,
             src,
-            &[[1u8, 1, 1, 1].as_slice(), &tcp(40000, ACK, 0)].concat(),
+            &[[1u8, 1, 1, 1].as_slice(), &tcp(40000, SYN, 0)].concat(),
         );
         opts[0] = 0x46;
-        assert!(is_prio(n, 0x0800, &opts), "IPv4 options, pure ACK");
+        assert!(is_prio(n, 0x0800, &opts), "IPv4 options, SYN");
     }
 }
 
@@ -223,9 +236,9 @@ fn flows_spread_over_queues_and_stay_on_one() {
             0x0800,
             &ipv4(6, src, &tcp(40000 + i, ACK, 100)),
         );
-        let ack = run(&program(n), 0x0800, &ipv4(6, src, &tcp(40000 + i, ACK, 0)));
-        // A flow's data and its ACKs use the same queue's two sockets.
-        assert_eq!(data + u32::from(n), ack);
+        let syn = run(&program(n), 0x0800, &ipv4(6, src, &tcp(40000 + i, SYN, 0)));
+        // A flow's data and its handshake use the same queue's two sockets.
+        assert_eq!(data + u32::from(n), syn);
         seen[data as usize] += 1;
         let udp = ipv4(
             17,

@@ -425,138 +425,76 @@ fn prio_port(ifname: &str, queues: u16, pool: &Pool) -> AfPacketPort {
     AfPacketPort::new(&format!("afpacket:{ifname},prio=on"), cfg, pool).unwrap()
 }
 
+/// Reads until `want` frames came from `rx` or 3 s passed; returns their bytes in order.
+fn read_all(rx: &mut dyn RxQueue, want: usize, cache: &mut packet::PoolCache) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while got.len() < want && Instant::now() < deadline {
+        let mut batch = Batch::new();
+        rx.recv(&mut batch);
+        got.extend(batch.drain().map(|p| {
+            let f = p.data().to_vec();
+            cache.free(p);
+            f
+        }));
+    }
+    got
+}
+
 #[test]
-fn control_frames_behind_bulk_frames_are_read_first() {
-    if !root_or_skip("control_frames_behind_bulk_frames_are_read_first") {
+fn control_frames_go_to_the_priority_queue() {
+    if !root_or_skip("control_frames_go_to_the_priority_queue") {
         return;
     }
     let v = Veth::new("p");
     let pool = Pool::with_frames(1024);
     let a = port(&v.a, 1, RxMode::Mmsg, &pool);
     let b = prio_port(&v.b, 1, &pool);
-    let mut rx = b.open_rx(0).unwrap();
+    assert_eq!(b.priority_queues(), 1);
+    let mut bulk_rx = b.open_rx(0).unwrap();
+    let mut prio_rx = b.open_priority_rx(0).unwrap();
     let (ack, syn, fin, rst) = (0x10, 0x02, 0x11, 0x04);
     let mut bulk: Vec<Vec<u8>> = (0..40).map(|i| frame(i, 64)).collect();
     bulk.push(tcp_frame(40000, ack, 100));
-    let control = vec![
-        icmp_frame(),
-        tcp_frame(40000, ack, 0),
-        tcp_frame(40001, syn, 0),
-    ];
+    bulk.push(tcp_frame(40000, ack, 0));
+    let control = vec![icmp_frame(), tcp_frame(40001, syn, 0)];
     let ends = vec![tcp_frame(40000, fin, 0), tcp_frame(40002, rst, 0)];
-    // Bulk first, then control frames and connection ends, all queued before the first read.
     let sent: Vec<Vec<u8>> = [bulk.clone(), control.clone(), ends.clone()].concat();
     send(a.open_tx(0).unwrap().as_mut(), &sent, &pool);
-    std::thread::sleep(Duration::from_millis(50));
     let mut cache = pool.cache();
-    let mut reads = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while reads.iter().map(Vec::len).sum::<usize>() < sent.len() && Instant::now() < deadline {
-        let mut batch = Batch::new();
-        if rx.recv(&mut batch) > 0 {
-            reads.push(
-                batch
-                    .drain()
-                    .map(|p| {
-                        let f = p.data().to_vec();
-                        cache.free(p);
-                        f
-                    })
-                    .collect::<Vec<_>>(),
-            );
-        }
-    }
     assert_eq!(
-        reads.first(),
-        Some(&control),
-        "the first read is the control frames"
+        read_all(prio_rx.as_mut(), control.len(), &mut cache),
+        control,
+        "ICMP and SYN in the priority queue"
     );
-    let rest: Vec<Vec<u8>> = reads[1..].concat();
     assert_eq!(
-        rest,
+        read_all(bulk_rx.as_mut(), bulk.len() + ends.len(), &mut cache),
         [bulk, ends].concat(),
-        "bulk frames, FIN and RST in order"
+        "data, pure ACKs, FIN and RST in order in the bulk queue"
     );
     let s = b.stats();
-    assert_eq!((s.rx_packets, s.rx_priority), (sent.len() as u64, 3));
-    // Both sockets wake an idle thread: the queue's descriptor is readable for either.
-    let fd = rx.readiness_fd().expect("a readiness descriptor");
+    assert_eq!((s.rx_packets, s.rx_priority), (sent.len() as u64, 2));
+    // Each queue's descriptor wakes the thread that sleeps on it.
     let mut tx = a.open_tx(0).unwrap();
-    for f in [icmp_frame(), frame(1, 64)] {
+    for (f, rx) in [(icmp_frame(), &mut prio_rx), (frame(1, 64), &mut bulk_rx)] {
         send(tx.as_mut(), std::slice::from_ref(&f), &pool);
         let mut pfd = libc::pollfd {
-            fd,
+            fd: rx.readiness_fd().expect("a readiness descriptor"),
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: one valid pollfd; bounded wait of 2 s.
         assert_eq!(unsafe { libc::poll(&mut pfd, 1, 2000) }, 1, "no wake-up");
-        let mut batch = Batch::new();
-        assert_eq!(rx.recv(&mut batch), 1);
-        assert_eq!(
-            batch
-                .drain()
-                .map(|p| {
-                    let d = p.data().to_vec();
-                    cache.free(p);
-                    d
-                })
-                .collect::<Vec<_>>(),
-            vec![f]
-        );
+        assert_eq!(read_all(rx.as_mut(), 1, &mut cache), vec![f]);
     }
-    drop((rx, tx, a, b, cache));
+    // The lane's transmit queue is the one after the queues; there is none after it.
+    let lane_tx = b.open_tx(1).expect("the priority lane's transmit queue");
+    assert_eq!(b.capabilities().tx_queues, 2);
+    assert!(b.open_tx(2).is_err());
+    assert!(b.open_priority_rx(1).is_err());
+    assert!(b.open_priority_rx(0).is_err(), "opened twice");
+    drop((bulk_rx, prio_rx, tx, lane_tx, a, b, cache));
     assert_eq!(pool.shared_free(), 1024, "frames leaked");
-}
-
-#[test]
-fn a_flood_of_control_frames_does_not_starve_bulk() {
-    if !root_or_skip("a_flood_of_control_frames_does_not_starve_bulk") {
-        return;
-    }
-    let v = Veth::new("f");
-    let pool = Pool::with_frames(2048);
-    let a = port(&v.a, 1, RxMode::Mmsg, &pool);
-    let b = prio_port(&v.b, 1, &pool);
-    let mut rx = b.open_rx(0).unwrap();
-    let frames: Vec<Vec<u8>> = (0..300)
-        .map(|i| {
-            if i % 10 == 0 {
-                frame(i, 64)
-            } else {
-                icmp_frame()
-            }
-        })
-        .collect();
-    send(a.open_tx(0).unwrap().as_mut(), &frames, &pool);
-    std::thread::sleep(Duration::from_millis(50));
-    // 270 control frames wait: bulk frames are read within the first three reads anyway.
-    let mut cache = pool.cache();
-    let mut bulk_at = None;
-    for read in 0..3 {
-        let mut batch = Batch::new();
-        rx.recv(&mut batch);
-        if batch.drain().fold(false, |udp, p| {
-            let is_udp = p.data()[23] == 17;
-            cache.free(p);
-            udp || is_udp
-        }) {
-            bulk_at = Some(read);
-            break;
-        }
-    }
-    assert!(
-        bulk_at.is_some(),
-        "bulk frames starved behind control frames"
-    );
-    let got = receive(&mut [rx], 300, &pool);
-    let s = b.stats();
-    assert_eq!(
-        (s.rx_packets, s.rx_priority),
-        (300, 270),
-        "{} more read",
-        got.len()
-    );
 }
 
 #[test]
@@ -568,13 +506,17 @@ fn several_priority_queues_keep_each_flow_on_one_queue() {
     let pool = Pool::with_frames(2048);
     let a = port(&v.a, 1, RxMode::Mmsg, &pool);
     let b = prio_port(&v.b, 4, &pool);
-    let mut rx: Vec<Box<dyn RxQueue>> = (0..4).map(|q| b.open_rx(q).unwrap()).collect();
-    // 32 flows, each a data segment and a pure ACK: both land on the flow's queue.
+    // Queues 0..4 are the bulk ones, 4..8 the priority ones (queue q % 4 for the flow).
+    let mut rx: Vec<Box<dyn RxQueue>> = (0..4)
+        .map(|q| b.open_rx(q).unwrap())
+        .chain((0..4).map(|q| b.open_priority_rx(q).unwrap()))
+        .collect();
+    // 32 flows, each a handshake and a data segment: both land on the flow's queue.
     let frames: Vec<Vec<u8>> = (0..32)
         .flat_map(|i| {
             [
+                tcp_frame(41000 + i, 0x02, 0),
                 tcp_frame(41000 + i, 0x10, 200),
-                tcp_frame(41000 + i, 0x10, 0),
             ]
         })
         .collect();
@@ -585,12 +527,14 @@ fn several_priority_queues_keep_each_flow_on_one_queue() {
     let mut used = std::collections::HashSet::new();
     for (q, f) in &got {
         let sport = u16::from_be_bytes([f[34], f[35]]);
+        let syn = f[47] & 0x02 != 0;
+        assert_eq!(syn, *q >= 4, "flow {sport}: a frame in the wrong class");
         assert_eq!(
-            *queue_of.entry(sport).or_insert(*q),
-            *q,
+            *queue_of.entry(sport).or_insert(q % 4),
+            q % 4,
             "flow {sport} on two queues"
         );
-        used.insert(*q);
+        used.insert(q % 4);
     }
     assert!(used.len() > 1, "32 flows all on one queue");
     let s = b.stats();
