@@ -45,6 +45,9 @@ impl std::fmt::Display for DpError {
 
 impl std::error::Error for DpError {}
 
+/// Most megaflows the priority lane keeps (control frames are few flows).
+const LANE_MEGAFLOWS: usize = 4096;
+
 /// Builds a [`Datapath`]; start with [`Datapath::builder`].
 #[derive(Default)]
 pub struct Builder {
@@ -293,7 +296,14 @@ impl Datapath {
                 cache: self.pool.cache(),
                 upcall: (self.upcall)(i),
                 packet_ins: self.pi_tx.clone(),
-                config: self.config.clone(),
+                config: if is_lane {
+                    DpConfig {
+                        max_megaflows: self.config.max_megaflows.min(LANE_MEGAFLOWS),
+                        ..self.config.clone()
+                    }
+                } else {
+                    self.config.clone()
+                },
             });
             if is_lane {
                 pmd.make_lane();
