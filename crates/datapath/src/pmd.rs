@@ -290,6 +290,9 @@ impl Pmd {
     /// its queues are empty, and works at most [`LANE_BUSY_NS`] of each [`LANE_WINDOW_NS`].
     pub(crate) fn make_lane(&mut self) {
         self.lane = true;
+        // Even when the poll threads busy-poll: a real-time thread that spins would take
+        // their core.
+        self.cfg.idle.sleep = true;
         self.cfg.idle.spin_us = 0;
         self.rebuild_idle();
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{mask_of, udp, Fake, Logic};
-use datapath::{Counter, Datapath, DpConfig};
+use datapath::{Counter, Datapath, DpConfig, IdleConfig};
 use packet::{Batch, Field, Pool, PoolCache};
 use pipeline::DpAction;
 use port::ring::{self, RingPort};
@@ -82,7 +82,7 @@ struct Rig {
 }
 
 /// Port 1 keeps a priority queue; port 2 is a plain ring; everything goes to port 2.
-fn rig(endless: bool) -> Rig {
+fn rig(endless: bool, config: DpConfig) -> Rig {
     let pool = Pool::with_frames(4096);
     let (sw1, out1) = ring::pair("lsw1", "lout1", 256, &pool);
     let (sw1p, out1_prio) = ring::pair("lsw1p", "lout1p", 256, &pool);
@@ -99,7 +99,7 @@ fn rig(endless: bool) -> Rig {
     let logic = Arc::new(Mutex::new(logic));
     let dp = Datapath::builder()
         .pool(pool.clone())
-        .config(DpConfig::default())
+        .config(config)
         .port(1, Arc::new(port1))
         .port(2, sw2)
         .upcall_factory(move |_| {
@@ -144,7 +144,7 @@ fn source_ports(rx: &mut dyn RxQueue, cache: &mut PoolCache) -> Vec<u16> {
 
 #[test]
 fn priority_queues_get_a_thread_of_their_own() {
-    let r = rig(false);
+    let r = rig(false, DpConfig::default());
     let mut pmds = r.dp.build_pmds().unwrap();
     assert_eq!(pmds.len(), 2, "one poll thread and the lane");
     assert!(!pmds[0].is_lane());
@@ -174,7 +174,7 @@ fn no_priority_queue_no_lane() {
 
 #[test]
 fn a_flood_keeps_the_lane_to_its_share_of_the_core() {
-    let r = rig(true);
+    let r = rig(true, DpConfig::default());
     let mut lane = r.dp.build_pmds().unwrap().pop().unwrap();
     assert!(lane.is_lane());
     let stats = lane.stats_handle().clone();
@@ -191,4 +191,30 @@ fn a_flood_keeps_the_lane_to_its_share_of_the_core() {
     let s = stats.snapshot();
     assert!(s[Counter::LaneYields] >= 3, "the lane never yielded: {s:?}");
     assert!(s[Counter::RxPackets] > 0);
+}
+
+#[test]
+fn the_lane_sleeps_even_when_poll_threads_busy_poll() {
+    let busy = DpConfig {
+        idle: IdleConfig {
+            sleep: false,
+            ..IdleConfig::default()
+        },
+        ..DpConfig::default()
+    };
+    let r = rig(false, busy);
+    let mut lane = r.dp.build_pmds().unwrap().pop().unwrap();
+    assert!(lane.is_lane());
+    let stats = lane.stats_handle().clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let t = std::thread::spawn(move || lane.run(&stop2));
+    // A real-time thread that spun on empty queues would take the poll threads' core.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stats.snapshot()[Counter::IdleSleeps] < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stop.store(true, Ordering::Relaxed);
+    t.join().unwrap();
+    assert!(stats.snapshot()[Counter::IdleSleeps] >= 3, "the lane spun");
 }

@@ -12,7 +12,7 @@
 //! | `null:limit=N` | stop after N packets |
 //! | `null:sink` | produces nothing, counts and frees what is sent |
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
-//! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off][,rx=mmsg\|ring][,prio=on\|off]` | a kernel interface through AF_PACKET (default 1 queue, vnet_hdr=on, rx=mmsg: `recvmmsg`; rx=ring: TPACKET_V3 ring; prio=on: control frames read first, default off) |
+//! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off][,rx=mmsg\|ring][,prio=on\|off]` | a kernel interface through AF_PACKET (default 1 queue, vnet_hdr=on, rx=mmsg: `recvmmsg`; rx=ring: TPACKET_V3 ring; prio=on: control frames on the datapath's priority lane, the default with rx=mmsg) |
 //! | `tap:NAME[,queues=N]` | a TAP device, created or attached to (default 1 queue) |
 //! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); needs root |
 //!
@@ -265,11 +265,12 @@ fn open_afpacket(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, P
     let usage = "afpacket:IFNAME[,queues=N][,vnet_hdr=on|off][,rx=mmsg|ring][,prio=on|off]";
     let (ifname, rest) = name_first(spec, rest, usage)?;
     let mut cfg = AfPacketConfig::new(ifname);
+    let mut prio = None;
     for opt in options(rest) {
         match opt.key {
             "queues" => cfg.queues = number(spec, &opt)?,
             "vnet_hdr" => cfg.vnet_hdr = on_off(spec, &opt)?,
-            "prio" => cfg.prio = on_off(spec, &opt)?,
+            "prio" => prio = Some(on_off(spec, &opt)?),
             "rx" => {
                 cfg.rx = match opt.value.unwrap_or("") {
                     "mmsg" => RxMode::Mmsg,
@@ -285,6 +286,8 @@ fn open_afpacket(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, P
             key => return Err(unknown(spec, "afpacket", key, "queues, vnet_hdr, rx, prio")),
         }
     }
+    // Control frames get the priority lane unless asked otherwise; the ring cannot have it.
+    cfg.prio = prio.unwrap_or(cfg.rx == RxMode::Mmsg);
     Ok(Arc::new(AfPacketPort::new(spec, cfg, pool)?))
 }
 

@@ -36,9 +36,10 @@ pub enum PortKind {
     /// A veth pair, the switch's end opened with `afxdp:IF` (copy mode: veths have no
     /// zero-copy).
     AfXdp,
-    /// A veth pair, the switch's end opened with `afpacket:IF,prio=on` (control frames in a
-    /// socket of their own, read first).
-    AfPacketPrio,
+    /// A veth pair, the switch's end opened with `afpacket:IF,prio=off` (no priority
+    /// socket: control frames queue with the rest; `AfPacket` has the default, the priority
+    /// lane).
+    AfPacketNoPrio,
 }
 
 impl PortKind {
@@ -47,7 +48,7 @@ impl PortKind {
         PortKind::AfPacket,
         PortKind::Tap,
         PortKind::AfXdp,
-        PortKind::AfPacketPrio,
+        PortKind::AfPacketNoPrio,
     ];
 
     /// The switch's port spec for interface `ifname`.
@@ -56,7 +57,7 @@ impl PortKind {
             PortKind::AfPacket => format!("afpacket:{ifname}"),
             PortKind::Tap => format!("tap:{ifname}"),
             PortKind::AfXdp => format!("afxdp:{ifname}"),
-            PortKind::AfPacketPrio => format!("afpacket:{ifname},prio=on"),
+            PortKind::AfPacketNoPrio => format!("afpacket:{ifname},prio=off"),
         }
     }
 
@@ -247,7 +248,7 @@ impl Net {
         let host_ns = self.ns(host);
         let switch_if = format!("{}{host}s", self.prefix);
         let host_if = match kind {
-            PortKind::AfPacket | PortKind::AfXdp | PortKind::AfPacketPrio => {
+            PortKind::AfPacket | PortKind::AfXdp | PortKind::AfPacketNoPrio => {
                 format!("{}{host}h", self.prefix)
             }
             PortKind::Tap => switch_if.clone(),

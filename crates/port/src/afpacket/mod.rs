@@ -15,7 +15,7 @@
 //!     cycle; slow for TCP, whose ACKs wait in the blocks).
 //!
 //!   A VLAN tag the kernel took out of the frame is put back.
-//! - With `prio=on` (`rx=mmsg` only; off by default), each queue has a second receive
+//! - With `prio=on` (the default with `rx=mmsg`; `rx=ring` cannot have it), each queue has a second receive
 //!   socket for control frames (ARP, ICMP, ICMPv6, TCP SYNs without payload), chosen by a
 //!   classic-BPF fanout program (`steer.rs`) and offered as the port's priority receive
 //!   queues ([`Port::priority_queues`]), which the datapath reads on its priority lane, a
@@ -76,7 +76,8 @@ pub struct AfPacketConfig {
     pub vnet_hdr: bool,
     /// How frames are received.
     pub rx: RxMode,
-    /// A priority receive socket per queue for control frames (needs [`RxMode::Mmsg`]).
+    /// A priority receive socket per queue for control frames, read by the datapath's
+    /// priority lane (needs [`RxMode::Mmsg`]; on by default).
     pub prio: bool,
 }
 
@@ -93,14 +94,14 @@ pub enum RxMode {
 }
 
 impl AfPacketConfig {
-    /// One queue with virtio-net headers on `ifname`.
+    /// One queue with virtio-net headers and a priority socket on `ifname`.
     pub fn new(ifname: &str) -> AfPacketConfig {
         AfPacketConfig {
             ifname: ifname.to_string(),
             queues: 1,
             vnet_hdr: true,
             rx: RxMode::default(),
-            prio: false,
+            prio: true,
         }
     }
 }
@@ -183,9 +184,7 @@ impl AfPacketPort {
             rx,
             tx,
             rx_slots: (0..n).map(|_| QueueSlot::default()).collect(),
-            tx_slots: (0..n + lane_tx)
-                .map(|_| QueueSlot::default())
-                .collect(),
+            tx_slots: (0..n + lane_tx).map(|_| QueueSlot::default()).collect(),
             prio_slots: (0..n).map(|_| QueueSlot::default()).collect(),
         })
     }

@@ -72,9 +72,10 @@ fn port_with(ifname: &str, queues: u16, vnet_hdr: bool, rx: RxMode, pool: &Pool)
         queues,
         vnet_hdr,
         rx,
+        prio: false,
         ..AfPacketConfig::new(ifname)
     };
-    AfPacketPort::new(&format!("afpacket:{ifname}"), cfg, pool).unwrap()
+    AfPacketPort::new(&format!("afpacket:{ifname},prio=off"), cfg, pool).unwrap()
 }
 
 fn frame(i: u16, len: usize) -> Vec<u8> {
@@ -555,5 +556,29 @@ fn prio_needs_mmsg_receive() {
         ..AfPacketConfig::new(&v.a)
     };
     let e = AfPacketPort::new("afpacket:x", cfg, &pool).unwrap_err();
+    assert!(e.to_string().contains("prio=on needs rx=mmsg"), "{e}");
+}
+
+#[test]
+fn specs_get_the_priority_lane_by_default_with_mmsg() {
+    let v = if root_or_skip("specs_get_the_priority_lane_by_default_with_mmsg") {
+        Veth::new("d")
+    } else {
+        return;
+    };
+    let pool = Pool::with_frames(64);
+    for (opts, lanes) in [
+        ("", 1),
+        (",prio=off", 0),
+        (",rx=ring", 0),
+        (",queues=2", 2),
+        (",rx=mmsg,prio=on", 1),
+    ] {
+        let p = crate::spec::open(&format!("afpacket:{}{opts}", v.a), &pool).unwrap();
+        assert_eq!(p.priority_queues(), lanes, "afpacket:IF{opts}");
+    }
+    let Err(e) = crate::spec::open(&format!("afpacket:{},rx=ring,prio=on", v.a), &pool) else {
+        panic!("rx=ring,prio=on opened");
+    };
     assert!(e.to_string().contains("prio=on needs rx=mmsg"), "{e}");
 }

@@ -56,7 +56,11 @@ fn frames_go_through_the_device_both_ways() {
     let tap = TapPort::new(&format!("tap:{dev}"), TapConfig::new(&dev), &pool).unwrap();
     let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
     // The device side: an AF_PACKET port on the tap sees what the tap port sends.
-    let kernel = AfPacketPort::new("k", AfPacketConfig::new(&dev), &pool).unwrap();
+    let cfg = AfPacketConfig {
+        prio: false,
+        ..AfPacketConfig::new(&dev)
+    };
+    let kernel = AfPacketPort::new("k", cfg, &pool).unwrap();
     let mut k_rx = kernel.open_rx(0).unwrap();
     let mut k_tx = kernel.open_tx(0).unwrap();
     let mut t_rx = tap.open_rx(0).unwrap();

@@ -25,8 +25,8 @@ pub enum Switch {
     HayateAfxdp,
     /// Hayate with AF_PACKET ports.
     HayateAfpacket,
-    /// Hayate with AF_PACKET ports whose control frames are read first (`prio=on`).
-    HayateAfpacketPrio,
+    /// Hayate with AF_PACKET ports without the priority lane (`prio=off`).
+    HayateAfpacketNoprio,
     /// Open vSwitch's userspace datapath on system (AF_PACKET) ports.
     OvsNetdev,
     /// Open vSwitch's userspace datapath on AF_XDP ports.
@@ -43,7 +43,7 @@ pub const ALL: [Switch; 8] = [
     Switch::BridgeRps,
     Switch::HayateAfxdp,
     Switch::HayateAfpacket,
-    Switch::HayateAfpacketPrio,
+    Switch::HayateAfpacketNoprio,
     Switch::OvsNetdev,
     Switch::OvsAfxdp,
     Switch::TestpmdAfxdp,
@@ -62,7 +62,7 @@ impl Switch {
             Switch::BridgeRps => "linux-bridge-rps",
             Switch::HayateAfxdp => "hayate-afxdp",
             Switch::HayateAfpacket => "hayate-afpacket",
-            Switch::HayateAfpacketPrio => "hayate-afpacket-prio",
+            Switch::HayateAfpacketNoprio => "hayate-afpacket-noprio",
             Switch::OvsNetdev => "ovs-netdev",
             Switch::OvsAfxdp => "ovs-afxdp",
             Switch::TestpmdAfxdp => "testpmd-afxdp",
@@ -123,11 +123,11 @@ impl Switch {
                     br,
                 })
             }
-            Switch::HayateAfxdp | Switch::HayateAfpacket | Switch::HayateAfpacketPrio => {
+            Switch::HayateAfxdp | Switch::HayateAfpacket | Switch::HayateAfpacketNoprio => {
                 let (kind, opts) = match self {
                     Switch::HayateAfxdp => ("afxdp", ""),
                     Switch::HayateAfpacket => ("afpacket", ""),
-                    _ => ("afpacket", ",prio=on"),
+                    _ => ("afpacket", ",prio=off"),
                 };
                 let log = dir.join(format!("{}.log", self.name()));
                 let core_s = core.to_string();
