@@ -240,12 +240,18 @@ pub fn run(args: RunArgs) -> Result<()> {
             b.cores.iter().map(|c| Some(*c)).collect()
         };
         let handle = Arc::new(sw.start(&cores)?);
+        let lanes: u16 = sw.ports.iter().map(|p| p.port.priority_queues()).sum();
         eprintln!(
-            "hayate: bridge {} running: {} ports, {} thread(s) on cores {:?}",
+            "hayate: bridge {} running: {} ports, {} thread(s) on cores {:?}{}",
             sw.name,
             sw.ports.len(),
             cores.len(),
-            cores.iter().flatten().collect::<Vec<_>>()
+            cores.iter().flatten().collect::<Vec<_>>(),
+            if lanes > 0 {
+                format!(", and a priority lane for {lanes} control-frame queue(s)")
+            } else {
+                String::new()
+            }
         );
         let stats = StatsView {
             name: sw.name.clone(),
