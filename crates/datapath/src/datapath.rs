@@ -14,8 +14,9 @@
 //! super-packets: 30–110 µs of kernel copying each on a veth) and costs the bulk traffic one
 //! context switch. It may be busy a quarter of each millisecond at most (a flood of pings
 //! then slows itself, not the bulk traffic; `lane_yields` counts the times). It is a poll
-//! thread like the others (own caches, own counters, index after the last poll thread), and
-//! ports give it a transmit queue of its own when they have one to spare.
+//! thread like the others (own caches, own counters, index after the last poll thread); a
+//! port with priority queues keeps its last transmit queue for it (the poll threads share
+//! the others), other ports' queues it shares like any thread.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -265,10 +266,17 @@ impl Datapath {
                 }
                 continue;
             }
+            // A port with priority queues keeps its last transmit queue for the lane.
+            let lane_q = (lane && p.priority_queues() > 0 && nq > 1).then_some(nq - 1);
+            let queue_of = |t: usize| match lane_q {
+                Some(q) if t == nthreads - 1 => q,
+                Some(q) => t % q,
+                None => t % nq,
+            };
             let mut shared: BTreeMap<usize, Arc<Mutex<Box<dyn port::TxQueue>>>> = BTreeMap::new();
             for (t, table) in tx.iter_mut().enumerate() {
-                let q = t % nq;
-                let users = (0..nthreads).filter(|u| u % nq == q).count();
+                let q = queue_of(t);
+                let users = (0..nthreads).filter(|&u| queue_of(u) == q).count();
                 let slot = if users == 1 {
                     TxSlot::Own(p.open_tx(q as u16).map_err(open_err)?)
                 } else {

@@ -5,10 +5,22 @@
 // slot the frame goes on up the kernel stack (XDP_PASS), so queues the switch does not own keep
 // working as before.
 //
+// With `prio=on` (bit 0 of `hayate_cfg`), control frames go up the kernel stack too, where the
+// port's AF_PACKET priority socket reads them for the switch's priority lane: ARP, ICMP,
+// ICMPv6, and TCP SYNs without payload, FIN or RST — the same class as the AF_PACKET port's
+// fanout program (crates/port/src/afpacket/steer.rs). Frames with a VLAN tag in the data are
+// bulk.
+//
 // Built by crates/port/build.rs with `clang -target bpf`; loaded, attached and detached by the
 // switch (crates/port/src/afxdp/program.rs). Nothing prebuilt is committed.
 
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 // One slot per receive queue; 64 is more queues than the switch opens on one interface.
@@ -19,9 +31,68 @@ struct {
     __type(value, __u32);
 } hayate_xsks SEC(".maps");
 
+// Word 0: bit 0 set = control frames go to the kernel stack (the priority socket).
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} hayate_cfg SEC(".maps");
+
+// A TCP segment that opens a connection: SYN, no FIN or RST, no payload.
+static __always_inline int is_syn(struct tcphdr *tcp, __u32 payload_and_header)
+{
+    return tcp->syn && !tcp->fin && !tcp->rst && payload_and_header == (__u32)tcp->doff * 4;
+}
+
+static __always_inline int is_control(void *data, void *end)
+{
+    struct ethhdr *eth = data;
+    if ((void *)(eth + 1) > end)
+        return 0;
+    void *l3 = eth + 1;
+    if (eth->h_proto == bpf_htons(ETH_P_ARP))
+        return 1;
+    if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+        struct iphdr *ip = l3;
+        if ((void *)(ip + 1) > end)
+            return 0;
+        if (ip->protocol == IPPROTO_ICMP)
+            return 1;
+        if (ip->protocol != IPPROTO_TCP || (ip->frag_off & bpf_htons(0x1fff)))
+            return 0;
+        __u32 ihl = ip->ihl * 4;
+        if (ihl < sizeof(*ip))
+            return 0;
+        struct tcphdr *tcp = l3 + ihl;
+        if ((void *)(tcp + 1) > end)
+            return 0;
+        return is_syn(tcp, bpf_ntohs(ip->tot_len) - ihl);
+    }
+    if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+        struct ipv6hdr *ip6 = l3;
+        if ((void *)(ip6 + 1) > end)
+            return 0;
+        if (ip6->nexthdr == IPPROTO_ICMPV6)
+            return 1;
+        if (ip6->nexthdr != IPPROTO_TCP)
+            return 0;
+        struct tcphdr *tcp = (void *)(ip6 + 1);
+        if ((void *)(tcp + 1) > end)
+            return 0;
+        return is_syn(tcp, bpf_ntohs(ip6->payload_len));
+    }
+    return 0;
+}
+
 SEC("xdp")
 int hayate_xsk(struct xdp_md *ctx)
 {
+    __u32 zero = 0;
+    __u32 *cfg = bpf_map_lookup_elem(&hayate_cfg, &zero);
+    if (cfg && (*cfg & 1) &&
+        is_control((void *)(long)ctx->data, (void *)(long)ctx->data_end))
+        return XDP_PASS;
     // The low bits of the flags are the action when the slot is empty (kernel 5.3 and later).
     return bpf_redirect_map(&hayate_xsks, ctx->rx_queue_index, XDP_PASS);
 }

@@ -175,9 +175,10 @@ pub trait Port: Send + Sync {
     /// Opens transmit queue `queue` (each queue can be opened once).
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError>;
 
-    /// Receive queues of control frames kept apart from bulk traffic (AF_PACKET `prio=on`).
-    /// A datapath reads them on a thread of their own that preempts its poll threads.
-    /// Default: none.
+    /// Receive queues of control frames kept apart from bulk traffic (AF_PACKET and AF_XDP
+    /// `prio=on`). A datapath reads them on a thread of their own that preempts its poll
+    /// threads; a port that has them keeps its last transmit queue
+    /// ([`Capabilities::tx_queues`] counts it) for that thread. Default: none.
     fn priority_queues(&self) -> u16 {
         0
     }

@@ -14,7 +14,7 @@
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
 //! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off][,rx=mmsg\|ring][,prio=on\|off]` | a kernel interface through AF_PACKET (default 1 queue, vnet_hdr=on, rx=mmsg: `recvmmsg`; rx=ring: TPACKET_V3 ring; prio=on: control frames on the datapath's priority lane, the default with rx=mmsg) |
 //! | `tap:NAME[,queues=N]` | a TAP device, created or attached to (default 1 queue) |
-//! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); needs root |
+//! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off][,prio=on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); prio=on (default): control frames through an AF_PACKET socket to the datapath's priority lane; needs root |
 //!
 //! File names cannot contain commas.
 
@@ -303,14 +303,14 @@ fn open_tap(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortEr
     Ok(Arc::new(TapPort::new(spec, cfg, pool)?))
 }
 
-/// Parses `IFNAME[,queues=N][,mode=…][,zerocopy=…]`.
+/// Parses `IFNAME[,queues=N][,mode=…][,zerocopy=…][,prio=…]`.
 fn afxdp_config(spec: &str, rest: &str) -> Result<AfXdpConfig, PortError> {
     let (name, rest) = rest.split_once(',').unwrap_or((rest, ""));
     if name.is_empty() || name.contains('=') {
         return Err(PortError::new(
             spec,
             "an afxdp spec starts with the interface name: \
-             afxdp:IFNAME[,queues=N][,mode=auto|native|skb][,zerocopy=auto|on|off]",
+             afxdp:IFNAME[,queues=N][,mode=auto|native|skb][,zerocopy=auto|on|off][,prio=on|off]",
         ));
     }
     let mut cfg = AfXdpConfig::new(name);
@@ -343,7 +343,8 @@ fn afxdp_config(spec: &str, rest: &str) -> Result<AfXdpConfig, PortError> {
                     }
                 }
             }
-            key => return Err(unknown(spec, "afxdp", key, "queues, mode, zerocopy")),
+            "prio" => cfg.prio = on_off(spec, &opt)?,
+            key => return Err(unknown(spec, "afxdp", key, "queues, mode, zerocopy, prio")),
         }
     }
     Ok(cfg)
@@ -469,7 +470,8 @@ mod tests {
                 ifname: "eth1".into(),
                 queues: 4,
                 mode: XdpMode::Skb,
-                zero_copy: ZeroCopy::Off
+                zero_copy: ZeroCopy::Off,
+                prio: true,
             }
         );
         assert_eq!(afxdp_config("s", "eth1").unwrap(), AfXdpConfig::new("eth1"));
@@ -492,7 +494,10 @@ mod tests {
                 "afxdp:lo,zerocopy=yes",
                 "zerocopy=yes: give auto, on or off",
             ),
-            ("afxdp:lo,ring=5", "valid options: queues, mode, zerocopy"),
+            (
+                "afxdp:lo,ring=5",
+                "valid options: queues, mode, zerocopy, prio",
+            ),
             ("afxdp:lo,queues=0", "queues=0: give 1 to 64"),
             (
                 "afxdp:lo,zerocopy=on,mode=skb",

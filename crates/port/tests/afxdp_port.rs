@@ -420,3 +420,78 @@ fn errors_name_the_fix() {
         assert!(none.contains("queues 0..1"), "{none}");
     });
 }
+
+/// An ICMP echo request from 10.0.0.1 to 10.0.0.2.
+fn ping_frame() -> Vec<u8> {
+    use packet::builder::{Ipv4Spec, L3Spec, L4Spec, PacketSpec};
+    PacketSpec {
+        l3: L3Spec::Ipv4(Ipv4Spec::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into())),
+        l4: L4Spec::Icmp { ty: 8, code: 0 },
+        frame_len: 98,
+        ..PacketSpec::default()
+    }
+    .build()
+}
+
+/// Every frame `rx` hands out within `WAIT`, up to `want`.
+fn recv_any(rx: &mut dyn RxQueue, want: usize, pool: &Pool) -> Vec<Vec<u8>> {
+    let mut cache = pool.cache();
+    let mut got = Vec::new();
+    let start = Instant::now();
+    let mut batch = Batch::new();
+    while got.len() < want && start.elapsed() < WAIT {
+        rx.recv(&mut batch);
+        for p in batch.drain() {
+            got.push(p.data().to_vec());
+            cache.free(p);
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    got
+}
+
+#[test]
+fn control_frames_take_the_priority_path() {
+    if !root_or_say_why("control_frames_take_the_priority_path") {
+        return;
+    }
+    in_netns(|| {
+        let veth = Veth::new("pr");
+        let pool = Pool::with_frames(4096);
+        let port = open(&veth.port, &pool);
+        assert_eq!(port.priority_queues(), 1, "prio=on is the default");
+        assert_eq!(port.capabilities().tx_queues, 2, "one more for the lane");
+        let mut rx = port.open_rx(0).unwrap();
+        let mut prio = port.open_priority_rx(0).unwrap();
+        let peer = Raw::new(&veth.peer);
+        let ping = ping_frame();
+        let bulk = test_frame(5, 200);
+        peer.send(&bulk);
+        peer.send(&ping);
+        assert_eq!(recv_any(prio.as_mut(), 1, &pool), vec![ping.clone()]);
+        let got = recv_frames(rx.as_mut(), 1, &pool);
+        assert_eq!(got.first().map(|p| p.data()), Some(&bulk[..]));
+        got.into_iter().for_each(|p| pool.cache().free(p));
+        assert_eq!(port.stats().rx_priority, 1);
+        // The lane's transmit queue reaches the peer as the others do.
+        let mut lane_tx = port.open_tx(1).unwrap();
+        let out = test_frame(9, 120);
+        let mut batch = Batch::new();
+        batch.push(pool.cache().alloc_from(&out).unwrap()).unwrap();
+        assert_eq!(lane_tx.send(&mut batch), 1);
+        assert_eq!(peer.recv_test_frame(WAIT), Some(out));
+        assert!(port.open_tx(2).is_err());
+        drop((rx, prio, lane_tx, port));
+
+        // prio=off: the ping is the AF_XDP socket's like any frame.
+        let cfg = AfXdpConfig {
+            prio: false,
+            ..AfXdpConfig::new(&veth.port)
+        };
+        let port = AfXdpPort::open(&cfg, &pool).unwrap();
+        assert_eq!(port.priority_queues(), 0);
+        let mut rx = port.open_rx(0).unwrap();
+        peer.send(&ping);
+        assert_eq!(recv_any(rx.as_mut(), 1, &pool), vec![ping]);
+    });
+}

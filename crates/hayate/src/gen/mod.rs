@@ -412,8 +412,19 @@ fn pool(out: &OutputArgs, largest_sent: usize) -> Result<Pool> {
 }
 
 fn open(spec: &str, pool: &Pool) -> Result<(Arc<dyn Port>, String)> {
-    let p = port::open(spec, pool).map_err(|e| anyhow!("{e}"))?;
+    let p = port::open(&without_priority_path(spec), pool).map_err(|e| anyhow!("{e}"))?;
     Ok((p, spec.to_string()))
+}
+
+/// A generator reads every frame itself, so its kernel ports get no priority path (which
+/// only the switch's priority lane reads) unless the spec asks for one.
+fn without_priority_path(spec: &str) -> String {
+    let kind = spec.split(':').next().unwrap_or("");
+    if matches!(kind, "afxdp" | "afpacket") && !spec.contains("prio=") {
+        format!("{spec},prio=off")
+    } else {
+        spec.to_string()
+    }
 }
 
 fn run_with_progress(

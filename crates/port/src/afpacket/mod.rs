@@ -44,6 +44,7 @@
 
 mod mmsg;
 mod rx;
+pub(crate) mod side;
 mod socket;
 mod steer;
 mod tx;

@@ -1,14 +1,21 @@
 //! `afxdp`: a port on a Linux interface through AF_XDP sockets, with the switch's packet pool
 //! as the UMEM, so packets move between the NIC rings and the pipeline without a copy.
 //!
-//! Opening `afxdp:IFNAME[,queues=N][,mode=auto|native|skb][,zerocopy=auto|on|off]`:
+//! Opening `afxdp:IFNAME[,queues=N][,mode=auto|native|skb][,zerocopy=auto|on|off][,prio=on|off]`:
 //! 1. checks the interface exists and has at least N receive queues (`ethtool -l`);
 //! 2. loads the XDP program built from `bpf/xsk_redirect.c` and attaches it with a bpf_link
 //!    (`mode=auto` tries native mode and falls back to skb mode, logging which one it used;
 //!    a stale program of ours attached the old way is replaced; module `program`);
 //! 3. makes one AF_XDP socket per queue `0..N` (module `xsk`), each registering the whole
 //!    pool as its UMEM, binds it (zero-copy when the driver has it, copy mode otherwise) and
-//!    puts it in the program's XSKMAP slot for that queue.
+//!    puts it in the program's XSKMAP slot for that queue;
+//! 4. with `prio=on` (the default), opens an AF_PACKET receive and transmit socket on the
+//!    interface ([`crate::afpacket::side`]) and has the program pass control frames (ARP,
+//!    ICMP, ICMPv6, TCP SYNs) up the kernel stack, where that socket reads them: they are the
+//!    port's priority receive queue, served by the datapath's priority lane, so a ping does not
+//!    queue behind bulk traffic in the AF_XDP rings. The transmit socket is the port's last
+//!    transmit queue, the lane's. The kernel stack sees those frames as it would on an
+//!    AF_PACKET port (on an interface without addresses it drops them after the socket).
 //!
 //! Each queue's socket serves both [`AfXdpRx`] (rx + fill rings) and [`AfXdpTx`] (tx +
 //! completion rings); the two can live on different threads. Dropping the port detaches the
@@ -30,6 +37,7 @@ use std::sync::{Arc, Mutex};
 
 use packet::{Pool, BATCH_SIZE, FRAME_SIZE};
 
+use crate::afpacket::side::SidePath;
 use crate::{Capabilities, Port, PortError, PortStats, RxQueue, TxQueue};
 use program::{XdpProgram, MAX_QUEUES};
 use xsk::{Xsk, RING_SIZE};
@@ -73,6 +81,8 @@ pub struct AfXdpConfig {
     pub mode: XdpMode,
     /// Zero-copy choice.
     pub zero_copy: ZeroCopy,
+    /// Control frames take the priority path (on by default).
+    pub prio: bool,
 }
 
 impl AfXdpConfig {
@@ -83,6 +93,7 @@ impl AfXdpConfig {
             queues: 1,
             mode: XdpMode::Auto,
             zero_copy: ZeroCopy::Auto,
+            prio: true,
         }
     }
 }
@@ -95,6 +106,8 @@ pub struct AfXdpPort {
     /// One socket per queue.
     sockets: Vec<Arc<Xsk>>,
     fill_target: u32,
+    /// The priority path (`prio=on`).
+    side: Option<SidePath>,
 }
 
 impl std::fmt::Debug for AfXdpPort {
@@ -161,6 +174,13 @@ impl AfXdpPort {
             program.set_socket(q, xsk.fd()).map_err(err)?;
             sockets.push(xsk);
         }
+        let side = if cfg.prio {
+            let side = SidePath::open(&format!("afxdp:{name}"), &name, pool)?;
+            program.set_control_to_stack(true).map_err(err)?;
+            Some(side)
+        } else {
+            None
+        };
         let zc = sockets.iter().filter(|s| s.zero_copy).count();
         tracing::info!(
             "port afxdp:{name}: {} queue(s), {}",
@@ -182,6 +202,7 @@ impl AfXdpPort {
             sockets,
             program: Mutex::new(program),
             fill_target,
+            side,
         })
     }
 
@@ -231,7 +252,7 @@ impl Port for AfXdpPort {
         let n = self.sockets.len() as u16;
         Capabilities {
             rx_queues: n,
-            tx_queues: n,
+            tx_queues: n + u16::from(self.side.is_some()),
             vnet_hdr: false,
             // Received frames start after the kernel's 256-byte XDP headroom.
             max_frame: (FRAME_SIZE - 256) as u32,
@@ -243,7 +264,25 @@ impl Port for AfXdpPort {
     }
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        Ok(Box::new(self.open_tx_queue(queue)?))
+        match &self.side {
+            // The last transmit queue is the priority lane's.
+            Some(side) if usize::from(queue) == self.sockets.len() => side.open_tx(),
+            _ => Ok(Box::new(self.open_tx_queue(queue)?)),
+        }
+    }
+
+    fn priority_queues(&self) -> u16 {
+        u16::from(self.side.is_some())
+    }
+
+    fn open_priority_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
+        match &self.side {
+            Some(side) if queue == 0 => side.open_rx(),
+            _ => Err(PortError::new(
+                &self.name,
+                format!("has no priority receive queue {queue} (prio=on gives it queue 0)"),
+            )),
+        }
     }
 
     fn stats(&self) -> PortStats {
@@ -259,6 +298,19 @@ impl Port for AfXdpPort {
             total.tx_bytes += q.tx_bytes;
             total.tx_dropped += q.tx_dropped;
             total.tx_errors += q.tx_errors + k.tx_invalid_descs;
+        }
+        if let Some(side) = &self.side {
+            let (p, b, d, e) = side.rx_counters();
+            total.rx_priority += p;
+            total.rx_packets += p;
+            total.rx_bytes += b;
+            total.rx_dropped += d;
+            total.rx_errors += e;
+            let (p, b, d, e) = side.tx_counters();
+            total.tx_packets += p;
+            total.tx_bytes += b;
+            total.tx_dropped += d;
+            total.tx_errors += e;
         }
         total
     }

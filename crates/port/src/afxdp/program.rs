@@ -13,7 +13,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use aya::maps::XskMap;
+use aya::maps::{Array, XskMap};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 
@@ -28,6 +28,8 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xs
 pub const PROGRAM_NAME: &str = "hayate_xsk";
 /// The XSKMAP's name in the object.
 const MAP_NAME: &str = "hayate_xsks";
+/// The program's settings (word 0, bit 0: control frames go to the kernel stack).
+const CFG_MAP_NAME: &str = "hayate_cfg";
 /// Slots in the XSKMAP (`max_entries` in the C source): the most queues a port can open.
 pub(crate) const MAX_QUEUES: u32 = 64;
 
@@ -210,6 +212,19 @@ impl XdpProgram {
         xsks.set(queue, fd, 0)
             .map_err(|e| explain(&format!("putting queue {queue}'s socket in the XSKMAP"), &e))
     }
+
+    /// Sends control frames (ARP, ICMP, ICMPv6, TCP SYNs) up the kernel stack, where the
+    /// port's priority socket reads them, instead of to the AF_XDP sockets.
+    pub(crate) fn set_control_to_stack(&mut self, on: bool) -> Result<(), String> {
+        let map = self
+            .ebpf
+            .map_mut(CFG_MAP_NAME)
+            .ok_or_else(|| format!("the XDP object has no map {CFG_MAP_NAME}"))?;
+        let mut cfg: Array<_, u32> =
+            Array::try_from(map).map_err(|e| explain("the XDP settings map", &e))?;
+        cfg.set(0, u32::from(on), 0)
+            .map_err(|e| explain("setting the XDP program's priority class", &e))
+    }
 }
 
 #[cfg(test)]
@@ -249,5 +264,6 @@ mod tests {
         let find = |needle: &[u8]| OBJECT.windows(needle.len()).any(|w| w == needle);
         assert!(find(PROGRAM_NAME.as_bytes()));
         assert!(find(MAP_NAME.as_bytes()));
+        assert!(find(CFG_MAP_NAME.as_bytes()));
     }
 }

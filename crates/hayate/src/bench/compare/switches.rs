@@ -23,6 +23,8 @@ pub enum Switch {
     BridgeRps,
     /// Hayate with AF_XDP ports.
     HayateAfxdp,
+    /// Hayate with AF_XDP ports without the priority lane (`prio=off`).
+    HayateAfxdpNoprio,
     /// Hayate with AF_PACKET ports.
     HayateAfpacket,
     /// Hayate with AF_PACKET ports without the priority lane (`prio=off`).
@@ -38,10 +40,11 @@ pub enum Switch {
 }
 
 /// Every switch, in the order they are measured.
-pub const ALL: [Switch; 8] = [
+pub const ALL: [Switch; 9] = [
     Switch::Bridge,
     Switch::BridgeRps,
     Switch::HayateAfxdp,
+    Switch::HayateAfxdpNoprio,
     Switch::HayateAfpacket,
     Switch::HayateAfpacketNoprio,
     Switch::OvsNetdev,
@@ -61,6 +64,7 @@ impl Switch {
             Switch::Bridge => "linux-bridge",
             Switch::BridgeRps => "linux-bridge-rps",
             Switch::HayateAfxdp => "hayate-afxdp",
+            Switch::HayateAfxdpNoprio => "hayate-afxdp-noprio",
             Switch::HayateAfpacket => "hayate-afpacket",
             Switch::HayateAfpacketNoprio => "hayate-afpacket-noprio",
             Switch::OvsNetdev => "ovs-netdev",
@@ -123,9 +127,13 @@ impl Switch {
                     br,
                 })
             }
-            Switch::HayateAfxdp | Switch::HayateAfpacket | Switch::HayateAfpacketNoprio => {
+            Switch::HayateAfxdp
+            | Switch::HayateAfxdpNoprio
+            | Switch::HayateAfpacket
+            | Switch::HayateAfpacketNoprio => {
                 let (kind, opts) = match self {
                     Switch::HayateAfxdp => ("afxdp", ""),
+                    Switch::HayateAfxdpNoprio => ("afxdp", ",prio=off"),
                     Switch::HayateAfpacket => ("afpacket", ""),
                     _ => ("afpacket", ",prio=off"),
                 };
