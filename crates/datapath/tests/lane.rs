@@ -172,23 +172,28 @@ fn no_priority_queue_no_lane() {
     assert!(!f.pmds.pop().unwrap().is_lane());
 }
 
-#[test]
-fn a_flood_keeps_the_lane_to_its_share_of_the_core() {
-    let r = rig(true, DpConfig::default());
+/// Runs the lane of `r` on a thread of its own until `counter` reaches 3 (or 10 s pass);
+/// returns its counters.
+fn run_lane_until(r: &Rig, counter: Counter) -> datapath::Snapshot {
     let mut lane = r.dp.build_pmds().unwrap().pop().unwrap();
     assert!(lane.is_lane());
     let stats = lane.stats_handle().clone();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
     let t = std::thread::spawn(move || lane.run(&stop2));
-    // Frames come without end: past a quarter of each millisecond the lane sleeps.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while stats.snapshot()[Counter::LaneYields] < 3 && Instant::now() < deadline {
+    while stats.snapshot()[counter] < 3 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     stop.store(true, Ordering::Relaxed);
     t.join().unwrap();
-    let s = stats.snapshot();
+    stats.snapshot()
+}
+
+#[test]
+fn a_flood_keeps_the_lane_to_its_share_of_the_core() {
+    // Frames come without end: past a quarter of each millisecond the lane sleeps.
+    let s = run_lane_until(&rig(true, DpConfig::default()), Counter::LaneYields);
     assert!(s[Counter::LaneYields] >= 3, "the lane never yielded: {s:?}");
     assert!(s[Counter::RxPackets] > 0);
 }
@@ -202,19 +207,7 @@ fn the_lane_sleeps_even_when_poll_threads_busy_poll() {
         },
         ..DpConfig::default()
     };
-    let r = rig(false, busy);
-    let mut lane = r.dp.build_pmds().unwrap().pop().unwrap();
-    assert!(lane.is_lane());
-    let stats = lane.stats_handle().clone();
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = stop.clone();
-    let t = std::thread::spawn(move || lane.run(&stop2));
     // A real-time thread that spun on empty queues would take the poll threads' core.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while stats.snapshot()[Counter::IdleSleeps] < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    stop.store(true, Ordering::Relaxed);
-    t.join().unwrap();
-    assert!(stats.snapshot()[Counter::IdleSleeps] >= 3, "the lane spun");
+    let s = run_lane_until(&rig(false, busy), Counter::IdleSleeps);
+    assert!(s[Counter::IdleSleeps] >= 3, "the lane spun");
 }

@@ -12,8 +12,14 @@ use port::{Port, RxQueue, TxQueue};
 
 const WAIT: Duration = Duration::from_secs(3);
 
-/// Receives from `rx` until `want` test frames arrived or `WAIT` passed.
-fn recv_frames(rx: &mut dyn RxQueue, want: usize, pool: &Pool) -> Vec<packet::Packet> {
+/// Receives from `rx` until `want` frames that `keep` accepts arrived or `WAIT` passed; the
+/// others go back to the pool.
+fn recv_matching(
+    rx: &mut dyn RxQueue,
+    want: usize,
+    pool: &Pool,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<packet::Packet> {
     let mut cache = pool.cache();
     let mut got = Vec::new();
     let start = Instant::now();
@@ -21,7 +27,7 @@ fn recv_frames(rx: &mut dyn RxQueue, want: usize, pool: &Pool) -> Vec<packet::Pa
     while got.len() < want && start.elapsed() < WAIT {
         rx.recv(&mut batch);
         for p in batch.drain() {
-            if is_test_frame(p.data()) {
+            if keep(p.data()) {
                 got.push(p);
             } else {
                 cache.free(p);
@@ -30,6 +36,11 @@ fn recv_frames(rx: &mut dyn RxQueue, want: usize, pool: &Pool) -> Vec<packet::Pa
         std::thread::sleep(Duration::from_micros(200));
     }
     got
+}
+
+/// Receives from `rx` until `want` test frames arrived or `WAIT` passed.
+fn recv_frames(rx: &mut dyn RxQueue, want: usize, pool: &Pool) -> Vec<packet::Packet> {
+    recv_matching(rx, want, pool, is_test_frame)
 }
 
 fn open(ifname: &str, pool: &Pool) -> AfXdpPort {
@@ -433,21 +444,17 @@ fn ping_frame() -> Vec<u8> {
     .build()
 }
 
-/// Every frame `rx` hands out within `WAIT`, up to `want`.
+/// Every frame `rx` hands out within `WAIT`, up to `want`, as bytes.
 fn recv_any(rx: &mut dyn RxQueue, want: usize, pool: &Pool) -> Vec<Vec<u8>> {
     let mut cache = pool.cache();
-    let mut got = Vec::new();
-    let start = Instant::now();
-    let mut batch = Batch::new();
-    while got.len() < want && start.elapsed() < WAIT {
-        rx.recv(&mut batch);
-        for p in batch.drain() {
-            got.push(p.data().to_vec());
+    recv_matching(rx, want, pool, |_| true)
+        .into_iter()
+        .map(|p| {
+            let f = p.data().to_vec();
             cache.free(p);
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    got
+            f
+        })
+        .collect()
 }
 
 #[test]
