@@ -251,4 +251,4 @@ fn fold(a: &mut Asm) {
 
 #[cfg(test)]
 #[path = "steer_tests.rs"]
-mod tests;
+pub(super) mod tests;

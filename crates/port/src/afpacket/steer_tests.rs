@@ -4,7 +4,7 @@
 use super::*;
 
 /// Runs `prog` on network-layer bytes `l3` with ancillary protocol `proto`.
-fn run(prog: &[Insn], proto: u16, l3: &[u8]) -> u32 {
+pub(crate) fn run(prog: &[Insn], proto: u16, l3: &[u8]) -> u32 {
     let (mut a, mut x, mut m) = (0u32, 0u32, [0u32; 16]);
     let mut pc = 0usize;
     let load = |off: u32, size: usize| -> Option<u32> {

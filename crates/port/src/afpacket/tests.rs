@@ -582,3 +582,96 @@ fn specs_get_the_priority_lane_by_default_with_mmsg() {
     };
     assert!(e.to_string().contains("prio=on needs rx=mmsg"), "{e}");
 }
+
+/// Network-layer bytes shaped like the frames the two priority classifiers tell apart: ARP,
+/// IPv4 and IPv6 carrying ICMP, TCP (any flags, consistent or not lengths, fragments) or
+/// UDP, and other ethertypes; long enough for every header either program reads.
+fn classifiable_l3() -> impl proptest::strategy::Strategy<Value = (u16, Vec<u8>)> {
+    use proptest::prelude::*;
+    let proto = prop_oneof![Just(0x0806u16), Just(0x0800), Just(0x86dd), any::<u16>()];
+    let l4 = prop_oneof![Just(1u8), Just(6), Just(6), Just(17), Just(58), any::<u8>()];
+    (
+        proto,
+        l4,
+        any::<u8>(),
+        0u16..3,
+        5u8..=7,
+        5u8..=8,
+        proptest::bool::weighted(0.8),
+        proptest::collection::vec(any::<u8>(), 64..100),
+    )
+        .prop_map(|(proto, l4, flags, payload, ihl, doff, whole, mut b)| {
+            let payload = match payload {
+                0 => 0,
+                1 => 1 + u16::from(flags % 9),
+                _ => u16::from_be_bytes([b[2], b[3]]),
+            };
+            let tcp_at = match proto {
+                0x0800 => {
+                    b[0] = 0x40 | ihl;
+                    b[9] = l4;
+                    if whole {
+                        b[6] &= 0x40;
+                        b[7] = 0;
+                    }
+                    let tot = u16::from(ihl) * 4 + u16::from(doff) * 4 + payload;
+                    b[2..4].copy_from_slice(&tot.to_be_bytes());
+                    usize::from(ihl) * 4
+                }
+                0x86dd => {
+                    b[0] = 0x60;
+                    b[6] = l4;
+                    let len = u16::from(doff) * 4 + payload;
+                    b[4..6].copy_from_slice(&len.to_be_bytes());
+                    40
+                }
+                _ => return (proto, b),
+            };
+            b[tcp_at + 12] = doff << 4;
+            b[tcp_at + 13] = flags;
+            (proto, b)
+        })
+}
+
+#[test]
+fn the_xdp_program_and_the_fanout_program_agree_on_the_priority_class() {
+    use proptest::test_runner::{Config, TestRunner};
+    if !root_or_skip("the_xdp_program_and_the_fanout_program_agree_on_the_priority_class") {
+        return;
+    }
+    let v = Veth::new("x");
+    let pool = Pool::with_frames(4096);
+    let xdp = crate::afxdp::AfXdpPort::open(&crate::afxdp::AfXdpConfig::new(&v.b), &pool)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let fanout = super::steer::program(1);
+    let (xdp_pass, xdp_redirect) = (2, 4);
+    let mut runner = TestRunner::new(Config {
+        cases: 2000,
+        ..Config::default()
+    });
+    let prio = std::cell::Cell::new(0usize);
+    runner
+        .run(&classifiable_l3(), |(proto, l3)| {
+            let mut frame = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1];
+            frame.extend_from_slice(&proto.to_be_bytes());
+            frame.extend_from_slice(&l3);
+            let control = super::steer::tests::run(&fanout, proto, &l3) == 1;
+            let verdict = xdp.xdp_verdict(0, &frame).unwrap();
+            prio.set(prio.get() + usize::from(control));
+            proptest::prop_assert_eq!(
+                verdict,
+                if control { xdp_pass } else { xdp_redirect },
+                "proto {:#06x}, l3 {:02x?}",
+                proto,
+                l3
+            );
+            Ok(())
+        })
+        .unwrap();
+    // The generator reaches both classes, so the agreement is not a trivial one.
+    assert!(
+        prio.get() > 100,
+        "only {} control frames generated",
+        prio.get()
+    );
+}

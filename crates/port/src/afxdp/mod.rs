@@ -108,6 +108,7 @@ pub struct AfXdpPort {
     fill_target: u32,
     /// The priority path (`prio=on`).
     side: Option<SidePath>,
+    ifindex: u32,
 }
 
 impl std::fmt::Debug for AfXdpPort {
@@ -203,12 +204,26 @@ impl AfXdpPort {
             program: Mutex::new(program),
             fill_target,
             side,
+            ifindex,
         })
     }
 
     /// Whether the XDP program runs in native (driver) mode.
     pub fn native(&self) -> bool {
         self.program.lock().map(|p| p.native()).unwrap_or(false)
+    }
+
+    /// What the port's XDP program does with `frame` arriving on receive queue `queue`,
+    /// without sending it anywhere (`BPF_PROG_TEST_RUN`; for tests and diagnosis): the XDP
+    /// action, `XDP_PASS` (2: the kernel stack, where the priority socket reads control
+    /// frames) or `XDP_REDIRECT` (4: the queue's AF_XDP socket).
+    pub fn xdp_verdict(&self, queue: u16, frame: &[u8]) -> Result<u32, PortError> {
+        let mut p = self
+            .program
+            .lock()
+            .map_err(|_| PortError::new(&self.name, "the XDP program's lock is poisoned"))?;
+        p.verdict(self.ifindex, u32::from(queue), frame)
+            .map_err(|e| PortError::new(&self.name, e))
     }
 
     /// Whether every queue's socket runs in zero-copy mode.
