@@ -614,14 +614,15 @@ fn classifiable_l3() -> impl proptest::strategy::Strategy<Value = (u16, Vec<u8>)
                         b[6] &= 0x40;
                         b[7] = 0;
                     }
-                    let tot = u16::from(ihl) * 4 + u16::from(doff) * 4 + payload;
+                    // A random payload length may wrap: an inconsistent length, as on the wire.
+                    let tot = (u16::from(ihl) * 4 + u16::from(doff) * 4).wrapping_add(payload);
                     b[2..4].copy_from_slice(&tot.to_be_bytes());
                     usize::from(ihl) * 4
                 }
                 0x86dd => {
                     b[0] = 0x60;
                     b[6] = l4;
-                    let len = u16::from(doff) * 4 + payload;
+                    let len = (u16::from(doff) * 4).wrapping_add(payload);
                     b[4..6].copy_from_slice(&len.to_be_bytes());
                     40
                 }
