@@ -30,6 +30,7 @@ pub mod spec;
 pub mod tap;
 pub mod template;
 pub mod vnet;
+mod xdp_test_run;
 pub mod xdplive;
 
 pub use spec::open;

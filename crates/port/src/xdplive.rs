@@ -14,7 +14,6 @@
 //! 6.18), so callers must count what arrives.
 //! Frames are sent as they are: every copy is the same frame (one flow, no probe).
 
-use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 
 use aya::programs::Xdp;
@@ -26,48 +25,8 @@ use crate::afxdp::sys::ifindex as sys_ifindex;
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/gen_tx.o"));
 const PROGRAM_NAME: &str = "hayate_gen_tx";
 
-/// `BPF_PROG_TEST_RUN` command of bpf(2).
-const BPF_PROG_TEST_RUN: libc::c_long = 10;
-/// Run the XDP program on live frames that really go out.
-const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
 /// Frames per bulk transmit inside the kernel (at most 256).
 const BATCH: u32 = 64;
-
-/// The `test` member of `union bpf_attr`.
-#[repr(C, align(8))]
-#[derive(Default)]
-struct TestAttr {
-    prog_fd: u32,
-    retval: u32,
-    data_size_in: u32,
-    data_size_out: u32,
-    data_in: u64,
-    data_out: u64,
-    repeat: u32,
-    duration: u32,
-    ctx_size_in: u32,
-    ctx_size_out: u32,
-    ctx_in: u64,
-    ctx_out: u64,
-    flags: u32,
-    cpu: u32,
-    batch_size: u32,
-    /// Explicit tail padding: the kernel refuses an attribute whose bytes after the last
-    /// field it knows are not zero, and implicit padding is not guaranteed to be.
-    _pad: u32,
-}
-
-/// `struct xdp_md` as the context of a test run.
-#[repr(C)]
-#[derive(Default)]
-struct XdpMd {
-    data: u32,
-    data_end: u32,
-    data_meta: u32,
-    ingress_ifindex: u32,
-    rx_queue_index: u32,
-    egress_ifindex: u32,
-}
 
 /// Sends copies of one frame out of one interface with XDP live frames.
 pub struct XdpLive {
@@ -123,34 +82,15 @@ impl XdpLive {
     /// Runs the program on `count` copies of the frame (the kernel sends them in bulks of
     /// 64); returns once they are handed to the driver. `count` is capped at 2^31 per call.
     pub fn send(&self, count: u32) -> Result<(), String> {
-        let ctx = XdpMd {
-            data_end: self.frame.len() as u32,
-            ingress_ifindex: self.ifindex,
-            ..XdpMd::default()
-        };
-        let mut attr = TestAttr {
-            prog_fd: self.prog_fd as u32,
-            data_size_in: self.frame.len() as u32,
-            data_in: self.frame.as_ptr() as u64,
-            repeat: count.clamp(1, 1 << 31),
-            ctx_size_in: std::mem::size_of::<XdpMd>() as u32,
-            ctx_in: &ctx as *const XdpMd as u64,
-            flags: BPF_F_TEST_XDP_LIVE_FRAMES,
-            batch_size: BATCH,
-            ..TestAttr::default()
-        };
-        // SAFETY: `attr` is a valid BPF_PROG_TEST_RUN attribute whose pointers name `frame`
-        // and `ctx`, both alive for the call; the kernel reads them and writes only `attr`.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_PROG_TEST_RUN,
-                &mut attr as *mut TestAttr,
-                std::mem::size_of::<TestAttr>(),
-            )
-        };
-        if r < 0 {
-            let e = io::Error::last_os_error();
+        let r = crate::xdp_test_run::run(&crate::xdp_test_run::TestRun {
+            prog_fd: self.prog_fd,
+            frame: &self.frame,
+            ifindex: self.ifindex,
+            queue: 0,
+            repeat: count,
+            live: Some(BATCH),
+        });
+        if let Err(e) = r {
             return Err(match e.raw_os_error() {
                 Some(libc::EINVAL) => format!(
                     "{e}: this kernel has no XDP live frames (Linux 5.18+), or refuses this \
@@ -167,13 +107,6 @@ impl XdpLive {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_test_attribute_has_the_kernels_layout() {
-        // union bpf_attr's `test` member: 76 bytes of fields, 8-byte aligned.
-        assert_eq!(std::mem::size_of::<TestAttr>(), 80);
-        assert_eq!(std::mem::size_of::<XdpMd>(), 24);
-    }
 
     #[test]
     fn frames_out_of_range_are_refused_before_anything_loads() {

@@ -221,77 +221,20 @@ impl XdpProgram {
         queue: u32,
         frame: &[u8],
     ) -> Result<u32, String> {
-        /// `struct xdp_md`, the context the program sees.
-        #[repr(C)]
-        struct XdpMd {
-            data: u32,
-            data_end: u32,
-            data_meta: u32,
-            ingress_ifindex: u32,
-            rx_queue_index: u32,
-            egress_ifindex: u32,
-        }
-        /// The `test` member of `union bpf_attr`.
-        #[repr(C)]
-        #[derive(Default)]
-        struct TestRun {
-            prog_fd: u32,
-            retval: u32,
-            data_size_in: u32,
-            data_size_out: u32,
-            data_in: u64,
-            data_out: u64,
-            repeat: u32,
-            duration: u32,
-            ctx_size_in: u32,
-            ctx_size_out: u32,
-            ctx_in: u64,
-            ctx_out: u64,
-            flags: u32,
-            cpu: u32,
-            batch_size: u32,
-            pad: u32,
-        }
-        const BPF_PROG_TEST_RUN: libc::c_long = 10;
-        let fd = program(&mut self.ebpf)
+        let prog_fd = program(&mut self.ebpf)
             .fd()
             .map_err(|e| explain("the XDP program", &e))?
             .as_fd()
             .as_raw_fd();
-        let ctx = XdpMd {
-            data: 0,
-            data_end: frame.len() as u32,
-            data_meta: 0,
-            ingress_ifindex: ifindex,
-            rx_queue_index: queue,
-            egress_ifindex: 0,
-        };
-        let mut attr = TestRun {
-            prog_fd: fd as u32,
-            data_size_in: frame.len() as u32,
-            data_in: frame.as_ptr() as u64,
+        crate::xdp_test_run::run(&crate::xdp_test_run::TestRun {
+            prog_fd,
+            frame,
+            ifindex,
+            queue,
             repeat: 1,
-            ctx_size_in: std::mem::size_of::<XdpMd>() as u32,
-            ctx_in: &ctx as *const XdpMd as u64,
-            ..TestRun::default()
-        };
-        // SAFETY: `attr` is a valid `test` member of bpf_attr for its size; the frame and
-        // the context it points at live for the call; nothing is written back but `attr`.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_PROG_TEST_RUN,
-                &mut attr as *mut TestRun,
-                std::mem::size_of::<TestRun>(),
-            )
-        };
-        if r != 0 {
-            return Err(format!(
-                "running the XDP program on a frame: {}",
-                io::Error::last_os_error()
-            ));
-        }
-        Ok(attr.retval)
+            live: None,
+        })
+        .map_err(|e| advice("running the XDP program on a frame", &e))
     }
 
     /// Sends control frames (ARP, ICMP, ICMPv6, TCP SYNs) up the kernel stack, where the
