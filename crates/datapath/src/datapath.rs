@@ -6,7 +6,8 @@
 //! share it behind a mutex taken once per tx batch; otherwise each thread owns its queue.
 //!
 //! The priority lane: when ports keep control frames apart in priority receive queues
-//! ([`port::Port::priority_queues`], AF_PACKET `prio=on`: ARP, ICMP, ICMPv6, TCP handshakes),
+//! ([`port::Port::priority_queues`]; AF_PACKET and AF_XDP ports by default: ARP, ICMP,
+//! ICMPv6, TCP SYNs),
 //! one more thread reads them all. It shares thread 0's core, runs as a real-time thread
 //! (`SCHED_FIFO`, so the kernel switches to it as soon as a control frame wakes it, at the
 //! poll thread's next system call or preemption point) and sleeps as soon as its queues are
