@@ -578,3 +578,23 @@ fn emit_rfc2544(rep: &Rfc2544Report, out: &OutputArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::without_priority_path;
+
+    #[test]
+    fn kernel_ports_of_a_generator_have_no_priority_path_unless_asked() {
+        assert_eq!(without_priority_path("afxdp:v0"), "afxdp:v0,prio=off");
+        assert_eq!(
+            without_priority_path("afpacket:v0,queues=2"),
+            "afpacket:v0,queues=2,prio=off"
+        );
+        assert_eq!(
+            without_priority_path("afpacket:v0,prio=on"),
+            "afpacket:v0,prio=on"
+        );
+        assert_eq!(without_priority_path("ring:x"), "ring:x");
+        assert_eq!(without_priority_path("xdplive:v0"), "xdplive:v0");
+    }
+}
