@@ -15,8 +15,8 @@
 //!     cycle; slow for TCP, whose ACKs wait in the blocks).
 //!
 //!   A VLAN tag the kernel took out of the frame is put back.
-//! - With `prio=on` (the default with `rx=mmsg`; `rx=ring` cannot have it), each queue has a second receive
-//!   socket for control frames (ARP, ICMP, ICMPv6, TCP SYNs without payload), chosen by a
+//! - With `prio=on` (the default with `rx=mmsg`; `rx=ring` cannot have it), each queue has a
+//!   second receive socket for control frames (ARP, ICMP, ICMPv6, TCP SYNs without payload), chosen by a
 //!   classic-BPF fanout program (`steer.rs`) and offered as the port's priority receive
 //!   queues ([`Port::priority_queues`]), which the datapath reads on its priority lane, a
 //!   real-time thread that runs ahead of the poll threads: a ping or a TCP handshake does not
@@ -248,11 +248,17 @@ impl Port for AfPacketPort {
     }
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        // With prio=on the last transmit queue is the priority lane's.
-        if usize::from(queue) != self.cfg.queues.into() || !self.cfg.prio {
-            self.check_queue("tx", queue)?;
-        }
+        // With prio=on there is one more transmit queue than queues: the priority lane's.
         let q = usize::from(queue);
+        if q >= self.tx.len() {
+            return Err(PortError::new(
+                &self.name,
+                format!(
+                    "tx queue {queue} does not exist: the port has {} (queues=N for more)",
+                    self.tx.len()
+                ),
+            ));
+        }
         let claim = self.tx_slots[q].claim(&self.name, &format!("tx queue {queue}"))?;
         Ok(Box::new(AfPacketTx::new(
             self.tx[q].clone(),
