@@ -31,6 +31,10 @@ pub enum Switch {
     HayateAfpacketNoprio,
     /// Open vSwitch's userspace datapath on system (AF_PACKET) ports.
     OvsNetdev,
+    /// Open vSwitch's userspace datapath on system ports with its userspace TSO support on
+    /// (`other_config:userspace-tso-enable=true`: virtio-net headers on the sockets), the one
+    /// other userspace switch here that can carry the hosts' TCP super-packets.
+    OvsNetdevTso,
     /// Open vSwitch's userspace datapath on AF_XDP ports.
     OvsAfxdp,
     /// dpdk-testpmd forwarding between two AF_XDP ports (`--forward-mode=io`): no parsing,
@@ -40,7 +44,7 @@ pub enum Switch {
 }
 
 /// Every switch, in the order they are measured.
-pub const ALL: [Switch; 9] = [
+pub const ALL: [Switch; 10] = [
     Switch::Bridge,
     Switch::BridgeRps,
     Switch::HayateAfxdp,
@@ -48,6 +52,7 @@ pub const ALL: [Switch; 9] = [
     Switch::HayateAfpacket,
     Switch::HayateAfpacketNoprio,
     Switch::OvsNetdev,
+    Switch::OvsNetdevTso,
     Switch::OvsAfxdp,
     Switch::TestpmdAfxdp,
 ];
@@ -68,6 +73,7 @@ impl Switch {
             Switch::HayateAfpacket => "hayate-afpacket",
             Switch::HayateAfpacketNoprio => "hayate-afpacket-noprio",
             Switch::OvsNetdev => "ovs-netdev",
+            Switch::OvsNetdevTso => "ovs-netdev-tso",
             Switch::OvsAfxdp => "ovs-afxdp",
             Switch::TestpmdAfxdp => "testpmd-afxdp",
         }
@@ -84,9 +90,11 @@ impl Switch {
     /// Why this switch cannot run here, if it cannot.
     pub fn unavailable(self) -> Option<String> {
         match self {
-            Switch::OvsNetdev | Switch::OvsAfxdp => (!Path::new(OVS_VSWITCHD).exists()
-                || !Path::new(OVS_SCHEMA).exists())
-            .then(|| "Open vSwitch is not installed (apt-get install openvswitch-switch)".into()),
+            Switch::OvsNetdev | Switch::OvsNetdevTso | Switch::OvsAfxdp => {
+                (!Path::new(OVS_VSWITCHD).exists() || !Path::new(OVS_SCHEMA).exists()).then(|| {
+                    "Open vSwitch is not installed (apt-get install openvswitch-switch)".into()
+                })
+            }
             Switch::TestpmdAfxdp => Generator::TestpmdAfxdp.unavailable(),
             _ => None,
         }
@@ -195,8 +203,9 @@ impl Switch {
                 r.check_alive()?;
                 Ok(r)
             }
-            Switch::OvsNetdev | Switch::OvsAfxdp => {
-                let ovs = Ovs::start(topo, core, &dir.join("ovs"))?;
+            Switch::OvsNetdev | Switch::OvsNetdevTso | Switch::OvsAfxdp => {
+                let tso = self == Switch::OvsNetdevTso;
+                let ovs = Ovs::start(topo, core, tso, &dir.join("ovs"))?;
                 let port = |dev: &str| {
                     if self == Switch::OvsAfxdp {
                         format!(
@@ -313,7 +322,9 @@ impl Ovs {
         run(&mut c).map(|_| ())
     }
 
-    fn start(topo: &Topo, core: usize, dir: &Path) -> Result<Ovs> {
+    /// Starts the daemons with their work on `core`; `tso` turns on the userspace TSO
+    /// support, which the daemon reads only when it starts.
+    fn start(topo: &Topo, core: usize, tso: bool, dir: &Path) -> Result<Ovs> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir)?;
         let o = Ovs {
@@ -338,6 +349,9 @@ impl Ovs {
             "--no-wait set Open_vSwitch . other_config:pmd-cpu-mask=0x{:x}",
             1u64 << core
         ))?;
+        if tso {
+            o.vsctl("--no-wait set Open_vSwitch . other_config:userspace-tso-enable=true")?;
+        }
         let mut c = in_ns(
             &topo.ns_s,
             &[
