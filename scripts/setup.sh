@@ -6,11 +6,12 @@ set -euo pipefail
 need_apt=()
 # iperf3, iputils-ping: the network-namespace suite (crates/hayate/tests/netns_*.rs).
 # openvswitch-common: ovs-ofctl, which the OpenFlow tests drive and read.
+# nftables: `hayate bench compare`'s sink on host B (and its test).
 # clang, libbpf-dev: the AF_XDP port's XDP program (crates/port/bpf/, built by build.rs).
 # python3-venv, python3-dev: the controllers' venv below (Faucet's pytricia has no wheel for
 # Debian 12's Python 3.11 and is compiled, which needs Python.h).
 for pkg in build-essential pkg-config tcpdump iproute2 ethtool iperf3 iputils-ping python3 python3-venv python3-dev linux-perf clang libbpf-dev \
-    openvswitch-common; do
+    openvswitch-common nftables; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -80,6 +80,12 @@ pub fn rate(t: &RateTest<'_>, frame: usize) -> Result<Rate> {
         switch_pid,
     } = *t;
     let secs = warmup + window + 2.0;
+    // XDP live frames need a NAPI receiver: GRO on the switch's A-side veth for this test
+    // only (GRO would also merge the TCP tests' segments).
+    let napi = gen == Generator::HayateXdpLive;
+    if napi {
+        topo.switch_gro_a(true)?;
+    }
     let mut child = gen.start(&topo.ns_a, &topo.a0, frame, core, other_core, secs, dir)?;
     let result = (|| {
         std::thread::sleep(Duration::from_secs_f64(warmup));
@@ -111,6 +117,9 @@ pub fn rate(t: &RateTest<'_>, frame: usize) -> Result<Rate> {
     // now, so stop whatever is left there before the next test.
     Topo::kill_all(&topo.ns_a);
     std::thread::sleep(Duration::from_millis(300));
+    if napi {
+        topo.switch_gro_a(false)?;
+    }
     result
 }
 

@@ -23,7 +23,7 @@ use clap::Args;
 use generator::Generator;
 use report::{Report, SwitchResult};
 use switches::Switch;
-use topo::Topo;
+use topo::{Sink, Topo};
 
 /// Options of `hayate bench compare`.
 #[derive(Args, Debug, Clone)]
@@ -63,6 +63,12 @@ pub struct CompareArgs {
     /// trafgen (Debian netsniff-ng), testpmd-afxdp or testpmd-afpacket (dpdk-testpmd txonly).
     #[arg(long, default_value = "hayate-afxdp")]
     pub generator: String,
+    /// How host B disposes of the generator's frames: stack (its IP stack's failed route
+    /// lookup, which allocates a route entry per frame, on the core that sent into B's veth:
+    /// the switch's, for a userspace switch) or ingress (an nftables drop rule at B's
+    /// interface, the first thing its kernel does: less of the figure is B's).
+    #[arg(long, value_enum, default_value_t = Sink::Stack)]
+    pub sink: Sink,
     /// Core of the generator, iperf3 and ping.
     #[arg(long, default_value_t = 0)]
     pub gen_core: usize,
@@ -80,7 +86,7 @@ pub struct CompareArgs {
     pub workdir: Option<PathBuf>,
 }
 
-fn check_tools(gen: Generator) -> Result<()> {
+fn check_tools(gen: Generator, sink: Sink) -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("bench compare builds network namespaces: run it as root");
@@ -93,6 +99,7 @@ fn check_tools(gen: Generator) -> Result<()> {
     ];
     need.push(("iperf3", "iperf3"));
     need.push(("taskset", "util-linux"));
+    need.extend(sink.needs());
     if let Some(why) = gen.unavailable() {
         bail!("the generator {} is {why}", gen.name());
     }
@@ -116,7 +123,7 @@ fn check_tools(gen: Generator) -> Result<()> {
 /// Runs `hayate bench compare`.
 pub fn main(args: CompareArgs) -> Result<()> {
     let gen = Generator::from_name(&args.generator)?;
-    check_tools(gen)?;
+    check_tools(gen, args.sink)?;
     if !(args.seconds > 0.0 && args.seconds <= 600.0 && (0.0..=600.0).contains(&args.warmup)) {
         bail!("--seconds must be in (0, 600] and --warmup in [0, 600]");
     }
@@ -144,6 +151,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     let mut report = Report {
         generator: gen.name().into(),
+        sink: args.sink.name().into(),
         gen_core: args.gen_core,
         switch_core: args.switch_core,
         window_s: args.seconds,
@@ -206,6 +214,7 @@ fn measure_switch(
 ) -> Result<()> {
     let prefix = format!("hc{}", std::process::id() % 100_000);
     let topo = Topo::up(&prefix)?;
+    topo.sink(args.sink)?;
     topo.host_offloads(false)?;
     let mut running = sw.start(&topo, hayate, args.switch_core, dir)?;
     if !measure::reachable(&topo, Duration::from_secs(10)) {

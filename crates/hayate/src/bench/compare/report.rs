@@ -40,6 +40,9 @@ impl SwitchResult {
 pub struct Report {
     /// Generator used for the packet-rate tests.
     pub generator: String,
+    /// How host B disposed of the packet-rate test's frames (`ingress` or `stack`, see
+    /// `--sink`).
+    pub sink: String,
     /// Core of the generator, iperf3 and ping.
     pub gen_core: usize,
     /// Core of the switch.
@@ -233,6 +236,7 @@ mod tests {
         };
         Report {
             generator: "trafgen".into(),
+            sink: "ingress".into(),
             gen_core: 0,
             switch_core: 1,
             window_s: 3.0,

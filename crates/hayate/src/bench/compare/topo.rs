@@ -23,9 +23,43 @@ pub const MAC_B: &str = "02:00:00:77:00:02";
 pub const IP_A: &str = "10.77.0.1";
 /// IPv4 address of host B.
 pub const IP_B: &str = "10.77.0.2";
-/// A destination behind B's MAC that B does not own: B's stack drops such packets at once,
-/// so a packet-rate test measures the switch, not B's UDP stack.
+/// A destination behind B's MAC that B does not own: the packet-rate test's frames go there,
+/// so that B delivers them to no socket. How B gets rid of them is [`Sink`].
 pub const IP_SINK: &str = "10.77.0.99";
+
+/// How host B disposes of the packet-rate test's frames (those to [`IP_SINK`]). On veths B's
+/// receive runs on the core that transmitted into B's veth — the switch's, for a userspace
+/// switch — so what B does with each frame weighs on the figure of the switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sink {
+    /// An nftables rule at B's interface's ingress hook drops them: the first thing B's
+    /// kernel does with a received frame, so the figure is the switch's work and the
+    /// transmit into the veth, not B's stack.
+    Ingress,
+    /// B's IP stack drops them: it forwards nothing, so each frame fails the input route
+    /// lookup, which allocates an error route entry per frame (`ip_route_input_slow`,
+    /// `rt_dst_alloc`, freed by RCU). The default, as every run in docs/benchmarks.md
+    /// before `--sink` existed.
+    Stack,
+}
+
+impl Sink {
+    /// The name `--sink` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sink::Ingress => "ingress",
+            Sink::Stack => "stack",
+        }
+    }
+
+    /// The program this sink needs on the machine, with its Debian package.
+    pub fn needs(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Sink::Ingress => Some(("nft", "nftables")),
+            Sink::Stack => None,
+        }
+    }
+}
 
 /// The namespaces and veths of one comparison.
 #[derive(Debug)]
@@ -136,6 +170,25 @@ impl Topo {
         run(&mut in_ns(ns, &["sh", "-c", line]))
     }
 
+    /// Sets up how host B disposes of frames to [`IP_SINK`].
+    pub fn sink(&self, sink: Sink) -> Result<()> {
+        match sink {
+            Sink::Stack => Ok(()),
+            Sink::Ingress => {
+                let b0 = &self.b0;
+                self.sh(
+                    &self.ns_b,
+                    &format!(
+                        "nft add table netdev sink && \
+                         nft add chain netdev sink in '{{ type filter hook ingress device {b0} priority 0; }}' && \
+                         nft add rule netdev sink in ip daddr {IP_SINK} counter drop"
+                    ),
+                )
+                .map(|_| ())
+            }
+        }
+    }
+
     /// Turns the hosts' transmit offloads (checksum, TSO, GSO) on or off.
     pub fn host_offloads(&self, on: bool) -> Result<()> {
         let v = if on { "on" } else { "off" };
@@ -146,6 +199,18 @@ impl Topo {
             )?;
         }
         Ok(())
+    }
+
+    /// Turns GRO on or off on the switch's interface towards A. A veth receives through NAPI
+    /// only with GRO on (or an XDP program attached), and XDP live frames reach only a peer
+    /// that receives through NAPI.
+    pub fn switch_gro_a(&self, on: bool) -> Result<()> {
+        let v = if on { "on" } else { "off" };
+        self.sh(
+            &self.ns_s,
+            &format!("ethtool -K {} gro {v} >/dev/null", self.a1),
+        )
+        .map(|_| ())
     }
 
     /// A counter of `dev` in `ns` (`rx_packets`, `tx_packets`, ...).
@@ -193,6 +258,82 @@ impl Drop for Topo {
                 .args(["netns", "del", ns])
                 .stderr(Stdio::null())
                 .output();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames host B's IP stack could not route (`Ip: InAddrErrors` of its namespace).
+    fn in_addr_errors(t: &Topo) -> u64 {
+        let out = t.sh(&t.ns_b, "cat /proc/net/snmp").unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let mut ip = text.lines().filter(|l| l.starts_with("Ip:"));
+        let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
+        let i = names
+            .split_whitespace()
+            .position(|n| n == "InAddrErrors")
+            .unwrap();
+        values.split_whitespace().nth(i).unwrap().parse().unwrap()
+    }
+
+    /// Packets the ingress sink's rule has dropped.
+    fn sink_drops(t: &Topo) -> u64 {
+        let out = t.sh(&t.ns_b, "nft list chain netdev sink in").unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let w: Vec<&str> = text.split_whitespace().collect();
+        let i = w.iter().position(|&x| x == "packets").expect(&text);
+        w[i + 1].parse().unwrap()
+    }
+
+    #[test]
+    fn the_ingress_sink_drops_frames_before_host_b_routes_them() {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if !root || run(Command::new("nft").arg("--version")).is_err() {
+            eprintln!("SKIPPED: needs root and nft (scripts/setup.sh installs nftables)");
+            return;
+        }
+        let prefix = format!("ht{}", std::process::id() % 100_000);
+        for sink in [Sink::Stack, Sink::Ingress] {
+            let t = Topo::up(&prefix).unwrap();
+            t.sink(sink).unwrap();
+            // A Linux bridge joins the hosts; A sends five pings to the sink behind B's MAC.
+            t.sh(
+                &t.ns_s,
+                &format!(
+                    "ip link add {p}br type bridge && ip link set {p}br up && \
+                     ip link set {} master {p}br && ip link set {} master {p}br",
+                    t.a1,
+                    t.b1,
+                    p = prefix
+                ),
+            )
+            .unwrap();
+            t.sh(
+                &t.ns_a,
+                &format!(
+                    "ip neigh replace {IP_SINK} lladdr {MAC_B} dev {} nud permanent",
+                    t.a0
+                ),
+            )
+            .unwrap();
+            let before = in_addr_errors(&t);
+            t.sh(
+                &t.ns_a,
+                &format!("ping -n -q -c 5 -i 0.01 -W 1 {IP_SINK} >/dev/null || true"),
+            )
+            .unwrap();
+            let stack_drops = in_addr_errors(&t) - before;
+            match sink {
+                Sink::Stack => assert_eq!(stack_drops, 5, "B's stack drops each frame"),
+                Sink::Ingress => {
+                    assert_eq!(stack_drops, 0, "no frame reaches B's IP stack");
+                    assert_eq!(sink_drops(&t), 5, "the ingress rule drops each frame");
+                }
+            }
         }
     }
 }
