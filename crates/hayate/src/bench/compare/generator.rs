@@ -1,7 +1,7 @@
 //! The programs that send the packet-rate tests' frames: Hayate's own generator (`hayate gen
 //! send` on an AF_XDP or AF_PACKET port, or with XDP live frames), trafgen (Debian netsniff-ng), and DPDK's
 //! dpdk-testpmd in txonly mode on a net_af_xdp or net_af_packet vdev. Each sends UDP frames
-//! from host A's address to a destination behind B's MAC that B drops at once.
+//! from host A's address to a destination behind B's MAC that B drops (how: `topo::Sink`).
 
 use std::path::Path;
 use std::process::{Child, Stdio};
