@@ -8,7 +8,9 @@
 //! The priority lane: when ports keep control frames apart in priority receive queues
 //! ([`port::Port::priority_queues`]; AF_PACKET and AF_XDP ports by default: ARP, ICMP,
 //! ICMPv6, TCP SYNs),
-//! one more thread reads them all. It shares thread 0's core, runs as a real-time thread
+//! one more thread reads them all. It shares thread 0's core unless given one of its own
+//! ([`Builder::lane_core`]: a housekeeping core, where it never waits for a poll thread's
+//! system call to end), runs as a real-time thread
 //! (`SCHED_FIFO`, so the kernel switches to it as soon as a control frame wakes it, at the
 //! poll thread's next system call or preemption point) and sleeps as soon as its queues are
 //! empty, so a ping does not wait behind the poll threads' bulk work (a TCP stream's
@@ -57,6 +59,7 @@ pub struct Builder {
     ports: Vec<(u32, Arc<dyn Port>)>,
     upcall: Option<UpcallFactory>,
     threads: Vec<Option<usize>>,
+    lane_core: Option<usize>,
     config: DpConfig,
 }
 
@@ -92,6 +95,14 @@ impl Builder {
     /// one unpinned thread.
     pub fn threads(mut self, cores: Vec<Option<usize>>) -> Self {
         self.threads = cores;
+        self
+    }
+
+    /// The core the priority lane is pinned to (default, `None`: the first poll thread's).
+    /// A core no poll thread uses — a host's housekeeping core — spares control frames the
+    /// wait for a poll thread's current system call.
+    pub fn lane_core(mut self, core: Option<usize>) -> Self {
+        self.lane_core = core;
         self
     }
 
@@ -156,6 +167,7 @@ impl Builder {
             ports: self.ports,
             upcall,
             threads,
+            lane_core: self.lane_core,
             config: self.config,
             pi_tx,
             packet_ins,
@@ -170,6 +182,7 @@ pub struct Datapath {
     ports: Vec<(u32, Arc<dyn Port>)>,
     upcall: UpcallFactory,
     threads: Vec<Option<usize>>,
+    lane_core: Option<usize>,
     config: DpConfig,
     pi_tx: SyncSender<PacketIn>,
     packet_ins: Arc<PacketInQueue>,
@@ -212,6 +225,7 @@ impl std::fmt::Debug for Datapath {
         f.debug_struct("Datapath")
             .field("ports", &self.ports.iter().map(|p| p.0).collect::<Vec<_>>())
             .field("threads", &self.threads)
+            .field("lane_core", &self.lane_core)
             .finish()
     }
 }
@@ -299,7 +313,11 @@ impl Datapath {
             let is_lane = lane && i == nthreads - 1;
             let mut pmd = Pmd::new(PmdParts {
                 index: i,
-                core: self.threads[if is_lane { 0 } else { i }],
+                core: if is_lane {
+                    self.lane_core.or(self.threads[0])
+                } else {
+                    self.threads[i]
+                },
                 rx,
                 tx,
                 cache: self.pool.cache(),

@@ -83,6 +83,11 @@ struct Rig {
 
 /// Port 1 keeps a priority queue; port 2 is a plain ring; everything goes to port 2.
 fn rig(endless: bool, config: DpConfig) -> Rig {
+    rig_with_lane_core(endless, config, None)
+}
+
+/// [`rig`], the lane pinned to `lane_core` when given.
+fn rig_with_lane_core(endless: bool, config: DpConfig, lane_core: Option<usize>) -> Rig {
     let pool = Pool::with_frames(4096);
     let (sw1, out1) = ring::pair("lsw1", "lout1", 256, &pool);
     let (sw1p, out1_prio) = ring::pair("lsw1p", "lout1p", 256, &pool);
@@ -110,6 +115,7 @@ fn rig(endless: bool, config: DpConfig) -> Rig {
             })
         })
         .threads(vec![Some(0)])
+        .lane_core(lane_core)
         .build()
         .unwrap();
     Rig {
@@ -163,6 +169,15 @@ fn priority_queues_get_a_thread_of_their_own() {
     assert_eq!(source_ports(out2.as_mut(), &mut cache), [100]);
     assert_eq!(pmds[1].stats()[Counter::RxPackets], 1);
     assert_eq!(pmds[0].stats()[Counter::RxPackets], 1);
+}
+
+#[test]
+fn the_lane_takes_the_core_it_is_given() {
+    let r = rig_with_lane_core(false, DpConfig::default(), Some(1));
+    let pmds = r.dp.build_pmds().unwrap();
+    assert_eq!(pmds[0].core(), Some(0), "the poll thread stays on its core");
+    assert!(pmds[1].is_lane());
+    assert_eq!(pmds[1].core(), Some(1), "the lane on a core of its own");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! [[bridge]]
 //! name = "br0"
 //! cores = [1]                      # poll threads, one per listed core
+//! lane_core = 0                    # optional: the priority lane's core (default: cores[0])
 //! flows = [
 //!   "table=0,priority=10,in_port=1,actions=output:2",
 //!   "table=0,priority=10,in_port=2,actions=output:1",
@@ -49,6 +50,10 @@ pub struct BridgeConfig {
     /// Cores for poll threads (default: one thread on the last core).
     #[serde(default)]
     pub cores: Vec<usize>,
+    /// Core of the priority lane, the thread that serves ports' control frames (default: the
+    /// first poll thread's core). A housekeeping core spares them the wait for a poll
+    /// thread's system call.
+    pub lane_core: Option<usize>,
     /// Ports, in OpenFlow port number order unless `ofport` says otherwise.
     #[serde(default)]
     pub port: Vec<PortConfig>,
@@ -95,6 +100,8 @@ pub struct Bridge {
     pub name: String,
     /// Cores for poll threads.
     pub cores: Vec<usize>,
+    /// Core of the priority lane (default: the first poll thread's).
+    pub lane_core: Option<usize>,
     /// (OpenFlow port number, name, spec), ascending by number.
     pub ports: Vec<(u32, String, String)>,
     /// Parsed flows, in file order.
@@ -323,6 +330,7 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
     Ok(Bridge {
         name,
         cores: b.cores,
+        lane_core: b.lane_core,
         ports: by_no.into_iter().map(|(n, (a, s))| (n, a, s)).collect(),
         flows,
         datapath_id,
@@ -398,6 +406,13 @@ spec = "null:"
 name = "sink"
 spec = "null:sink"
 "#;
+
+    #[test]
+    fn the_lane_core_is_read_and_defaults_to_none() {
+        assert_eq!(parse(GOOD).unwrap()[0].lane_core, None);
+        let src = GOOD.replacen("[[bridge]]\n", "[[bridge]]\nlane_core = 0\n", 1);
+        assert_eq!(parse(&src).unwrap()[0].lane_core, Some(0), "{src}");
+    }
 
     #[test]
     fn numbers_ports_in_order() {

@@ -28,6 +28,11 @@ pub struct RunArgs {
     /// Without a config: cores for poll threads (default: the last core).
     #[arg(long = "core")]
     pub cores: Vec<usize>,
+    /// Without a config: the core of the priority lane, the thread that serves control frames
+    /// (ARP, ICMP, TCP SYNs) of AF_PACKET and AF_XDP ports (default: the first poll thread's).
+    /// A housekeeping core spares them the wait for a poll thread's system call.
+    #[arg(long)]
+    pub lane_core: Option<usize>,
     /// Stop after this many seconds (default: run until interrupted).
     #[arg(long)]
     pub duration: Option<f64>,
@@ -105,6 +110,7 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
     Ok(vec![config::Bridge {
         name: "br0".into(),
         cores: args.cores.clone(),
+        lane_core: args.lane_core,
         ports: args
             .ports
             .iter()
@@ -215,6 +221,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         let settings = openflow_settings(&args, &b, nbridges)?;
         let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows)?;
         sw.config.idle.sleep = !args.busy_poll;
+        sw.lane_core = b.lane_core;
         if settings.fail_mode == agent::FailMode::Standalone {
             // Before the datapath starts: the first packets must meet the NORMAL flow, not an
             // empty table (1.3 drops table misses).
@@ -248,7 +255,9 @@ pub fn run(args: RunArgs) -> Result<()> {
             cores.len(),
             cores.iter().flatten().collect::<Vec<_>>(),
             if lanes > 0 {
-                format!(", and a priority lane for {lanes} control-frame queue(s)")
+                let core = b.lane_core.or(cores[0]);
+                let on = core.map_or(String::new(), |c| format!(" on core {c}"));
+                format!(", and a priority lane{on} for {lanes} control-frame queue(s)")
             } else {
                 String::new()
             }
@@ -387,7 +396,13 @@ fn print_view_refs(views: &[&StatsView]) {
 pub fn check(path: &Path) -> Result<()> {
     let bridges = config::load(path)?;
     for b in &bridges {
-        println!("bridge {} (cores {:?})", b.name, b.cores);
+        match b.lane_core {
+            Some(c) => println!(
+                "bridge {} (cores {:?}, priority lane on core {c})",
+                b.name, b.cores
+            ),
+            None => println!("bridge {} (cores {:?})", b.name, b.cores),
+        }
         for (no, name, spec) in &b.ports {
             println!("  port {no}: {name} ({spec})");
         }

@@ -33,6 +33,8 @@ pub struct Switch {
     pub cell: Arc<PipelineCell>,
     /// Datapath tuning.
     pub config: DpConfig,
+    /// Core of the priority lane (`None`: the first poll thread's).
+    pub lane_core: Option<usize>,
 }
 
 impl Switch {
@@ -93,6 +95,7 @@ impl Switch {
             control,
             cell,
             config: DpConfig::default(),
+            lane_core: None,
         })
     }
 
@@ -101,6 +104,7 @@ impl Switch {
             .pool(self.pool.clone())
             .pipeline(self.cell.clone())
             .threads(cores.to_vec())
+            .lane_core(self.lane_core)
             .config(self.config.clone());
         for p in &self.ports {
             b = b.port(p.ofport, p.port.clone());

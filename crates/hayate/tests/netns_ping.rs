@@ -96,3 +96,32 @@ fn two_queues_on_two_threads() {
         }
     }
 }
+
+/// `lane_core` puts the priority lane (the thread serving ARP, ICMP and TCP SYNs) on a core
+/// of its own, away from the poll thread's; pings still cross with exact counters.
+#[test]
+fn the_priority_lane_runs_on_the_core_it_is_given() {
+    if !netns::can_run("netns_ping lane_core", &["ping"]) {
+        return;
+    }
+    let last = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+    let mut net = Net::new();
+    let sw = net.switch_ns("sw");
+    let a = net.link(PortKind::AfPacket, "a", &sw, &["10.9.2.1/24"]);
+    let b = net.link(PortKind::AfPacket, "b", &sw, &["10.9.2.2/24"]);
+    let hayate = net.hayate_with(&sw, &[a.spec(), b.spec()], &[], &[last], "lane_core = 0");
+    net.configure(&a, &sw);
+    net.configure(&b, &sw);
+    assert!(a.ping("10.9.2.2", 3), "ping a -> b");
+    assert_eq!(hayate.thread_cpus("hayate-lane").as_deref(), Some("0"));
+    assert_eq!(
+        hayate.thread_cpus("hayate-pmd0").as_deref(),
+        Some(last.to_string().as_str())
+    );
+    let hosts = freeze(&[&a, &b]);
+    let stats = hayate.stop();
+    for (spec, (h_rx, h_tx, _, _)) in [a.spec(), b.spec()].iter().zip(hosts) {
+        let p = port(&stats, spec);
+        assert_eq!((p.rx_packets, p.tx_packets), (h_tx, h_rx), "{spec}");
+    }
+}

@@ -477,6 +477,26 @@ impl Hayate {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The CPUs thread `name` of the switch may run on (`Cpus_allowed_list` of its task), or
+    /// `None` when it has no such thread.
+    pub fn thread_cpus(&self, name: &str) -> Option<String> {
+        // `ip netns exec` execs the switch in place: the child's pid is the switch's.
+        let pid = self.child.as_ref()?.id();
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        for t in tasks.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim() != name {
+                continue;
+            }
+            let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            return status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string());
+        }
+        None
+    }
+
     /// Stops the switch (SIGTERM, ≤ 10 s) and returns each port's final counters by spec.
     pub fn stop(mut self) -> Vec<(String, PortCounters)> {
         let mut child = self.child.take().expect("running");

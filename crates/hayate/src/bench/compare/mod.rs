@@ -31,7 +31,7 @@ pub struct CompareArgs {
     /// Switches to measure (default: all that are installed): linux-bridge,
     /// linux-bridge-rps (the bridge's work steered to the switch core), hayate-afxdp,
     /// hayate-afpacket, hayate-afxdp-noprio, hayate-afpacket-noprio (no priority lane for
-    /// control frames), ovs-netdev, ovs-netdev-tso (its userspace TSO on), ovs-afxdp,
+    /// control frames), hayate-afpacket-lane-host (the lane on the hosts' core), ovs-netdev, ovs-netdev-tso (its userspace TSO on), ovs-afxdp,
     /// testpmd-afxdp (dpdk-testpmd io forwarding on AF_XDP ports: no lookup, the floor of a
     /// userspace switch's cost on these ports).
     #[arg(long, value_delimiter = ',')]
@@ -216,7 +216,7 @@ fn measure_switch(
     let topo = Topo::up(&prefix)?;
     topo.sink(args.sink)?;
     topo.host_offloads(false)?;
-    let mut running = sw.start(&topo, hayate, args.switch_core, dir)?;
+    let mut running = sw.start(&topo, hayate, args.switch_core, args.gen_core, dir)?;
     if !measure::reachable(&topo, Duration::from_secs(10)) {
         running.check_alive()?;
         bail!("host A cannot reach host B through the switch");

@@ -29,6 +29,10 @@ pub enum Switch {
     HayateAfpacket,
     /// Hayate with AF_PACKET ports without the priority lane (`prio=off`).
     HayateAfpacketNoprio,
+    /// Hayate with AF_PACKET ports, its priority lane on the hosts' core (`--lane-core`):
+    /// what the lane gives on a host with a housekeeping core. This machine has two cores,
+    /// so the lane shares the hosts' one — outside the one-core rule the other figures keep.
+    HayateAfpacketLaneHost,
     /// Open vSwitch's userspace datapath on system (AF_PACKET) ports.
     OvsNetdev,
     /// Open vSwitch's userspace datapath on system ports with its userspace TSO support on
@@ -44,13 +48,14 @@ pub enum Switch {
 }
 
 /// Every switch, in the order they are measured.
-pub const ALL: [Switch; 10] = [
+pub const ALL: [Switch; 11] = [
     Switch::Bridge,
     Switch::BridgeRps,
     Switch::HayateAfxdp,
     Switch::HayateAfxdpNoprio,
     Switch::HayateAfpacket,
     Switch::HayateAfpacketNoprio,
+    Switch::HayateAfpacketLaneHost,
     Switch::OvsNetdev,
     Switch::OvsNetdevTso,
     Switch::OvsAfxdp,
@@ -72,6 +77,7 @@ impl Switch {
             Switch::HayateAfxdpNoprio => "hayate-afxdp-noprio",
             Switch::HayateAfpacket => "hayate-afpacket",
             Switch::HayateAfpacketNoprio => "hayate-afpacket-noprio",
+            Switch::HayateAfpacketLaneHost => "hayate-afpacket-lane-host",
             Switch::OvsNetdev => "ovs-netdev",
             Switch::OvsNetdevTso => "ovs-netdev-tso",
             Switch::OvsAfxdp => "ovs-afxdp",
@@ -100,8 +106,16 @@ impl Switch {
         }
     }
 
-    /// Starts the switch between the topology's `a1` and `b1`, its work pinned to `core`.
-    pub fn start(self, topo: &Topo, hayate: &Path, core: usize, dir: &Path) -> Result<Running> {
+    /// Starts the switch between the topology's `a1` and `b1`, its work pinned to `core`
+    /// (`host_core`: the hosts', for the one variant that puts its priority lane there).
+    pub fn start(
+        self,
+        topo: &Topo,
+        hayate: &Path,
+        core: usize,
+        host_core: usize,
+        dir: &Path,
+    ) -> Result<Running> {
         match self {
             Switch::Bridge | Switch::BridgeRps => {
                 let br = format!("{}br", &topo.ns_s[..topo.ns_s.len() - 1]);
@@ -138,15 +152,22 @@ impl Switch {
             Switch::HayateAfxdp
             | Switch::HayateAfxdpNoprio
             | Switch::HayateAfpacket
-            | Switch::HayateAfpacketNoprio => {
+            | Switch::HayateAfpacketNoprio
+            | Switch::HayateAfpacketLaneHost => {
                 let (kind, opts) = match self {
                     Switch::HayateAfxdp => ("afxdp", ""),
                     Switch::HayateAfxdpNoprio => ("afxdp", ",prio=off"),
-                    Switch::HayateAfpacket => ("afpacket", ""),
+                    Switch::HayateAfpacket | Switch::HayateAfpacketLaneHost => ("afpacket", ""),
                     _ => ("afpacket", ",prio=off"),
                 };
                 let log = dir.join(format!("{}.log", self.name()));
                 let core_s = core.to_string();
+                let host_s = host_core.to_string();
+                let lane: &[&str] = if self == Switch::HayateAfpacketLaneHost {
+                    &["--lane-core", &host_s]
+                } else {
+                    &[]
+                };
                 let child = in_ns(
                     &topo.ns_s,
                     &[
@@ -163,7 +184,11 @@ impl Switch {
                         &core_s,
                         "--stats-interval",
                         "0",
-                    ],
+                    ]
+                    .iter()
+                    .chain(lane)
+                    .copied()
+                    .collect::<Vec<_>>(),
                 )
                 .stdin(Stdio::null())
                 .stdout(File::create(&log)?)
