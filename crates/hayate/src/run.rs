@@ -221,6 +221,18 @@ pub fn run(args: RunArgs) -> Result<()> {
         let settings = openflow_settings(&args, &b, nbridges)?;
         let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows)?;
         sw.config.idle.sleep = !args.busy_poll;
+        if let Some(c) = b.lane_core {
+            // Online CPUs, not this process's affinity: the lane may leave the poll threads'.
+            // SAFETY: sysconf has no preconditions.
+            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+            if c >= online {
+                bail!(
+                    "bridge {}: lane core {c} does not exist; this machine has cores 0 ..= {}",
+                    b.name,
+                    online - 1
+                );
+            }
+        }
         sw.lane_core = b.lane_core;
         if settings.fail_mode == agent::FailMode::Standalone {
             // Before the datapath starts: the first packets must meet the NORMAL flow, not an

@@ -177,6 +177,27 @@ fn bad_config_names_line_and_fix() {
 }
 
 #[test]
+fn a_lane_core_the_machine_lacks_is_refused_with_its_range() {
+    let st = Command::new(HAYATE)
+        .args([
+            "run",
+            "--port",
+            "null:",
+            "--port",
+            "null:sink",
+            "--lane-core",
+            "4096",
+        ])
+        .args(["--duration", "1"])
+        .output()
+        .unwrap();
+    assert!(!st.status.success());
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(err.contains("lane core 4096 does not exist"), "{err}");
+    assert!(err.contains("cores 0 ..="), "{err}");
+}
+
+#[test]
 fn goto_backwards_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let cfg_path = dir.path().join("back.toml");
