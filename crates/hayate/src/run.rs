@@ -100,6 +100,13 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
                 path.display()
             );
         }
+        if !args.cores.is_empty() || args.lane_core.is_some() {
+            bail!(
+                "--core and --lane-core are for running without a config; put cores = [..] and \
+                 lane_core = N in the bridge of {}",
+                path.display()
+            );
+        }
         return Ok(config::load(path)?);
     }
     if args.ports.is_empty() {

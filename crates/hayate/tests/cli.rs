@@ -198,6 +198,27 @@ fn a_lane_core_the_machine_lacks_is_refused_with_its_range() {
 }
 
 #[test]
+fn lane_core_beside_a_config_is_refused_with_where_it_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg_path = dir.path().join("ok.toml");
+    std::fs::write(
+        &cfg_path,
+        "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\nspec = \"null:sink\"\n",
+    )
+    .unwrap();
+    let st = Command::new(HAYATE)
+        .arg("run")
+        .arg("--config")
+        .arg(&cfg_path)
+        .args(["--lane-core", "0", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert!(!st.status.success());
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(err.contains("lane_core = N in the bridge of"), "{err}");
+}
+
+#[test]
 fn goto_backwards_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let cfg_path = dir.path().join("back.toml");
