@@ -11,8 +11,9 @@
 //!
 //! Backends: [`ring`] (in-memory pairs), [`null`] (benchmark source and sink), [`pcap`]
 //! (capture files), [`afxdp`] (kernel interfaces through AF_XDP sockets, the pool as UMEM),
-//! [`afpacket`] (kernel interfaces through a TPACKET_V3 ring), [`tap`] (TAP devices); [`vnet`]
-//! handles the virtio-net header (checksum and TCP segmentation offloads) for the last two.
+//! [`afpacket`] (kernel interfaces through a TPACKET_V3 ring), [`tap`] (TAP devices),
+//! [`vhostuser`] (VMs over vhost-user, the rings polled by the switch); [`vnet`] handles the
+//! virtio-net header (checksum and TCP segmentation offloads) for the last three.
 //! [`open`] opens any of them from a text spec such as `null:flows=1000`.
 
 #![deny(missing_docs)]
@@ -29,6 +30,7 @@ pub mod ring;
 pub mod spec;
 pub mod tap;
 pub mod template;
+pub mod vhostuser;
 pub mod vnet;
 mod xdp_test_run;
 pub mod xdplive;
@@ -190,6 +192,12 @@ pub trait Port: Send + Sync {
             self.name(),
             format!("has no priority receive queue {queue}"),
         ))
+    }
+
+    /// Whether the port's link is up: a vhost-user port's while its front end runs a ring;
+    /// every other backend's always. Default: up.
+    fn link_up(&self) -> bool {
+        true
     }
 
     /// Counters summed over the queues.

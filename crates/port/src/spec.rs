@@ -14,6 +14,7 @@
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
 //! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off][,rx=mmsg\|ring][,prio=on\|off]` | a kernel interface through AF_PACKET (default 1 queue, vnet_hdr=on, rx=mmsg: `recvmmsg`; rx=ring: TPACKET_V3 ring; prio=on: control frames on the datapath's priority lane, the default with rx=mmsg) |
 //! | `tap:NAME[,queues=N]` | a TAP device, created or attached to (default 1 queue) |
+//! | `vhostuser:PATH[,mode=client\|server][,queues=N][,name=NAME]` | a VM's virtio-net device over vhost-user (default: client mode — the VM's QEMU owns the socket, the switch connects and reconnects; 1 queue pair; name: the socket file's stem) |
 //! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off][,prio=on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); prio=on (default): control frames through an AF_PACKET socket to the datapath's priority lane; needs root |
 //!
 //! File names cannot contain commas.
@@ -28,6 +29,7 @@ use crate::null::{NullConfig, NullPort, Vary};
 use crate::pcap::{PcapConfig, PcapPort};
 use crate::ring;
 use crate::tap::{TapConfig, TapPort};
+use crate::vhostuser::{Mode, VhostUserConfig, VhostUserPort};
 use crate::template::{UdpFrame, IPV4_SRC_OFFSET, MIN_UDP_FRAME};
 
 /// Offset of the source MAC's last four bytes in an Ethernet frame.
@@ -35,7 +37,7 @@ const ETH_SRC_TAIL_OFFSET: usize = 8;
 use crate::{Port, PortError};
 
 /// The kinds `open` knows.
-const KINDS: &str = "ring, null, pcap, afxdp, afpacket, tap";
+const KINDS: &str = "ring, null, pcap, afxdp, afpacket, tap, vhostuser";
 
 /// Opens the port `spec` describes (see the [module docs](self)), drawing packets from `pool`.
 pub fn open(spec: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
@@ -52,7 +54,8 @@ pub fn open(spec: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
         "afxdp" => open_afxdp(spec, rest, pool),
         "afpacket" => open_afpacket(spec, rest, pool),
         "tap" => open_tap(spec, rest, pool),
-        "vhostuser" | "vxlan" | "geneve" => Err(err(format!(
+        "vhostuser" => open_vhostuser(spec, rest, pool),
+        "vxlan" | "geneve" => Err(err(format!(
             "{kind} ports are not built yet; use one of: {KINDS}"
         ))),
         _ => Err(err(format!(
@@ -137,6 +140,38 @@ fn open_ring(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortE
         }
     }
     Ok(ring::open_named(name, capacity, pool)?)
+}
+
+fn open_vhostuser(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
+    let (path, rest) = rest.split_once(',').unwrap_or((rest, ""));
+    if path.is_empty() || path.contains('=') {
+        return Err(PortError::new(
+            spec,
+            "a vhostuser spec starts with the socket's path: \
+             vhostuser:PATH[,mode=client|server][,queues=N][,name=NAME]",
+        ));
+    }
+    let mut cfg = VhostUserConfig::new(path);
+    for opt in options(rest) {
+        match opt.key {
+            "mode" => {
+                cfg.mode = match value(spec, &opt)? {
+                    "client" => Mode::Client,
+                    "server" => Mode::Server,
+                    v => {
+                        return Err(PortError::new(
+                            spec,
+                            format!("mode={v}: give mode=client (the VM's QEMU owns the socket) or mode=server"),
+                        ))
+                    }
+                }
+            }
+            "queues" => cfg.queues = number(spec, &opt)?,
+            "name" => cfg.name = Some(value(spec, &opt)?.to_string()),
+            key => return Err(unknown(spec, "vhostuser", key, "mode, queues, name")),
+        }
+    }
+    Ok(Arc::new(VhostUserPort::open(cfg, pool)?))
 }
 
 fn open_null(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {

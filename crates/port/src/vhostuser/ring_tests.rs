@@ -1,0 +1,1 @@
+//! Ring tests (filled below).
