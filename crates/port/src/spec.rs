@@ -29,8 +29,8 @@ use crate::null::{NullConfig, NullPort, Vary};
 use crate::pcap::{PcapConfig, PcapPort};
 use crate::ring;
 use crate::tap::{TapConfig, TapPort};
-use crate::vhostuser::{Mode, VhostUserConfig, VhostUserPort};
 use crate::template::{UdpFrame, IPV4_SRC_OFFSET, MIN_UDP_FRAME};
+use crate::vhostuser::{Mode, VhostUserConfig, VhostUserPort};
 
 /// Offset of the source MAC's last four bytes in an Ethernet frame.
 const ETH_SRC_TAIL_OFFSET: usize = 8;
@@ -161,7 +161,9 @@ fn open_vhostuser(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, 
                     v => {
                         return Err(PortError::new(
                             spec,
-                            format!("mode={v}: give mode=client (the VM's QEMU owns the socket) or mode=server"),
+                            format!(
+                        "mode={v}: give mode=client (the VM's QEMU owns the socket) or mode=server"
+                    ),
                         ))
                     }
                 }

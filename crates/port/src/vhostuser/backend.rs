@@ -163,7 +163,13 @@ impl DeviceState {
         match SplitRing::new(mem, &v.addrs, event_idx) {
             Ok(ring) => {
                 let call = v.call.as_ref().and_then(|f| f.try_clone().ok());
-                slot.start(Arc::new(LiveRing::new(ring, mem.clone(), v.base, call, net)));
+                slot.start(Arc::new(LiveRing::new(
+                    ring,
+                    mem.clone(),
+                    v.base,
+                    call,
+                    net,
+                )));
                 v.published = true;
             }
             Err(e) => tracing::warn!("vhost-user port {}: vring {i}: {e}", self.shared.name),
@@ -207,7 +213,12 @@ impl VhostUserBackendReqHandlerMut for DeviceState {
             return Err(Error::FeatureMismatch);
         }
         self.features = features;
-        if !has(features, VhostUserVirtioFeatures::PROTOCOL_FEATURES.bits().trailing_zeros()) {
+        if !has(
+            features,
+            VhostUserVirtioFeatures::PROTOCOL_FEATURES
+                .bits()
+                .trailing_zeros(),
+        ) {
             // Without protocol features a ring is enabled from the start.
             for v in &mut self.vrings {
                 v.enabled = true;
@@ -233,7 +244,10 @@ impl VhostUserBackendReqHandlerMut for DeviceState {
             })
             .collect();
         let mem = GuestMemory::map(&regions, files).map_err(|e| {
-            tracing::warn!("vhost-user port {}: memory table refused: {e}", self.shared.name);
+            tracing::warn!(
+                "vhost-user port {}: memory table refused: {e}",
+                self.shared.name
+            );
             Error::InvalidParam
         })?;
         self.mem = Some(Arc::new(mem));
@@ -286,7 +300,10 @@ impl VhostUserBackendReqHandlerMut for DeviceState {
         let i = self.vring(index)?;
         self.vrings[i].started = false;
         self.refresh(i);
-        Ok(VhostUserVringState::new(index, u32::from(self.vrings[i].base)))
+        Ok(VhostUserVringState::new(
+            index,
+            u32::from(self.vrings[i].base),
+        ))
     }
 
     fn set_vring_kick(&mut self, index: u8, _fd: Option<File>) -> Result<()> {

@@ -38,9 +38,14 @@ struct Region {
     _map: Option<MmapRegion>,
 }
 
+/// Memory a [`GuestMemory`] owns instead of a mapping (a test's pretend guest).
+type Owned = Box<[u64]>;
+
 /// A guest's mapped memory; see the [module docs](self).
 pub struct GuestMemory {
     regions: Vec<Region>,
+    /// The buffer behind a pretend guest's one region ([`GuestMemory::owned`]).
+    _owned: Option<Owned>,
 }
 
 // SAFETY: the raw pointers name shared mappings that live as long as `self` (the `MmapRegion`s
@@ -83,7 +88,8 @@ impl GuestMemory {
                 .checked_add(r.size)
                 .ok_or("a region's mmap offset and size overflow")?;
             let len = align_up(len, block_size(&file));
-            let len = usize::try_from(len).map_err(|_| "a region is larger than the address space")?;
+            let len =
+                usize::try_from(len).map_err(|_| "a region is larger than the address space")?;
             let map = MmapRegion::build(
                 Some(FileOffset::new(file, 0)),
                 len,
@@ -101,7 +107,34 @@ impl GuestMemory {
                 _map: Some(map),
             });
         }
-        Ok(GuestMemory { regions: out })
+        Ok(GuestMemory {
+            regions: out,
+            _owned: None,
+        })
+    }
+
+    /// One region of `buf.len() * 8` bytes that the memory owns, at guest physical address
+    /// `gpa` and front-end address `user_addr` (a test's or a fuzzer's pretend guest).
+    pub fn owned(gpa: u64, user_addr: u64, mut buf: Box<[u64]>) -> Result<GuestMemory, String> {
+        let desc = RegionDesc {
+            gpa,
+            size: buf.len() as u64 * 8,
+            user_addr,
+            mmap_offset: 0,
+        };
+        check_table(&[desc])?;
+        let host = buf.as_mut_ptr().cast::<u8>();
+        Ok(GuestMemory {
+            regions: vec![Region {
+                gpa,
+                size: desc.size,
+                user_addr,
+                host,
+                _map: None,
+            }],
+            // Moving the box does not move its heap buffer: `host` stays valid.
+            _owned: Some(buf),
+        })
     }
 
     /// A memory of regions the caller owns (tests and fuzzing: the "guest" is a buffer of
@@ -124,6 +157,7 @@ impl GuestMemory {
                     _map: None,
                 })
                 .collect(),
+            _owned: None,
         })
     }
 
@@ -183,7 +217,12 @@ fn check_table(regions: &[RegionDesc]) -> Result<(), String> {
         for (j, o) in regions.iter().enumerate().take(i) {
             let overlap = |a: u64, a_end: u64, b: u64, b_end: u64| a < b_end && b < a_end;
             if overlap(r.gpa, gpa_end, o.gpa, o.gpa.wrapping_add(o.size))
-                || overlap(r.user_addr, ua_end, o.user_addr, o.user_addr.wrapping_add(o.size))
+                || overlap(
+                    r.user_addr,
+                    ua_end,
+                    o.user_addr,
+                    o.user_addr.wrapping_add(o.size),
+                )
             {
                 return Err(format!("regions {j} and {i} overlap"));
             }
@@ -231,13 +270,19 @@ mod tests {
         }
         .unwrap();
         assert_eq!(m.translate(0, 4096), Some(a.as_mut_ptr()));
-        assert_eq!(m.translate(4096 + 10, 10), Some(b.as_mut_ptr().wrapping_add(10)));
+        assert_eq!(
+            m.translate(4096 + 10, 10),
+            Some(b.as_mut_ptr().wrapping_add(10))
+        );
         // Crossing the boundary of two regions, past the end, wrapping around: refused.
         assert_eq!(m.translate(4000, 200), None);
         assert_eq!(m.translate(8192, 1), None);
         assert_eq!(m.translate(u64::MAX - 3, 8), None);
         assert_eq!(m.translate(10, u64::MAX), None);
-        assert_eq!(m.translate_user(0x20000 + 4095, 1), Some(b.as_mut_ptr().wrapping_add(4095)));
+        assert_eq!(
+            m.translate_user(0x20000 + 4095, 1),
+            Some(b.as_mut_ptr().wrapping_add(4095))
+        );
         assert_eq!(m.translate_user(0x20000 + 4095, 2), None);
     }
 

@@ -33,6 +33,7 @@
 
 mod backend;
 mod conn;
+pub mod guest;
 pub mod live;
 pub mod memory;
 pub mod ring;
@@ -112,6 +113,20 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    fn new(name: &str, queues: usize) -> Shared {
+        Shared {
+            name: name.to_string(),
+            vrings: (0..2 * queues)
+                .map(|_| Arc::new(VringSlot::default()))
+                .collect(),
+            rx: (0..queues).map(|_| QueueCounters::default()).collect(),
+            tx: (0..queues).map(|_| QueueCounters::default()).collect(),
+            link: AtomicBool::new(false),
+            link_changes: AtomicU64::new(0),
+            protocol_errors: AtomicU64::new(0),
+        }
+    }
+
     fn set_link(&self, up: bool) {
         if self.link.swap(up, Ordering::Relaxed) != up {
             self.link_changes.fetch_add(1, Ordering::Relaxed);
@@ -186,15 +201,7 @@ impl VhostUserPort {
             }
         };
         let n = usize::from(cfg.queues);
-        let shared = Arc::new(Shared {
-            name: name.clone(),
-            vrings: (0..2 * n).map(|_| Arc::new(VringSlot::default())).collect(),
-            rx: (0..n).map(|_| QueueCounters::default()).collect(),
-            tx: (0..n).map(|_| QueueCounters::default()).collect(),
-            link: AtomicBool::new(false),
-            link_changes: AtomicU64::new(0),
-            protocol_errors: AtomicU64::new(0),
-        });
+        let shared = Arc::new(Shared::new(&name, n));
         let ctl = Arc::new(conn::Control::default());
         let created = (cfg.mode == Mode::Server).then(|| cfg.path.clone());
         let thread = {
@@ -318,3 +325,6 @@ impl Port for VhostUserPort {
         s
     }
 }
+
+#[cfg(test)]
+mod tests;

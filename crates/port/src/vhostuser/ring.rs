@@ -129,7 +129,9 @@ impl SplitRing {
         let n64 = u64::from(n);
         let part = |addr: u64, len: u64, align: u64, what: &str| {
             if addr % align != 0 {
-                return Err(format!("the {what} at {addr:#x} is not {align}-byte aligned"));
+                return Err(format!(
+                    "the {what} at {addr:#x} is not {align}-byte aligned"
+                ));
             }
             mem.translate_user(addr, len)
                 .ok_or_else(|| format!("the {what} at {addr:#x} is outside guest memory"))

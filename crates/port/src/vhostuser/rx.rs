@@ -103,7 +103,13 @@ enum Took {
 
 /// Copies the chain at `head` out of the guest: header aside, frame into `pkt` (or into
 /// `scratch` for a super-packet).
-fn take(live: &LiveRing, head: u16, mut pkt: Packet, scratch: &mut Vec<u8>, cache: &mut PoolCache) -> Took {
+fn take(
+    live: &LiveRing,
+    head: u16,
+    mut pkt: Packet,
+    scratch: &mut Vec<u8>,
+    cache: &mut PoolCache,
+) -> Took {
     let hl = live.net.hdr_len;
     let mut hdr = [0u8; 12];
     let mut h = 0usize;
@@ -220,7 +226,15 @@ impl RxQueue for VhostRx {
                         let _ = batch.push(pkt);
                     }
                     Took::Scratch(len, hdr) => {
-                        match vnet::deliver(&scratch[..len], None, Some(&hdr), 0, true, cache, batch) {
+                        match vnet::deliver(
+                            &scratch[..len],
+                            None,
+                            Some(&hdr),
+                            0,
+                            true,
+                            cache,
+                            batch,
+                        ) {
                             Delivered::Done { packets, bytes } => {
                                 p += packets;
                                 b += bytes;

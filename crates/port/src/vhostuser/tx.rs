@@ -83,6 +83,9 @@ impl VhostTx {
 /// Per-batch counts.
 #[derive(Default)]
 struct Counts {
+    /// Packets of the batch that went (a super-packet cut here counts once).
+    packets: usize,
+    /// Frames written to the guest.
     sent: usize,
     bytes: usize,
     dropped: u64,
@@ -110,11 +113,11 @@ impl Writer<'_> {
             self.heads.clear();
             let mut have = 0usize;
             while have < need {
-                if self.heads.len() as u16 >= self.avail {
-                    return Err(Fail::NoRoom);
-                }
                 if !mrg && !self.heads.is_empty() {
                     return Err(Fail::TooBig);
+                }
+                if self.heads.len() as u16 >= self.avail {
+                    return Err(Fail::NoRoom);
                 }
                 let pos = self.last_avail.wrapping_add(self.heads.len() as u16);
                 let head = self.live.ring.avail_head(pos);
@@ -252,7 +255,10 @@ impl TxQueue for VhostTx {
                     send_segments(&mut w, p, hl, segs, cache)
                 };
                 match r {
-                    Ok(()) => done += 1,
+                    Ok(()) => {
+                        w.counts.packets += 1;
+                        done += 1;
+                    }
                     Err(Fail::TooBig) => {
                         w.counts.dropped += 1;
                         done += 1;
@@ -283,7 +289,7 @@ impl TxQueue for VhostTx {
         if c.errors > 0 {
             q.add_errors(c.errors);
         }
-        c.sent
+        c.packets
     }
 }
 
