@@ -33,6 +33,7 @@
 
 mod backend;
 mod conn;
+pub(crate) mod fuzz;
 pub mod guest;
 pub mod live;
 pub mod memory;
