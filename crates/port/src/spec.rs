@@ -520,9 +520,10 @@ mod tests {
             ("nothing", "KIND:OPTIONS"),
             (
                 "bogus:x",
-                "unknown port kind 'bogus'; use one of: ring, null, pcap, afxdp, afpacket, tap",
+                "unknown port kind 'bogus'; use one of: ring, null, pcap, afxdp, afpacket, tap, vhostuser",
             ),
-            ("vhostuser:x", "vhostuser ports are not built yet"),
+            ("vxlan:x", "vxlan ports are not built yet"),
+            ("vhostuser:/x.sock,queues=0", "queues=0: give 1 to 64 queue pairs"),
             ("afxdp:", "starts with the interface name"),
             ("afxdp:queues=2", "starts with the interface name"),
             ("afxdp:hyNoSuchIf0", "no interface named 'hyNoSuchIf0'"),

@@ -21,7 +21,7 @@
 //!   nothing and sends nothing (the datapath counts what it could not send).
 //! - `mode=client` (default): the VM's QEMU owns the socket and the switch connects, again
 //!   and again as either side restarts. `mode=server`: the switch creates the socket (and
-//!   refuses a path that exists).
+//!   replaces a stale socket nobody listens on; refuses anything else at the path).
 //! - The link is up while at least one vring runs ([`Port::link_up`]).
 //! - A guest is not trusted: every descriptor, index and address is checked before use
 //!   (`ring.rs`); what fails is refused and counted in `rx_errors` / `tx_errors`, and the
@@ -168,7 +168,7 @@ impl std::fmt::Debug for VhostUserPort {
 }
 
 impl VhostUserPort {
-    /// Opens the port: in server mode creates the socket (refusing a path that exists),
+    /// Opens the port: in server mode creates the socket (see `listen`),
     /// then starts the protocol thread. Frames are drawn from `pool`.
     pub fn open(cfg: VhostUserConfig, pool: &Pool) -> Result<VhostUserPort, PortError> {
         let name = cfg.port_name();
@@ -182,22 +182,7 @@ impl VhostUserPort {
         let endpoint = match cfg.mode {
             Mode::Client => conn::Endpoint::Client(cfg.path.clone()),
             Mode::Server => {
-                if cfg.path.exists() || cfg.path.symlink_metadata().is_ok() {
-                    return Err(err(format!(
-                        "{} exists; in mode=server the switch creates the socket: remove the \
-                         file, or use mode=client if the VM's QEMU owns it",
-                        cfg.path.display()
-                    )));
-                }
-                let l = std::os::unix::net::UnixListener::bind(&cfg.path).map_err(|e| {
-                    err(format!(
-                        "cannot create the socket {}: {e}; check that its folder exists and is \
-                         writable",
-                        cfg.path.display()
-                    ))
-                })?;
-                l.set_nonblocking(true)
-                    .map_err(|e| err(format!("cannot make the socket non-blocking: {e}")))?;
+                let l = listen(&cfg.path).map_err(err)?;
                 conn::Endpoint::Server(l)
             }
         };
@@ -239,6 +224,41 @@ impl VhostUserPort {
     pub fn config(&self) -> &VhostUserConfig {
         &self.cfg
     }
+}
+
+/// Creates the listening socket of a server-mode port at `path`. A socket file nobody
+/// listens on (left by a switch that was killed) is replaced; anything else at the path
+/// is refused.
+fn listen(path: &std::path::Path) -> Result<std::os::unix::net::UnixListener, String> {
+    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::net::{UnixListener, UnixStream};
+    if let Ok(m) = path.symlink_metadata() {
+        if !m.file_type().is_socket() {
+            return Err(format!(
+                "{} exists and is not a socket; in mode=server the switch creates the socket: \
+                 remove the file or choose another path",
+                path.display()
+            ));
+        }
+        if UnixStream::connect(path).is_ok() {
+            return Err(format!(
+                "{} is a socket another process listens on (a second switch?); choose another \
+                 path, or use mode=client if the VM's QEMU owns it",
+                path.display()
+            ));
+        }
+        tracing::info!("vhost-user: replacing the stale socket {}", path.display());
+        let _ = std::fs::remove_file(path);
+    }
+    let l = UnixListener::bind(path).map_err(|e| {
+        format!(
+            "cannot create the socket {}: {e}; check that its folder exists and is writable",
+            path.display()
+        )
+    })?;
+    l.set_nonblocking(true)
+        .map_err(|e| format!("cannot make the socket non-blocking: {e}"))?;
+    Ok(l)
 }
 
 fn truncate(s: &str, n: usize) -> &str {

@@ -430,3 +430,64 @@ fn stopping_a_ring_returns_where_its_owner_got() {
     r.shared.vrings[1].start(g.live(5, NET, false));
     assert_eq!(r.recv_all().len(), 1);
 }
+
+#[test]
+fn a_server_socket_replaces_a_stale_one_and_refuses_anything_else() {
+    use super::{Mode, VhostUserConfig, VhostUserPort};
+    let dir = tempfile::tempdir().unwrap();
+    let pool = Pool::with_frames(64);
+    let server = |p: &std::path::Path| VhostUserConfig {
+        mode: Mode::Server,
+        ..VhostUserConfig::new(p)
+    };
+    // A stale socket (bound, nobody listening any more): replaced.
+    let stale = dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    let port = VhostUserPort::open(server(&stale), &pool).expect("stale socket replaced");
+    // While it listens, a second server on the path is refused, naming the fix.
+    let e = VhostUserPort::open(server(&stale), &pool)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("another process listens"), "{e}");
+    drop(port);
+    assert!(!stale.exists(), "the port removes the socket it created");
+    // A plain file: refused, not removed.
+    let file = dir.path().join("file.sock");
+    std::fs::write(&file, b"x").unwrap();
+    let e = VhostUserPort::open(server(&file), &pool)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is not a socket"), "{e}");
+    assert!(file.exists());
+    // A folder that does not exist.
+    let e = VhostUserPort::open(server(&dir.path().join("no/such.sock")), &pool)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot create the socket"), "{e}");
+    // Too many queues.
+    let mut cfg = VhostUserConfig::new(dir.path().join("q.sock"));
+    cfg.queues = 65;
+    let e = VhostUserPort::open(cfg, &pool).unwrap_err().to_string();
+    assert!(e.contains("queues=65"), "{e}");
+}
+
+#[test]
+fn specs_name_the_port_and_refuse_unknown_options() {
+    let pool = Pool::with_frames(64);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vm7.sock");
+    let p = crate::open(&format!("vhostuser:{}", path.display()), &pool).unwrap();
+    assert_eq!(p.name(), "vm7");
+    assert!(!p.link_up(), "no VM yet: link down");
+    assert_eq!(p.capabilities().rx_queues, 1);
+    let p = crate::open(
+        &format!("vhostuser:{},queues=2,name=web", path.display()),
+        &pool,
+    )
+    .unwrap();
+    assert_eq!((p.name(), p.capabilities().tx_queues), ("web", 2));
+    let err = |s: &str| crate::open(s, &pool).err().expect("refused").to_string();
+    assert!(err("vhostuser:/x.sock,color=red").contains("valid options: mode, queues, name"));
+    assert!(err("vhostuser:/x.sock,mode=both").contains("give mode=client"));
+    assert!(err("vhostuser:").contains("starts with the socket's path"));
+}
