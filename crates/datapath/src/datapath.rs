@@ -1,6 +1,7 @@
 //! Assembling a datapath: ports, threads, queue assignment, starting and stopping.
 //!
-//! Rx queues of all ports are dealt round-robin to the threads. Every thread has a tx table
+//! Rx queues of all ports are dealt round-robin to the threads (ports added while running,
+//! [`Running::add_port`], go to the threads with the fewest; [`crate::plug`]). Every thread has a tx table
 //! with one entry per port; thread `t` sends on tx queue `t % tx_queues` of each port. When a
 //! port has fewer tx queues than there are threads, the threads that land on the same queue
 //! share it behind a mutex taken once per tx batch; otherwise each thread owns its queue.
@@ -31,8 +32,9 @@ use packet::{Pool, PoolCache};
 use port::Port;
 
 use crate::config::DpConfig;
-use crate::execute::{PacketIn, TxPort, TxSlot};
+use crate::execute::{PacketIn, TxPort};
 use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
+use crate::plug::{tx_entries, Plugboard};
 use crate::pmd::{Pmd, PmdParts};
 use crate::stats::{PmdStats, Snapshot};
 use crate::upcall::{Upcall, UpcallFactory};
@@ -274,38 +276,9 @@ impl Datapath {
         let mut tx: Vec<Vec<TxPort>> = (0..nthreads).map(|_| Vec::new()).collect();
         for (ofport, p) in &self.ports {
             let segment = supers && !p.capabilities().vnet_hdr;
-            let nq = p.capabilities().tx_queues as usize;
-            if nq == 0 {
-                for t in tx.iter_mut() {
-                    t.push(TxPort::new(*ofport, TxSlot::Closed).segmenting(segment));
-                }
-                continue;
-            }
-            // A port with priority queues keeps its last transmit queue for the lane.
-            let lane_q = (lane && p.priority_queues() > 0 && nq > 1).then_some(nq - 1);
-            let queue_of = |t: usize| match lane_q {
-                Some(q) if t == nthreads - 1 => q,
-                Some(q) => t % q,
-                None => t % nq,
-            };
-            let mut shared: BTreeMap<usize, Arc<Mutex<Box<dyn port::TxQueue>>>> = BTreeMap::new();
-            for (t, table) in tx.iter_mut().enumerate() {
-                let q = queue_of(t);
-                let users = (0..nthreads).filter(|&u| queue_of(u) == q).count();
-                let slot = if users == 1 {
-                    TxSlot::Own(p.open_tx(q as u16).map_err(open_err)?)
-                } else {
-                    let s = match shared.get(&q) {
-                        Some(s) => s.clone(),
-                        None => {
-                            let s = Arc::new(Mutex::new(p.open_tx(q as u16).map_err(open_err)?));
-                            shared.insert(q, s.clone());
-                            s
-                        }
-                    };
-                    TxSlot::Shared(s)
-                };
-                table.push(TxPort::new(*ofport, slot).segmenting(segment));
+            let entries = tx_entries(&**p, *ofport, nthreads, lane, segment)?;
+            for (table, entry) in tx.iter_mut().zip(entries) {
+                table.push(entry);
             }
         }
         let mut pmds = Vec::with_capacity(nthreads);
@@ -354,7 +327,8 @@ impl Datapath {
     /// Opens every queue and starts the poll-mode threads, pinned to their cores when asked
     /// (when pinning fails the thread warns on stderr and runs unpinned).
     pub fn start(&self) -> Result<Running, DpError> {
-        let pmds = self.build_pmds()?;
+        let mut pmds = self.build_pmds()?;
+        let plug = Plugboard::wire(&mut pmds, &self.ports);
         let stop = Arc::new(AtomicBool::new(false));
         // One eventfd wakes every sleeping thread when the datapath stops, so a sleep need
         // not end on its own to notice the stop flag.
@@ -389,6 +363,7 @@ impl Datapath {
             handles.push(h);
         }
         Ok(Running {
+            plug: Mutex::new(plug),
             handles,
             stop,
             stop_wake,
@@ -413,6 +388,8 @@ impl Datapath {
 
 /// Running poll-mode threads. Dropping it stops them.
 pub struct Running {
+    /// The ports and the threads' mailboxes ([`crate::plug`]).
+    plug: Mutex<Plugboard>,
     handles: Vec<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
     /// Signalled after `stop` is set: wakes threads sleeping in `poll(2)`.
@@ -456,6 +433,41 @@ impl Running {
     /// Takes up to `max` packet-ins (as [`Datapath::packet_ins`]).
     pub fn packet_ins(&self, max: usize, f: impl FnMut(&PacketIn)) -> usize {
         self.packet_ins.take(max, f)
+    }
+
+    /// Adds `port` as OpenFlow port `ofport` while the threads run: its queues are opened
+    /// and dealt out as [`Builder`] does (rx queues to the threads with the fewest), and this
+    /// returns once every thread polls them (see [`crate::plug`]). Fails, changing nothing,
+    /// when the number is taken, a queue does not open, or the datapath is stopped.
+    pub fn add_port(&self, ofport: u32, port: Arc<dyn Port>) -> Result<(), DpError> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(DpError(format!(
+                "cannot add {}: the datapath is stopped",
+                port.name()
+            )));
+        }
+        self.plugboard().add(ofport, port)
+    }
+
+    /// Takes OpenFlow port `ofport` out while the threads run: every thread sends what it
+    /// buffered for it, drops its queues and empties its caches; then the datapath lets go
+    /// of the port (see [`crate::plug`]).
+    pub fn remove_port(&self, ofport: u32) -> Result<(), DpError> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(DpError(format!(
+                "cannot remove port {ofport}: the datapath is stopped"
+            )));
+        }
+        self.plugboard().remove(ofport)
+    }
+
+    /// The OpenFlow numbers of the datapath's ports, in the order they joined.
+    pub fn ports(&self) -> Vec<u32> {
+        self.plugboard().ports()
+    }
+
+    fn plugboard(&self) -> std::sync::MutexGuard<'_, Plugboard> {
+        self.plug.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Stops the threads and waits for them; every packet they buffered is freed and every

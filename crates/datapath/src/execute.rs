@@ -26,7 +26,7 @@ use packet::{Batch, Field, Packet, PoolCache};
 use pipeline::PacketInReason;
 use port::TxQueue;
 
-use crate::megaflow::{Actions, Op, Plan};
+use crate::megaflow::{Actions, Op, Plan, PortMap};
 use crate::stats::{Counter, LocalStats};
 use crate::upcall::Police;
 use packet::rewrite;
@@ -533,6 +533,39 @@ impl Executor {
             if !self.tx[p as usize].buf.is_empty() {
                 self.send(p as usize, st);
             }
+        }
+    }
+
+    /// The tx table as a map from OpenFlow port to entry index (for compiling actions).
+    pub fn port_map(&self) -> PortMap {
+        PortMap::new(
+            self.tx
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.ofport, i as u16))
+                .collect(),
+        )
+    }
+
+    /// Appends `port` to the tx table (a port plugged in while running; [`crate::plug`]).
+    pub(crate) fn add_port(&mut self, port: TxPort) {
+        self.tx.push(port);
+    }
+
+    /// Takes `ofport` out of the tx table after sending what is buffered; the entries after
+    /// it move down by one, so megaflows compiled before must go. Returns its slot.
+    pub(crate) fn remove_port(&mut self, ofport: u32, st: &mut LocalStats) -> Option<TxSlot> {
+        self.flush(st);
+        let i = self.tx.iter().position(|t| t.ofport == ofport)?;
+        let mut t = self.tx.remove(i);
+        t.buf.free_into(&mut self.cache);
+        Some(t.slot)
+    }
+
+    /// Cuts super-packets before they reach `ofport` (a port with virtio-net headers joined).
+    pub(crate) fn set_segmenting(&mut self, ofport: u32) {
+        for t in self.tx.iter_mut().filter(|t| t.ofport == ofport) {
+            t.segment = true;
         }
     }
 

@@ -39,6 +39,9 @@
 //!
 //! When the pipeline's generation changes, each thread empties its caches at its next batch
 //! (see [`pmd`] for why that is the simple correct policy and what revalidation would add).
+//!
+//! Ports join and leave a running datapath through [`Running::add_port`] and
+//! [`Running::remove_port`]; [`plug`] describes the hand-over to the threads.
 #![deny(missing_docs)]
 
 mod bits;
@@ -51,6 +54,7 @@ pub mod execute;
 pub mod idle;
 pub mod inject;
 pub mod megaflow;
+pub mod plug;
 pub mod pmd;
 pub mod stats;
 mod target;

@@ -47,6 +47,7 @@ use crate::execute::{Executor, InPlace, PacketIn, TxPort};
 use crate::idle::{Idle, Step};
 use crate::inject::{InjectQueue, Wake};
 use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
+use crate::plug::Mailbox;
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
 use crate::upcall::{Policer, Upcall};
@@ -150,6 +151,8 @@ pub struct Pmd {
     stop_wake: Option<Arc<Wake>>,
     /// Signalled after a poll that queued packet-ins.
     packet_in_wake: Option<Arc<Wake>>,
+    /// Ports plugged in or out while running ([`crate::plug`]).
+    mailbox: Option<Mailbox>,
     /// This thread is the priority lane.
     lane: bool,
     /// The lane's share of the core: busy time in the current window.
@@ -246,6 +249,7 @@ impl Pmd {
             inject: None,
             stop_wake: None,
             packet_in_wake: None,
+            mailbox: None,
             lane: false,
             lane_window: LaneWindow::default(),
         }
@@ -321,22 +325,35 @@ impl Pmd {
         self.rebuild_idle();
     }
 
-    /// Idle state over the rx queues' descriptors and the wake-ups (packet-outs, stop).
+    /// Port changes reach this thread through `mailbox`; its eventfd joins the descriptors
+    /// it sleeps on.
+    pub(crate) fn attach_mailbox(&mut self, mailbox: Mailbox) {
+        self.mailbox = Some(mailbox);
+        self.rebuild_idle();
+    }
+
+    /// Idle state over the rx queues' descriptors and the wake-ups (packet-outs, stop, port
+    /// changes).
     fn rebuild_idle(&mut self) {
         let inject = self.inject.as_ref().map(|q| q.wake_fd());
         let stop = self.stop_wake.as_ref().map(|w| w.raw_fd());
+        let plug = self.mailbox.as_ref().map(|m| m.wake_fd());
         self.idle = Idle::new(
             self.cfg.idle,
             self.rx
                 .iter()
                 .map(|(_, rxq)| rxq.readiness_fd())
                 .chain(inject)
-                .chain(stop),
+                .chain(stop)
+                .chain(plug),
         );
     }
 
     /// Polls every rx queue once and processes what arrived. Returns packets processed.
     pub fn poll_once(&mut self) -> usize {
+        if self.mailbox.as_ref().is_some_and(Mailbox::changed) {
+            self.take_port_changes();
+        }
         let mut total = 0;
         if let Some(q) = &mut self.inject {
             let n = q.drain(
@@ -489,11 +506,39 @@ impl Pmd {
     fn check_generation(&mut self) {
         let g = self.upcall.generation();
         if g != self.cache_gen {
-            self.arena.clear(pipeline::dpaction::now_ms());
-            self.cls.clear();
-            self.emc.clear();
             self.cache_gen = g;
-            self.local.add(Counter::CacheFlushes, 1);
+            self.flush_caches();
+        }
+    }
+
+    /// Empties the EMC, the classifier and the arena (megaflow counters flushed first).
+    fn flush_caches(&mut self) {
+        self.arena.clear(pipeline::dpaction::now_ms());
+        self.cls.clear();
+        self.emc.clear();
+        self.local.add(Counter::CacheFlushes, 1);
+    }
+
+    /// Applies the port changes posted to this thread, between batches ([`crate::plug`]):
+    /// queues in or out, then caches emptied (megaflows name outputs by tx-table index),
+    /// then acknowledged.
+    #[cold]
+    fn take_port_changes(&mut self) {
+        let Some(mut mailbox) = self.mailbox.take() else {
+            return;
+        };
+        let acks: Vec<_> = mailbox
+            .take()
+            .into_iter()
+            .map(|l| l.apply(&mut self.rx, &mut self.exec, &mut self.local))
+            .collect();
+        self.mailbox = Some(mailbox);
+        self.ports = self.exec.port_map();
+        self.flush_caches();
+        self.rebuild_idle();
+        self.stats.absorb(&mut self.local);
+        for ack in acks {
+            ack.send();
         }
     }
 
