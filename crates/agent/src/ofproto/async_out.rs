@@ -9,8 +9,10 @@
 //! per connection and sent with `send_to`, packet-ins through this bridge's own token bucket
 //! per connection (same limits).
 //!
-//! Call [`OfBridge::pump`] often (every millisecond while busy): it also runs flow timeouts
-//! and publishes pending changes every [`TICK`].
+//! Call [`OfBridge::pump`] often (every millisecond while busy, at least every
+//! [`super::LINK_POLL`] when idle): it also runs flow timeouts and publishes pending changes
+//! every [`TICK`], and looks at the ports' links every [`super::LINK_POLL`] (a change:
+//! PORT_STATUS MODIFY).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -133,6 +135,10 @@ impl OfBridge {
                 st.removed
                     .extend(expired.into_iter().filter(|r| r.flow.flags.send_flow_rem));
                 st.publish();
+            }
+            if st.last_links.elapsed() >= super::LINK_POLL {
+                st.last_links = std::time::Instant::now();
+                st.poll_links();
             }
             let deleted = st.control.take_removed();
             st.removed.extend(deleted);

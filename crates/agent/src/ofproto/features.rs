@@ -32,7 +32,7 @@ pub(super) fn port_desc(p: &PortState) -> PortDesc {
         hw_addr: p.port.hw_addr,
         name: p.port.name.chars().take(15).collect(),
         config: p.config,
-        state: if down {
+        state: if down || !p.link {
             port_state::LINK_DOWN
         } else {
             port_state::LIVE

@@ -188,6 +188,9 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, role: Role, msg: &[u8], out: &m
                 error(out, msg, ErrorCode::QOFC_BAD_PORT);
             }
         }
+        M::Experimenter(e) if e.experimenter == super::port_cmd::HAYATE_EXPERIMENTER => {
+            super::live_ports::handle(b, conn, xid, &e, out);
+        }
         M::Experimenter(_) => error(out, msg, ErrorCode::BRC_BAD_EXPERIMENTER),
         M::EchoRequest(d) => reply(out, xid, &M::EchoReply(d)),
         M::Error(e) => {
@@ -245,7 +248,7 @@ fn port_mod(st: &mut State, pm: &PortMod) -> Result<(), ErrorCode> {
         info.down = new & port_config::PORT_DOWN != 0;
         info.no_fwd = new & port_config::NO_FWD != 0;
         info.no_packet_in = new & port_config::NO_PACKET_IN != 0;
-        info.live = !info.down;
+        info.live = !info.down && st.ports[i].link;
     }
     st.control.set_ports(infos);
     st.dirty = true;

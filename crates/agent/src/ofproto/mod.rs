@@ -18,6 +18,8 @@
 //! | `features.rs` | what the switch says about itself: desc, table/group/meter features, ports |
 //! | `packet_out.rs` | packet-out actions → datapath actions |
 //! | `async_out.rs` | the pump: packet-in, flow-removed, port-status, per-connection filters |
+//! | `live_ports.rs` | ports added and removed while running (add-port, del-port), link state |
+//! | `port_cmd.rs` | add-port / del-port on the wire: Hayate's experimenter message |
 //!
 //! Barrier: the pipeline's working copy is published when a BARRIER_REQUEST arrives (before
 //! the reply is written), before a packet-out, and on the pump's tick. A published pipeline is
@@ -31,8 +33,10 @@
 mod async_out;
 mod features;
 mod handle;
+mod live_ports;
 mod multipart;
 mod packet_out;
+pub mod port_cmd;
 
 #[cfg(test)]
 mod tests;
@@ -55,6 +59,7 @@ use crate::role::Role;
 use crate::ConnId;
 
 pub use async_out::{PumpReport, TICK};
+pub use live_ports::{PortPlug, LINK_POLL};
 
 /// Cookie of the flow standalone fail mode installs while no controller is connected
 /// (`table=0, priority=0, actions=NORMAL`); it is removed when a controller connects.
@@ -105,6 +110,8 @@ struct PortState {
     /// `ofp_port_config` bits (PORT_DOWN, NO_RECV, NO_FWD, NO_PACKET_IN).
     config: u32,
     since: Instant,
+    /// The link was up when last looked at ([`port::Port::link_up`]).
+    link: bool,
 }
 
 /// Everything behind the bridge's mutex.
@@ -126,6 +133,8 @@ struct State {
     /// Removed flows (timeouts, deletes) to report.
     removed: Vec<RemovedFlow>,
     last_tick: Instant,
+    /// When the pump last looked at the ports' links.
+    last_links: Instant,
     /// Table names a table-features set request gave (the others are `table<N>`).
     table_names: HashMap<u8, String>,
 }
@@ -135,6 +144,8 @@ pub struct OfBridge {
     cfg: OfBridgeConfig,
     state: Mutex<State>,
     injector: Mutex<Option<Injector>>,
+    /// How add-port and del-port reach the datapath.
+    plug: Mutex<Option<Arc<dyn PortPlug>>>,
     miss_send_len: AtomicU16,
     /// Some connection has a non-default async config (the slow, filtered send path).
     filtered: AtomicBool,
@@ -193,6 +204,7 @@ impl OfBridge {
             ports: ports
                 .into_iter()
                 .map(|port| PortState {
+                    link: port.port.link_up(),
                     port,
                     config: 0,
                     since: now,
@@ -206,9 +218,19 @@ impl OfBridge {
             port_status: Vec::new(),
             removed: Vec::new(),
             last_tick: now,
+            last_links: now,
             table_names: HashMap::new(),
         };
         st.ports.sort_by_key(|p| p.port.no);
+        let down: Vec<u32> = st
+            .ports
+            .iter()
+            .filter(|p| !p.link)
+            .map(|p| p.port.no)
+            .collect();
+        for no in down {
+            st.control.set_port_live(no, false);
+        }
         if cfg.fail_mode == FailMode::Standalone {
             st.install_fail_open();
             st.publish();
@@ -217,6 +239,7 @@ impl OfBridge {
             cfg,
             state: Mutex::new(st),
             injector: Mutex::new(None),
+            plug: Mutex::new(None),
             miss_send_len: AtomicU16::new(DEFAULT_MISS_SEND_LEN),
             filtered: AtomicBool::new(false),
         })

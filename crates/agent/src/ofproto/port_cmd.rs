@@ -1,0 +1,237 @@
+//! `add-port` and `del-port` on the wire: an OpenFlow experimenter message under Hayate's
+//! experimenter id, taken only from the management socket (`hayate ctl`), never from a
+//! controller.
+//!
+//! | message | `exp_type` | body (UTF-8 text) |
+//! |---|---|---|
+//! | add-port request | [`exp_type::ADD_PORT`] | the port spec, then `key=value` options, one per line (`ofport=N`, `name=NAME`) |
+//! | del-port request | [`exp_type::DEL_PORT`] | the port's name or OpenFlow number |
+//! | reply | [`exp_type::DONE`] | what was done, e.g. `added port vm1 as OpenFlow port 7` |
+//!
+//! A refusal is an `OFPT_ERROR` of type `OFPET_EXPERIMENTER` (0xffff) under the same
+//! experimenter id, with a code of [`exp_error`] and the explanation as its data (text that
+//! names the thing and the fix, not the request's bytes).
+
+use openflow::{ErrorCode, ErrorMsg, Experimenter, Message};
+
+/// Hayate's experimenter id ("\0HYT").
+pub const HAYATE_EXPERIMENTER: u32 = 0x0048_5954;
+
+/// `exp_type` values of Hayate's experimenter messages.
+pub mod exp_type {
+    /// Add a port to the bridge.
+    pub const ADD_PORT: u32 = 1;
+    /// Remove a port from the bridge.
+    pub const DEL_PORT: u32 = 2;
+    /// The switch did what was asked; the body says what.
+    pub const DONE: u32 = 0x100;
+}
+
+/// Codes of Hayate's experimenter errors.
+pub mod exp_error {
+    /// The switch could not do it (the text says why and what to do).
+    pub const REFUSED: u16 = 1;
+    /// Only the management socket may ask this.
+    pub const NOT_PERMITTED: u16 = 2;
+    /// The request itself is malformed (bad body, unknown option).
+    pub const BAD_REQUEST: u16 = 3;
+}
+
+/// A port command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortCmd {
+    /// Open `spec` and add it to the bridge.
+    Add {
+        /// The port spec (`ring:x`, `afpacket:veth3`, `vhostuser:/tmp/vm1.sock`, …).
+        spec: String,
+        /// The OpenFlow number it takes (`None`: the lowest free one).
+        ofport: Option<u32>,
+        /// Its name (`None`: the port's own name).
+        name: Option<String>,
+    },
+    /// Remove the port with this name or OpenFlow number.
+    Del {
+        /// A port name or number.
+        port: String,
+    },
+}
+
+/// Largest number a physical port may have (`OFPP_MAX`).
+const OFPP_MAX: u32 = 0xffff_ff00;
+
+impl PortCmd {
+    /// Parses `add-port SPEC [ofport=N] [name=NAME]` or `del-port NAME|NUMBER` from its words.
+    pub fn parse(command: &str, words: &[&str]) -> Result<PortCmd, String> {
+        match command {
+            "add-port" => {
+                let Some((spec, opts)) = words.split_first() else {
+                    return Err("add-port needs a port spec, e.g. add-port ring:x or \
+                                add-port vhostuser:/tmp/vm1.sock ofport=7"
+                        .into());
+                };
+                let spec = spec.trim();
+                if spec.is_empty() {
+                    return Err("add-port needs a port spec, e.g. add-port ring:x".into());
+                }
+                let (mut ofport, mut name) = (None, None);
+                for o in opts {
+                    match o.split_once('=') {
+                        Some(("ofport", v)) => ofport = Some(parse_ofport(v)?),
+                        Some(("name", v)) if !v.is_empty() => name = Some(v.to_string()),
+                        _ => {
+                            return Err(format!(
+                            "add-port: unknown option {o:?}; options are ofport=N and name=NAME \
+                                 (the port's own options go in its spec, after a comma)"
+                        ))
+                        }
+                    }
+                }
+                Ok(PortCmd::Add {
+                    spec: spec.to_string(),
+                    ofport,
+                    name,
+                })
+            }
+            "del-port" => match words {
+                [port] if !port.trim().is_empty() => Ok(PortCmd::Del {
+                    port: port.trim().to_string(),
+                }),
+                _ => Err("del-port takes one port: its name or OpenFlow number".into()),
+            },
+            other => Err(format!(
+                "{other} is not a port command; use add-port or del-port"
+            )),
+        }
+    }
+
+    /// The request as an experimenter message.
+    pub fn to_message(&self) -> Message {
+        let (exp_type, words) = match self {
+            PortCmd::Add { spec, ofport, name } => {
+                let mut w = vec![spec.clone()];
+                w.extend(ofport.map(|n| format!("ofport={n}")));
+                w.extend(name.as_ref().map(|n| format!("name={n}")));
+                (exp_type::ADD_PORT, w)
+            }
+            PortCmd::Del { port } => (exp_type::DEL_PORT, vec![port.clone()]),
+        };
+        Message::Experimenter(Experimenter {
+            experimenter: HAYATE_EXPERIMENTER,
+            exp_type,
+            data: words.join("\n").into_bytes(),
+        })
+    }
+
+    /// The request an experimenter message carries (the switch's side).
+    pub fn from_experimenter(e: &Experimenter) -> Result<PortCmd, String> {
+        let text = std::str::from_utf8(&e.data)
+            .map_err(|_| "the port command's body is not UTF-8 text".to_string())?;
+        let words: Vec<&str> = text.split('\n').collect();
+        match e.exp_type {
+            exp_type::ADD_PORT => PortCmd::parse("add-port", &words),
+            exp_type::DEL_PORT => PortCmd::parse("del-port", &words),
+            t => Err(format!(
+                "unknown Hayate experimenter type {t}; add-port is {} and del-port {}",
+                exp_type::ADD_PORT,
+                exp_type::DEL_PORT
+            )),
+        }
+    }
+}
+
+fn parse_ofport(v: &str) -> Result<u32, String> {
+    match v.parse::<u32>() {
+        Ok(n) if (1..=OFPP_MAX).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "ofport={v} is not a port number; give one from 1 to {OFPP_MAX}, or leave it out \
+             for the lowest free one"
+        )),
+    }
+}
+
+/// The reply to a port command that was done.
+pub fn done(text: &str) -> Message {
+    Message::Experimenter(Experimenter {
+        experimenter: HAYATE_EXPERIMENTER,
+        exp_type: exp_type::DONE,
+        data: text.as_bytes().to_vec(),
+    })
+}
+
+/// The error refusing a port command, `code` one of [`exp_error`].
+pub fn refusal(code: u16, text: &str) -> Message {
+    Message::Error(ErrorMsg {
+        code: ErrorCode {
+            kind: openflow::error::error_type::EXPERIMENTER,
+            code,
+        },
+        experimenter: HAYATE_EXPERIMENTER,
+        data: text.as_bytes().to_vec(),
+    })
+}
+
+/// The explanation a Hayate refusal carries (`None` for any other error).
+pub fn refusal_text(e: &ErrorMsg) -> Option<String> {
+    (e.code.kind == openflow::error::error_type::EXPERIMENTER
+        && e.experimenter == HAYATE_EXPERIMENTER)
+        .then(|| String::from_utf8_lossy(&e.data).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(cmd: &PortCmd) -> PortCmd {
+        let mut buf = Vec::new();
+        openflow::encode(9, &cmd.to_message(), &mut buf).unwrap();
+        match openflow::decode(&buf).unwrap().1 {
+            Message::Experimenter(e) => PortCmd::from_experimenter(&e).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn commands_survive_the_wire() {
+        let add = PortCmd::parse("add-port", &["vhostuser:/tmp/vm1.sock", "ofport=7"]).unwrap();
+        assert_eq!(
+            add,
+            PortCmd::Add {
+                spec: "vhostuser:/tmp/vm1.sock".into(),
+                ofport: Some(7),
+                name: None
+            }
+        );
+        assert_eq!(round_trip(&add), add);
+        let named = PortCmd::parse("add-port", &["ring:x", "name=up"]).unwrap();
+        assert_eq!(round_trip(&named), named);
+        let del = PortCmd::parse("del-port", &["vm1"]).unwrap();
+        assert_eq!(round_trip(&del), del);
+    }
+
+    #[test]
+    fn bad_commands_say_what_to_do() {
+        let e = PortCmd::parse("add-port", &["ring:x", "speed=10"]).unwrap_err();
+        assert!(
+            e.contains("unknown option \"speed=10\"") && e.contains("ofport=N"),
+            "{e}"
+        );
+        let e = PortCmd::parse("add-port", &["ring:x", "ofport=0"]).unwrap_err();
+        assert!(e.contains("ofport=0 is not a port number"), "{e}");
+        assert!(PortCmd::parse("add-port", &[])
+            .unwrap_err()
+            .contains("needs a port spec"));
+        assert!(PortCmd::parse("del-port", &[])
+            .unwrap_err()
+            .contains("one port"));
+    }
+
+    #[test]
+    fn refusals_carry_their_text() {
+        let mut buf = Vec::new();
+        openflow::encode(3, &refusal(exp_error::REFUSED, "no port x"), &mut buf).unwrap();
+        let Message::Error(e) = openflow::decode(&buf).unwrap().1 else {
+            panic!("not an error")
+        };
+        assert_eq!(refusal_text(&e).as_deref(), Some("no port x"));
+    }
+}
