@@ -30,6 +30,7 @@ use virtio_bindings::virtio_net::{
     VIRTIO_NET_F_CSUM, VIRTIO_NET_F_CTRL_VQ, VIRTIO_NET_F_GUEST_CSUM, VIRTIO_NET_F_GUEST_ECN,
     VIRTIO_NET_F_GUEST_TSO4, VIRTIO_NET_F_GUEST_TSO6, VIRTIO_NET_F_HOST_ECN,
     VIRTIO_NET_F_HOST_TSO4, VIRTIO_NET_F_HOST_TSO6, VIRTIO_NET_F_MQ, VIRTIO_NET_F_MRG_RXBUF,
+    VIRTIO_NET_F_STATUS,
 };
 use virtio_bindings::virtio_ring::{VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC};
 
@@ -52,6 +53,7 @@ pub fn offered_features() -> u64 {
         VIRTIO_NET_F_MRG_RXBUF,
         VIRTIO_NET_F_CTRL_VQ,
         VIRTIO_NET_F_MQ,
+        VIRTIO_NET_F_STATUS,
         VIRTIO_RING_F_INDIRECT_DESC,
         VIRTIO_RING_F_EVENT_IDX,
         VIRTIO_F_VERSION_1,
@@ -162,6 +164,21 @@ impl DeviceState {
         }
         match SplitRing::new(mem, &v.addrs, event_idx) {
             Ok(ring) => {
+                // Heads are completed in order, so a ring's used index is where it stopped.
+                // A front end that reconnects after the switch died (DPDK's virtio-user sets
+                // base 0) may give another base: the used index is the truth (as DPDK's own
+                // vhost library decides); frames in flight at the crash are lost, none is
+                // sent twice.
+                let used = ring.used_idx();
+                if used != v.base {
+                    tracing::info!(
+                        "vhost-user port {}: vring {i}: base {} but used index {used}; going on \
+                         from the used index",
+                        self.shared.name,
+                        v.base
+                    );
+                    v.base = used;
+                }
                 let call = v.call.as_ref().and_then(|f| f.try_clone().ok());
                 slot.start(Arc::new(LiveRing::new(
                     ring,
