@@ -8,10 +8,15 @@ need_apt=()
 # openvswitch-common: ovs-ofctl, which the OpenFlow tests drive and read.
 # nftables: `hayate bench compare`'s sink on host B (and its test).
 # clang, libbpf-dev: the AF_XDP port's XDP program (crates/port/bpf/, built by build.rs).
+# dpdk-dev (dpdk-testpmd and the PMD libraries), librte-net-virtio23: DPDK's virtio-user, the
+# VM side of the vhost-user tests (crates/hayate/tests/vhost_testpmd.rs).
+# qemu-system-x86, busybox-static, cpio: the QEMU guests on vhost-user ports
+# (crates/hayate/tests/vhost_qemu.rs; scripts/guest/build.sh makes their initramfs and
+# fetches Debian's kernel package with apt-get download, never installing it).
 # python3-venv, python3-dev: the controllers' venv below (Faucet's pytricia has no wheel for
 # Debian 12's Python 3.11 and is compiled, which needs Python.h).
 for pkg in build-essential pkg-config tcpdump iproute2 ethtool iperf3 iputils-ping python3 python3-venv python3-dev linux-perf clang libbpf-dev \
-    openvswitch-common nftables; do
+    openvswitch-common nftables qemu-system-x86 busybox-static cpio; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
