@@ -9,10 +9,10 @@
 //! per connection and sent with `send_to`, packet-ins through this bridge's own token bucket
 //! per connection (same limits).
 //!
-//! Call [`OfBridge::pump`] often (every millisecond while busy, at least every
-//! [`super::LINK_POLL`] when idle): it also runs flow timeouts and publishes pending changes
-//! every [`TICK`], and looks at the ports' links every [`super::LINK_POLL`] (a change:
-//! PORT_STATUS MODIFY).
+//! Call [`OfBridge::pump`] often (every millisecond while busy; at least every
+//! [`super::LINK_POLL`] while [`OfBridge::watches_links`]): it also runs flow timeouts and
+//! publishes pending changes every [`TICK`], and looks at the ports' links every
+//! [`super::LINK_POLL`] (a change: PORT_STATUS MODIFY).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -138,7 +138,9 @@ impl OfBridge {
             }
             if st.last_links.elapsed() >= super::LINK_POLL {
                 st.last_links = std::time::Instant::now();
-                st.poll_links();
+                if st.poll_links() {
+                    self.watch_links.store(true, Relaxed);
+                }
             }
             let deleted = st.control.take_removed();
             st.removed.extend(deleted);

@@ -15,6 +15,7 @@
 //! Only the management socket may add or remove ports ([`super::Secondary`] connections),
 //! not controllers: a controller asking gets an experimenter error that says so.
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,6 +52,14 @@ impl OfBridge {
     /// Lets add-port and del-port change the running datapath through `plug`.
     pub fn attach_plug(&self, plug: Arc<dyn PortPlug>) {
         *self.plug.lock().unwrap_or_else(|e| e.into_inner()) = Some(plug);
+    }
+
+    /// Whether a port of this bridge has had its link down (a vhost-user port until its VM
+    /// runs the rings): the pump should then run at least every [`LINK_POLL`]. Ports whose
+    /// link was never down (every other backend's is always up) are looked at whenever the
+    /// pump runs.
+    pub fn watches_links(&self) -> bool {
+        self.watch_links.load(Relaxed)
     }
 
     /// The bridge's ports now, by OpenFlow number.
@@ -111,6 +120,9 @@ impl OfBridge {
         }
         plug.plug(no, port.clone())?;
         let link = port.link_up();
+        if !link {
+            self.watch_links.store(true, Relaxed);
+        }
         st.ports.push(PortState {
             port: OfPort {
                 no,
@@ -239,10 +251,12 @@ fn in_use(st: &State, name: &str, bridge: &str) -> Result<(), String> {
 
 impl State {
     /// Looks at every port's link; on a change sets its liveness in the pipeline (published
-    /// at once) and queues a PORT_STATUS MODIFY.
-    pub(super) fn poll_links(&mut self) {
+    /// at once) and queues a PORT_STATUS MODIFY. Returns whether some link is down now.
+    pub(super) fn poll_links(&mut self) -> bool {
+        let mut down = false;
         for i in 0..self.ports.len() {
             let up = self.ports[i].port.port.link_up();
+            down |= !up;
             if up == self.ports[i].link {
                 continue;
             }
@@ -258,6 +272,7 @@ impl State {
                 desc,
             });
         }
+        down
     }
 }
 

@@ -247,6 +247,7 @@ fn refusals_name_the_problem() {
 #[test]
 fn link_changes_reach_the_pipeline_and_the_controllers() {
     let (b, rec) = bridge();
+    assert!(!b.watches_links(), "every link was up");
     let text = run(&b, MGMT, "add-port", &["flappy:"]).unwrap();
     assert!(text.ends_with("its link is down"), "{text}");
     assert_eq!(statuses(&b), [(PortReason::Add, 3, port_state::LINK_DOWN)]);
@@ -260,14 +261,18 @@ fn link_changes_reach_the_pipeline_and_the_controllers() {
             .live
     };
     assert!(!live(&b));
-    b.lock().poll_links();
+    assert!(
+        b.watches_links(),
+        "a port was seen down: the pump looks every LINK_POLL"
+    );
+    assert!(b.lock().poll_links(), "a link is down");
     assert!(statuses(&b).is_empty(), "no change, no message");
     rec.flappy.up.store(true, Ordering::Relaxed);
-    b.lock().poll_links();
+    assert!(!b.lock().poll_links(), "every link is up");
     assert_eq!(statuses(&b), [(PortReason::Modify, 3, port_state::LIVE)]);
     assert!(live(&b));
     rec.flappy.up.store(false, Ordering::Relaxed);
-    b.lock().poll_links();
+    assert!(b.lock().poll_links());
     assert_eq!(
         statuses(&b),
         [(PortReason::Modify, 3, port_state::LINK_DOWN)]

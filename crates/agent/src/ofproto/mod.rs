@@ -149,6 +149,9 @@ pub struct OfBridge {
     miss_send_len: AtomicU16,
     /// Some connection has a non-default async config (the slow, filtered send path).
     filtered: AtomicBool,
+    /// Some port's link has been down: its link may change again (see
+    /// [`OfBridge::watches_links`]).
+    watch_links: AtomicBool,
 }
 
 impl std::fmt::Debug for OfBridge {
@@ -228,7 +231,7 @@ impl OfBridge {
             .filter(|p| !p.link)
             .map(|p| p.port.no)
             .collect();
-        for no in down {
+        for &no in &down {
             st.control.set_port_live(no, false);
         }
         if cfg.fail_mode == FailMode::Standalone {
@@ -242,6 +245,7 @@ impl OfBridge {
             plug: Mutex::new(None),
             miss_send_len: AtomicU16::new(DEFAULT_MISS_SEND_LEN),
             filtered: AtomicBool::new(false),
+            watch_links: AtomicBool::new(!down.is_empty()),
         })
     }
 
