@@ -63,7 +63,7 @@ moddir="$OUT/kernel/lib/modules/$kver"
 
 # 2. Is the initramfs up to date?
 iperf_bin="$(command -v iperf3)"
-stamp="$( { cat "$0" "$HERE/init"; echo "$kpkg $kver"; sha256sum "$BUSYBOX" "$iperf_bin"; ldd "$iperf_bin"; } | sha256sum | cut -d' ' -f1)"
+stamp="$( { cat "$0" "$HERE/init"; echo "$kpkg $kver"; sha256sum "$BUSYBOX" "$iperf_bin"; ldd "$iperf_bin" | grep -o '/[^ ]*' | xargs sha256sum; } | sha256sum | cut -d' ' -f1)"
 if [ -f "$OUT/initrd.img" ] && [ -f "$OUT/vmlinuz" ] && [ "$(cat "$OUT/stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "$OUT/vmlinuz"
     echo "$OUT/initrd.img"
