@@ -13,6 +13,7 @@ mod gen;
 mod nudge;
 mod ofbridge;
 mod pin;
+mod plug;
 mod run;
 mod switch;
 mod tsc;
@@ -40,7 +41,7 @@ enum Command {
     /// Traffic generator and analyzer: send, recv, run, rfc2544, reflect, loopback.
     Gen(gen::GenArgs),
     /// Talk to a running switch in ovs-ofctl's flow syntax (add-flow, dump-flows, …) over its
-    /// management socket.
+    /// management socket; add-port and del-port plug ports in and out of a running bridge.
     Ctl(ctl::CtlArgs),
     /// Check a config file and print the bridges, ports and flows it describes.
     Check {

@@ -1,6 +1,8 @@
 //! A running bridge's OpenFlow side: the [`agent::ofproto::OfBridge`] over the switch's
 //! pipeline, the agent serving its controllers, the management socket's agent for
 //! `hayate ctl`, and the pump task that carries packet-ins, flow-removed and port-status out.
+//! Ports added and removed with `hayate ctl BRIDGE add-port` / `del-port` reach the datapath
+//! through a [`Plugger`].
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -19,6 +21,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::nudge::Nudging;
+use crate::plug::Plugger;
 use crate::switch::Switch;
 
 /// The default controller target: listen on the loopback, OpenFlow's port.
@@ -53,6 +56,8 @@ pub struct OpenFlowSettings {
 
 /// A bridge's OpenFlow side, running. Dropping it stops the agents and the pump.
 pub struct OpenFlowSide {
+    /// The bridge (its ports change while it runs).
+    bridge: Arc<OfBridge>,
     /// The controllers' agent (held: dropping it closes the connections).
     _agent: Arc<Agent>,
     /// The management socket's agent (held likewise).
@@ -60,6 +65,13 @@ pub struct OpenFlowSide {
     /// Where the management socket is (removed on drop).
     mgmt_path: Option<PathBuf>,
     pump: JoinHandle<()>,
+}
+
+impl OpenFlowSide {
+    /// The OpenFlow bridge (e.g. for its current ports).
+    pub fn bridge(&self) -> Arc<OfBridge> {
+        self.bridge.clone()
+    }
 }
 
 impl Drop for OpenFlowSide {
@@ -134,6 +146,11 @@ pub fn start(
         ports,
     );
     bridge.attach(running.injector());
+    bridge.attach_plug(Arc::new(Plugger {
+        pool: s.pool.clone(),
+        datapath: Arc::downgrade(&running),
+        bridge: name.clone(),
+    }));
     let default = settings.controllers.is_empty();
     let texts: Vec<String> = if default {
         vec![DEFAULT_TARGET.to_string()]
@@ -178,6 +195,7 @@ pub fn start(
         nudge,
     ));
     Ok(OpenFlowSide {
+        bridge,
         _agent: agent,
         _mgmt: mgmt,
         mgmt_path,
@@ -265,7 +283,9 @@ impl AsRawFd for Fd {
 
 /// Sends what the bridge has to say: woken at once by the datapath when it queues packet-ins,
 /// otherwise every 1 ms while busy, backing off to [`PUMP_MAX`] when idle (flow timeouts and
-/// publishing run on its 100 ms tick), or to [`PUMP_MAX_UNTIMED`] while no flow has a timeout.
+/// publishing run on its 100 ms tick), or to [`PUMP_MAX_UNTIMED`] while no flow has a timeout;
+/// at most [`agent::ofproto::LINK_POLL`] while a port's link may change
+/// ([`OfBridge::watches_links`]).
 async fn pump(
     bridge: Arc<OfBridge>,
     agent: Arc<Agent>,
@@ -294,6 +314,12 @@ async fn pump(
                 PUMP_MAX
             } else {
                 PUMP_MAX_UNTIMED
+            };
+            let max = if bridge.watches_links() {
+                // A port's link may change (a vhost-user port's VM): look every LINK_POLL.
+                max.min(agent::ofproto::LINK_POLL)
+            } else {
+                max
             };
             (sleep * 2).min(max)
         } else {

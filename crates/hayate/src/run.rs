@@ -281,16 +281,13 @@ pub fn run(args: RunArgs) -> Result<()> {
                 String::new()
             }
         );
-        let stats = StatsView {
-            name: sw.name.clone(),
-            ports: sw
-                .ports
-                .iter()
-                .map(|p| (p.ofport, p.name.clone(), p.port.clone()))
-                .collect(),
-        };
+        let name = sw.name.clone();
         let mut slot = Some(sw);
         let side = crate::ofbridge::start(&rt, &mut slot, handle.clone(), &settings)?;
+        let stats = StatsView {
+            name,
+            bridge: side.bridge(),
+        };
         running.push((stats, handle, side));
     }
     // SAFETY: installing a handler that only stores to an atomic.
@@ -336,12 +333,12 @@ pub fn run(args: RunArgs) -> Result<()> {
 fn write_stats_json(path: &Path, views: &[StatsView]) -> Result<()> {
     let mut rows = Vec::new();
     for sw in views {
-        for (ofport, name, port) in &sw.ports {
-            let s = port.stats();
+        for p in sw.bridge.ports() {
+            let s = p.port.stats();
             rows.push(serde_json::json!({
                 "bridge": sw.name,
-                "ofport": ofport,
-                "name": name,
+                "ofport": p.no,
+                "name": p.name,
                 "rx_packets": s.rx_packets,
                 "rx_bytes": s.rx_bytes,
                 "rx_dropped": s.rx_dropped,
@@ -359,10 +356,11 @@ fn write_stats_json(path: &Path, views: &[StatsView]) -> Result<()> {
         .map_err(|e| anyhow!("--stats-json {}: cannot write: {e}", path.display()))
 }
 
-/// What stats printing needs of a bridge.
+/// What stats printing needs of a bridge: its name and its ports now (they change with
+/// `hayate ctl BRIDGE add-port` / `del-port`).
 struct StatsView {
     name: String,
-    ports: Vec<(u32, String, Arc<dyn port::Port>)>,
+    bridge: Arc<agent::ofproto::OfBridge>,
 }
 
 type Running = (
@@ -387,8 +385,9 @@ fn print_view_refs(views: &[&StatsView]) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for sw in views {
-        for (ofport, name, port) in &sw.ports {
-            let s = port.stats();
+        for p in sw.bridge.ports() {
+            let (ofport, name) = (p.no, &p.name);
+            let s = p.port.stats();
             let prio = if s.rx_priority > 0 {
                 format!(" ({} priority)", s.rx_priority)
             } else {

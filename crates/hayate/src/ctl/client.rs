@@ -8,6 +8,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
+use agent::ofproto::port_cmd::{exp_type, refusal_text, PortCmd, HAYATE_EXPERIMENTER};
 use anyhow::{anyhow, bail, Context, Result};
 use openflow::multipart::MORE;
 use openflow::{Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody};
@@ -135,6 +136,34 @@ impl Client {
                 (x, Message::Error(e)) if x == xid => {
                     bail!("the switch refused the request: {}", error_name(e.code))
                 }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Client {
+    /// Sends a port command (add-port, del-port) and returns what the switch did; a refusal
+    /// is an error carrying the switch's explanation.
+    pub fn port_command(&mut self, cmd: &PortCmd) -> Result<String> {
+        let xid = self.send(&cmd.to_message())?;
+        loop {
+            match self.recv()? {
+                (x, Message::Experimenter(e))
+                    if x == xid
+                        && e.experimenter == HAYATE_EXPERIMENTER
+                        && e.exp_type == exp_type::DONE =>
+                {
+                    return Ok(String::from_utf8_lossy(&e.data).into_owned());
+                }
+                (x, Message::Error(e)) if x == xid => match refusal_text(&e) {
+                    Some(text) => bail!("{text}"),
+                    None => bail!(
+                        "the switch refused the request: {} (is {} a Hayate switch?)",
+                        error_name(e.code),
+                        self.what
+                    ),
+                },
                 _ => {}
             }
         }

@@ -11,6 +11,11 @@
 //! | `dump-tables` | table counters |
 //! | `add-group GROUP`, `del-groups [group_id=N]`, `dump-groups` | groups |
 //! | `add-meter METER`, `dump-meters` | meters |
+//! | `add-port SPEC [ofport=N] [name=NAME]` | open a port and add it to the running bridge (the lowest free number unless `ofport=` is given) |
+//! | `del-port NAME\|NUMBER` | take a port out of the running bridge (its queues and resources are released) |
+//!
+//! add-port and del-port travel as a Hayate experimenter message
+//! ([`agent::ofproto::port_cmd`]); only the management socket may send them.
 //!
 //! BRIDGE names `<run dir>/BRIDGE.mgmt`; a path (with a `/`) is used as it is; `tcp:HOST:PORT`
 //! reaches a controller listener instead.
@@ -33,6 +38,7 @@ use pipeline::model::{
 };
 use pipeline::ofctl;
 
+use agent::ofproto::port_cmd::PortCmd;
 use client::Client;
 
 /// Options of `hayate ctl`.
@@ -48,7 +54,9 @@ pub struct CtlArgs {
     pub target: String,
     /// The command (add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports,
     /// dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter,
-    /// dump-meters).
+    /// dump-meters; add-port SPEC [ofport=N] [name=NAME], e.g. add-port
+    /// vhostuser:/tmp/vm1.sock ofport=7; del-port NAME|NUMBER — ports of the running bridge,
+    /// over the management socket only).
     pub command: String,
     /// The command's arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -257,8 +265,14 @@ pub fn main(a: CtlArgs) -> Result<()> {
             }
             Ok(())
         }
+        "add-port" | "del-port" => {
+            let words: Vec<&str> = a.args.iter().map(String::as_str).collect();
+            let cmd = PortCmd::parse(&a.command, &words).map_err(|e| anyhow!(e))?;
+            println!("{}", c.port_command(&cmd)?);
+            Ok(())
+        }
         other => bail!(
-            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter or dump-meters"
+            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port or del-port"
         ),
     }
 }

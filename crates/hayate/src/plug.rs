@@ -1,0 +1,57 @@
+//! How `hayate ctl BRIDGE add-port` / `del-port` reach a running bridge: the
+//! [`agent::ofproto::PortPlug`] that opens a port from its spec in the bridge's buffer pool
+//! and hands it to the running datapath ([`datapath::Running::add_port`]) or takes one out.
+//!
+//! The datapath waits for its poll threads to take a change (microseconds while they poll, up
+//! to a nap or a wake-up when they sleep); the request arrives on the agent runtime, so the
+//! wait runs in `block_in_place` there and the runtime's other tasks go on meanwhile.
+
+use std::sync::{Arc, Weak};
+
+use agent::ofproto::PortPlug;
+use packet::Pool;
+use port::Port;
+
+/// Opens ports in `pool` and plugs them into one bridge's running datapath.
+pub struct Plugger {
+    /// The bridge's buffer pool.
+    pub pool: Pool,
+    /// The running datapath (weak: the plug must not keep it running at exit).
+    pub datapath: Weak<datapath::Running>,
+    /// Bridge name, for messages.
+    pub bridge: String,
+}
+
+impl Plugger {
+    fn running(&self) -> Result<Arc<datapath::Running>, String> {
+        self.datapath
+            .upgrade()
+            .ok_or_else(|| format!("bridge {}: the datapath has stopped", self.bridge))
+    }
+}
+
+/// Runs `f`, which may wait, without stalling a multi-threaded runtime it is called from.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+impl PortPlug for Plugger {
+    fn open(&self, spec: &str) -> Result<Arc<dyn Port>, String> {
+        blocking(|| port::spec::open(spec, &self.pool)).map_err(|e| e.to_string())
+    }
+
+    fn plug(&self, ofport: u32, port: Arc<dyn Port>) -> Result<(), String> {
+        let running = self.running()?;
+        blocking(|| running.add_port(ofport, port)).map_err(|e| e.to_string())
+    }
+
+    fn unplug(&self, ofport: u32) -> Result<(), String> {
+        let running = self.running()?;
+        blocking(|| running.remove_port(ofport)).map_err(|e| e.to_string())
+    }
+}
