@@ -619,31 +619,44 @@ fn a_restarted_switch_resumes_a_running_guest() {
     g.ping("10.77.4.1", 3);
     let boot_id = g.must("cat /proc/sys/kernel/random/boot_id");
 
-    // Stop the switch: the guest keeps running, its traffic goes nowhere.
-    let _ = hayate.stop();
-    assert!(
-        !g.reaches("10.77.4.1"),
-        "the guest reaches the host with no switch"
-    );
-
-    // A new switch on the same ports: the port connects to QEMU's socket again.
-    let t_restart = Instant::now();
-    let hayate = s.hayate(&ports);
-    s.wait_log("g1: link up", 1, 30);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !g.reaches("10.77.4.1") {
+    // End the switch twice — stopped (SIGTERM: it closes the connection) and crashed
+    // (SIGKILL) — each time with the guest running and its traffic going nowhere, then start
+    // a new switch on the same ports: the port connects to QEMU's socket again and the
+    // guest's traffic resumes.
+    let mut hayate = Some(hayate);
+    for how in ["stopped", "killed"] {
+        let old = hayate.take().expect("a running switch");
+        if how == "stopped" {
+            let _ = old.stop();
+        } else {
+            drop(old); // SIGKILL
+        }
         assert!(
-            Instant::now() < deadline,
-            "the guest's traffic did not resume within 30 s:\n{}",
-            s.hayate_log()
+            !g.reaches("10.77.4.1"),
+            "the guest reaches the host with the switch {how}"
+        );
+        let t_restart = Instant::now();
+        hayate = Some(s.hayate(&ports));
+        s.wait_log("g1: link up", 1, 30);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !g.reaches("10.77.4.1") {
+            assert!(
+                Instant::now() < deadline,
+                "switch {how} and restarted: the guest's traffic did not resume within 30 \
+                 s:\n{}",
+                s.hayate_log()
+            );
+        }
+        eprintln!(
+            "switch {how}: the guest's traffic resumed {:.1} s after the restart",
+            t_restart.elapsed().as_secs_f64()
+        );
+        g.ping("10.77.4.1", 5);
+        assert!(
+            h.ping("10.77.4.2", 3),
+            "host -> guest after the switch was {how}"
         );
     }
-    eprintln!(
-        "traffic resumed {:.1} s after the switch restarted",
-        t_restart.elapsed().as_secs_f64()
-    );
-    g.ping("10.77.4.1", 5);
-    assert!(h.ping("10.77.4.2", 3), "host -> guest after the restart");
     assert_eq!(
         g.must("cat /proc/sys/kernel/random/boot_id"),
         boot_id,
@@ -654,6 +667,8 @@ fn a_restarted_switch_resumes_a_running_guest() {
         1,
         "the guest booted twice"
     );
-    let _ = hayate.stop();
+    let stats = hayate.take().expect("running").stop();
+    let p = port(&stats, &ports[1]);
+    assert!(p.rx_packets >= 5 && p.tx_packets >= 5, "{p:?}");
     eprintln!("test took {:.1} s", t0.elapsed().as_secs_f64());
 }
