@@ -228,7 +228,8 @@ impl Plugboard {
             )));
         }
         let n = self.threads.len();
-        let poll = if self.lane { n - 1 } else { n }.max(1);
+        // Poll threads are 0..poll; the lane, when there is one, is the last thread.
+        let poll = n - usize::from(self.lane);
         let caps = port.capabilities();
         let open_err = |e: PortError| DpError(e.to_string());
         let mut rx: Vec<Vec<Box<dyn RxQueue>>> = (0..n).map(|_| Vec::new()).collect();

@@ -251,3 +251,30 @@ fn no_megaflow_sends_to_a_port_that_took_a_removed_ones_place() {
     assert_eq!(running.thread_stats()[1][Counter::RxPackets] - rx_before, 5);
     assert_eq!(running.ports(), vec![1, 3, 4]);
 }
+
+#[test]
+fn a_thread_asleep_in_poll_wakes_for_a_new_port() {
+    let pool = Pool::with_frames(1024);
+    // A sink has no rx queue: the thread sleeps in poll(2) on its eventfds alone, with no
+    // time limit (it holds no megaflow).
+    let sink = port::open("null:sink", &pool).unwrap();
+    let (running, _) = start(&pool, vec![(1, sink.clone())], 1, 2);
+    // It spins 200 µs after its last poll that found work, then sleeps (the sleep is counted
+    // only when it ends, so give it time: a thread still spinning passes this test too).
+    std::thread::sleep(Duration::from_millis(100));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (sw4, out4) = ring::pair("wake-s4", "wake-o4", 64, &pool);
+    running.add_port(4, sw4).unwrap();
+    let mut cache = pool.cache();
+    send(&mut *out4.open_tx(0).unwrap(), &mut cache, 0, 5);
+    // Port 4's packets go to port 1: the thread woke and polls the new queue (a thread that
+    // slept on would never take it).
+    while sink.stats().tx_packets < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "the new port's packets were not forwarded"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(sink.stats().tx_packets, 5);
+}
