@@ -41,16 +41,22 @@ kpkg=""
 [ -f "$OUT/kernel.pkg" ] && kpkg="$(cat "$OUT/kernel.pkg")"
 if [ -z "$kpkg" ] || [ ! -d "$OUT/kernel/lib/modules" ] || ! ls "$OUT"/kernel/boot/vmlinuz-* >/dev/null 2>&1; then
     pick() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
-    kpkg="$(pick)"
-    if [ -z "$kpkg" ]; then
-        apt-get update -qq >&2
-        kpkg="$(pick)"
-    fi
-    [ -n "$kpkg" ] || { echo "guest/build.sh: apt knows no linux-image-amd64" >&2; exit 1; }
-    echo "guest/build.sh: fetching $kpkg" >&2
+    # As root apt warns that it cannot sandbox the download into a folder of root's: harmless.
+    fetch() {
+        (cd "$dl" && apt-get download -q "$1" 2>&1 || true) | { grep -v 'unsandboxed' || true; } >&2
+        ls "$dl"/*.deb >/dev/null 2>&1
+    }
     dl="$(mktemp -d)"
     chmod 755 "$dl"
-    (cd "$dl" && apt-get download -q "$kpkg" >&2 2>/dev/null) || (cd "$dl" && apt-get download "$kpkg" >&2)
+    kpkg="$(pick)"
+    if [ -z "$kpkg" ] || ! { echo "guest/build.sh: fetching $kpkg" >&2; fetch "$kpkg"; }; then
+        # No lists yet, or lists older than the mirror: update once and try again.
+        apt-get update -qq >&2
+        kpkg="$(pick)"
+        [ -n "$kpkg" ] || { echo "guest/build.sh: apt knows no linux-image-amd64" >&2; exit 1; }
+        echo "guest/build.sh: fetching $kpkg" >&2
+        fetch "$kpkg" || { echo "guest/build.sh: apt-get download $kpkg failed" >&2; exit 1; }
+    fi
     rm -rf "$OUT/kernel.new"
     dpkg-deb -x "$dl"/*.deb "$OUT/kernel.new"
     rm -rf "$dl" "$OUT/kernel"
