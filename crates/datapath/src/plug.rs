@@ -1,9 +1,9 @@
 //! Ports plugged in and unplugged while the poll threads run ([`crate::Running::add_port`],
 //! [`crate::Running::remove_port`]).
 //!
-//! Owner and size: one [`Plugboard`] per running datapath (control side, behind a mutex in
+//! Owner and size: one `Plugboard` per running datapath (control side, behind a mutex in
 //! [`crate::Running`]: the ports, which thread polls which rx queues, one posting end per
-//! thread), and one [`Mailbox`] per poll thread (a channel's receiving end, an eventfd and the
+//! thread), and one `Mailbox` per poll thread (a channel's receiving end, an eventfd and the
 //! generation it last saw).
 //!
 //! The hand-over, designed so that the per-packet path pays nothing and each poll one relaxed
@@ -12,10 +12,10 @@
 //! 1. The control side opens what the port needs and deals it out by the builder's rules: rx
 //!    queues to the poll threads with the fewest rx queues; priority receive queues to the
 //!    priority lane (without a lane, to the poll threads like other rx queues); one tx table
-//!    entry per thread ([`tx_entries`], shared behind a mutex when the port has fewer tx
+//!    entry per thread (`tx_entries`, shared behind a mutex when the port has fewer tx
 //!    queues than threads). A port that does not open is refused before any thread hears of
 //!    it.
-//! 2. It posts one [`Letter`] per thread (the thread's queues and tx entry, or "remove port
+//! 2. It posts one `Letter` per thread (the thread's queues and tx entry, or "remove port
 //!    N"), signals each thread's eventfd (a thread asleep in `poll(2)` wakes; one napping
 //!    wakes within its nap, at most 1 ms by default) and then bumps the datapath's plug
 //!    generation with a release store.
