@@ -75,6 +75,7 @@ struct VringCfg {
     started: bool,
     enabled: bool,
     call: Option<OwnedFd>,
+    kick: Option<OwnedFd>,
     /// Published to the slot (so a change must stop it first).
     published: bool,
 }
@@ -111,6 +112,7 @@ impl DeviceState {
             if self.vrings[i].published {
                 self.shared.vrings[i].stop();
             }
+            self.shared.vrings[i].set_kick(None);
         }
         let n = self.vrings.len();
         self.vrings = (0..n).map(|_| VringCfg::default()).collect();
@@ -323,9 +325,11 @@ impl VhostUserBackendReqHandlerMut for DeviceState {
         ))
     }
 
-    fn set_vring_kick(&mut self, index: u8, _fd: Option<File>) -> Result<()> {
-        // The switch polls: the kick eventfd is not read (the guest is asked not to kick).
+    fn set_vring_kick(&mut self, index: u8, fd: Option<File>) -> Result<()> {
+        // The switch polls; the kick eventfd only wakes a poll thread that sleeps on an
+        // idle queue (the guest is asked to kick only then).
         let i = self.vring(u32::from(index))?;
+        self.vrings[i].kick = self.shared.vrings[i].set_kick(fd.as_ref());
         self.vrings[i].started = true;
         self.refresh(i);
         Ok(())

@@ -75,7 +75,7 @@ pub fn run(data: &[u8]) -> usize {
     let pool = Pool::with_frames(128);
     let mut cache = pool.cache();
     let before = pool.shared_free();
-    let shared = Arc::new(Shared::new("fuzz", 1));
+    let shared = Arc::new(Shared::new("fuzz", 1).expect("descriptors"));
     let (rs, ts) = (QueueSlot::default(), QueueSlot::default());
     let mut rx = VhostRx::new(
         shared.clone(),

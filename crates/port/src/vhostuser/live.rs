@@ -12,10 +12,18 @@
 //!   answer to GET_VRING_BASE, or the base of the ring that replaces it.
 //!
 //! A ring's guest memory is unmapped when the last `Arc` of it goes: never under a batch.
+//!
+//! Sleeping: each slot has an epoll descriptor — the owner's readiness descriptor, stable
+//! for the queue's life — that holds the ring's current kick eventfd (the control side swaps
+//! it as SET_VRING_KICK brings new ones) and a wake eventfd the control side signals when it
+//! publishes a ring, so a poll thread asleep on an idle port wakes for a new or restarted
+//! ring and, once its queue asked the guest to kick ([`SplitRing::enable_kicks`]), for the
+//! guest's next frame.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
@@ -55,6 +63,8 @@ pub struct LiveRing {
     pub base: u16,
     /// The call eventfd (`None`: the guest polls, never interrupt).
     pub call: Option<OwnedFd>,
+    /// The kick eventfd (non-blocking), drained by an owner that asked for kicks.
+    pub kick: Option<OwnedFd>,
     /// Header and offload settings.
     pub net: NetFeatures,
 }
@@ -74,7 +84,21 @@ impl LiveRing {
             mem,
             base,
             call,
+            kick: None,
             net,
+        }
+    }
+
+    /// The same ring with kick eventfd `kick` (which the owner drains).
+    pub fn with_kick(mut self, kick: Option<OwnedFd>) -> LiveRing {
+        self.kick = kick;
+        self
+    }
+
+    /// Reads the kick eventfd empty (one system call; when an owner stops asking for kicks).
+    pub fn drain_kick(&self) {
+        if let Some(fd) = &self.kick {
+            drain(fd.as_raw_fd());
         }
     }
 
@@ -89,15 +113,109 @@ impl LiveRing {
     }
 }
 
+/// Reads eventfd `fd` empty (it is non-blocking).
+fn drain(fd: RawFd) {
+    let mut v = 0u64;
+    // SAFETY: an 8-byte read into a local from a descriptor we hold open.
+    let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+}
+
+/// Makes an owned descriptor from a system call's result.
+fn owned(fd: RawFd, what: &str) -> std::io::Result<OwnedFd> {
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    // SAFETY: a descriptor the call just created, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// The meeting point of one ring's control side and owner; see the [module docs](self).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct VringSlot {
     live: ArcSwapOption<LiveRing>,
     busy: AtomicBool,
     next_avail: AtomicU16,
+    /// The owner's readiness descriptor: kick and wake eventfds.
+    epoll: OwnedFd,
+    /// Signalled when a ring is published.
+    wake: OwnedFd,
+    /// The kick eventfd in `epoll` now (control side).
+    kick: Mutex<Option<RawFd>>,
 }
 
 impl VringSlot {
+    /// A stopped slot with its epoll and wake descriptors.
+    pub fn new() -> std::io::Result<VringSlot> {
+        // SAFETY: plain system calls creating new descriptors.
+        let epoll = owned(
+            unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) },
+            "epoll_create1",
+        )?;
+        // SAFETY: as above.
+        let wake = owned(
+            unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) },
+            "eventfd",
+        )?;
+        let slot = VringSlot {
+            live: ArcSwapOption::empty(),
+            busy: AtomicBool::new(false),
+            next_avail: AtomicU16::new(0),
+            epoll,
+            wake,
+            kick: Mutex::new(None),
+        };
+        slot.watch(slot.wake.as_raw_fd(), true)?;
+        Ok(slot)
+    }
+
+    fn watch(&self, fd: RawFd, add: bool) -> std::io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        let op = if add {
+            libc::EPOLL_CTL_ADD
+        } else {
+            libc::EPOLL_CTL_DEL
+        };
+        // SAFETY: valid epoll and target descriptors, a valid event.
+        if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut ev) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Control side: the ring's kick eventfd is now `kick` (made non-blocking here); the
+    /// returned duplicate goes into the next [`LiveRing`].
+    pub fn set_kick(&self, kick: Option<&File>) -> Option<OwnedFd> {
+        let mut cur = self.kick.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = cur.take() {
+            let _ = self.watch(old, false);
+            // SAFETY: `old` is the duplicate this slot kept open (below).
+            drop(unsafe { OwnedFd::from_raw_fd(old) });
+        }
+        let f = kick?;
+        // SAFETY: F_SETFL on a descriptor we hold.
+        unsafe {
+            let fl = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+        }
+        let kept = f.try_clone().ok()?;
+        let raw = std::os::fd::IntoRawFd::into_raw_fd(kept);
+        if self.watch(raw, true).is_err() {
+            // SAFETY: `raw` is ours (just duplicated).
+            drop(unsafe { OwnedFd::from_raw_fd(raw) });
+            return None;
+        }
+        *cur = Some(raw);
+        f.try_clone().ok().map(OwnedFd::from)
+    }
+
+    /// The owner's readiness descriptor.
+    pub fn readiness_fd(&self) -> RawFd {
+        self.epoll.as_raw_fd()
+    }
     /// Control side: stops the ring and returns where it stopped (the owner's next
     /// available index, or the base it was started with if no batch ran).
     pub fn stop(&self) -> u16 {
@@ -111,6 +229,10 @@ impl VringSlot {
         self.next_avail.store(ring.base, Ordering::Release);
         self.live.store(Some(ring));
         self.quiesce();
+        // Wake an owner asleep on this slot: it has a ring to poll.
+        let one: u64 = 1;
+        // SAFETY: an 8-byte write from a local to our eventfd.
+        let _ = unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
     /// Whether a ring is published.
@@ -152,20 +274,27 @@ impl RingUser {
         }
     }
 
+    /// The slot this owner uses.
+    pub fn slot(&self) -> &VringSlot {
+        &self.slot
+    }
+
     /// Runs one batch `f` on the current ring with the owner's position (which `f`
-    /// advances); `None` when the ring is stopped. A ring new to this owner starts at its
-    /// base, with the guest asked not to kick.
+    /// advances) and whether the ring is new to this owner; `None` when the ring is stopped.
+    /// A ring new to this owner starts at its base, with the guest asked not to kick.
     #[inline]
-    pub fn with<R>(&mut self, f: impl FnOnce(&LiveRing, &mut u16) -> R) -> Option<R> {
+    pub fn with<R>(&mut self, f: impl FnOnce(&LiveRing, &mut u16, bool) -> R) -> Option<R> {
         self.slot.busy.store(true, Ordering::SeqCst);
         let guard = self.slot.live.load();
         let r = guard.as_ref().map(|live| {
-            if live.id != self.id {
+            let fresh = live.id != self.id;
+            if fresh {
                 self.id = live.id;
                 self.last_avail = live.base;
                 live.ring.suppress_kicks(live.base);
+                drain(self.slot.wake.as_raw_fd());
             }
-            let r = f(live, &mut self.last_avail);
+            let r = f(live, &mut self.last_avail, fresh);
             self.slot
                 .next_avail
                 .store(self.last_avail, Ordering::Release);
@@ -174,5 +303,11 @@ impl RingUser {
         drop(guard);
         self.slot.busy.store(false, Ordering::Release);
         r
+    }
+}
+
+impl Drop for VringSlot {
+    fn drop(&mut self) {
+        self.set_kick(None);
     }
 }

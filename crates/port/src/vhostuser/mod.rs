@@ -114,18 +114,18 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn new(name: &str, queues: usize) -> Shared {
-        Shared {
+    fn new(name: &str, queues: usize) -> std::io::Result<Shared> {
+        Ok(Shared {
             name: name.to_string(),
             vrings: (0..2 * queues)
-                .map(|_| Arc::new(VringSlot::default()))
-                .collect(),
+                .map(|_| VringSlot::new().map(Arc::new))
+                .collect::<std::io::Result<_>>()?,
             rx: (0..queues).map(|_| QueueCounters::default()).collect(),
             tx: (0..queues).map(|_| QueueCounters::default()).collect(),
             link: AtomicBool::new(false),
             link_changes: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
-        }
+        })
     }
 
     fn set_link(&self, up: bool) {
@@ -187,7 +187,9 @@ impl VhostUserPort {
             }
         };
         let n = usize::from(cfg.queues);
-        let shared = Arc::new(Shared::new(&name, n));
+        let shared = Arc::new(
+            Shared::new(&name, n).map_err(|e| err(format!("cannot set the queues up: {e}")))?,
+        );
         let ctl = Arc::new(conn::Control::default());
         let created = (cfg.mode == Mode::Server).then(|| cfg.path.clone());
         let thread = {

@@ -232,6 +232,20 @@ impl SplitRing {
         }
     }
 
+    /// Asks the guest to kick after its next buffer (an owner about to sleep): clears the
+    /// used ring's flag and, with event idx, sets `avail_event` to `last_avail`. The caller
+    /// must look at the available index again afterwards ([`SplitRing::pending`]): a buffer
+    /// added before the guest saw this is not kicked for.
+    pub fn enable_kicks(&self, last_avail: u16) {
+        // SAFETY: as in `suppress_kicks`.
+        unsafe {
+            std::ptr::write_volatile(self.used as *mut u16, 0);
+            let ev = self.used.add(4 + 8 * usize::from(self.size)) as *mut u16;
+            std::ptr::write_volatile(ev, last_avail);
+        }
+        fence(Ordering::SeqCst);
+    }
+
     /// Whether the guest wants an interrupt now that the used index moved from `old` to
     /// `new`.
     #[inline]

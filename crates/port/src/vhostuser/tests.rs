@@ -49,7 +49,7 @@ struct Rig {
 
 fn rig() -> Rig {
     let pool = Pool::with_frames(256);
-    let shared = Arc::new(Shared::new("t", 1));
+    let shared = Arc::new(Shared::new("t", 1).unwrap());
     let claim = |s: &QueueSlot| s.claim("t", "q").unwrap();
     let rx = VhostRx::new(
         shared.clone(),
@@ -490,4 +490,60 @@ fn specs_name_the_port_and_refuse_unknown_options() {
     assert!(err("vhostuser:/x.sock,color=red").contains("valid options: mode, queues, name"));
     assert!(err("vhostuser:/x.sock,mode=both").contains("give mode=client"));
     assert!(err("vhostuser:").contains("starts with the socket's path"));
+}
+
+/// Whether `fd` is readable now.
+fn readable(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}
+
+#[test]
+fn an_idle_queue_asks_for_kicks_so_its_thread_can_sleep_and_stops_when_frames_flow() {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let mut g = FakeGuest::new(16, 1 << 14);
+    let mut r = rig();
+    let ready = r.rx.readiness_fd().expect("a readiness descriptor");
+    // SAFETY: eventfd returns a new descriptor we own.
+    let kick = unsafe { std::fs::File::from_raw_fd(libc::eventfd(0, 0)) };
+    let dup = r.shared.vrings[1].set_kick(Some(&kick));
+    let live = super::live::LiveRing::new(
+        super::ring::SplitRing::new(&g.mem(), &g.addrs(), true).unwrap(),
+        g.mem(),
+        0,
+        None,
+        NET,
+    )
+    .with_kick(dup);
+    r.shared.vrings[1].start(Arc::new(live));
+    assert!(readable(ready), "a published ring wakes the queue's thread");
+    let mut b = Batch::new();
+    r.rx.recv(&mut b);
+    assert!(!readable(ready), "the owner took the wake-up");
+    assert_eq!(g.used_flags(), USED_F_NO_NOTIFY, "polling: no kicks");
+    for _ in 0..64 {
+        r.rx.recv(&mut b);
+    }
+    assert_eq!(g.used_flags(), 0, "idle: the guest is asked to kick");
+    // The guest offers a frame and kicks: the thread's descriptor is readable.
+    g.send(&[&[0u8; 12], &udp(60, 1)]);
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: an 8-byte write to our eventfd.
+    assert_eq!(
+        unsafe { libc::write(kick.as_raw_fd(), one.as_ptr().cast(), 8) },
+        8
+    );
+    assert!(readable(ready));
+    assert_eq!(r.recv_all().len(), 1);
+    assert_eq!(
+        g.used_flags(),
+        USED_F_NO_NOTIFY,
+        "frames flow: kicks off again"
+    );
+    assert!(!readable(ready), "the kick was read");
 }

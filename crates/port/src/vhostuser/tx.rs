@@ -221,7 +221,7 @@ impl TxQueue for VhostTx {
             &mut self.segs,
             &mut self.cache,
         );
-        let r = self.user.with(|live, last_avail| {
+        let r = self.user.with(|live, last_avail, _| {
             let Some(avail) = live.ring.pending(*last_avail) else {
                 return (0usize, Counts::default());
             };
