@@ -142,6 +142,10 @@ pub struct VringSlot {
     wake: OwnedFd,
     /// The kick eventfd in `epoll` now (control side).
     kick: Mutex<Option<RawFd>>,
+    /// Taken by a transmit queue for a batch on this ring ([`RingUser::with_shared`]).
+    tx_lock: AtomicBool,
+    /// A ring is published.
+    running: AtomicBool,
 }
 
 impl VringSlot {
@@ -164,6 +168,8 @@ impl VringSlot {
             epoll,
             wake,
             kick: Mutex::new(None),
+            tx_lock: AtomicBool::new(false),
+            running: AtomicBool::new(false),
         };
         slot.watch(slot.wake.as_raw_fd(), true)?;
         Ok(slot)
@@ -219,6 +225,7 @@ impl VringSlot {
     /// Control side: stops the ring and returns where it stopped (the owner's next
     /// available index, or the base it was started with if no batch ran).
     pub fn stop(&self) -> u16 {
+        self.running.store(false, Ordering::Relaxed);
         self.live.store(None);
         self.quiesce();
         self.next_avail.load(Ordering::Acquire)
@@ -228,6 +235,7 @@ impl VringSlot {
     pub fn start(&self, ring: Arc<LiveRing>) {
         self.next_avail.store(ring.base, Ordering::Release);
         self.live.store(Some(ring));
+        self.running.store(true, Ordering::Relaxed);
         self.quiesce();
         // Wake an owner asleep on this slot: it has a ring to poll.
         let one: u64 = 1;
@@ -235,9 +243,10 @@ impl VringSlot {
         let _ = unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
-    /// Whether a ring is published.
-    pub fn is_live(&self) -> bool {
-        self.live.load().is_some()
+    /// Whether a ring is published (a hint: it may stop the next moment).
+    #[inline]
+    pub fn has_ring(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
     }
 
     /// Waits until no batch that may have seen the previous value runs.
@@ -254,34 +263,32 @@ impl VringSlot {
     }
 }
 
-/// The owner's side of a slot: its position in the ring it last used.
+/// A user's side of a slot. The position in the ring lives in the slot (`next_avail`), so
+/// several transmit queues may take turns on one ring ([`RingUser::with_shared`]) when the
+/// guest runs fewer queue pairs than the port has.
 #[derive(Debug)]
 pub struct RingUser {
     slot: Arc<VringSlot>,
+    /// The ring this user last saw.
     id: u64,
-    /// The next available position to take (== the next used position: heads are
-    /// completed in order).
-    last_avail: u16,
 }
 
 impl RingUser {
-    /// The owner of `slot`.
+    /// A user of `slot`.
     pub fn new(slot: Arc<VringSlot>) -> RingUser {
-        RingUser {
-            slot,
-            id: 0,
-            last_avail: 0,
-        }
+        RingUser { slot, id: 0 }
     }
 
-    /// The slot this owner uses.
+    /// The slot this user uses.
     pub fn slot(&self) -> &VringSlot {
         &self.slot
     }
 
-    /// Runs one batch `f` on the current ring with the owner's position (which `f`
-    /// advances) and whether the ring is new to this owner; `None` when the ring is stopped.
-    /// A ring new to this owner starts at its base, with the guest asked not to kick.
+    /// Runs one batch `f` on the current ring with the ring's position (which `f` advances:
+    /// heads are completed in order, so it is both the next available and the next used
+    /// position) and whether the ring is new to this user; `None` when the ring is stopped.
+    /// A ring new to this user has the guest asked not to kick. Only one user may call this
+    /// on a slot at a time: the queue that owns it, or [`RingUser::with_shared`].
     #[inline]
     pub fn with<R>(&mut self, f: impl FnOnce(&LiveRing, &mut u16, bool) -> R) -> Option<R> {
         self.slot.busy.store(true, Ordering::SeqCst);
@@ -290,18 +297,29 @@ impl RingUser {
             let fresh = live.id != self.id;
             if fresh {
                 self.id = live.id;
-                self.last_avail = live.base;
-                live.ring.suppress_kicks(live.base);
+                live.ring
+                    .suppress_kicks(self.slot.next_avail.load(Ordering::Acquire));
                 drain(self.slot.wake.as_raw_fd());
             }
-            let r = f(live, &mut self.last_avail, fresh);
-            self.slot
-                .next_avail
-                .store(self.last_avail, Ordering::Release);
+            let mut pos = self.slot.next_avail.load(Ordering::Relaxed);
+            let r = f(live, &mut pos, fresh);
+            self.slot.next_avail.store(pos, Ordering::Release);
             r
         });
         drop(guard);
         self.slot.busy.store(false, Ordering::Release);
+        r
+    }
+
+    /// [`RingUser::with`] for a slot other users may take turns on: under the slot's
+    /// transmit lock (uncontended, one atomic swap, while each queue has its own ring).
+    #[inline]
+    pub fn with_shared<R>(&mut self, f: impl FnOnce(&LiveRing, &mut u16, bool) -> R) -> Option<R> {
+        while self.slot.tx_lock.swap(true, Ordering::Acquire) {
+            std::hint::spin_loop();
+        }
+        let r = self.with(f);
+        self.slot.tx_lock.store(false, Ordering::Release);
         r
     }
 }

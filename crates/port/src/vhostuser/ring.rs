@@ -128,7 +128,7 @@ impl SplitRing {
         }
         let n64 = u64::from(n);
         let part = |addr: u64, len: u64, align: u64, what: &str| {
-            if addr % align != 0 {
+            if !addr.is_multiple_of(align) {
                 return Err(format!(
                     "the {what} at {addr:#x} is not {align}-byte aligned"
                 ));
@@ -341,7 +341,7 @@ fn walk_indirect(
     dir: Dir,
     mut f: impl FnMut(Seg) -> bool,
 ) -> Result<(), ChainError> {
-    if len == 0 || len % 16 != 0 {
+    if len == 0 || !len.is_multiple_of(16) {
         return Err(ChainError::BadIndirect);
     }
     let table = mem

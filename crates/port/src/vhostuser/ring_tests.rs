@@ -14,7 +14,7 @@ fn a_ring_outside_memory_or_misaligned_or_of_a_bad_size_is_refused() {
     assert!(bad(RingAddrs { size: 0, ..ok }).contains("power of two"));
     assert!(bad(RingAddrs { desc: UA + 8, ..ok }).contains("aligned"));
     assert!(bad(RingAddrs {
-        used: UA + 1 << 40,
+        used: UA + (1 << 40),
         ..ok
     })
     .contains("outside"));

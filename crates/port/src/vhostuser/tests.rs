@@ -547,3 +547,42 @@ fn an_idle_queue_asks_for_kicks_so_its_thread_can_sleep_and_stops_when_frames_fl
     );
     assert!(!readable(ready), "the kick was read");
 }
+
+#[test]
+fn a_transmit_queue_whose_pair_the_guest_does_not_run_sends_on_one_that_runs() {
+    let mut g = FakeGuest::new(16, 1 << 14);
+    let pool = Pool::with_frames(64);
+    let shared = Arc::new(Shared::new("mq", 2).unwrap());
+    let slots = [QueueSlot::default(), QueueSlot::default()];
+    let mut tx0 = VhostTx::new(
+        shared.clone(),
+        0,
+        pool.cache(),
+        slots[0].claim("mq", "0").unwrap(),
+    );
+    let mut tx1 = VhostTx::new(
+        shared.clone(),
+        1,
+        pool.cache(),
+        slots[1].claim("mq", "1").unwrap(),
+    );
+    // The guest runs pair 0 only (vring 0 is its receive ring).
+    shared.vrings[0].start(g.live(0, NET, false));
+    for _ in 0..4 {
+        g.post_rx(256);
+    }
+    let mut c = pool.cache();
+    for (k, q) in [0, 1, 1, 0].into_iter().enumerate() {
+        let tx = if q == 0 { &mut tx0 } else { &mut tx1 };
+        let mut b = Batch::new();
+        b.push(c.alloc_from(&udp(60, k as u8)).unwrap()).unwrap();
+        assert_eq!(tx.send(&mut b), 1, "send {k} on queue {q}");
+    }
+    // All four in vring 0, in order, each head used once.
+    let used = g.take_used();
+    assert_eq!(
+        used.iter().map(|u| u.0).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    assert_eq!(shared.tx[0].read().0 + shared.tx[1].read().0, 4);
+}

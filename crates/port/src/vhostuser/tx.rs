@@ -40,7 +40,9 @@ struct Buf {
 pub(super) struct VhostTx {
     shared: Arc<Shared>,
     queue: usize,
-    user: RingUser,
+    /// Users of every queue pair's receive vring, this queue's own first: when the guest
+    /// runs fewer pairs than the port has, the queue sends on the next pair that runs.
+    users: Vec<RingUser>,
     cache: PoolCache,
     /// Buffers reserved for the frame being sent (capacity kept: no allocation per packet).
     bufs: Vec<Buf>,
@@ -66,11 +68,14 @@ impl VhostTx {
         cache: PoolCache,
         claim: QueueClaim,
     ) -> VhostTx {
-        let slot = shared.vrings[2 * queue].clone();
+        let pairs = shared.vrings.len() / 2;
+        let users = (0..pairs)
+            .map(|k| RingUser::new(shared.vrings[2 * ((queue + k) % pairs)].clone()))
+            .collect();
         VhostTx {
             shared,
             queue,
-            user: RingUser::new(slot),
+            users,
             cache,
             bufs: Vec::with_capacity(MAX_SEGS + 64),
             heads: Vec::with_capacity(MAX_SEGS),
@@ -221,7 +226,12 @@ impl TxQueue for VhostTx {
             &mut self.segs,
             &mut self.cache,
         );
-        let r = self.user.with(|live, last_avail, _| {
+        // This queue's own vring, or the next one that runs.
+        let user = match self.users.iter().position(|u| u.slot().has_ring()) {
+            Some(k) => &mut self.users[k],
+            None => return 0,
+        };
+        let r = user.with_shared(|live, last_avail, _| {
             let Some(avail) = live.ring.pending(*last_avail) else {
                 return (0usize, Counts::default());
             };
