@@ -87,6 +87,13 @@ impl GuestMemory {
                 .mmap_offset
                 .checked_add(r.size)
                 .ok_or("a region's mmap offset and size overflow")?;
+            // A mapping past the file's end would fault (SIGBUS) when touched.
+            let file_len = file.metadata().map(|m| m.len()).unwrap_or(0);
+            if len > file_len {
+                return Err(format!(
+                    "a region ends at byte {len} of a file of {file_len} bytes"
+                ));
+            }
             let len = align_up(len, block_size(&file));
             let len =
                 usize::try_from(len).map_err(|_| "a region is larger than the address space")?;
@@ -309,7 +316,7 @@ mod tests {
         // SAFETY: fd was just created and is owned here.
         let mut f = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
         f.write_all(&vec![7u8; 8192]).unwrap();
-        f.write_all(b"guest").unwrap();
+        f.write_all(b"guest-and-padding").unwrap();
         let m = GuestMemory::map(
             &[RegionDesc {
                 gpa: 0x1000,
@@ -324,5 +331,26 @@ mod tests {
         // SAFETY: 5 bytes inside the mapped region.
         assert_eq!(unsafe { std::slice::from_raw_parts(p, 5) }, b"guest");
         assert!(m.translate(0x1000, 17).is_none());
+    }
+
+    #[test]
+    fn a_region_past_its_file_s_end_is_refused() {
+        // SAFETY: a plain memfd_create call with a valid name.
+        let fd = unsafe { libc::memfd_create(c"hayate-test".as_ptr(), 0) };
+        assert!(fd >= 0);
+        // SAFETY: fd was just created and is owned here.
+        let f = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        f.set_len(4096).unwrap();
+        let e = GuestMemory::map(
+            &[RegionDesc {
+                gpa: 0,
+                size: 8192,
+                user_addr: 0,
+                mmap_offset: 0,
+            }],
+            vec![f],
+        )
+        .unwrap_err();
+        assert!(e.contains("a file of 4096 bytes"), "{e}");
     }
 }
