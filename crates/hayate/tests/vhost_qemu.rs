@@ -479,7 +479,7 @@ fn a_guest_pings_and_streams_tcp_to_a_namespace_host() {
     let dir = s.net.dir.path();
     let mut g = Guest::boot(dir, "g1", &sock, "52:54:00:77:01:02", "10.77.1.2/24");
     g.wait_ready();
-    s.wait_log("g1: link up", 1, 30);
+    s.wait_log("g1: link up", 1, 20);
 
     g.ping("10.77.1.1", 5);
     assert!(h.ping("10.77.1.2", 5), "host -> guest ping");
@@ -534,7 +534,7 @@ fn two_guests_ping_each_other() {
     let mut g2 = Guest::boot(dir, "g2", &sock2, "52:54:00:77:02:02", "10.77.2.2/24");
     g1.wait_ready();
     g2.wait_ready();
-    s.wait_log(": link up", 2, 30);
+    s.wait_log(": link up", 2, 20);
     g1.ping("10.77.2.2", 5);
     g2.ping("10.77.2.1", 5);
     let stats = hayate.stop();
@@ -566,7 +566,7 @@ fn a_killed_guest_leaves_the_switch_running() {
     let mut g2 = Guest::boot(dir, "g2", &sock2, "52:54:00:77:03:02", "10.77.3.12/24");
     g1.wait_ready();
     g2.wait_ready();
-    s.wait_log(": link up", 2, 30);
+    s.wait_log(": link up", 2, 20);
     g1.ping("10.77.3.1", 3);
     g2.ping("10.77.3.11", 3);
 
@@ -615,7 +615,7 @@ fn a_restarted_switch_resumes_a_running_guest() {
     let dir = s.net.dir.path();
     let mut g = Guest::boot(dir, "g1", &sock, "52:54:00:77:04:02", "10.77.4.2/24");
     g.wait_ready();
-    s.wait_log("g1: link up", 1, 30);
+    s.wait_log("g1: link up", 1, 20);
     g.ping("10.77.4.1", 3);
     let boot_id = g.must("cat /proc/sys/kernel/random/boot_id");
 
@@ -637,7 +637,7 @@ fn a_restarted_switch_resumes_a_running_guest() {
         );
         let t_restart = Instant::now();
         hayate = Some(s.hayate(&ports));
-        s.wait_log("g1: link up", 1, 30);
+        s.wait_log("g1: link up", 1, 20);
         let deadline = Instant::now() + Duration::from_secs(30);
         while !g.reaches("10.77.4.1") {
             assert!(
