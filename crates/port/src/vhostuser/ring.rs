@@ -139,6 +139,11 @@ impl SplitRing {
         let desc = part(a.desc, 16 * n64, 16, "descriptor table")?;
         let avail = part(a.avail, 6 + 2 * n64, 2, "available ring")?;
         let used = part(a.used, 6 + 8 * n64, 4, "used ring")?;
+        // The front end's addresses may be aligned where ours are not (a region whose
+        // addresses are odd): the fields are read and written in place, so refuse that.
+        if !(avail as usize).is_multiple_of(2) || !(used as usize).is_multiple_of(4) {
+            return Err("the rings are not aligned in the switch's mapping of guest memory".into());
+        }
         Ok(SplitRing {
             desc,
             avail,
@@ -273,11 +278,13 @@ impl SplitRing {
 /// `p` must point at 16 readable bytes.
 #[inline]
 unsafe fn read_desc(p: *const u8) -> (u64, u32, u16, u16) {
+    // As bytes: an indirect table may sit at any address.
+    let b = std::ptr::read_volatile(p as *const [u8; 16]);
     (
-        std::ptr::read_volatile(p as *const u64),
-        std::ptr::read_volatile(p.add(8) as *const u32),
-        std::ptr::read_volatile(p.add(12) as *const u16),
-        std::ptr::read_volatile(p.add(14) as *const u16),
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+        u16::from_le_bytes([b[12], b[13]]),
+        u16::from_le_bytes([b[14], b[15]]),
     )
 }
 
