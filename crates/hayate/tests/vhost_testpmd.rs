@@ -286,3 +286,76 @@ fn frames_cross_in_server_mode_and_survive_a_front_end_restart() {
         assert!(!s.exists(), "{} left behind", s.display());
     }
 }
+
+/// `hayate ctl --run-dir DIR br0 ARGS…`; panics with the output unless it succeeds.
+fn ctl(net: &Net, args: &[&str]) -> String {
+    let bin = std::env::var("HAYATE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hayate").into());
+    let o = Command::new(bin)
+        .arg("ctl")
+        .arg("--run-dir")
+        .arg(net.run_dir())
+        .arg("br0")
+        .args(args)
+        .output()
+        .expect("run hayate ctl");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "hayate ctl {args:?}: {out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+#[test]
+fn a_vm_plugged_into_a_running_switch_gets_link_and_traffic_and_is_unplugged() {
+    if !can_run("vhost_testpmd add-port") {
+        return;
+    }
+    let r = rig("client");
+    // The switch runs with the host's port only; the VM side comes later.
+    let hayate = r.net.hayate(&r.sw, &[r.host.spec()], &[], &[1]);
+    r.net.configure(&r.host, &r.sw);
+    let tp = Testpmd::start(r.net.dir.path(), "p1", &r.socks[..1], true);
+    let spec = format!("vhostuser:{}", r.socks[0].display());
+    ctl(&r.net, &["add-port", &spec, "ofport=5"]);
+    ctl(
+        &r.net,
+        &["add-flow", "priority=10,in_port=5,actions=output:1"],
+    );
+    let desc = ctl(&r.net, &["dump-ports-desc"]);
+    assert!(desc.contains(" 5(vm0)"), "{desc}");
+    // The VM's frames reach the host; its link is up.
+    grows(
+        "host rx from the plugged VM",
+        host_rx(&r.host),
+        || host_rx(&r.host),
+        &|| tp.text(),
+    );
+    // Its link shows up (the bridge looks at links every 100 ms).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let desc = ctl(&r.net, &["dump-ports-desc"]);
+        let vm: Vec<&str> = desc
+            .lines()
+            .skip_while(|l| !l.contains("5(vm0)"))
+            .take(4)
+            .collect();
+        if !vm.is_empty() && !vm.join("\n").contains("LINK_DOWN") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "link still down: {desc}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Unplugged: the port goes, the host gets nothing more from it.
+    ctl(&r.net, &["del-port", "vm0"]);
+    let desc = ctl(&r.net, &["dump-ports-desc"]);
+    assert!(!desc.contains("vm0"), "{desc}");
+    std::thread::sleep(Duration::from_millis(300));
+    let a = host_rx(&r.host);
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(host_rx(&r.host), a, "frames after del-port");
+    drop(tp);
+    let stats = hayate.stop();
+    assert_eq!(stats.len(), 1, "only the host's port is left: {stats:?}");
+}
