@@ -84,6 +84,8 @@ struct VringCfg {
 pub struct DeviceState {
     shared: Arc<Shared>,
     features: u64,
+    /// SET_FEATURES came on this connection.
+    features_set: bool,
     protocol: u64,
     mem: Option<Arc<GuestMemory>>,
     vrings: Vec<VringCfg>,
@@ -100,6 +102,7 @@ impl DeviceState {
         DeviceState {
             shared,
             features: 0,
+            features_set: false,
             protocol: 0,
             mem: None,
             vrings: (0..n).map(|_| VringCfg::default()).collect(),
@@ -118,8 +121,22 @@ impl DeviceState {
         self.vrings = (0..n).map(|_| VringCfg::default()).collect();
         self.mem = None;
         self.features = 0;
+        self.features_set = false;
         self.protocol = 0;
         self.update_link();
+    }
+
+    /// A SET_VRING_ENABLE seen before the features were set (QEMU sends a pair's enables
+    /// first), which the protocol library refuses: the device takes it itself. Returns
+    /// whether it did (false once features are set: the request is handled as usual).
+    pub fn early_enable(&mut self, index: u32, on: bool) -> bool {
+        if self.features_set {
+            return false;
+        }
+        if let Some(v) = self.vrings.get_mut(index as usize) {
+            v.enabled = on;
+        }
+        true
     }
 
     fn vring(&mut self, index: u32) -> Result<usize> {
@@ -232,6 +249,7 @@ impl VhostUserBackendReqHandlerMut for DeviceState {
             return Err(Error::FeatureMismatch);
         }
         self.features = features;
+        self.features_set = true;
         if !has(
             features,
             VhostUserVirtioFeatures::PROTOCOL_FEATURES

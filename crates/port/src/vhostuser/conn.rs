@@ -95,10 +95,22 @@ pub(super) fn run(endpoint: Endpoint, shared: Arc<Shared>, ctl: Arc<Control>) {
         }
         tracing::info!("vhost-user port {name}: front end connected");
         let device = Arc::new(Mutex::new(DeviceState::new(shared.clone())));
+        let peek_fd = stream.as_raw_fd();
         let mut handler = BackendReqHandler::from_stream(stream, device.clone());
         loop {
+            // QEMU enables a queue pair's rings before it sends the features, which the
+            // `vhost` crate refuses (rings may be enabled only once protocol features are
+            // acked); the device takes note of such an enable itself.
+            let early = match peek_vring_enable(peek_fd) {
+                Some((index, on)) => device
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .early_enable(index, on),
+                None => false,
+            };
             match handler.handle_request() {
                 Ok(()) => {}
+                Err(Error::InactiveFeature(_)) if early => {}
                 Err(e) if refused_request(&e) => {
                     shared.count_protocol_error();
                     tracing::warn!("vhost-user port {name}: request refused: {e}");
@@ -122,6 +134,39 @@ pub(super) fn run(endpoint: Endpoint, shared: Arc<Shared>, ctl: Arc<Control>) {
             std::thread::sleep(RETRY);
         }
     }
+}
+
+/// The request code of SET_VRING_ENABLE.
+const SET_VRING_ENABLE: u32 = 18;
+
+/// Looks at the next message on `fd` without taking it: `(vring, enable)` when it is
+/// SET_VRING_ENABLE. Blocks until a header (12 bytes) is there; reads the 8-byte body only
+/// for that request, whose body is sent with its header.
+fn peek_vring_enable(fd: std::os::fd::RawFd) -> Option<(u32, bool)> {
+    let mut b = [0u8; 20];
+    let peek = |len: usize, b: &mut [u8; 20]| {
+        // SAFETY: a peek of at most 20 bytes into a local buffer on our socket.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                b.as_mut_ptr().cast(),
+                len,
+                libc::MSG_PEEK | libc::MSG_WAITALL,
+            )
+        };
+        n == len as isize
+    };
+    if !peek(12, &mut b) {
+        return None;
+    }
+    let code = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let size = u32::from_le_bytes([b[8], b[9], b[10], b[11]]);
+    if code != SET_VRING_ENABLE || size != 8 || !peek(20, &mut b) {
+        return None;
+    }
+    let index = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
+    let num = u32::from_le_bytes([b[16], b[17], b[18], b[19]]);
+    Some((index, num != 0))
 }
 
 /// Errors after which the session goes on: the device said no to one request, which was read
