@@ -16,7 +16,8 @@ need_apt=()
 # python3-venv, python3-dev: the controllers' venv below (Faucet's pytricia has no wheel for
 # Debian 12's Python 3.11 and is compiled, which needs Python.h).
 for pkg in build-essential pkg-config tcpdump iproute2 ethtool iperf3 iputils-ping python3 python3-venv python3-dev linux-perf clang libbpf-dev \
-    openvswitch-common nftables qemu-system-x86 busybox-static cpio; do
+    openvswitch-common nftables qemu-system-x86 busybox-static cpio \
+    dpdk-dev librte-net-virtio23 librte-mempool-ring23; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
