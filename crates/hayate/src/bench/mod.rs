@@ -10,6 +10,7 @@ pub mod generators;
 mod report;
 mod runner;
 mod scenario;
+pub mod vhost;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
@@ -58,6 +59,10 @@ pub enum BenchCommand {
     /// Packet generators side by side on one veth pair (Hayate's own on AF_XDP and
     /// AF_PACKET, trafgen, dpdk-testpmd txonly): packets per second on one pinned core.
     Generators(generators::GeneratorsArgs),
+    /// vhost-user on one switch core: PVP and VM-to-VM with dpdk-testpmd "VMs" on
+    /// virtio-user, Hayate beside Open vSwitch with DPDK and DPDK's vhost library (the
+    /// floor); Mpps, cycles per packet, ratios to OVS-DPDK, JSON, SVG bar chart.
+    Vhost(vhost::VhostArgs),
 }
 
 /// Runs `hayate bench`.
@@ -65,6 +70,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
     match args.command {
         Some(BenchCommand::Compare(c)) => return compare::main(c),
         Some(BenchCommand::Generators(g)) => return generators::main(g),
+        Some(BenchCommand::Vhost(v)) => return vhost::main(v),
         None => {}
     }
     if args.list {

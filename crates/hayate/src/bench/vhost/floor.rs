@@ -1,0 +1,80 @@
+//! DPDK's vhost library as the floor (PVP only): dpdk-testpmd io forwarding in place of a
+//! switch — port 0 net_pcap (the frame without end) → 1 net_vhost (DPDK's vhost library,
+//! server: it owns the socket) → the VM (virtio-user, client, io forward back) → 1 → 2
+//! net_null — its forwarding lcore on the switch core. No parsing, no lookup: the cost of the
+//! vhost rings alone, the bound any vhost-user switch on this machine works against.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use super::counters::Reading;
+use super::guard;
+use super::host::remove_dpdk_runtime;
+use super::proc::Proc;
+use super::testpmd::{self, virtio, Telemetry};
+use super::window::{self, Measured};
+use super::{Ctx, Topology};
+
+/// A testpmd's process and runtime folder (removed after it stops).
+struct Dpdk(Proc, String);
+
+impl Drop for Dpdk {
+    fn drop(&mut self) {
+        self.0.stop();
+        remove_dpdk_runtime(&self.1);
+    }
+}
+
+/// Why the floor has no VM-to-VM figure.
+pub const NO_V2V: &str = "skipped: the floor is PVP only (testpmd io forwarding has no \
+     switch to put between two VMs)";
+
+/// Measures the floor, with logs and the socket in `dir`.
+pub fn measure(ctx: &Ctx, topo: Topology, dir: &Path) -> Result<Measured> {
+    if topo != Topology::Pvp {
+        bail!("{NO_V2V}");
+    }
+    let Some(huge) = &ctx.huge else {
+        bail!("the DPDK vhost floor needs the private hugetlbfs");
+    };
+    let sock = dir.join("floor.sock");
+    let _ = std::fs::remove_file(&sock);
+    let mut host = Dpdk(
+        testpmd::floor(ctx, "floor", &ctx.pcap, &sock, huge).start(dir)?,
+        testpmd::prefix(ctx, "floor"),
+    );
+    for _ in 0..300 {
+        if sock.exists() {
+            break;
+        }
+        host.0.alive()?;
+        guard::nap(Duration::from_millis(100))?;
+    }
+    let mut vm = Dpdk(
+        testpmd::vm(ctx, "fvm", &[virtio(0, &sock, ctx.vq, false)], "loop").start(dir)?,
+        testpmd::prefix(ctx, "fvm"),
+    );
+    let tele = Telemetry::connect(&host.1, Duration::from_secs(60), &mut || host.0.alive())?;
+    let vm_tele = Telemetry::connect(&vm.1, Duration::from_secs(60), &mut || vm.0.alive())?;
+    let mut read = || -> Result<Vec<Reading>> {
+        Ok(vec![
+            Reading::take(|| tele.ports("switch", &[0, 1, 2]))?,
+            Reading::take(|| vm_tele.ports("vm", &[0]))?,
+        ])
+    };
+    let mut m = window::measure(
+        ctx,
+        &mut read,
+        "switch.p2.tx",
+        &mut || {
+            host.0.alive()?;
+            vm.0.alive()
+        },
+        &mut || Ok(()),
+    )?;
+    m.offered = Some("switch.p0.rx".into());
+    let _ = std::fs::remove_file(&sock);
+    Ok(m)
+}

@@ -1,0 +1,158 @@
+//! The host changes `hayate bench vhost` makes, each a guard that undoes it: huge pages added
+//! to `vm.nr_hugepages` (and only those given back), a private hugetlbfs mount, a network
+//! namespace for Open vSwitch's bridge device.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::guard::{self, Undo};
+use super::proc;
+
+const NR_HUGEPAGES: &str = "/proc/sys/vm/nr_hugepages";
+
+fn read_pages() -> u64 {
+    std::fs::read_to_string(NR_HUGEPAGES)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Gives `n` pages back: lowers `vm.nr_hugepages` by `n` from what it is now (pages others
+/// reserved meanwhile stay).
+pub fn give_back_pages(n: u64) {
+    let _ = std::fs::write(NR_HUGEPAGES, read_pages().saturating_sub(n).to_string());
+}
+
+/// 2 MiB huge pages this run added; dropping gives them back.
+#[derive(Debug)]
+pub struct HugePages {
+    added: u64,
+    id: u64,
+}
+
+impl HugePages {
+    /// Adds `n` 2 MiB pages to the reserve; fails when the kernel could not find them.
+    pub fn add(n: u64) -> Result<HugePages> {
+        let before = read_pages();
+        std::fs::write(NR_HUGEPAGES, (before + n).to_string())
+            .context("reserving huge pages (vm.nr_hugepages)")?;
+        let got = read_pages().saturating_sub(before);
+        let id = guard::register(Undo::HugePages(got));
+        let pages = HugePages { added: got, id };
+        if got < n {
+            bail!("asked the kernel for {n} more 2 MiB huge pages, got {got} (memory is fragmented or short)");
+        }
+        Ok(pages)
+    }
+}
+
+impl Drop for HugePages {
+    fn drop(&mut self) {
+        guard::forget(self.id);
+        give_back_pages(self.added);
+    }
+}
+
+/// A private hugetlbfs (2 MiB pages) mounted at a folder; dropping unmounts it.
+#[derive(Debug)]
+pub struct HugeMount {
+    path: PathBuf,
+    id: u64,
+}
+
+impl HugeMount {
+    /// Mounts hugetlbfs at `path` (created).
+    pub fn mount(path: &Path) -> Result<HugeMount> {
+        std::fs::create_dir_all(path)?;
+        proc::run(
+            Command::new("mount")
+                .args(["-t", "hugetlbfs", "-o", "pagesize=2M", "nodev"])
+                .arg(path),
+            Duration::from_secs(20),
+        )?;
+        let id = guard::register(Undo::Umount(path.to_path_buf()));
+        Ok(HugeMount {
+            path: path.to_path_buf(),
+            id,
+        })
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for HugeMount {
+    fn drop(&mut self) {
+        guard::forget(self.id);
+        if proc::run(
+            Command::new("umount").arg(&self.path),
+            Duration::from_secs(20),
+        )
+        .is_err()
+        {
+            guard::undo(&Undo::Umount(self.path.clone()));
+        }
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// A network namespace; dropping deletes it.
+#[derive(Debug)]
+pub struct Netns {
+    name: String,
+    id: u64,
+}
+
+impl Netns {
+    /// Creates namespace `name` with its loopback up.
+    pub fn add(name: &str) -> Result<Netns> {
+        let _ = proc::run(
+            Command::new("ip").args(["netns", "del", name]),
+            Duration::from_secs(10),
+        );
+        proc::run(
+            Command::new("ip").args(["netns", "add", name]),
+            Duration::from_secs(10),
+        )?;
+        let id = guard::register(Undo::Netns(name.into()));
+        let ns = Netns {
+            name: name.into(),
+            id,
+        };
+        proc::run(
+            Command::new("ip").args(["netns", "exec", name, "ip", "link", "set", "lo", "up"]),
+            Duration::from_secs(10),
+        )?;
+        Ok(ns)
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        guard::forget(self.id);
+        guard::undo(&Undo::Netns(self.name.clone()));
+    }
+}
+
+/// The 1-, 5- and 15-minute load averages and the running/total tasks (`/proc/loadavg`).
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(4).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Removes DPDK's runtime folder of a process with `--file-prefix prefix` (its telemetry
+/// socket and config files stay behind after it exits).
+pub fn remove_dpdk_runtime(prefix: &str) {
+    let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(prefix));
+}

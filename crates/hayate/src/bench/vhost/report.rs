@@ -1,0 +1,451 @@
+//! The results of `hayate bench vhost`: each (topology, switch) the median of its runs, with
+//! ratios to Open vSwitch with DPDK and to the DPDK vhost floor of the same run; a table,
+//! JSON, and an SVG bar chart of Mpps per switch and topology.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+use serde::Serialize;
+
+/// The reference every ratio is taken to.
+pub const OVS: &str = "ovs-dpdk";
+/// The floor.
+pub const FLOOR: &str = "dpdk-vhost";
+/// The switch the issue's targets are about.
+pub const HAYATE: &str = "hayate";
+
+/// One measurement.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Run {
+    /// Topology: pvp or v2v.
+    pub topology: String,
+    /// Switch name.
+    pub switch: String,
+    /// "ok", "skipped: ...", or "failed: ...".
+    pub status: String,
+    /// Delivered rate, Mpps.
+    pub mpps: Option<f64>,
+    /// What entered the path (phy-in receive, or VM A's transmit), Mpps.
+    pub offered_mpps: Option<f64>,
+    /// Share of the switch core's cycles spent on packets, when the switch reports it.
+    pub busy_share: Option<f64>,
+    /// Switch-core cycles per delivered packet: TSC Hz × busy share / rate (busy share 1
+    /// when not reported: the core busy-polls, so this is then an upper bound).
+    pub cycles_per_packet: Option<f64>,
+    /// Seconds between the window's readings.
+    pub window_s: Option<f64>,
+    /// Every counter rate read over the window, packets per second.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub rates: BTreeMap<String, f64>,
+}
+
+/// One (topology, switch) over its runs.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Row {
+    /// Topology.
+    pub topology: String,
+    /// Switch.
+    pub switch: String,
+    /// "ok", "ok in K of N runs", or the first run's status when none was ok.
+    pub status: String,
+    /// Median delivered rate, Mpps.
+    pub mpps: Option<f64>,
+    /// Median cycles per packet.
+    pub cycles_per_packet: Option<f64>,
+    /// Median busy share (None: not reported, cycles are TSC Hz / rate).
+    pub busy_share: Option<f64>,
+    /// Rate ÷ Open vSwitch with DPDK's, same topology.
+    pub vs_ovs_dpdk: Option<f64>,
+    /// Rate ÷ the DPDK vhost floor's, same topology.
+    pub vs_floor: Option<f64>,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// Frame size, bytes with FCS.
+    pub frame_bytes: usize,
+    /// Switch core.
+    pub switch_core: usize,
+    /// VM core.
+    pub vm_core: usize,
+    /// virtio queue size.
+    pub vq: u32,
+    /// "memfd" (--no-huge) or "huge".
+    pub vm_memory: String,
+    /// Window, seconds.
+    pub window_s: f64,
+    /// Warm-up, seconds.
+    pub warmup_s: f64,
+    /// Runs per (topology, switch).
+    pub repeat: usize,
+    /// Time-stamp counter rate.
+    pub tsc_hz: f64,
+    /// /proc/loadavg when the run began and ended (the machine may be shared).
+    pub load_start: String,
+    /// As above, at the end.
+    pub load_end: String,
+    /// Medians and ratios.
+    pub rows: Vec<Row>,
+    /// Every run.
+    pub runs: Vec<Run>,
+}
+
+/// The median (mean of the middle two for an even count); None when empty.
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+/// `a / b` when both are there and `b > 0`.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// Rows in the order (topology, switch) first appear in `runs`, each the median of its ok
+/// runs, with ratios to ovs-dpdk and the floor of the same topology.
+pub fn summarize(runs: &[Run]) -> Vec<Row> {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in runs {
+        let k = (r.topology.clone(), r.switch.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut rows: Vec<Row> = keys
+        .iter()
+        .map(|(t, s)| {
+            let all: Vec<&Run> = runs
+                .iter()
+                .filter(|r| &r.topology == t && &r.switch == s)
+                .collect();
+            let ok: Vec<&Run> = all.iter().copied().filter(|r| r.status == "ok").collect();
+            let status = if ok.is_empty() {
+                all[0].status.clone()
+            } else if ok.len() == all.len() {
+                "ok".into()
+            } else {
+                format!("ok in {} of {} runs", ok.len(), all.len())
+            };
+            let m = |f: fn(&Run) -> Option<f64>| median(ok.iter().filter_map(|r| f(r)).collect());
+            Row {
+                topology: t.clone(),
+                switch: s.clone(),
+                status,
+                mpps: m(|r| r.mpps),
+                cycles_per_packet: m(|r| r.cycles_per_packet),
+                busy_share: m(|r| r.busy_share),
+                ..Row::default()
+            }
+        })
+        .collect();
+    let find = |rows: &[Row], t: &str, s: &str| {
+        rows.iter()
+            .find(|r| r.topology == t && r.switch == s)
+            .and_then(|r| r.mpps)
+    };
+    let snapshot = rows.clone();
+    for r in &mut rows {
+        r.vs_ovs_dpdk = ratio(r.mpps, find(&snapshot, &r.topology, OVS));
+        r.vs_floor = ratio(r.mpps, find(&snapshot, &r.topology, FLOOR));
+    }
+    rows
+}
+
+fn opt(v: Option<f64>, digits: usize, suffix: &str) -> String {
+    v.map(|x| format!("{x:.digits$}{suffix}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+impl Report {
+    /// The terminal table, with the issue's targets checked.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<5} {:<11} {:>8} {:>9} {:>6} {:>10} {:>12}  status",
+            "topo", "switch", "Mpps", "cyc/pkt", "busy", "÷ovs-dpdk", "÷dpdk-vhost"
+        );
+        for r in &self.rows {
+            let cyc = match (r.cycles_per_packet, r.busy_share) {
+                (Some(c), None) => format!("{c:.0}*"),
+                (c, _) => opt(c, 0, ""),
+            };
+            let _ = writeln!(
+                s,
+                "{:<5} {:<11} {:>8} {:>9} {:>6} {:>10} {:>12}  {}",
+                r.topology,
+                r.switch,
+                opt(r.mpps, 2, ""),
+                cyc,
+                opt(r.busy_share.map(|b| b * 100.0), 1, "%"),
+                opt(r.vs_ovs_dpdk, 2, "x"),
+                opt(r.vs_floor, 2, "x"),
+                r.status
+            );
+        }
+        let _ = writeln!(
+            s,
+            "({} B frames; switch on CPU {}, VMs on CPU {}; virtio queues of {}; VM memory {}; \
+             {} s windows after {} s warm-up; median of {} run(s); TSC {:.0} MHz)",
+            self.frame_bytes,
+            self.switch_core,
+            self.vm_core,
+            self.vq,
+            self.vm_memory,
+            self.window_s,
+            self.warmup_s,
+            self.repeat,
+            self.tsc_hz / 1e6
+        );
+        let _ = writeln!(
+            s,
+            "cyc/pkt: TSC Hz × busy share / rate; * = busy share not reported (TSC Hz / rate \
+             of a busy-polling core: an upper bound)"
+        );
+        let _ = writeln!(s, "{}", self.targets());
+        let _ = writeln!(
+            s,
+            "load average at start: {}; at end: {}",
+            self.load_start, self.load_end
+        );
+        s
+    }
+
+    /// The issue's targets against this run: Hayate ≥ 1.5 × ovs-dpdk in PVP and V2V, ≈ 95 %
+    /// of the floor in PVP.
+    pub fn targets(&self) -> String {
+        let row = |t: &str| {
+            self.rows
+                .iter()
+                .find(|r| r.topology == t && r.switch == HAYATE)
+        };
+        let mut parts = Vec::new();
+        for t in ["pvp", "v2v"] {
+            if let Some(v) = row(t).and_then(|r| r.vs_ovs_dpdk) {
+                let met = if v >= 1.5 { "met" } else { "not met" };
+                parts.push(format!("{t} {v:.2}x ovs-dpdk (≥ 1.50x: {met})"));
+            }
+        }
+        if let Some(v) = row("pvp").and_then(|r| r.vs_floor) {
+            let met = if v >= 0.95 { "met" } else { "not met" };
+            parts.push(format!(
+                "pvp {:.0} % of dpdk-vhost (≈ 95 %: {met})",
+                v * 100.0
+            ));
+        }
+        if parts.is_empty() {
+            "targets (issue 16): not measured in this run".into()
+        } else {
+            format!("targets (issue 16): hayate {}", parts.join("; "))
+        }
+    }
+
+    /// Writes an SVG bar chart: Mpps per switch, grouped by topology.
+    pub fn plot(&self, path: &Path) -> Result<()> {
+        let topos: Vec<String> = self.rows.iter().fold(Vec::new(), |mut v, r| {
+            if !v.contains(&r.topology) {
+                v.push(r.topology.clone());
+            }
+            v
+        });
+        let switches: Vec<String> = self.rows.iter().fold(Vec::new(), |mut v, r| {
+            if !v.contains(&r.switch) {
+                v.push(r.switch.clone());
+            }
+            v
+        });
+        let max_y = self
+            .rows
+            .iter()
+            .filter_map(|r| r.mpps)
+            .fold(1.0f64, f64::max)
+            * 1.2;
+        let err = |e: &dyn std::fmt::Display| anyhow!("plotting {}: {e}", path.display());
+        let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let n = topos.len().max(1) as f64;
+        let names = topos.clone();
+        let label = move |x: &f64| {
+            let i = x.floor() as usize;
+            if (x - x.floor() - 0.5).abs() < 1e-9 {
+                names.get(i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "vhost-user, {} B frames, one switch core: Mpps",
+                    self.frame_bytes
+                ),
+                ("sans-serif", 20),
+            )
+            .margin(15)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d(0f64..n, 0f64..max_y)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(topos.len() * 2 + 1)
+            .x_label_formatter(&label)
+            .y_desc("Mpps")
+            .draw()
+            .map_err(|e| err(&e))?;
+        let width = 0.8 / switches.len().max(1) as f64;
+        for (si, sw) in switches.iter().enumerate() {
+            let color = Palette99::pick(si).to_rgba();
+            let bars: Vec<(f64, f64)> = topos
+                .iter()
+                .enumerate()
+                .filter_map(|(ti, t)| {
+                    let r = self
+                        .rows
+                        .iter()
+                        .find(|r| &r.topology == t && &r.switch == sw)?;
+                    Some((ti as f64 + 0.1 + si as f64 * width, r.mpps?))
+                })
+                .collect();
+            chart
+                .draw_series(bars.iter().map(|&(x, y)| {
+                    Rectangle::new([(x, 0.0), (x + width * 0.9, y)], color.filled())
+                }))
+                .map_err(|e| err(&e))?
+                .label(sw.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                });
+            chart
+                .draw_series(bars.iter().map(|&(x, y)| {
+                    Text::new(
+                        format!("{y:.2}"),
+                        (x + width * 0.1, y + max_y * 0.03),
+                        ("sans-serif", 13),
+                    )
+                }))
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(t: &str, s: &str, mpps: f64, status: &str) -> Run {
+        Run {
+            topology: t.into(),
+            switch: s.into(),
+            status: status.into(),
+            mpps: Some(mpps),
+            cycles_per_packet: Some(2600.0 / mpps),
+            ..Run::default()
+        }
+    }
+
+    fn sample() -> Report {
+        let runs = vec![
+            run("pvp", "hayate", 12.0, "ok"),
+            run("pvp", "ovs-dpdk", 8.0, "ok"),
+            run("pvp", "dpdk-vhost", 12.5, "ok"),
+            run("pvp", "hayate", 11.0, "ok"),
+            run("pvp", "ovs-dpdk", 7.0, "ok"),
+            run("pvp", "dpdk-vhost", 13.5, "ok"),
+            run("pvp", "hayate", 99.0, "failed: gone"),
+            run("v2v", "hayate", 15.0, "ok"),
+            run("v2v", "ovs-dpdk", 12.0, "ok"),
+            Run {
+                topology: "v2v".into(),
+                switch: "dpdk-vhost".into(),
+                status: "skipped: pvp only".into(),
+                ..Run::default()
+            },
+        ];
+        Report {
+            frame_bytes: 64,
+            switch_core: 1,
+            repeat: 2,
+            tsc_hz: 2.6e9,
+            rows: summarize(&runs),
+            runs,
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn medians_and_ratios_per_topology() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+        assert_eq!(ratio(Some(1.0), Some(0.0)), None);
+        let r = sample();
+        let row = |t: &str, s: &str| {
+            r.rows
+                .iter()
+                .find(|x| x.topology == t && x.switch == s)
+                .unwrap()
+                .clone()
+        };
+        let h = row("pvp", "hayate");
+        assert_eq!(h.mpps, Some(11.5));
+        assert_eq!(h.status, "ok in 2 of 3 runs");
+        assert_eq!(h.vs_ovs_dpdk, Some(11.5 / 7.5));
+        assert_eq!(h.vs_floor, Some(11.5 / 13.0));
+        let v = row("v2v", "hayate");
+        assert_eq!(v.vs_ovs_dpdk, Some(1.25));
+        assert_eq!(v.vs_floor, None);
+        assert_eq!(row("v2v", "dpdk-vhost").status, "skipped: pvp only");
+        let t = r.table();
+        assert!(t.contains("1.53x"), "{t}");
+        assert!(t.contains("pvp 1.53x ovs-dpdk (≥ 1.50x: met)"), "{t}");
+        assert!(t.contains("v2v 1.25x ovs-dpdk (≥ 1.50x: not met)"), "{t}");
+        assert!(t.contains("pvp 88 % of dpdk-vhost"), "{t}");
+    }
+
+    #[test]
+    fn the_plot_has_a_bar_per_measured_switch_and_topology() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.svg");
+        sample().plot(&p).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(svg.starts_with("<svg"));
+        for s in ["hayate", "ovs-dpdk", "dpdk-vhost", "pvp", "v2v", "11.50"] {
+            assert!(svg.contains(s), "{s} missing");
+        }
+        // 5 bars (the skipped floor has none) + 3 legend swatches, in the switches' colors.
+        let colored = |i: usize| {
+            let c = Palette99::pick(i).to_rgba();
+            svg.matches(&format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2))
+                .count()
+        };
+        assert_eq!(colored(0), 3, "hayate: 2 bars + legend");
+        assert_eq!(colored(1), 3, "ovs-dpdk: 2 bars + legend");
+        assert_eq!(colored(2), 2, "dpdk-vhost: 1 bar + legend");
+    }
+}
