@@ -156,3 +156,67 @@ pub fn loadavg() -> String {
 pub fn remove_dpdk_runtime(prefix: &str) {
     let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(prefix));
 }
+
+/// The process id in a name this bench gives to a namespace (`hv<pid>r<rep>S`) or a default
+/// work folder (`hayate-vhost-<pid>`).
+fn owner(name: &str) -> Option<u32> {
+    if let Some(rest) = name.strip_prefix("hv").and_then(|r| r.strip_suffix('S')) {
+        let (pid, rep) = rest.split_once('r')?;
+        rep.parse::<u32>().ok()?;
+        return pid.parse().ok();
+    }
+    name.strip_prefix("hayate-vhost-")?.parse().ok()
+}
+
+fn dead(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Removes what an earlier run killed with SIGKILL left behind: its namespaces and the
+/// hugetlbfs mount of its default work folder (its reserved huge pages cannot be told from
+/// others': `vm.nr_hugepages` stays raised).
+pub fn remove_stale() {
+    let ns = proc::run(
+        Command::new("ip").args(["netns", "list"]),
+        Duration::from_secs(10),
+    )
+    .unwrap_or_default();
+    for name in ns.lines().filter_map(|l| l.split_whitespace().next()) {
+        if owner(name).is_some_and(dead) {
+            eprintln!("hayate: removing namespace {name} of an earlier run");
+            guard::undo(&Undo::Netns(name.into()));
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    for l in mounts.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (Some(&at), Some(&"hugetlbfs")) = (f.get(1), f.get(2)) else {
+            continue;
+        };
+        let p = Path::new(at);
+        let stale = p.file_name().is_some_and(|n| n == "huge")
+            && p.parent()
+                .and_then(|d| d.file_name())
+                .and_then(|d| owner(&d.to_string_lossy()))
+                .is_some_and(dead);
+        if stale {
+            eprintln!("hayate: unmounting {at} of an earlier run");
+            guard::undo(&Undo::Umount(p.to_path_buf()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leftovers_are_told_by_their_owners_pid() {
+        assert_eq!(owner("hv12345r0S"), Some(12345));
+        assert_eq!(owner("hayate-vhost-77"), Some(77));
+        assert_eq!(owner("hcS"), None);
+        assert_eq!(owner("hvxr0S"), None);
+        assert_eq!(owner("pvpS"), None);
+        assert!(!dead(std::process::id()));
+    }
+}

@@ -242,6 +242,7 @@ pub fn main(args: VhostArgs) -> Result<()> {
         );
     }
     guard::install();
+    host::remove_stale();
     // This process (and the helpers it runs: ovs-ofctl, hayate ctl) stays on the VM core,
     // ahead of the busy-polling VMs there, so that counter reads are not delayed.
     crate::pin::pin_current(args.vm_core).map_err(anyhow::Error::msg)?;
@@ -278,7 +279,7 @@ pub fn main(args: VhostArgs) -> Result<()> {
         None
     };
     let mut ctx = Ctx {
-        tag: format!("hv{}", std::process::id() % 1_000_000),
+        tag: format!("hv{}", std::process::id()),
         switch_core,
         vm_core: args.vm_core,
         vq: args.vq,
