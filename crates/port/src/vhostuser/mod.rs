@@ -226,6 +226,25 @@ impl VhostUserPort {
     pub fn config(&self) -> &VhostUserConfig {
         &self.cfg
     }
+
+    /// Claims `kind` queue `queue` of `slots`, or says why not.
+    fn claim(
+        &self,
+        slots: &[QueueSlot],
+        kind: &str,
+        queue: u16,
+    ) -> Result<crate::claim::QueueClaim, PortError> {
+        let slot = slots.get(usize::from(queue)).ok_or_else(|| {
+            PortError::new(
+                &self.name,
+                format!(
+                    "has {} {kind} queues; no queue {queue} (queues=N for more)",
+                    self.cfg.queues
+                ),
+            )
+        })?;
+        slot.claim(&self.name, &format!("{kind} queue {queue}"))
+    }
 }
 
 /// Creates the listening socket of a server-mode port at `path`. A socket file nobody
@@ -297,13 +316,7 @@ impl Port for VhostUserPort {
     }
 
     fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
-        let slot = self.rx_slots.get(usize::from(queue)).ok_or_else(|| {
-            PortError::new(
-                &self.name,
-                format!("has {} rx queues; no queue {queue}", self.cfg.queues),
-            )
-        })?;
-        let claim = slot.claim(&self.name, &format!("rx queue {queue}"))?;
+        let claim = self.claim(&self.rx_slots, "rx", queue)?;
         Ok(Box::new(rx::VhostRx::new(
             self.shared.clone(),
             usize::from(queue),
@@ -313,13 +326,7 @@ impl Port for VhostUserPort {
     }
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        let slot = self.tx_slots.get(usize::from(queue)).ok_or_else(|| {
-            PortError::new(
-                &self.name,
-                format!("has {} tx queues; no queue {queue}", self.cfg.queues),
-            )
-        })?;
-        let claim = slot.claim(&self.name, &format!("tx queue {queue}"))?;
+        let claim = self.claim(&self.tx_slots, "tx", queue)?;
         Ok(Box::new(tx::VhostTx::new(
             self.shared.clone(),
             usize::from(queue),
