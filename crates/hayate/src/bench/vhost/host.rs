@@ -172,10 +172,29 @@ fn dead(pid: u32) -> bool {
     !Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Removes what an earlier run killed with SIGKILL left behind: its namespaces and the
-/// hugetlbfs mount of its default work folder (its reserved huge pages cannot be told from
-/// others': `vm.nr_hugepages` stays raised).
+/// The process id in a DPDK file prefix this bench gives (`hv<pid>r<rep><name>`).
+fn dpdk_owner(prefix: &str) -> Option<u32> {
+    let rest = prefix.strip_prefix("hv")?;
+    let (pid, rest) = rest.split_at(rest.find(|c: char| !c.is_ascii_digit())?);
+    let rest = rest.strip_prefix('r')?;
+    let name = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    (name.len() < rest.len() && !name.is_empty()).then(|| pid.parse().ok())?
+}
+
+/// Removes what an earlier run killed with SIGKILL left behind: its namespaces, DPDK runtime
+/// folders and the hugetlbfs mount of its default work folder (its reserved huge pages cannot
+/// be told from others': `vm.nr_hugepages` stays raised).
 pub fn remove_stale() {
+    for e in std::fs::read_dir("/var/run/dpdk")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if dpdk_owner(&name).is_some_and(dead) {
+            remove_dpdk_runtime(&name);
+        }
+    }
     let ns = proc::run(
         Command::new("ip").args(["netns", "list"]),
         Duration::from_secs(10),
@@ -217,6 +236,10 @@ mod tests {
         assert_eq!(owner("hcS"), None);
         assert_eq!(owner("hvxr0S"), None);
         assert_eq!(owner("pvpS"), None);
+        assert_eq!(dpdk_owner("hv21292r0ovs"), Some(21292));
+        assert_eq!(dpdk_owner("hv21292r12vm"), Some(21292));
+        assert_eq!(dpdk_owner("hyvt6362c1"), None);
+        assert_eq!(dpdk_owner("hv21292r0"), None);
         assert!(!dead(std::process::id()));
     }
 }
