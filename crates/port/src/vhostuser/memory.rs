@@ -46,6 +46,8 @@ pub struct GuestMemory {
     regions: Vec<Region>,
     /// The buffer behind a pretend guest's one region ([`GuestMemory::owned`]).
     _owned: Option<Owned>,
+    /// Every region is backed by huge pages (2 MiB or more).
+    huge: bool,
 }
 
 // SAFETY: the raw pointers name shared mappings that live as long as `self` (the `MmapRegion`s
@@ -82,6 +84,7 @@ impl GuestMemory {
             ));
         }
         let mut out = Vec::with_capacity(regions.len());
+        let mut huge = true;
         for (r, file) in regions.iter().zip(files) {
             let len = r
                 .mmap_offset
@@ -94,7 +97,9 @@ impl GuestMemory {
                     "a region ends at byte {len} of a file of {file_len} bytes"
                 ));
             }
-            let len = align_up(len, block_size(&file));
+            let block = block_size(&file);
+            huge &= block >= 2 << 20;
+            let len = align_up(len, block);
             let len =
                 usize::try_from(len).map_err(|_| "a region is larger than the address space")?;
             let map = MmapRegion::build(
@@ -117,6 +122,7 @@ impl GuestMemory {
         Ok(GuestMemory {
             regions: out,
             _owned: None,
+            huge,
         })
     }
 
@@ -141,6 +147,7 @@ impl GuestMemory {
             }],
             // Moving the box does not move its heap buffer: `host` stays valid.
             _owned: Some(buf),
+            huge: false,
         })
     }
 
@@ -165,6 +172,7 @@ impl GuestMemory {
                 })
                 .collect(),
             _owned: None,
+            huge: false,
         })
     }
 
@@ -199,6 +207,15 @@ impl GuestMemory {
     /// Number of regions.
     pub fn regions(&self) -> usize {
         self.regions.len()
+    }
+
+    /// Whether every region is backed by huge pages. Then touching a buffer ahead of its
+    /// copy (a prefetch) pays: one TLB entry covers many buffers. With 4 KiB pages nearly
+    /// every buffer of a batch is on its own page, and prefetching a batch's buffers was
+    /// measured slower than not (PVP with DPDK's virtio-user: 7.5–8.0 vs 8.4 Mpps; with huge
+    /// pages 8.8–9.0 vs 8.1–8.6).
+    pub fn huge_pages(&self) -> bool {
+        self.huge
     }
 }
 

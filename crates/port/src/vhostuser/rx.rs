@@ -195,6 +195,15 @@ fn take(
     Took::Packet(pkt)
 }
 
+/// Starts loading the first buffers of the `n` heads from available position `start` on.
+#[inline(never)]
+fn prefetch_batch(live: &LiveRing, start: u16, n: u16) {
+    for k in 0..n {
+        let head = live.ring.avail_head(start.wrapping_add(k));
+        live.ring.prefetch(&live.mem, head);
+    }
+}
+
 impl RxQueue for VhostRx {
     fn recv(&mut self, batch: &mut Batch) -> usize {
         let (mut packets, mut bytes, mut errors) = self.drain_pending(batch);
@@ -253,6 +262,12 @@ impl RxQueue for VhostRx {
             let (mut p, mut b, mut e) = (0usize, 0usize, 0u64);
             let start = *last_avail;
             let n = avail.min(batch.room() as u16);
+            // The guest wrote the frames from another core: start every load of the batch
+            // before the first copy waits for one (with huge pages: see
+            // `GuestMemory::huge_pages`).
+            if live.mem.huge_pages() {
+                prefetch_batch(live, start, n);
+            }
             for _ in 0..n {
                 let Some(pkt) = cache.alloc() else { break };
                 let head = live.ring.avail_head(*last_avail);
