@@ -672,3 +672,43 @@ fn a_restarted_switch_resumes_a_running_guest() {
     assert!(p.rx_packets >= 5 && p.tx_packets >= 5, "{p:?}");
     eprintln!("test took {:.1} s", t0.elapsed().as_secs_f64());
 }
+
+#[test]
+fn a_guest_plugged_into_a_running_switch_gets_link_and_traffic() {
+    if !can_run("vhost_qemu add-port") {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t0 = Instant::now();
+    let s = Setup::new();
+    let (sock1, spec1) = s.sock("g1");
+    let (sock2, spec2) = s.sock("g2");
+    // The switch starts with g1 only; g2 boots later and is plugged in while it runs.
+    let hayate = s.hayate(&[spec1.clone()]);
+    let dir = s.net.dir.path();
+    let mut g1 = Guest::boot(dir, "g1", &sock1, "52:54:00:77:05:01", "10.77.5.1/24");
+    g1.wait_ready();
+    // QEMU starts a vhost-user guest only once a back end has connected: g2 waits for the
+    // switch to take it.
+    let mut g2 = Guest::boot(dir, "g2", &sock2, "52:54:00:77:05:02", "10.77.5.2/24");
+    assert!(!g1.reaches("10.77.5.2"), "g2 is not on the switch yet");
+    s.net.ctl("br0", &["add-port", &spec2, "ofport=7"]);
+    let desc = s.net.ctl("br0", &["dump-ports-desc"]);
+    assert!(desc.contains(" 7(g2)"), "{desc}");
+    g2.wait_ready();
+    s.wait_log(": link up", 2, 20);
+    g1.ping("10.77.5.2", 5);
+    g2.ping("10.77.5.1", 3);
+    // Unplugged: g2 is gone from the switch (its QEMU keeps running).
+    s.net.ctl("br0", &["del-port", "7"]);
+    assert!(
+        !g1.reaches("10.77.5.2"),
+        "g2 still reachable after del-port"
+    );
+    let stats = hayate.stop();
+    assert_eq!(stats.len(), 1, "only g1's port is left: {stats:?}");
+    let p = port(&stats, &spec1);
+    assert!(p.rx_packets >= 8 && p.tx_packets >= 8, "{p:?}");
+    drop(g2);
+    eprintln!("test took {:.1} s", t0.elapsed().as_secs_f64());
+}

@@ -287,26 +287,6 @@ fn frames_cross_in_server_mode_and_survive_a_front_end_restart() {
     }
 }
 
-/// `hayate ctl --run-dir DIR br0 ARGS…`; panics with the output unless it succeeds.
-fn ctl(net: &Net, args: &[&str]) -> String {
-    let bin = std::env::var("HAYATE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hayate").into());
-    let o = Command::new(bin)
-        .arg("ctl")
-        .arg("--run-dir")
-        .arg(net.run_dir())
-        .arg("br0")
-        .args(args)
-        .output()
-        .expect("run hayate ctl");
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "hayate ctl {args:?}: {out}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
-
 #[test]
 fn a_vm_plugged_into_a_running_switch_gets_link_and_traffic_and_is_unplugged() {
     if !can_run("vhost_testpmd add-port") {
@@ -318,12 +298,12 @@ fn a_vm_plugged_into_a_running_switch_gets_link_and_traffic_and_is_unplugged() {
     r.net.configure(&r.host, &r.sw);
     let tp = Testpmd::start(r.net.dir.path(), "p1", &r.socks[..1], true);
     let spec = format!("vhostuser:{}", r.socks[0].display());
-    ctl(&r.net, &["add-port", &spec, "ofport=5"]);
+    r.net.ctl("br0", &["add-port", &spec, "ofport=5"]);
     ctl(
         &r.net,
         &["add-flow", "priority=10,in_port=5,actions=output:1"],
     );
-    let desc = ctl(&r.net, &["dump-ports-desc"]);
+    let desc = r.net.ctl("br0", &["dump-ports-desc"]);
     assert!(desc.contains(" 5(vm0)"), "{desc}");
     // The VM's frames reach the host; its link is up.
     grows(
@@ -335,7 +315,7 @@ fn a_vm_plugged_into_a_running_switch_gets_link_and_traffic_and_is_unplugged() {
     // Its link shows up (the bridge looks at links every 100 ms).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let desc = ctl(&r.net, &["dump-ports-desc"]);
+        let desc = r.net.ctl("br0", &["dump-ports-desc"]);
         let vm: Vec<&str> = desc
             .lines()
             .skip_while(|l| !l.contains("5(vm0)"))
@@ -348,8 +328,8 @@ fn a_vm_plugged_into_a_running_switch_gets_link_and_traffic_and_is_unplugged() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // Unplugged: the port goes, the host gets nothing more from it.
-    ctl(&r.net, &["del-port", "vm0"]);
-    let desc = ctl(&r.net, &["dump-ports-desc"]);
+    r.net.ctl("br0", &["del-port", "vm0"]);
+    let desc = r.net.ctl("br0", &["dump-ports-desc"]);
     assert!(!desc.contains("vm0"), "{desc}");
     std::thread::sleep(Duration::from_millis(300));
     let a = host_rx(&r.host);

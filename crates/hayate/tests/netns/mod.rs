@@ -210,6 +210,26 @@ impl Net {
         self.dir.path().join("run")
     }
 
+    /// `hayate ctl --run-dir <this net's> BRIDGE ARGS…` against a switch of this net;
+    /// returns its output, panicking with it unless the command succeeds.
+    pub fn ctl(&self, bridge: &str, args: &[&str]) -> String {
+        let o = Command::new(hayate_bin())
+            .arg("ctl")
+            .arg("--run-dir")
+            .arg(self.run_dir())
+            .arg(bridge)
+            .args(args)
+            .output()
+            .expect("run hayate ctl");
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "hayate ctl {bridge} {args:?}: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    }
+
     /// Creates namespace `<prefix><name>` with loopback up; returns its name.
     pub fn ns(&mut self, name: &str) -> String {
         let ns = format!("{}{name}", self.prefix);
