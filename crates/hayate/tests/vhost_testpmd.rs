@@ -299,8 +299,8 @@ fn a_vm_plugged_into_a_running_switch_gets_link_and_traffic_and_is_unplugged() {
     let tp = Testpmd::start(r.net.dir.path(), "p1", &r.socks[..1], true);
     let spec = format!("vhostuser:{}", r.socks[0].display());
     r.net.ctl("br0", &["add-port", &spec, "ofport=5"]);
-    ctl(
-        &r.net,
+    r.net.ctl(
+        "br0",
         &["add-flow", "priority=10,in_port=5,actions=output:1"],
     );
     let desc = r.net.ctl("br0", &["dump-ports-desc"]);
