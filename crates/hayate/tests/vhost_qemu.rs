@@ -684,7 +684,7 @@ fn a_guest_plugged_into_a_running_switch_gets_link_and_traffic() {
     let (sock1, spec1) = s.sock("g1");
     let (sock2, spec2) = s.sock("g2");
     // The switch starts with g1 only; g2 boots later and is plugged in while it runs.
-    let hayate = s.hayate(&[spec1.clone()]);
+    let hayate = s.hayate(std::slice::from_ref(&spec1));
     let dir = s.net.dir.path();
     let mut g1 = Guest::boot(dir, "g1", &sock1, "52:54:00:77:05:01", "10.77.5.1/24");
     g1.wait_ready();
