@@ -70,6 +70,8 @@ pub struct Delivery {
 
 struct Entry {
     target: Target,
+    /// Counts as a controller for the fail mode (see [`Registry::take_charge`]).
+    in_charge: bool,
     peer: String,
     tx: mpsc::Sender<Arc<[u8]>>,
     bucket: TokenBucket,
@@ -80,6 +82,13 @@ struct Entry {
 struct State {
     roles: RoleTable,
     conns: BTreeMap<ConnId, Entry>,
+}
+
+impl State {
+    /// Connections that count as controllers for the fail mode.
+    fn in_charge(&self) -> usize {
+        self.conns.values().filter(|e| e.in_charge).count()
+    }
 }
 
 /// State shared by every task of one bridge's agent.
@@ -129,8 +138,13 @@ impl Registry {
     ) -> (Registration, mpsc::Receiver<Arc<[u8]>>) {
         let (tx, rx) = mpsc::channel(self.queue_len);
         let counters = Arc::new(ConnCounters::default());
+        // An active target is a controller the operator configured; a connection accepted
+        // on a listener is a service connection (a dump, a monitor, a stray HELLO) until it
+        // takes charge.
+        let in_charge = !target.is_passive();
         let entry = Entry {
             target: target.clone(),
+            in_charge,
             peer: peer.to_string(),
             tx,
             bucket: TokenBucket::new(self.packet_in_limit, Instant::now()),
@@ -140,10 +154,12 @@ impl Registry {
             let mut st = self.lock();
             st.roles.add(id);
             st.conns.insert(id, entry);
-            st.conns.len()
+            st.in_charge()
         };
-        self.connected.send_replace(count);
-        self.bridge.on_connect(id);
+        if in_charge {
+            self.connected.send_replace(count);
+            self.bridge.on_connect(id);
+        }
         (
             Registration {
                 registry: self.clone(),
@@ -152,6 +168,25 @@ impl Registry {
             },
             rx,
         )
+    }
+
+    /// Connection `id` (accepted on a listener) acts as a controller: it changes the
+    /// switch's state or asks for a role. From now on it counts for the fail mode — in
+    /// standalone the fail-open flow goes before its message is handled, and comes back when
+    /// no controller in charge is left (after the fail-open delay). Does nothing for a
+    /// connection already in charge. The rule is Open vSwitch's: connections to a listener
+    /// are service connections that never end fail-open unless they take charge.
+    pub(crate) fn take_charge(&self, id: ConnId) {
+        let count = {
+            let mut st = self.lock();
+            match st.conns.get_mut(&id) {
+                Some(e) if !e.in_charge => e.in_charge = true,
+                _ => return,
+            }
+            st.in_charge()
+        };
+        self.connected.send_replace(count);
+        self.bridge.on_connect(id);
     }
 
     /// The role of `id` (EQUAL if it is not registered yet).
@@ -252,13 +287,15 @@ pub(crate) struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let count = {
+        let (count, was) = {
             let mut st = self.registry.lock();
             st.roles.remove(self.id);
-            st.conns.remove(&self.id);
-            st.conns.len()
+            let was = st.conns.remove(&self.id).is_some_and(|e| e.in_charge);
+            (st.in_charge(), was)
         };
-        self.registry.connected.send_replace(count);
+        if was {
+            self.registry.connected.send_replace(count);
+        }
         self.registry.bridge.on_disconnect(self.id);
     }
 }
@@ -268,6 +305,33 @@ mod tests {
     use super::*;
     use crate::testing::{bridge, message};
     use crate::wire::msg_type as mt;
+
+    #[tokio::test]
+    async fn a_listener_s_connection_counts_for_the_fail_mode_only_once_it_takes_charge() {
+        let (reg, connected) = Registry::new(bridge(), RateLimit::default(), 2);
+        let passive = Target::PassiveUnix("p".into());
+        let active = Target::Unix("a".into());
+        // A dump or a monitor on the listener: a service connection.
+        let (dump, _rx1) = reg.register(ConnId(1), &passive, "dump");
+        assert_eq!(*connected.borrow(), 0);
+        // A configured (active) controller counts at once.
+        let (ctl, _rx2) = reg.register(ConnId(2), &active, "ctl");
+        assert_eq!(*connected.borrow(), 1);
+        // The listener's connection installs a flow: now it counts, once.
+        reg.take_charge(ConnId(1));
+        reg.take_charge(ConnId(1));
+        assert_eq!(*connected.borrow(), 2);
+        drop(ctl);
+        assert_eq!(*connected.borrow(), 1);
+        drop(dump);
+        assert_eq!(*connected.borrow(), 0);
+        // A service connection that ends changes nothing.
+        let (ctl, _rx3) = reg.register(ConnId(3), &active, "ctl");
+        let (stray, _rx4) = reg.register(ConnId(4), &passive, "stray");
+        drop(stray);
+        assert_eq!(*connected.borrow(), 1);
+        drop(ctl);
+    }
 
     #[tokio::test]
     async fn full_queue_drops_and_counts() {

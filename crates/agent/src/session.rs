@@ -323,8 +323,14 @@ impl Session<'_> {
         match h.msg_type {
             mt::HELLO | mt::ECHO_REPLY => {}
             mt::ECHO_REQUEST => wire::echo_reply(&mut self.out, msg),
-            mt::ROLE_REQUEST => self.on_role_request(h, msg),
+            mt::ROLE_REQUEST => {
+                self.registry.take_charge(self.id);
+                self.on_role_request(h, msg)
+            }
             ty => {
+                if changes_state(ty) || ty == mt::SET_ASYNC {
+                    self.registry.take_charge(self.id);
+                }
                 let role = self.registry.role(self.id);
                 if role == Role::Slave && changes_state(ty) {
                     wire::error_for(

@@ -43,6 +43,8 @@ pub mod msg_type {
     pub const ROLE_REQUEST: u8 = 24;
     /// OFPT_ROLE_REPLY.
     pub const ROLE_REPLY: u8 = 25;
+    /// OFPT_SET_ASYNC.
+    pub const SET_ASYNC: u8 = 28;
     /// OFPT_METER_MOD.
     pub const METER_MOD: u8 = 29;
 }

@@ -302,8 +302,8 @@ fn monitor_sees_packet_ins() {
 }
 
 #[test]
-fn standalone_hands_the_tables_to_a_controller() {
-    if !have_ofctl("standalone_hands_the_tables_to_a_controller") {
+fn a_dump_leaves_standalone_alone_and_a_flow_mod_takes_charge() {
+    if !have_ofctl("a_dump_leaves_standalone_alone_and_a_flow_mod_takes_charge") {
         return;
     }
     let h = Hayate::start(&["--port", "null:sink", "--port", "null:sink"]);
@@ -327,9 +327,16 @@ fn standalone_hands_the_tables_to_a_controller() {
         before[0].ends_with("priority=0 actions=NORMAL"),
         "{before:?}"
     );
-    // A controller connecting finds empty tables, and the flow stays gone.
-    assert!(flows(&h.ofctl("dump-flows", &[])).is_empty());
-    assert!(flows(&ctl(&["dump-flows"])).is_empty());
+    // A connection to the listener that only reads is a service connection (as in Open
+    // vSwitch): it sees the fail-open flow, which stays.
+    assert_eq!(flows(&h.ofctl("dump-flows", &[])), before);
+    assert_eq!(flows(&ctl(&["dump-flows"])), before);
+    // One that changes the tables takes charge: the fail-open flow goes before its flow
+    // goes in.
+    h.ofctl("add-flow", &["priority=5,in_port=1,actions=output:2"]);
+    let after = flows(&ctl(&["dump-flows"]));
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert!(after[0].contains("priority=5,in_port=1"), "{after:?}");
 }
 
 fn hex(s: &str) -> Vec<u8> {
