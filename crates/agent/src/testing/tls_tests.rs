@@ -130,7 +130,11 @@ async fn passive_tls_accepts_the_ca_and_refuses_a_stranger() {
         assert_eq!(got, None, "a stranger got a message");
     }
     assert_eq!(agent.connections().len(), 1);
-    assert_eq!(b.connects.lock().unwrap().len(), connects, "the stranger never counted");
+    assert_eq!(
+        b.connects.lock().unwrap().len(),
+        connects,
+        "the stranger never counted"
+    );
 }
 
 /// Accepts one TLS connection as a controller that requires the switch's certificate.
