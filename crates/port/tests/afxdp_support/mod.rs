@@ -110,8 +110,16 @@ impl Veth {
             &q,
         ]);
         let v = Veth { port, peer };
-        ip(&["link", "set", &v.port, "up"]);
-        ip(&["link", "set", &v.peer, "up"]);
+        for i in [&v.port, &v.peer] {
+            // No IPv6 on test links, before they come up: no duplicate-address detection or
+            // router solicitation frames racing with what a test sends.
+            let knob = format!("/proc/sys/net/ipv6/conf/{i}/disable_ipv6");
+            if std::fs::write(&knob, "1").is_ok() {
+                let now = std::fs::read_to_string(&knob).unwrap_or_default();
+                assert_eq!(now.trim(), "1", "IPv6 still on for {i}");
+            }
+            ip(&["link", "set", i, "up"]);
+        }
         v
     }
 
