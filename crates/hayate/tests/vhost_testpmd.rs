@@ -26,6 +26,17 @@ impl Testpmd {
     /// Starts testpmd with virtio-user ports on `socks` (`server`: testpmd owns the sockets,
     /// Hayate connects — Hayate's default client mode).
     fn start(dir: &Path, tag: &str, socks: &[PathBuf], server: bool) -> Testpmd {
+        Testpmd::start_queues(dir, tag, socks, server, 1)
+    }
+
+    /// [`Testpmd::start`] with `queues` queue pairs on each virtio-user port.
+    fn start_queues(
+        dir: &Path,
+        tag: &str,
+        socks: &[PathBuf],
+        server: bool,
+        queues: u16,
+    ) -> Testpmd {
         let log = dir.join(format!("testpmd-{tag}.log"));
         // Line-buffered: the statistics reach the log as testpmd prints them.
         let mut args: Vec<String> = [
@@ -52,14 +63,16 @@ impl Testpmd {
             }
             args.push("--vdev".into());
             args.push(format!(
-                "net_virtio_user{i},path={},queues=1,queue_size=256{}",
+                "net_virtio_user{i},path={},queues={queues},queue_size=256{}",
                 s.display(),
                 if server { ",server=1" } else { "" }
             ));
         }
+        args.push("--".into());
+        args.push(format!("--rxq={queues}"));
+        args.push(format!("--txq={queues}"));
         for a in [
-            "--",
-            "--total-num-mbufs=4096",
+            "--total-num-mbufs=8192",
             "--forward-mode=flowgen",
             "--txpkts=64",
             "--auto-start",
@@ -112,6 +125,42 @@ impl Testpmd {
             }
         }
         last
+    }
+
+    /// Stops testpmd with SIGINT and returns, per (port, queue) stream it printed at exit,
+    /// the packets received: `(port, queue, rx)`.
+    fn stop_streams(mut self) -> Vec<(u32, u32, u64)> {
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let text = self.text();
+        let mut out = Vec::new();
+        for block in text.split("Forward Stats for RX Port=").skip(1) {
+            let num = |s: &str| -> Option<u32> {
+                s.trim()
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()?
+                    .parse()
+                    .ok()
+            };
+            let Some((port, rest)) = block.split_once("/Queue=") else {
+                continue;
+            };
+            let (Some(port), Some(queue)) = (num(port), num(rest)) else {
+                continue;
+            };
+            let rx = block
+                .split("RX-packets:")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            out.push((port, queue, rx));
+        }
+        out
     }
 
     fn kill(mut self) {
@@ -338,4 +387,33 @@ fn a_vm_plugged_into_a_running_switch_gets_link_and_traffic_and_is_unplugged() {
     drop(tp);
     let stats = hayate.stop();
     assert_eq!(stats.len(), 1, "only the host's port is left: {stats:?}");
+}
+
+#[test]
+fn two_queue_pairs_on_two_poll_threads_both_carry_frames() {
+    if !can_run("vhost_testpmd two queue pairs") {
+        return;
+    }
+    let r = rig("client");
+    let specs: Vec<String> = r.specs[..2]
+        .iter()
+        .map(|s| format!("{s},queues=2"))
+        .collect();
+    let tp = Testpmd::start_queues(r.net.dir.path(), "q2", &r.socks, true, 2);
+    // Two poll threads: each takes one receive queue of each port and sends on its own
+    // transmit queue of each, so vm0's queue q reaches vm1's queue q through thread q.
+    let flows = ["priority=10,in_port=1,actions=output:2"];
+    let hayate = r.net.hayate(&r.sw, &specs, &flows, &[0, 1]);
+    grows("vm1 rx (vm0 → vm1)", 0, || tp.rx(1), &|| tp.text());
+    std::thread::sleep(Duration::from_millis(500));
+    let streams = tp.stop_streams();
+    let vm1: Vec<_> = streams.iter().filter(|s| s.0 == 1).collect();
+    eprintln!("testpmd streams (port, queue, rx): {streams:?}");
+    assert_eq!(vm1.len(), 2, "one stream a queue of vm1: {streams:?}");
+    for (_, q, rx) in &vm1 {
+        assert!(*rx > 0, "vm1's queue {q} got nothing: {streams:?}");
+    }
+    let stats = hayate.stop();
+    let vm0 = netns::port(&stats, &specs[0]);
+    assert!(vm0.rx_packets > 0 && vm0.rx_errors == 0, "{stats:?}");
 }
