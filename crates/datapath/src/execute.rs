@@ -99,6 +99,16 @@ impl TxSlot {
             TxSlot::Closed => 0,
         }
     }
+
+    /// Tells the queue that `n` packets it did not take were dropped (its port counts them).
+    #[cold]
+    fn dropped(&mut self, n: u64) {
+        match self {
+            TxSlot::Own(q) => q.dropped(n),
+            TxSlot::Shared(q) => q.lock().unwrap_or_else(|e| e.into_inner()).dropped(n),
+            TxSlot::Closed => {}
+        }
+    }
 }
 
 /// Offers `b` to `slot`, counts what was sent, frees and counts as dropped what was not. With
@@ -132,6 +142,7 @@ fn send_plain(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: &mut 
     st.add(Counter::TxBytes, before - left);
     if sent < offered {
         st.add(Counter::DropTxFull, b.len() as u64);
+        slot.dropped(b.len() as u64);
         b.free_into(cache);
     }
 }

@@ -123,3 +123,42 @@ fn table_miss_to_controller_becomes_a_packet_in() {
         .packet_ins(8, |pi| seen.push((pi.in_port, pi.reason, pi.packet.len())));
     assert_eq!(seen, vec![(2, pipeline::PacketInReason::NoMatch, 64)]);
 }
+
+#[test]
+fn packets_a_full_port_does_not_take_are_counted_on_that_port() {
+    let (mut control, cell) = Control::new(PipelineConfig::default());
+    control.flow_mod(&to_port(1, 2)).unwrap();
+    control.publish();
+    let pool = Pool::with_frames(1024);
+    let (sw1, out1) = ring::pair("d-sw1", "d-out1", 64, &pool);
+    // Port 2's far end is never read: its ring of 16 fills up.
+    let (sw2, _out2) = ring::pair("d-sw2", "d-out2", 16, &pool);
+    let port2: Arc<dyn Port> = sw2;
+    let dp = Datapath::builder()
+        .pool(pool.clone())
+        .pipeline(cell)
+        .port(1, sw1)
+        .port(2, port2.clone())
+        .build()
+        .unwrap();
+    let mut pmd = dp.build_pmds().unwrap().pop().unwrap();
+    let mut tx = out1.open_tx(0).unwrap();
+    let mut cache = pool.cache();
+    for _ in 0..4 {
+        let mut b = Batch::new();
+        for _ in 0..25 {
+            b.push(cache.alloc_from(&udp(7, [10, 0, 0, 1])).unwrap())
+                .unwrap();
+        }
+        assert_eq!(tx.send(&mut b), 25);
+        while pmd.poll_once() > 0 {}
+    }
+    let st = pmd.stats();
+    let p = port2.stats();
+    assert!(p.tx_dropped > 0, "{p:?}");
+    assert_eq!(
+        p.tx_dropped, st.drop_tx_full,
+        "the port shows the datapath's drops"
+    );
+    assert_eq!(p.tx_packets + p.tx_dropped, 100, "{p:?}");
+}

@@ -162,6 +162,13 @@ pub trait TxQueue: Send {
 
     /// Pushes out anything the queue buffered (for backends that coalesce). Default: nothing.
     fn flush(&mut self) {}
+
+    /// The caller dropped `n` packets this queue did not take (its ring or the guest's was
+    /// full): the queue counts them in its port's `tx_dropped`, as Open vSwitch counts them
+    /// on the port. Default: not counted (ports without transmit counters).
+    fn dropped(&mut self, n: u64) {
+        let _ = n;
+    }
 }
 
 /// A port: a source and sink of packets, split into queues.

@@ -133,6 +133,10 @@ impl AfPacketTx {
 }
 
 impl TxQueue for AfPacketTx {
+    fn dropped(&mut self, n: u64) {
+        self.sock.counters.add_dropped(n);
+    }
+
     fn send(&mut self, batch: &mut Batch) -> usize {
         let mut total = 0;
         // Bounded: each pass sends at least one frame, drops one refused frame, or stops.

@@ -99,6 +99,10 @@ impl AfXdpTx {
 }
 
 impl TxQueue for AfXdpTx {
+    fn dropped(&mut self, n: u64) {
+        self.counters.add_dropped(n);
+    }
+
     #[inline]
     fn send(&mut self, batch: &mut Batch) -> usize {
         self.reap();

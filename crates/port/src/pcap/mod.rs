@@ -251,6 +251,10 @@ struct PcapTx {
 }
 
 impl TxQueue for PcapTx {
+    fn dropped(&mut self, n: u64) {
+        self.counters.add_dropped(n);
+    }
+
     fn send(&mut self, batch: &mut Batch) -> usize {
         let n = batch.len();
         if n == 0 {

@@ -167,6 +167,10 @@ struct RingTx {
 }
 
 impl TxQueue for RingTx {
+    fn dropped(&mut self, n: u64) {
+        self.counters.add_dropped(n);
+    }
+
     #[inline]
     fn send(&mut self, batch: &mut Batch) -> usize {
         let (n, bytes) = self.ring.enqueue(batch);

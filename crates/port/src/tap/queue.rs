@@ -128,6 +128,10 @@ impl TapTx {
 }
 
 impl TxQueue for TapTx {
+    fn dropped(&mut self, n: u64) {
+        self.q.tx.add_dropped(n);
+    }
+
     fn send(&mut self, batch: &mut Batch) -> usize {
         let mut sent = 0;
         let mut bytes = 0;

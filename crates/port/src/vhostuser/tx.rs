@@ -219,6 +219,10 @@ fn takes_whole(live: &LiveRing, p: &Packet) -> bool {
 }
 
 impl TxQueue for VhostTx {
+    fn dropped(&mut self, n: u64) {
+        self.shared.tx[self.queue].add_dropped(n);
+    }
+
     fn send(&mut self, batch: &mut Batch) -> usize {
         let (bufs, heads, segs, cache) = (
             &mut self.bufs,
