@@ -586,3 +586,71 @@ fn a_transmit_queue_whose_pair_the_guest_does_not_run_sends_on_one_that_runs() {
     );
     assert_eq!(shared.tx[0].read().0 + shared.tx[1].read().0, 4);
 }
+
+#[test]
+fn a_front_end_that_sends_garbage_is_cut_off_and_the_port_serves_the_next() {
+    use super::{Mode, VhostUserConfig, VhostUserPort};
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.sock");
+    let pool = Pool::with_frames(64);
+    let port = VhostUserPort::open(
+        VhostUserConfig {
+            mode: Mode::Server,
+            ..VhostUserConfig::new(&path)
+        },
+        &pool,
+    )
+    .unwrap();
+    let wait_errors = |n: u64| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while port.protocol_errors() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{} errors",
+                port.protocol_errors()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    // Random bytes: not a message. The session ends; the error is counted.
+    let mut s = UnixStream::connect(&path).unwrap();
+    let mut x = 0x1234_5678_9abc_def1u64;
+    let junk: Vec<u8> = (0..4096)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let _ = s.write_all(&junk);
+    wait_errors(1);
+    // A well-formed header for GET_FEATURES, but with an unknown request code next: the
+    // first is answered, then the session ends.
+    let mut s = UnixStream::connect(&path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut get_features = Vec::new();
+    get_features.extend_from_slice(&1u32.to_le_bytes()); // GET_FEATURES
+    get_features.extend_from_slice(&1u32.to_le_bytes()); // version 1
+    get_features.extend_from_slice(&0u32.to_le_bytes()); // no body
+    s.write_all(&get_features).unwrap();
+    let mut reply = [0u8; 20];
+    s.read_exact(&mut reply).unwrap();
+    let features = u64::from_le_bytes(reply[12..20].try_into().unwrap());
+    assert_eq!(features, super::offered_features());
+    let mut bad = Vec::new();
+    bad.extend_from_slice(&9999u32.to_le_bytes());
+    bad.extend_from_slice(&1u32.to_le_bytes());
+    bad.extend_from_slice(&0u32.to_le_bytes());
+    s.write_all(&bad).unwrap();
+    wait_errors(2);
+    // The port still takes a front end.
+    let mut s = UnixStream::connect(&path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(&get_features).unwrap();
+    s.read_exact(&mut reply).unwrap();
+    assert!(!crate::Port::link_up(&port));
+}
