@@ -22,7 +22,7 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
     /// Without a config: a port of the one standalone bridge, numbered in the order given
     /// (`null:`, `null:sink`, `ring:NAME`, `pcap:in=FILE`, `pcap:out=FILE`, `afxdp:IFNAME`,
-    /// `afpacket:IFNAME`, `tap:NAME`).
+    /// `afpacket:IFNAME`, `tap:NAME`, `vhostuser:PATH` for a VM).
     #[arg(long = "port", short = 'p')]
     pub ports: Vec<String>,
     /// Without a config: cores for poll threads (default: the last core).
