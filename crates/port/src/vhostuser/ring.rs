@@ -221,6 +221,24 @@ impl SplitRing {
         }
     }
 
+    /// The one buffer of the chain at `head` when the chain is a single plain descriptor
+    /// (no next, not indirect) inside guest memory, the common case; `None` for anything
+    /// else, which [`walk`] then handles (or refuses).
+    #[inline]
+    pub fn single(&self, mem: &GuestMemory, head: u16, dir: Dir) -> Option<Seg> {
+        if head >= self.size {
+            return None;
+        }
+        let (addr, len, flags, _) = self.desc(head);
+        let plain = flags & (DESC_F_NEXT | DESC_F_INDIRECT) == 0;
+        let right_way = dir == Dir::Read || flags & DESC_F_WRITE != 0;
+        if !plain || !right_way || len == 0 {
+            return None;
+        }
+        let host = mem.translate(addr, u64::from(len))?;
+        Some(Seg { host, len })
+    }
+
     /// Descriptor `i` of the table (`i < size`): (addr, len, flags, next).
     #[inline]
     fn desc(&self, i: u16) -> (u64, u32, u16, u16) {

@@ -165,6 +165,23 @@ impl Writer<'_> {
     /// used, with the bytes it got.
     fn write(&mut self, hdr: &[u8], data: &[u8]) {
         let total = hdr.len() + data.len();
+        // The common case: one buffer holds header and frame.
+        if let ([b], 1) = (self.bufs.as_slice(), self.heads.len()) {
+            if b.seg.len as usize >= total {
+                // SAFETY: the buffer has at least `total` writable bytes (translated).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.seg.host, hdr.len());
+                    std::ptr::copy_nonoverlapping(
+                        data.as_ptr(),
+                        b.seg.host.add(hdr.len()),
+                        data.len(),
+                    );
+                }
+                let (h, _) = self.heads[0];
+                self.used(h, total as u32);
+                return;
+            }
+        }
         let mut done = 0usize;
         for b in self.bufs.iter() {
             if done == total {
