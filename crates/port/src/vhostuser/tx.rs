@@ -165,23 +165,6 @@ impl Writer<'_> {
     /// used, with the bytes it got.
     fn write(&mut self, hdr: &[u8], data: &[u8]) {
         let total = hdr.len() + data.len();
-        // The common case: one buffer holds header and frame.
-        if let ([b], 1) = (self.bufs.as_slice(), self.heads.len()) {
-            if b.seg.len as usize >= total {
-                // SAFETY: the buffer has at least `total` writable bytes (translated).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.seg.host, hdr.len());
-                    std::ptr::copy_nonoverlapping(
-                        data.as_ptr(),
-                        b.seg.host.add(hdr.len()),
-                        data.len(),
-                    );
-                }
-                let (h, _) = self.heads[0];
-                self.used(h, total as u32);
-                return;
-            }
-        }
         let mut done = 0usize;
         for b in self.bufs.iter() {
             if done == total {
@@ -212,7 +195,28 @@ impl Writer<'_> {
 
     /// Sends one complete frame with header `hdr` (its first `hl` bytes go).
     fn send_frame(&mut self, hdr: &mut [u8; 12], hl: usize, data: &[u8]) -> Result<(), Fail> {
-        self.reserve(hl + data.len())?;
+        let total = hl + data.len();
+        // The common case: the next head is one plain buffer that holds it all.
+        if self.avail > 0 {
+            let head = self.live.ring.avail_head(*self.last_avail);
+            if let Some(b) = self.live.ring.single(&self.live.mem, head, Dir::Write) {
+                if b.len as usize >= total {
+                    if self.live.net.mrg_rxbuf {
+                        hdr[10..12].copy_from_slice(&1u16.to_le_bytes());
+                    }
+                    // SAFETY: the buffer has at least `total` writable bytes (translated).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(hdr.as_ptr(), b.host, hl);
+                        std::ptr::copy_nonoverlapping(data.as_ptr(), b.host.add(hl), data.len());
+                    }
+                    self.used(head, total as u32);
+                    self.counts.sent += 1;
+                    self.counts.bytes += data.len();
+                    return Ok(());
+                }
+            }
+        }
+        self.reserve(total)?;
         if self.live.net.mrg_rxbuf {
             // num_buffers: every reserved head takes part of the frame.
             hdr[10..12].copy_from_slice(&(self.heads.len() as u16).to_le_bytes());
