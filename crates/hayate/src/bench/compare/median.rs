@@ -5,7 +5,7 @@ use super::measure::{Latency, Rate, Tcp};
 use super::report::SwitchResult;
 
 /// The median of `v` (the mean of the two middle values for an even count); `None` when empty.
-fn median(mut v: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }

@@ -9,7 +9,7 @@
 
 pub(crate) mod generator;
 pub(crate) mod measure;
-mod median;
+pub(crate) mod median;
 mod report;
 mod switches;
 pub(crate) mod topo;

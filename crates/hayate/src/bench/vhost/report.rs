@@ -94,19 +94,8 @@ pub struct Report {
     pub runs: Vec<Run>,
 }
 
-/// The median (mean of the middle two for an even count); None when empty.
-pub fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
-}
+/// The median of a figure's runs: one home for it, `bench compare`'s.
+pub(crate) use crate::bench::compare::median::median;
 
 /// `a / b` when both are there and `b > 0`.
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
