@@ -348,8 +348,8 @@ impl Datapath {
                 .name(name.clone())
                 .spawn(move || {
                     if let Some(core) = pmd.core() {
-                        if let Err(e) = pin_to_core(core) {
-                            eprintln!("{name}: cannot pin to core {core} ({e}); running unpinned");
+                        if let Err(e) = cpu::pin_current(core) {
+                            eprintln!("{name}: {e}; running unpinned");
                         }
                     }
                     if pmd.is_lane() {
@@ -495,23 +495,6 @@ fn realtime() -> Result<(), String> {
     let param = libc::sched_param { sched_priority: 1 };
     // SAFETY: `param` is a valid sched_param for the call; pid 0 is the calling thread.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    Ok(())
-}
-
-/// Pins the calling thread to `core`.
-fn pin_to_core(core: usize) -> Result<(), String> {
-    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if core >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-        return Err(format!("core {core} is beyond the CPU set size"));
-    }
-    // SAFETY: `core` is within the set (checked above).
-    unsafe { libc::CPU_SET(core, &mut set) };
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r != 0 {
         return Err(std::io::Error::last_os_error().to_string());
     }
     Ok(())

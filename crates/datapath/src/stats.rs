@@ -400,22 +400,8 @@ impl std::fmt::Display for Snapshot {
     }
 }
 
-/// The CPU's cycle counter (`rdtsc` on x86_64; nanoseconds of a monotonic clock elsewhere).
-#[inline(always)]
-pub fn cycles() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: rdtsc has no preconditions on x86_64.
-        unsafe { core::arch::x86_64::_rdtsc() }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        use std::sync::OnceLock;
-        use std::time::Instant;
-        static START: OnceLock<Instant> = OnceLock::new();
-        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-    }
-}
+/// The CPU's cycle counter the busy and idle cycles are counted in.
+pub use cpu::cycles;
 
 #[cfg(test)]
 mod tests {

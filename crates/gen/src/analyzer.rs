@@ -20,7 +20,7 @@ use hdrhistogram::Histogram;
 use packet::Batch;
 
 use crate::probe::{self, Probe};
-use crate::tsc::Tsc;
+use cpu::Tsc;
 
 /// Bits in the duplicate/reorder window of each stream.
 pub const WINDOW: u64 = 4096;

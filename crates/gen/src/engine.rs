@@ -26,7 +26,7 @@ use crate::rate::{Pacer, SLEEP_OVER};
 use crate::report::{buckets, FlowCounts, Latency, RunReport, Sample};
 use crate::source::{Source, PER_FLOW_MAX};
 use crate::template::Traffic;
-use crate::tsc::{cycles, Tsc};
+use cpu::{cycles, Tsc};
 
 /// Flows listed one by one in reports.
 const REPORT_FLOWS: usize = 1024;
@@ -127,7 +127,9 @@ struct Outcome {
 impl Worker {
     fn run(mut self) -> Outcome {
         if let Some(core) = self.core {
-            pin(core);
+            // Checked against the machine by [`run`]; a refusal leaves the thread unpinned,
+            // which costs speed, not correctness.
+            let _ = cpu::pin_current(core);
         }
         let mut cache = self.pool.cache();
         let mut txb = Batch::new();
@@ -295,18 +297,6 @@ fn thread_cpu_secs() -> f64 {
         return 0.0;
     }
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
-
-/// Pins the calling thread to `core` (checked against the machine by [`run`]). A refusal
-/// leaves the thread unpinned, which costs speed, not correctness.
-fn pin(core: usize) {
-    // SAFETY: cpu_set_t is plain data; sched_setaffinity only reads it; `core` is below
-    // the number of CPUs, far below CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(core, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 /// Runs traffic on `ports` as `cfg` says; `progress` sees every sample. Errors name the fix.

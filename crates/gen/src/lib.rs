@@ -28,7 +28,6 @@ pub mod report;
 pub mod rfc2544;
 pub mod source;
 pub mod template;
-pub mod tsc;
 
 /// Timing-sensitive tests run one at a time (the machine has few cores).
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use packet::{Batch, Pool};
 use port::Port;
 
-use crate::tsc::{cycles, Tsc};
+use cpu::{cycles, Tsc};
 
 /// What a reflector did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]

@@ -26,7 +26,7 @@ use crate::engine::{self, Ports, RunConfig};
 use crate::rate::wire_bits;
 use crate::report::{Latency, RunReport};
 use crate::template::{Sizes, Traffic};
-use crate::tsc::Tsc;
+use cpu::Tsc;
 
 /// The frame sizes RFC 2544 names for Ethernet.
 pub const STANDARD_SIZES: [usize; 7] = [64, 128, 256, 512, 1024, 1280, 1518];

@@ -6,10 +6,10 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use cpu::{cycles, Tsc};
 use hayate_gen::analyzer::Analyzer;
 use hayate_gen::source::Source;
 use hayate_gen::template::{Proto, Sizes, Traffic};
-use hayate_gen::tsc::{cycles, Tsc};
 use packet::{Batch, Pool};
 
 struct Counting;

@@ -12,11 +12,9 @@ mod ctl;
 mod gen;
 mod nudge;
 mod ofbridge;
-mod pin;
 mod plug;
 mod run;
 mod switch;
-mod tsc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

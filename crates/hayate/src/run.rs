@@ -212,7 +212,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         frame_size: args.frame_size,
     })
     .map_err(|e| anyhow!("--pool-frames/--frame-size: {e}"))?;
-    let last_core = crate::pin::available_cores().saturating_sub(1);
+    let last_core = cpu::available_cores().saturating_sub(1);
     let mut running = Vec::new();
     for b in bridges {
         let mut ports = Vec::new();

@@ -20,12 +20,7 @@ use port::afxdp::{AfXdpConfig, AfXdpPort};
 use port::{Port, RxQueue, TxQueue};
 
 fn pin(core: usize) {
-    // SAFETY: a zeroed cpu_set_t with one bit set is valid for sched_setaffinity.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(core, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let _ = cpu::pin_current(core);
 }
 
 #[test]

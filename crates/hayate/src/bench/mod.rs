@@ -96,8 +96,8 @@ pub fn main(args: BenchArgs) -> Result<()> {
     let scenarios = scenario::select(&args.scenarios).map_err(anyhow::Error::msg)?;
     let core = args
         .core
-        .unwrap_or_else(|| crate::pin::available_cores().saturating_sub(1));
-    let hz = crate::tsc::tsc_hz(std::time::Duration::from_millis(100));
+        .unwrap_or_else(|| cpu::available_cores().saturating_sub(1));
+    let hz = cpu::Tsc::calibrate(std::time::Duration::from_millis(100)).hz;
     let mut rows = Vec::new();
     for sc in &scenarios {
         let sizes: Vec<usize> = if !args.sizes.is_empty() {

@@ -162,7 +162,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         .with_context(|| format!("setting up scenario {}", sc.name))?;
     let mut pmds = sw.build_pmds(&[Some(opts.core)])?;
     let pmd = &mut pmds[0];
-    if let Err(e) = crate::pin::pin_current(opts.core) {
+    if let Err(e) = cpu::pin_current(opts.core) {
         eprintln!("hayate bench: {e}; running unpinned");
     }
     let delivered = || sinks.iter().map(|s| s.stats().tx_packets).sum::<u64>();
@@ -176,7 +176,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
     let s0 = pmd.stats();
     let d0 = delivered();
     let t0 = Instant::now();
-    let c0 = crate::tsc::rdtsc();
+    let c0 = cpu::cycles();
     let window = Duration::from_secs_f64(opts.seconds);
     loop {
         for _ in 0..256 {
@@ -186,7 +186,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
             break;
         }
     }
-    let c1 = crate::tsc::rdtsc();
+    let c1 = cpu::cycles();
     let secs = t0.elapsed().as_secs_f64();
     let d1 = delivered();
     let s1 = pmd.stats();

@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
+use cpu::Tsc;
 use hayate_gen::engine::{self, Ports};
 use hayate_gen::report::{RunReport, Sample};
 use hayate_gen::rfc2544::{self, PortDut, Rfc2544Config, Rfc2544Report, STANDARD_SIZES};
-use hayate_gen::tsc::Tsc;
 use hayate_gen::{plot, template::Sizes};
 use packet::{Pool, PoolConfig};
 use port::Port;

@@ -59,7 +59,7 @@ pub fn send(ifname: &str, traffic: &TrafficArgs, rate: &RateArgs, out: &OutputAr
         bail!("xdplive repeats one frame: give one --size, not a mix");
     };
     if let Some(&core) = rate.cores.first() {
-        crate::pin::pin_current(core).map_err(|e| anyhow!(e))?;
+        cpu::pin_current(core).map_err(|e| anyhow!(e))?;
     }
     let live = port::xdplive::XdpLive::open(ifname, &frame.bytes()).map_err(|e| anyhow!(e))?;
     let limit = rate.count.unwrap_or(u64::MAX);

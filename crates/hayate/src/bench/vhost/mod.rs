@@ -45,7 +45,7 @@ use window::Measured;
 pub struct VhostArgs {
     /// Switches to measure (default: all that are installed): hayate, ovs-dpdk (Open vSwitch
     /// with DPDK, dpdkvhostuserclient ports), dpdk-vhost (DPDK's vhost library in
-    /// dpdk-testpmd io forwarding: no switch, the floor; PVP only).
+    /// dpdk-testpmd io forwarding: no switch, the floor).
     #[arg(long, value_delimiter = ',')]
     pub switches: Vec<String>,
     /// Topologies: pvp (phy → switch → VM → switch → phy), v2v (VM A → switch → VM B).
@@ -230,10 +230,7 @@ pub fn main(args: VhostArgs) -> Result<()> {
             None => switches.push(sw),
         }
     }
-    if switches.contains(&Sw::DpdkVhost) && topos.contains(&Topology::V2v) {
-        eprintln!("hayate: dpdk-vhost: {}", floor::NO_V2V);
-    }
-    let cores = crate::pin::available_cores();
+    let cores = cpu::available_cores();
     let switch_core = args.switch_core.unwrap_or(cores.saturating_sub(1));
     if switch_core == args.vm_core || switch_core >= cores || args.vm_core >= cores {
         bail!(
@@ -245,7 +242,7 @@ pub fn main(args: VhostArgs) -> Result<()> {
     host::remove_stale();
     // This process (and the helpers it runs: ovs-ofctl, hayate ctl) stays on the VM core,
     // ahead of the busy-polling VMs there, so that counter reads are not delayed.
-    crate::pin::pin_current(args.vm_core).map_err(anyhow::Error::msg)?;
+    cpu::pin_current(args.vm_core).map_err(anyhow::Error::msg)?;
     // SAFETY: setpriority on this process; children are started back at nice 0.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -10) };
     let dir = match &args.workdir {
@@ -290,7 +287,7 @@ pub fn main(args: VhostArgs) -> Result<()> {
         seconds: args.seconds,
         hayate: std::env::current_exe().context("finding the hayate binary")?,
     };
-    let tsc_hz = crate::tsc::tsc_hz(Duration::from_millis(200));
+    let tsc_hz = cpu::Tsc::calibrate(Duration::from_millis(200)).hz;
     let mut report = Report {
         frame_bytes: frame::FRAME_LEN + 4,
         switch_core,
@@ -314,12 +311,6 @@ pub fn main(args: VhostArgs) -> Result<()> {
                 }
             }
             for &sw in &switches {
-                if sw == Sw::DpdkVhost && topo == Topology::V2v {
-                    if rep == 0 {
-                        report.runs.push(skipped_run(topo, sw, floor::NO_V2V));
-                    }
-                    continue;
-                }
                 guard::check()?;
                 ctx.tag = format!("{base_tag}r{rep}");
                 eprintln!(

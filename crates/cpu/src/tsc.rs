@@ -1,10 +1,11 @@
-//! The CPU's time-stamp counter as the generator's clock.
+//! The CPU's time-stamp counter: the poll threads' busy and idle cycles, the generator's
+//! clock, the benchmarks' cycles per packet.
 //!
-//! Probe packets carry the counter value at send time; the analyzer subtracts it from the
-//! counter at receive time. Sender and receiver read the same counter when they run in one
-//! process (or on one host with an invariant, synchronised TSC, which every x86-64 CPU of the
-//! last decade has), so the difference is a one-way latency. [`Tsc`] converts cycles to
-//! nanoseconds with a rate measured once against the system clock.
+//! The generator's probe packets carry the counter value at send time; the analyzer subtracts
+//! it from the counter at receive time. Sender and receiver read the same counter when they
+//! run in one process (or on one host with an invariant, synchronised TSC, which every x86-64
+//! CPU of the last decade has), so the difference is a one-way latency. [`Tsc`] converts
+//! cycles to nanoseconds with a rate measured once against the system clock.
 //!
 //! On targets without a cycle counter the system's monotonic clock in nanoseconds stands in
 //! (one `clock_gettime` through the vDSO per batch; still no system call per packet).
