@@ -1,8 +1,14 @@
-//! DPDK's vhost library as the floor (PVP only): dpdk-testpmd io forwarding in place of a
-//! switch — port 0 net_pcap (the frame without end) → 1 net_vhost (DPDK's vhost library,
-//! server: it owns the socket) → the VM (virtio-user, client, io forward back) → 1 → 2
-//! net_null — its forwarding lcore on the switch core. No parsing, no lookup: the cost of the
-//! vhost rings alone, the bound any vhost-user switch on this machine works against.
+//! DPDK's vhost library as the floor: dpdk-testpmd io forwarding in place of a switch, its
+//! forwarding lcore on the switch core. No parsing, no lookup: the cost of the vhost rings
+//! alone, the bound any vhost-user switch on this machine works against.
+//!
+//! - PVP: port 0 net_pcap (the frame without end) → 1 net_vhost (DPDK's vhost library,
+//!   server: it owns the socket) → the VM (virtio-user, client, io forward back) → 1 → 2
+//!   net_null.
+//! - V2V: the same VMs as the switches get ([`Vms`]: one testpmd, vmA and vmB owning their
+//!   sockets), and two net_vhost ports in client mode forwarding vmA → vmB (`paired`; vmB
+//!   sends nothing back). On this machine the VMs' core is close to its own limit here, so
+//!   this floor is also what V2V can reach at all.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,7 +19,7 @@ use super::counters::Reading;
 use super::guard;
 use super::host::remove_dpdk_runtime;
 use super::proc::Proc;
-use super::testpmd::{self, virtio, Telemetry};
+use super::testpmd::{self, virtio, Telemetry, Vms};
 use super::window::{self, Measured};
 use super::{Ctx, Topology};
 
@@ -27,18 +33,18 @@ impl Drop for Dpdk {
     }
 }
 
-/// Why the floor has no VM-to-VM figure.
-pub const NO_V2V: &str = "skipped: the floor is PVP only (testpmd io forwarding has no \
-     switch to put between two VMs)";
-
-/// Measures the floor, with logs and the socket in `dir`.
+/// Measures the floor, with logs and sockets in `dir`.
 pub fn measure(ctx: &Ctx, topo: Topology, dir: &Path) -> Result<Measured> {
-    if topo != Topology::Pvp {
-        bail!("{NO_V2V}");
-    }
     let Some(huge) = &ctx.huge else {
         bail!("the DPDK vhost floor needs the private hugetlbfs");
     };
+    match topo {
+        Topology::Pvp => pvp(ctx, dir, huge),
+        Topology::V2v => v2v(ctx, dir, huge),
+    }
+}
+
+fn pvp(ctx: &Ctx, dir: &Path, huge: &Path) -> Result<Measured> {
     let sock = dir.join("floor.sock");
     let _ = std::fs::remove_file(&sock);
     let mut host = Dpdk(
@@ -76,5 +82,36 @@ pub fn measure(ctx: &Ctx, topo: Topology, dir: &Path) -> Result<Measured> {
     )?;
     m.offered = Some("switch.p0.rx".into());
     let _ = std::fs::remove_file(&sock);
+    Ok(m)
+}
+
+fn v2v(ctx: &Ctx, dir: &Path, huge: &Path) -> Result<Measured> {
+    let mut vms = Vms::start(ctx, Topology::V2v, dir)?;
+    let mut host = Dpdk(
+        testpmd::floor_v2v(ctx, "floor", &vms.socks, huge).start(dir)?,
+        testpmd::prefix(ctx, "floor"),
+    );
+    let vm_tele = Telemetry::connect(&vms.prefix, Duration::from_secs(60), &mut || {
+        host.0.alive()?;
+        vms.proc.alive()
+    })?;
+    let tele = Telemetry::connect(&host.1, Duration::from_secs(60), &mut || host.0.alive())?;
+    let mut read = || -> Result<Vec<Reading>> {
+        Ok(vec![
+            Reading::take(|| tele.ports("switch", &[0, 1]))?,
+            Reading::take(|| vm_tele.ports("vms", &[1, 2]))?,
+        ])
+    };
+    let mut m = window::measure(
+        ctx,
+        &mut read,
+        "vms.p2.rx",
+        &mut || {
+            host.0.alive()?;
+            vms.proc.alive()
+        },
+        &mut || Ok(()),
+    )?;
+    m.offered = Some("vms.p1.tx".into());
     Ok(m)
 }

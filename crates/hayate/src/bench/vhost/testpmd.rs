@@ -107,6 +107,37 @@ pub fn floor(ctx: &Ctx, name: &str, pcap: &Path, sock: &Path, huge: &Path) -> Sp
     .cpus(&[v, s])
 }
 
+/// DPDK's vhost floor for V2V: testpmd io forwarding between two net_vhost ports in client
+/// mode on the VMs' sockets (`socks`: vmA, vmB), `paired` (vmA → vmB; vmB sends nothing), its
+/// forwarding lcore on the switch core.
+pub fn floor_v2v(ctx: &Ctx, name: &str, socks: &[PathBuf], huge: &Path) -> Spawn {
+    let (v, s) = (ctx.vm_core, ctx.switch_core);
+    let eal = [
+        "-l".to_string(),
+        format!("{v},{s}"),
+        "--main-lcore".into(),
+        v.to_string(),
+        "--in-memory".into(),
+        "--huge-dir".into(),
+        huge.display().to_string(),
+        "-m".into(),
+        "512".into(),
+    ];
+    let vdevs: Vec<String> = socks
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("net_vhost{i},iface={},client=1,queues=1", p.display()))
+        .collect();
+    base(
+        ctx,
+        name,
+        &eal,
+        &vdevs,
+        &["--forward-mode=io", "--port-topology=paired"],
+    )
+    .cpus(&[v, s])
+}
+
 /// The VMs' side of a topology for a switch that connects to their sockets.
 pub struct Vms {
     /// The testpmd process.
