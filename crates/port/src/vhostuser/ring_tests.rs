@@ -163,3 +163,23 @@ mod oracle {
         }
     }
 }
+
+#[test]
+fn a_descriptor_reads_the_same_at_any_alignment() {
+    let d: [u8; 16] = [
+        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0xaa, 0xbb, 0xcc, 0xdd, 0x03, 0x00, 0x07,
+        0x01,
+    ];
+    let want = (0x8877_6655_4433_2211u64, 0xddcc_bbaa, 3, 0x0107);
+    // An 8-aligned buffer, the descriptor at every offset of the first eight.
+    let mut buf = [0u64; 4];
+    for off in 0..8 {
+        // SAFETY: the buffer holds 32 bytes; off + 16 <= 24.
+        let got = unsafe {
+            let p = (buf.as_mut_ptr() as *mut u8).add(off);
+            std::ptr::copy_nonoverlapping(d.as_ptr(), p, 16);
+            read_desc(p)
+        };
+        assert_eq!(got, want, "offset {off}");
+    }
+}
