@@ -21,7 +21,6 @@
 pub mod afpacket;
 pub mod afxdp;
 mod claim;
-mod csum;
 pub mod fuzzing;
 pub mod null;
 pub mod partial_csum;

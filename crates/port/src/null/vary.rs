@@ -17,7 +17,7 @@
 //! The template's own checksums must be right to start with (an incremental update keeps a
 //! wrong checksum wrong).
 
-use crate::csum;
+use packet::checksum::{self, fold32};
 
 /// One field that changes from packet to packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,7 +200,8 @@ impl Plan {
                 }
             }
             let rot = if v.offset % 2 == 1 { 8 } else { 0 };
-            let old = csum::fold(csum::sum(&template[range.0..range.1])).rotate_left(rot);
+            let old =
+                checksum::fold(checksum::sum(&template[range.0..range.1], 0)).rotate_left(rot);
             plan.fields.push(Field {
                 offset: v.offset,
                 four: v.width == 4,
@@ -245,7 +246,7 @@ impl Plan {
             };
             let new = if f.four {
                 data[f.offset..f.offset + 4].copy_from_slice(&value.to_be_bytes());
-                csum::fold((value >> 16) + (value & 0xffff))
+                fold32((value >> 16) + (value & 0xffff))
             } else {
                 data[f.offset..f.offset + 2].copy_from_slice(&(value as u16).to_be_bytes());
                 value as u16
@@ -255,11 +256,11 @@ impl Plan {
             l4_acc += diff & f.l4_mask;
         }
         if let Some((at, old)) = self.ip_csum {
-            let c = !csum::fold(u32::from(!old) + ip_acc);
+            let c = !fold32(u32::from(!old) + ip_acc);
             data[at..at + 2].copy_from_slice(&c.to_be_bytes());
         }
         if let Some((at, old, udp)) = self.l4_csum {
-            let mut c = !csum::fold(u32::from(!old) + l4_acc);
+            let mut c = !fold32(u32::from(!old) + l4_acc);
             if udp && c == 0 {
                 c = 0xffff;
             }
@@ -275,15 +276,14 @@ mod tests {
     use proptest::prelude::*;
 
     fn ip_ok(f: &[u8]) -> bool {
-        csum::fold(csum::sum(&f[14..34])) == 0xffff
+        checksum::verify(&f[14..34], 0)
     }
 
     /// Full UDP checksum over pseudo-header and datagram, recomputed from scratch.
     fn udp_ok(f: &[u8]) -> bool {
         let udp = &f[34..];
-        let mut acc = csum::sum(&f[26..34]) + 17 + udp.len() as u32;
-        acc += csum::sum(udp);
-        csum::fold(acc) == 0xffff
+        let pseudo = checksum::sum(&f[26..34], 17 + udp.len() as u64);
+        checksum::verify(udp, pseudo)
     }
 
     fn with_udp_checksum(size: usize) -> Vec<u8> {
@@ -296,8 +296,8 @@ mod tests {
             *b = (i as u8).wrapping_mul(7);
         }
         let udp_len = f.len() - 34;
-        let acc = csum::sum(&f[26..34]) + 17 + udp_len as u32 + csum::sum(&f[34..]);
-        let c = csum::finish(acc);
+        let pseudo = checksum::sum(&f[26..34], 17 + udp_len as u64);
+        let c = !checksum::fold(checksum::sum(&f[34..], pseudo));
         f[40..42].copy_from_slice(&c.to_be_bytes());
         assert!(udp_ok(&f));
         f
