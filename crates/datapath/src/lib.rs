@@ -21,8 +21,10 @@
 //!    installed as a megaflow unless it is uncacheable or the table is at its bound.
 //! 6. **Execute** — packets are run through their megaflow's actions ([`execute::Executor`]):
 //!    rewrites via `packet::rewrite`, meters, packet-ins into a bounded queue, and outputs
-//!    buffered in one batch per output port. A whole batch that belongs to one megaflow whose
-//!    only action is one output is handed to that port as it is, without moving a packet.
+//!    buffered in one batch per output port. When every packet that is not dropped leaves
+//!    through the same port (one flow, or many flows to one uplink), the actions before that
+//!    output run on the packets where they are and the rx batch is handed to the port as it
+//!    is, without moving a packet.
 //! 7. **Transmit** — each output batch is sent when full and at the end of the rx batch; what a
 //!    port does not take is freed and counted.
 //!

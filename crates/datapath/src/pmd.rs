@@ -10,10 +10,11 @@
 //! upcalls for the classifier misses, within the upcall budget → execute → flush outputs.
 //!
 //! Packets stay in the rx batch until they are executed, and each is moved once: into its
-//! output batch. When every packet of the batch resolved to the same megaflow and that
-//! megaflow's only action is one output ([`Plan::Forward`]), the rx batch itself is handed to
-//! the output port ([`Executor::forward_batch`]): no packet is moved at all. Otherwise packets
-//! run in arrival order and megaflow counters are added once per megaflow per batch.
+//! output batch. When every packet that is not dropped leaves through the same port (by the
+//! output that takes the packet itself, whatever megaflows they hit), the actions before that
+//! output run in place and the rx batch itself is handed to the output port
+//! ([`Executor::forward_batch`]): no packet is moved at all. Otherwise packets run in arrival
+//! order. Megaflow counters are added once per megaflow per batch.
 //! Time for meters and budgets comes from a [`TscClock`], not a system call per batch.
 //!
 //! Cache validity: at the start of each batch the thread compares [`Upcall::generation`] with

@@ -11,7 +11,8 @@
 //!
 //! Backends: [`ring`] (in-memory pairs), [`null`] (benchmark source and sink), [`pcap`]
 //! (capture files), [`afxdp`] (kernel interfaces through AF_XDP sockets, the pool as UMEM),
-//! [`afpacket`] (kernel interfaces through a TPACKET_V3 ring), [`tap`] (TAP devices),
+//! [`afpacket`] (kernel interfaces through AF_PACKET sockets: `recvmmsg` straight into pool
+//! frames by default, a TPACKET_V3 ring with `rx=ring`), [`tap`] (TAP devices),
 //! [`vhostuser`] (VMs over vhost-user, the rings polled by the switch); [`vnet`] handles the
 //! virtio-net header (checksum and TCP segmentation offloads) for the last three.
 //! [`open`] opens any of them from a text spec such as `null:flows=1000`.
