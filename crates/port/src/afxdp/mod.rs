@@ -10,7 +10,7 @@
 //!    pool as its UMEM, binds it (zero-copy when the driver has it, copy mode otherwise) and
 //!    puts it in the program's XSKMAP slot for that queue;
 //! 4. with `prio=on` (the default), opens an AF_PACKET receive and transmit socket on the
-//!    interface ([`crate::afpacket::side`]) and has the program pass control frames (ARP,
+//!    interface (`afpacket/side.rs`) and has the program pass control frames (ARP,
 //!    ICMP, ICMPv6, TCP SYNs) up the kernel stack, where that socket reads them: they are the
 //!    port's priority receive queue, served by the datapath's priority lane, so a ping does not
 //!    queue behind bulk traffic in the AF_XDP rings. The transmit socket is the port's last

@@ -39,7 +39,7 @@ use super::memory::{GuestMemory, RegionDesc};
 use super::ring::{RingAddrs, SplitRing};
 use super::Shared;
 
-/// The virtio features the port offers (see the [module docs](self)).
+/// The virtio features the port offers (the list is in this file's opening docs).
 pub fn offered_features() -> u64 {
     let bits = [
         VIRTIO_NET_F_CSUM,
