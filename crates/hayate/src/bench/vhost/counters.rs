@@ -88,6 +88,35 @@ pub fn parse_pmd_cycles(text: &str, core: usize) -> Option<(u64, u64)> {
     Some((idle?, busy?))
 }
 
+/// `(idle, busy)` cycles of Hayate's poll threads pinned to `core`, summed, in `hayate ctl
+/// BRIDGE dump-pmd` output (`pmd thread N core C:` then `  idle_cycles: V`, `  busy_cycles:
+/// V`, ...); `None` when no thread is on that core.
+pub fn parse_hayate_pmd_cycles(text: &str, core: usize) -> Option<(u64, u64)> {
+    let head = format!(" core {core}:");
+    let (mut on, mut seen) = (false, false);
+    let (mut idle, mut busy) = (0u64, 0u64);
+    for line in text.lines() {
+        if !line.starts_with(' ') {
+            on = line.starts_with("pmd thread") && line.ends_with(&head);
+            seen |= on;
+            continue;
+        }
+        if !on {
+            continue;
+        }
+        let Some((k, v)) = line.trim().split_once(':') else {
+            continue;
+        };
+        let v: u64 = v.trim().parse().ok()?;
+        match k {
+            "idle_cycles" => idle += v,
+            "busy_cycles" => busy += v,
+            _ => {}
+        }
+    }
+    seen.then_some((idle, busy))
+}
+
 /// Counters read at one moment (the middle of the read), by key (`switch.p3.tx`, ...).
 #[derive(Debug, Clone)]
 pub struct Reading {
@@ -191,6 +220,18 @@ mod tests {
                    main thread:\n  idle cycles: 5 (50.00%)\n  processing cycles: 5 (50.00%)\n";
         assert_eq!(parse_pmd_cycles(pmd, 1), Some((140, 9860)));
         assert_eq!(parse_pmd_cycles(pmd, 0), None);
+    }
+
+    #[test]
+    fn hayate_pmd_cycles_parse_for_the_threads_on_a_core() {
+        let text = "pmd thread 0 core 1:\n  rx_packets: 10\n  busy_cycles: 900\n  \
+                    idle_cycles: 100\npmd thread 1 core -:\n  busy_cycles: 5\n  \
+                    idle_cycles: 5\ntotal:\n  busy_cycles: 905\n  idle_cycles: 105\n";
+        assert_eq!(parse_hayate_pmd_cycles(text, 1), Some((100, 900)));
+        assert_eq!(parse_hayate_pmd_cycles(text, 0), None);
+        let two = "pmd thread 0 core 1:\n  busy_cycles: 1\n  idle_cycles: 2\n\
+                   pmd thread 1 core 1:\n  busy_cycles: 10\n  idle_cycles: 20\n";
+        assert_eq!(parse_hayate_pmd_cycles(two, 1), Some((22, 11)));
     }
 
     #[test]

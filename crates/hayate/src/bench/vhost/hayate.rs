@@ -2,16 +2,18 @@
 //! switch core (`cores = [N]`), its other threads on the VM core; vhost-user ports in client
 //! mode (the VMs own the sockets). PVP: port 1 `null:` (the in-memory source, as net_pcap's
 //! endless replay is for the others), 2 the VM, 3 `null:sink`. V2V: 1 vmA, 2 vmB. Counters
-//! come from `hayate ctl dump-ports` over the management socket in a private run folder.
+//! come from `hayate ctl dump-ports` over the management socket in a private run folder; the
+//! poll thread's busy share from `hayate ctl dump-pmd` (its busy and idle cycles) at the
+//! window's two ends.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
-use super::counters::{parse_dump_ports, put_ports, Reading};
+use super::counters::{parse_dump_ports, parse_hayate_pmd_cycles, put_ports, Reading};
 use super::proc::{self, Spawn};
 use super::testpmd::{Telemetry, Vms};
 use super::window::{self, Measured};
@@ -57,19 +59,38 @@ pub fn config(topo: Topology, socks: &[&Path], switch_core: usize, ctl: &Path) -
     s
 }
 
-/// The switch's port counters as `switch.p<N>.*`.
-fn ports(ctx: &Ctx, run_dir: &Path) -> Result<BTreeMap<String, u64>> {
-    let out = proc::run(
+/// `hayate ctl BRIDGE CMD` on the bridge's management socket.
+fn ctl(ctx: &Ctx, run_dir: &Path, cmd: &str) -> Result<String> {
+    proc::run(
         Command::new(&ctx.hayate)
             .arg("ctl")
             .arg("--run-dir")
             .arg(run_dir)
-            .args([BRIDGE, "dump-ports"]),
+            .args([BRIDGE, cmd]),
         Duration::from_secs(10),
-    )?;
+    )
+}
+
+/// The switch's port counters as `switch.p<N>.*`.
+fn ports(ctx: &Ctx, run_dir: &Path) -> Result<BTreeMap<String, u64>> {
     let mut m = BTreeMap::new();
-    put_ports(&mut m, "switch", &parse_dump_ports(&out));
+    put_ports(
+        &mut m,
+        "switch",
+        &parse_dump_ports(&ctl(ctx, run_dir, "dump-ports")?),
+    );
     Ok(m)
+}
+
+/// Idle and busy cycles of the poll thread on the switch core (`hayate ctl dump-pmd`).
+fn pmd_cycles(ctx: &Ctx, run_dir: &Path) -> Result<(u64, u64)> {
+    let text = ctl(ctx, run_dir, "dump-pmd")?;
+    parse_hayate_pmd_cycles(&text, ctx.switch_core).ok_or_else(|| {
+        anyhow!(
+            "no poll thread on core {} in dump-pmd:\n{text}",
+            ctx.switch_core
+        )
+    })
 }
 
 /// Measures Hayate on `topo`, with logs and sockets in `dir`.
@@ -109,6 +130,7 @@ pub fn measure(ctx: &Ctx, topo: Topology, dir: &Path) -> Result<Measured> {
         Topology::Pvp => ("switch.p3.tx", "switch.p1.rx"),
         Topology::V2v => ("vms.p2.rx", "vms.p1.tx"),
     };
+    let mut at_start = None;
     let mut m = window::measure(
         ctx,
         &mut read,
@@ -117,8 +139,20 @@ pub fn measure(ctx: &Ctx, topo: Topology, dir: &Path) -> Result<Measured> {
             sw.alive()?;
             vms.proc.alive()
         },
-        &mut || Ok(()),
+        &mut || {
+            at_start = Some(pmd_cycles(ctx, &run_dir)?);
+            Ok(())
+        },
     )?;
+    // The poll thread's own count of its busy and idle cycles over the window (it counts
+    // a poll busy when it brought packets).
+    if let Some((i0, b0)) = at_start {
+        let (i1, b1) = pmd_cycles(ctx, &run_dir)?;
+        let (idle, busy) = (i1.saturating_sub(i0), b1.saturating_sub(b0));
+        if idle + busy > 0 {
+            m.busy_share = Some(busy as f64 / (idle + busy) as f64);
+        }
+    }
     m.offered = Some(offered.into());
     Ok(m)
 }
