@@ -5,12 +5,11 @@
 //! core, and counts what the sinks received over a measured window after a warm-up. The
 //! figures are Mpps, Gbit/s on the wire and time-stamp-counter cycles per packet.
 
-pub mod compare;
-pub mod generators;
 mod report;
 mod runner;
 mod scenario;
-pub mod vhost;
+
+use hayate_lab::{compare, generators, vhost};
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
@@ -143,4 +142,22 @@ pub fn main(args: BenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_vhost_benchs_configs_are_valid_hayate_configs() {
+        use hayate_lab::vhost::{hayate::config, Topology};
+        use std::path::Path;
+        let (a, b) = (Path::new("/tmp/v/vmA.sock"), Path::new("/tmp/v/vmB.sock"));
+        for topo in [Topology::Pvp, Topology::V2v] {
+            let text = config(topo, &[a, b], 1, Path::new("/tmp/v/run/ctl.sock"));
+            let bridges = crate::config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(bridges.len(), 1);
+            assert_eq!(bridges[0].cores, vec![1]);
+            let n = if topo == Topology::Pvp { 3 } else { 2 };
+            assert_eq!(bridges[0].ports.len(), n, "{text}");
+        }
+    }
 }

@@ -22,7 +22,7 @@ mod counters;
 mod floor;
 mod frame;
 mod guard;
-mod hayate;
+pub mod hayate;
 mod host;
 mod needs;
 mod ovs;

@@ -95,7 +95,7 @@ pub struct Report {
 }
 
 /// The median of a figure's runs: one home for it, `bench compare`'s.
-pub(crate) use crate::bench::compare::median::median;
+pub(crate) use crate::compare::median::median;
 
 /// `a / b` when both are there and `b > 0`.
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {

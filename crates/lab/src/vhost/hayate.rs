@@ -156,21 +156,3 @@ pub fn measure(ctx: &Ctx, topo: Topology, dir: &Path) -> Result<Measured> {
     m.offered = Some(offered.into());
     Ok(m)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_configs_are_valid_hayate_configs() {
-        let (a, b) = (Path::new("/tmp/v/vmA.sock"), Path::new("/tmp/v/vmB.sock"));
-        for topo in [Topology::Pvp, Topology::V2v] {
-            let text = config(topo, &[a, b], 1, Path::new("/tmp/v/run/ctl.sock"));
-            let bridges = crate::config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-            assert_eq!(bridges.len(), 1);
-            assert_eq!(bridges[0].cores, vec![1]);
-            let n = if topo == Topology::Pvp { 3 } else { 2 };
-            assert_eq!(bridges[0].ports.len(), n, "{text}");
-        }
-    }
-}

@@ -1,0 +1,19 @@
+//! Hayate's benchmark lab: the switch beside its peers, each run by the `hayate` binary as a
+//! child process (this crate never links the switch), on real interfaces, namespaces and
+//! vhost-user "VMs". The binary's `hayate bench compare|generators|vhost` call in here.
+//!
+//! - [`compare`]: two hosts in namespaces joined by Hayate, the Linux bridge, Open vSwitch
+//!   (system ports, userspace TSO, AF_XDP) or dpdk-testpmd on AF_XDP (the I/O floor): rates by
+//!   size, TCP, latency under load.
+//! - [`generators`]: packet generators side by side on one veth pair.
+//! - [`vhost`]: vhost-user PVP and VM-to-VM on one switch core, Hayate beside Open vSwitch
+//!   with DPDK and DPDK's vhost library.
+//!
+//! Every child runs on a time bound and dies with its parent; what a run changes on the host
+//! (namespaces, huge pages, mounts) is undone at its end, on Ctrl-C and on failure.
+
+#![deny(missing_docs)]
+
+pub mod compare;
+pub mod generators;
+pub mod vhost;
