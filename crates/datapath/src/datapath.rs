@@ -334,10 +334,12 @@ impl Datapath {
         // not end on its own to notice the stop flag.
         let stop_wake = Arc::new(Wake::new());
         let mut stats = Vec::with_capacity(pmds.len());
+        let mut threads = Vec::with_capacity(pmds.len());
         let mut handles = Vec::with_capacity(pmds.len());
         for mut pmd in pmds {
             pmd.attach_stop_wake(stop_wake.clone());
             stats.push(pmd.stats_handle().clone());
+            threads.push((pmd.index(), pmd.core(), pmd.is_lane()));
             let stop = stop.clone();
             let name = if pmd.is_lane() {
                 "hayate-lane".to_string()
@@ -368,6 +370,7 @@ impl Datapath {
             stop,
             stop_wake,
             stats,
+            threads,
             packet_ins: self.packet_ins.clone(),
             injector: self.injector.clone(),
             packet_in_wake: self.packet_in_wake.clone(),
@@ -395,9 +398,25 @@ pub struct Running {
     /// Signalled after `stop` is set: wakes threads sleeping in `poll(2)`.
     stop_wake: Arc<Wake>,
     stats: Vec<Arc<PmdStats>>,
+    /// Index, core and whether it is the priority lane, per thread (as `stats`).
+    threads: Vec<(usize, Option<usize>, bool)>,
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
     packet_in_wake: Arc<Wake>,
+}
+
+/// One poll thread's counters with what the operator needs to tell it apart
+/// ([`Running::threads`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadStats {
+    /// Thread index (`hayate-pmdN`; the priority lane has the last one).
+    pub index: usize,
+    /// The core it is pinned to, if any.
+    pub core: Option<usize>,
+    /// Whether it is the priority lane ([`Pmd::is_lane`]).
+    pub lane: bool,
+    /// Its counters now.
+    pub stats: Snapshot,
 }
 
 impl std::fmt::Debug for Running {
@@ -417,6 +436,27 @@ impl Running {
     /// Counters of each thread.
     pub fn thread_stats(&self) -> Vec<Snapshot> {
         self.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// Each thread's counters with its index, core and role, in index order.
+    pub fn threads(&self) -> Vec<ThreadStats> {
+        self.threads
+            .iter()
+            .zip(&self.stats)
+            .map(|(&(index, core, lane), s)| ThreadStats {
+                index,
+                core,
+                lane,
+                stats: s.snapshot(),
+            })
+            .collect()
+    }
+
+    /// What the threads dropped of the packets port `ofport` delivered, by reason
+    /// ([`crate::rx_drops::IN_PORT_DROPS`]; the other fields are 0), summed over its rx
+    /// queues at read time. A port the datapath does not have reads all zero.
+    pub fn port_drops(&self, ofport: u32) -> Snapshot {
+        self.plugboard().port_drops(ofport)
     }
 
     /// Signalled when poll threads queued packet-ins (wait on its descriptor instead of

@@ -34,7 +34,8 @@
 //! |---|---|---|
 //! | rx queues, EMC, classifier, megaflow arena, scratch arrays | one [`Pmd`] | nobody |
 //! | tx queue of a port | one [`Pmd`] (shared behind a mutex only when a port has fewer tx queues than threads) | — |
-//! | [`PmdStats`] | written by its [`Pmd`] | read by [`Running::stats`] and tools |
+//! | [`PmdStats`] | written by its [`Pmd`] | read by [`Running::stats`] / [`Running::threads`] and tools |
+//! | [`RxDrops`] of an rx queue | written by the [`Pmd`] that reads the queue | summed per port by [`Running::port_drops`] |
 //! | flow entries' `FlowCounters` | the pipeline | megaflows add to them every ~100 ms |
 //! | meters ([`Policer`]) | the pipeline | every thread polices through them |
 //! | packet-in queue | [`Datapath`] | every thread sends, the agent drains with [`Datapath::packet_ins`] |
@@ -58,15 +59,17 @@ pub mod inject;
 pub mod megaflow;
 pub mod plug;
 pub mod pmd;
+pub mod rx_drops;
 pub mod stats;
 mod target;
 pub mod upcall;
 
 pub use config::DpConfig;
-pub use datapath::{Builder, Datapath, DpError, Running};
+pub use datapath::{Builder, Datapath, DpError, Running, ThreadStats};
 pub use execute::PacketIn;
 pub use idle::IdleConfig;
 pub use inject::{InjectError, Injector, Wake};
 pub use pmd::{now_ns, Pmd, PmdParts};
+pub use rx_drops::{RxDrops, IN_PORT_DROPS};
 pub use stats::{Counter, PmdStats, Snapshot};
 pub use upcall::{Police, Policer, Upcall, UpcallFactory};

@@ -48,7 +48,8 @@ use crate::datapath::DpError;
 use crate::execute::{Executor, TxPort, TxSlot};
 use crate::inject::Wake;
 use crate::pmd::Pmd;
-use crate::stats::LocalStats;
+use crate::rx_drops::{RxDrops, RxSlot};
+use crate::stats::{LocalStats, Snapshot};
 
 /// How long the control side waits for every thread to take a port change.
 pub const PLUG_TIMEOUT: Duration = Duration::from_secs(5);
@@ -58,7 +59,7 @@ enum Change {
     /// A new port: this thread's rx queues of it (maybe none) and its tx entry.
     Add {
         ofport: u32,
-        rx: Vec<Box<dyn RxQueue>>,
+        rx: Vec<RxSlot>,
         tx: Box<TxPort>,
         /// Ports that must cut super-packets from now on (a port with virtio-net headers
         /// joined a datapath that had none).
@@ -99,7 +100,7 @@ impl Letter {
     /// Applies the change to a thread's rx queues and tx table (between batches).
     pub(crate) fn apply(
         self,
-        rx: &mut Vec<(u32, Box<dyn RxQueue>)>,
+        rx: &mut Vec<RxSlot>,
         exec: &mut Executor,
         st: &mut LocalStats,
     ) -> Ack {
@@ -115,14 +116,15 @@ impl Letter {
                     exec.set_segmenting(o);
                 }
                 exec.add_port(*tx);
-                rx.extend(queues.into_iter().map(|q| (ofport, q)));
+                debug_assert!(queues.iter().all(|q| q.ofport == ofport));
+                rx.extend(queues);
             }
             Change::Remove { ofport } => {
                 retired.tx = exec.remove_port(ofport, st);
                 let mut i = 0;
                 while i < rx.len() {
-                    if rx[i].0 == ofport {
-                        retired.rx.push(rx.remove(i).1);
+                    if rx[i].ofport == ofport {
+                        retired.rx.push(rx.remove(i).queue);
                     } else {
                         i += 1;
                     }
@@ -169,8 +171,8 @@ impl Mailbox {
 struct Post {
     letters: Sender<Letter>,
     wake: Arc<Wake>,
-    /// The OpenFlow port of each rx queue the thread polls.
-    rx: Vec<u32>,
+    /// The OpenFlow port of each rx queue the thread polls, with the queue's drop counters.
+    rx: Vec<(u32, Arc<RxDrops>)>,
 }
 
 /// The ports of a running datapath and the threads' mailboxes (see the module docs).
@@ -194,7 +196,7 @@ impl Plugboard {
             .map(|p| {
                 let (letters, inbox) = channel();
                 let wake = Arc::new(Wake::new());
-                let rx = p.rx_ports().collect();
+                let rx = p.rx_drops().map(|(o, d)| (o, d.clone())).collect();
                 p.attach_mailbox(Mailbox {
                     gen: gen.clone(),
                     seen: 0,
@@ -232,14 +234,12 @@ impl Plugboard {
         let poll = n - usize::from(self.lane);
         let caps = port.capabilities();
         let open_err = |e: PortError| DpError(e.to_string());
-        let mut rx: Vec<Vec<Box<dyn RxQueue>>> = (0..n).map(|_| Vec::new()).collect();
+        let mut rx: Vec<Vec<RxSlot>> = (0..n).map(|_| Vec::new()).collect();
         let mut load: Vec<usize> = self.threads.iter().map(|t| t.rx.len()).collect();
-        let mut owner = Vec::new();
         for q in 0..caps.rx_queues {
             let t = fewest(&load[..poll]);
-            rx[t].push(port.open_rx(q).map_err(open_err)?);
+            rx[t].push(RxSlot::new(ofport, port.open_rx(q).map_err(open_err)?));
             load[t] += 1;
-            owner.push(t);
         }
         for q in 0..port.priority_queues() {
             let t = if self.lane {
@@ -247,10 +247,17 @@ impl Plugboard {
             } else {
                 fewest(&load[..poll])
             };
-            rx[t].push(port.open_priority_rx(q).map_err(open_err)?);
+            rx[t].push(RxSlot::new(
+                ofport,
+                port.open_priority_rx(q).map_err(open_err)?,
+            ));
             load[t] += 1;
-            owner.push(t);
         }
+        // The control side keeps a handle on each queue's drop counters.
+        let counters: Vec<Vec<(u32, Arc<RxDrops>)>> = rx
+            .iter()
+            .map(|slots| slots.iter().map(|s| (ofport, s.drops.clone())).collect())
+            .collect();
         let supers = self.supers || caps.vnet_hdr;
         let segment: Vec<u32> = if caps.vnet_hdr && !self.supers {
             self.ports.iter().map(|p| p.0).collect()
@@ -273,8 +280,8 @@ impl Plugboard {
             posted += usize::from(t.letters.send(letter).is_ok());
         }
         drop(ack);
-        for t in owner {
-            self.threads[t].rx.push(ofport);
+        for (t, c) in self.threads.iter_mut().zip(counters) {
+            t.rx.extend(c);
         }
         self.ports.push((ofport, port));
         self.supers = supers;
@@ -301,7 +308,7 @@ impl Plugboard {
         let (ack, acks) = channel();
         let mut posted = 0;
         for t in &mut self.threads {
-            t.rx.retain(|&o| o != ofport);
+            t.rx.retain(|(o, _)| *o != ofport);
             let letter = Letter {
                 change: Change::Remove { ofport },
                 ack: ack.clone(),
@@ -312,6 +319,17 @@ impl Plugboard {
         self.ring();
         settle(acks, posted, format!("removing port {ofport}"), Some(port));
         Ok(())
+    }
+
+    /// Drops by reason of the packets port `ofport` delivered, summed over its rx queues
+    /// (each counted by the thread that reads it; see [`crate::rx_drops`]).
+    pub(crate) fn port_drops(&self, ofport: u32) -> Snapshot {
+        self.threads
+            .iter()
+            .flat_map(|t| t.rx.iter())
+            .filter(|(o, _)| *o == ofport)
+            .map(|(_, d)| d.snapshot())
+            .sum()
     }
 
     /// Wakes every thread, then publishes the new generation.

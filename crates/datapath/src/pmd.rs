@@ -49,6 +49,7 @@ use crate::idle::{Idle, Step};
 use crate::inject::{InjectQueue, Wake};
 use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::plug::Mailbox;
+use crate::rx_drops::{RxDrops, RxSlot};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
 use crate::upcall::{Policer, Upcall};
@@ -128,7 +129,7 @@ struct Scratch {
 pub struct Pmd {
     index: usize,
     core: Option<usize>,
-    rx: Vec<(u32, Box<dyn RxQueue>)>,
+    rx: Vec<RxSlot>,
     exec: Executor,
     emc: Emc,
     cls: Dpcls,
@@ -226,10 +227,14 @@ impl Pmd {
         });
         let cache_gen = p.upcall.generation();
         let idle = Idle::new(cfg.idle, p.rx.iter().map(|(_, q)| q.readiness_fd()));
+        let rx =
+            p.rx.into_iter()
+                .map(|(ofport, q)| RxSlot::new(ofport, q))
+                .collect();
         Pmd {
             index: p.index,
             core: p.core,
-            rx: p.rx,
+            rx,
             exec: Executor::new(p.tx, p.cache, p.packet_ins),
             emc: Emc::new(cfg.emc_entries, cfg.emc_insert_inv_prob),
             cls: Dpcls::new(cfg.max_megaflows),
@@ -288,7 +293,12 @@ impl Pmd {
 
     /// OpenFlow ports of the rx queues this thread polls.
     pub fn rx_ports(&self) -> impl Iterator<Item = u32> + '_ {
-        self.rx.iter().map(|r| r.0)
+        self.rx.iter().map(|r| r.ofport)
+    }
+
+    /// The drop counters of each rx queue this thread polls, with its OpenFlow port.
+    pub fn rx_drops(&self) -> impl Iterator<Item = (u32, &Arc<RxDrops>)> + '_ {
+        self.rx.iter().map(|r| (r.ofport, &r.drops))
     }
 
     /// Makes this thread the priority lane (see [`crate::datapath`]): it sleeps as soon as
@@ -343,7 +353,7 @@ impl Pmd {
             self.cfg.idle,
             self.rx
                 .iter()
-                .map(|(_, rxq)| rxq.readiness_fd())
+                .map(|r| r.queue.readiness_fd())
                 .chain(inject)
                 .chain(stop)
                 .chain(plug),
@@ -371,15 +381,18 @@ impl Pmd {
         }
         for q in 0..self.rx.len() {
             let t0 = cycles();
-            let (ofport, rxq) = &mut self.rx[q];
-            let ofport = *ofport;
-            let n = rxq.recv(&mut self.s.batch);
+            let slot = &mut self.rx[q];
+            let ofport = slot.ofport;
+            let n = slot.queue.recv(&mut self.s.batch);
             if n == 0 {
                 self.local
                     .add(Counter::IdleCycles, cycles().wrapping_sub(t0));
                 continue;
             }
+            // Drops of this batch are the rx queue's too (per port, `crate::rx_drops`).
+            let mark = RxDrops::mark(&self.local);
             self.process(ofport, t0);
+            self.rx[q].drops.record(&mark, &self.local);
             total += n;
         }
         if total == 0 {

@@ -146,6 +146,9 @@ pub fn start(
         ports,
     );
     bridge.attach(running.injector());
+    let counters: Arc<dyn agent::ofproto::DatapathCounters> = running.clone();
+    bridge.attach_counters(Arc::downgrade(&counters));
+    drop(counters);
     bridge.attach_plug(Arc::new(Plugger {
         pool: s.pool.clone(),
         datapath: Arc::downgrade(&running),

@@ -54,4 +54,10 @@ impl PortPlug for Plugger {
         let running = self.running()?;
         blocking(|| running.remove_port(ofport)).map_err(|e| e.to_string())
     }
+
+    fn warning(&self, spec: &str, port: &dyn Port) -> Option<String> {
+        let w = port::mtu::check(spec, port.capabilities().max_frame)?;
+        eprintln!("warning: bridge {}: port {spec}: {w}", self.bridge);
+        Some(w)
+    }
 }

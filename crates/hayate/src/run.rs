@@ -52,7 +52,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub busy_poll: bool,
     /// At exit, write every port's final counters to this file as JSON:
-    /// `[{"bridge", "ofport", "name", "rx_packets", "rx_bytes", ...}]`.
+    /// `[{"bridge", "ofport", "name", "rx_packets", "rx_bytes", ...}]` (`rx_dropped` and
+    /// `rx_errors` as `dump-ports` shows them; the switch's drops by reason as `dump-drops`).
     #[arg(long)]
     pub stats_json: Option<PathBuf>,
     /// A controller target, repeatable: tcp:HOST:PORT, ssl:HOST:PORT, ptcp:PORT[:IP],
@@ -219,6 +220,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         for (no, name, spec) in &b.ports {
             let port =
                 port::spec::open(spec, &pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+            if let Some(w) = port::mtu::check(spec, port.capabilities().max_frame) {
+                eprintln!("warning: bridge {}: port {spec}: {w}", b.name);
+            }
             ports.push(SwitchPort {
                 ofport: *no,
                 name: name.clone(),
@@ -311,32 +315,39 @@ pub fn run(args: RunArgs) -> Result<()> {
             last_print = Instant::now();
         }
     }
-    let mut views = Vec::new();
+    let mut finals = Vec::new();
     for (view, handle, side) in running {
-        // The pump holds the datapath too: stop it first, then the poll threads.
+        // The pump holds the datapath too: stop it first, then the poll threads; read the
+        // final counters before the datapath goes (the bridge only holds it weakly).
         drop(side);
-        match Arc::try_unwrap(handle) {
-            Ok(mut h) => h.stop(),
-            Err(h) => drop(h),
-        }
-        views.push(view);
+        let rows = match Arc::try_unwrap(handle) {
+            Ok(mut h) => {
+                h.stop();
+                view.rows(Some(&h))
+            }
+            Err(h) => view.rows(Some(&h)),
+        };
+        finals.push((view.name, rows));
     }
     rt.shutdown_timeout(Duration::from_secs(1));
-    print_views(&views);
+    print_rows(&finals);
     if let Some(path) = &args.stats_json {
-        write_stats_json(path, &views)?;
+        write_stats_json(path, &finals)?;
     }
     Ok(())
 }
 
+/// One port's final counters: the port, its own counters, the switch's drops of its packets.
+type PortRow = (agent::ofproto::OfPort, port::PortStats, datapath::Snapshot);
+
 /// Writes every port's final counters to `path` as JSON (`--stats-json`).
-fn write_stats_json(path: &Path, views: &[StatsView]) -> Result<()> {
+fn write_stats_json(path: &Path, bridges: &[(String, Vec<PortRow>)]) -> Result<()> {
     let mut rows = Vec::new();
-    for sw in views {
-        for p in sw.bridge.ports() {
-            let s = p.port.stats();
-            rows.push(serde_json::json!({
-                "bridge": sw.name,
+    for (bridge, ports) in bridges {
+        for (p, own, drops) in ports {
+            let s = agent::ofproto::merged(*own, drops);
+            let mut row = serde_json::json!({
+                "bridge": bridge,
                 "ofport": p.no,
                 "name": p.name,
                 "rx_packets": s.rx_packets,
@@ -348,7 +359,12 @@ fn write_stats_json(path: &Path, views: &[StatsView]) -> Result<()> {
                 "tx_bytes": s.tx_bytes,
                 "tx_dropped": s.tx_dropped,
                 "tx_errors": s.tx_errors,
-            }));
+            });
+            // The switch's drops of the port's packets, by reason (as `hayate ctl dump-drops`).
+            for c in datapath::IN_PORT_DROPS {
+                row[c.name()] = drops[c].into();
+            }
+            rows.push(row);
         }
     }
     let text = serde_json::to_string_pretty(&rows)?;
@@ -363,6 +379,25 @@ struct StatsView {
     bridge: Arc<agent::ofproto::OfBridge>,
 }
 
+impl StatsView {
+    /// Every port's counters now; `dp`, when given, is read for the switch's drops (the
+    /// bridge's own handle on the datapath is gone once it stopped).
+    fn rows(&self, dp: Option<&datapath::Running>) -> Vec<PortRow> {
+        match dp {
+            Some(dp) => self
+                .bridge
+                .ports()
+                .into_iter()
+                .map(|p| {
+                    let (own, drops) = (p.port.stats(), dp.port_drops(p.no));
+                    (p, own, drops)
+                })
+                .collect(),
+            None => self.bridge.port_counters(),
+        }
+    }
+}
+
 type Running = (
     StatsView,
     Arc<datapath::Running>,
@@ -370,24 +405,22 @@ type Running = (
 );
 
 fn print_stats(running: &[Running]) {
-    let views: Vec<&StatsView> = running.iter().map(|r| &r.0).collect();
-    print_view_refs(&views);
-}
-
-fn print_views(views: &[StatsView]) {
-    let refs: Vec<&StatsView> = views.iter().collect();
-    print_view_refs(&refs);
+    let rows: Vec<(String, Vec<PortRow>)> = running
+        .iter()
+        .map(|(v, _, _)| (v.name.clone(), v.rows(None)))
+        .collect();
+    print_rows(&rows);
 }
 
 /// Prints every port's counters. A closed stdout (the reader went away) is not an error
 /// worth stopping a switch for: the lines are dropped.
-fn print_view_refs(views: &[&StatsView]) {
+fn print_rows(bridges: &[(String, Vec<PortRow>)]) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    for sw in views {
-        for p in sw.bridge.ports() {
+    for (bridge, ports) in bridges {
+        for (p, own, drops) in ports {
             let (ofport, name) = (p.no, &p.name);
-            let s = p.port.stats();
+            let s = agent::ofproto::merged(*own, drops);
             let prio = if s.rx_priority > 0 {
                 format!(" ({} priority)", s.rx_priority)
             } else {
@@ -395,8 +428,8 @@ fn print_view_refs(views: &[&StatsView]) {
             };
             let _ = writeln!(
                 out,
-                "{} port {} ({}): rx {} pkts{prio} {} bytes, tx {} pkts {} bytes, drops rx {} tx {}",
-                sw.name,
+                "{} port {} ({}): rx {} pkts{prio} {} bytes, tx {} pkts {} bytes, drops rx {} tx {}, errors rx {}",
+                bridge,
                 ofport,
                 name,
                 s.rx_packets,
@@ -404,7 +437,8 @@ fn print_view_refs(views: &[&StatsView]) {
                 s.tx_packets,
                 s.tx_bytes,
                 s.rx_dropped,
-                s.tx_dropped
+                s.tx_dropped,
+                s.rx_errors
             );
         }
     }

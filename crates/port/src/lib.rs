@@ -23,6 +23,7 @@ pub mod afpacket;
 pub mod afxdp;
 mod claim;
 pub mod fuzzing;
+pub mod mtu;
 pub mod null;
 pub mod partial_csum;
 pub mod pcap;

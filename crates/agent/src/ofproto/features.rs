@@ -46,9 +46,10 @@ pub(super) fn port_desc(p: &PortState) -> PortDesc {
     }
 }
 
-/// One port's `ofp_port_stats`.
-pub(super) fn port_stats(p: &PortState) -> PortStats {
-    let s = p.port.port.stats();
+/// One port's `ofp_port_stats`: its own counters with `drops`, the switch's drops of its
+/// packets, folded in ([`super::counters`]).
+pub(super) fn port_stats(p: &PortState, drops: &datapath::Snapshot) -> PortStats {
+    let s = super::counters::merged(p.port.port.stats(), drops);
     let up = p.since.elapsed();
     PortStats {
         port_no: p.port.no,

@@ -189,7 +189,13 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, role: Role, msg: &[u8], out: &m
             }
         }
         M::Experimenter(e) if e.experimenter == super::port_cmd::HAYATE_EXPERIMENTER => {
-            super::live_ports::handle(b, conn, xid, &e, out);
+            use super::port_cmd::exp_type;
+            match e.exp_type {
+                exp_type::DUMP_PMD | exp_type::DUMP_DROPS => {
+                    super::counters::handle(b, conn, xid, &e, out)
+                }
+                _ => super::live_ports::handle(b, conn, xid, &e, out),
+            }
         }
         M::Experimenter(_) => error(out, msg, ErrorCode::BRC_BAD_EXPERIMENTER),
         M::EchoRequest(d) => reply(out, xid, &M::EchoReply(d)),

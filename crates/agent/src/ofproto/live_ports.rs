@@ -46,6 +46,13 @@ pub trait PortPlug: Send + Sync {
     /// Takes OpenFlow port `ofport` out of the running datapath; returns once no poll thread
     /// holds a queue of it.
     fn unplug(&self, ofport: u32) -> Result<(), String>;
+
+    /// A warning about `port`, opened from `spec`, that the operator should see with the
+    /// reply (e.g. an interface MTU larger than a pool frame). Default: none.
+    fn warning(&self, spec: &str, port: &dyn Port) -> Option<String> {
+        let _ = (spec, port);
+        None
+    }
 }
 
 impl OfBridge {
@@ -157,9 +164,17 @@ impl OfBridge {
             });
         }
         tracing::info!(bridge = %bridge, port = %name, ofport = no, spec, "port added");
+        let warning = match st.ports.iter().find(|p| p.port.no == no) {
+            Some(p) => plug.warning(spec, &*p.port.port),
+            None => None,
+        };
+        if let Some(w) = &warning {
+            tracing::warn!(bridge = %bridge, port = %name, "{w}");
+        }
         Ok(format!(
-            "added port {name} ({spec}) to bridge {bridge} as OpenFlow port {no}{}",
-            if link { "" } else { "; its link is down" }
+            "added port {name} ({spec}) to bridge {bridge} as OpenFlow port {no}{}{}",
+            if link { "" } else { "; its link is down" },
+            warning.map_or_else(String::new, |w| format!("\nwarning: {w}"))
         ))
     }
 

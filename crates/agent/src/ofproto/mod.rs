@@ -20,6 +20,7 @@
 //! | `async_out.rs` | the pump: packet-in, flow-removed, port-status, per-connection filters |
 //! | `live_ports.rs` | ports added and removed while running (add-port, del-port), link state |
 //! | `port_cmd.rs` | add-port / del-port on the wire: Hayate's experimenter message |
+//! | `counters.rs` | the datapath's counters: per thread (dump-pmd), drops per port (dump-drops, dump-ports) |
 //!
 //! Barrier: the pipeline's working copy is published when a BARRIER_REQUEST arrives (before
 //! the reply is written), before a packet-out, and on the pump's tick. A published pipeline is
@@ -31,6 +32,7 @@
 //! the control side. The datapath never takes it.
 
 mod async_out;
+mod counters;
 mod features;
 mod handle;
 mod live_ports;
@@ -59,6 +61,7 @@ use crate::role::Role;
 use crate::ConnId;
 
 pub use async_out::{PumpReport, TICK};
+pub use counters::{format_drops, format_pmd, merged, DatapathCounters};
 pub use live_ports::{PortPlug, LINK_POLL};
 
 /// Cookie of the flow standalone fail mode installs while no controller is connected
@@ -146,6 +149,8 @@ pub struct OfBridge {
     injector: Mutex<Option<Injector>>,
     /// How add-port and del-port reach the datapath.
     plug: Mutex<Option<Arc<dyn PortPlug>>>,
+    /// Where the datapath's counters are read ([`OfBridge::attach_counters`]).
+    counters: Mutex<Option<std::sync::Weak<dyn DatapathCounters>>>,
     miss_send_len: AtomicU16,
     /// Some connection has a non-default async config (the slow, filtered send path).
     filtered: AtomicBool,
@@ -243,6 +248,7 @@ impl OfBridge {
             state: Mutex::new(st),
             injector: Mutex::new(None),
             plug: Mutex::new(None),
+            counters: Mutex::new(None),
             miss_send_len: AtomicU16::new(DEFAULT_MISS_SEND_LEN),
             filtered: AtomicBool::new(false),
             watch_links: AtomicBool::new(!down.is_empty()),

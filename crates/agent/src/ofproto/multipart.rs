@@ -115,7 +115,7 @@ pub(super) fn reply_to(
                 .ports
                 .iter()
                 .filter(|p| *port_no == ports::ANY || p.port.no == *port_no)
-                .map(features::port_stats)
+                .map(|p| features::port_stats(p, &b.port_drops(p.port.no)))
                 .collect();
             drop(st);
             if stats.is_empty() && *port_no != ports::ANY {

@@ -6,7 +6,9 @@
 //! |---|---|---|
 //! | add-port request | [`exp_type::ADD_PORT`] | the port spec, then `key=value` options, one per line (`ofport=N`, `name=NAME`) |
 //! | del-port request | [`exp_type::DEL_PORT`] | the port's name or OpenFlow number |
-//! | reply | [`exp_type::DONE`] | what was done, e.g. `added port vm1 as OpenFlow port 7` |
+//! | dump-pmd request | [`exp_type::DUMP_PMD`] | empty |
+//! | dump-drops request | [`exp_type::DUMP_DROPS`] | empty |
+//! | reply | [`exp_type::DONE`] | what was done, e.g. `added port vm1 as OpenFlow port 7`, or the dump's text |
 //!
 //! A refusal is an `OFPT_ERROR` of type `OFPET_EXPERIMENTER` (0xffff) under the same
 //! experimenter id, with a code of [`exp_error`] and the explanation as its data (text that
@@ -23,6 +25,10 @@ pub mod exp_type {
     pub const ADD_PORT: u32 = 1;
     /// Remove a port from the bridge.
     pub const DEL_PORT: u32 = 2;
+    /// Every poll thread's counters (`hayate ctl BRIDGE dump-pmd`).
+    pub const DUMP_PMD: u32 = 3;
+    /// Every port's drops by reason (`hayate ctl BRIDGE dump-drops`).
+    pub const DUMP_DROPS: u32 = 4;
     /// The switch did what was asked; the body says what.
     pub const DONE: u32 = 0x100;
 }
@@ -131,9 +137,12 @@ impl PortCmd {
             exp_type::ADD_PORT => PortCmd::parse("add-port", &words),
             exp_type::DEL_PORT => PortCmd::parse("del-port", &words),
             t => Err(format!(
-                "unknown Hayate experimenter type {t}; add-port is {} and del-port {}",
+                "unknown Hayate experimenter type {t}; add-port is {}, del-port {}, dump-pmd {} \
+                 and dump-drops {}",
                 exp_type::ADD_PORT,
-                exp_type::DEL_PORT
+                exp_type::DEL_PORT,
+                exp_type::DUMP_PMD,
+                exp_type::DUMP_DROPS
             )),
         }
     }
@@ -150,6 +159,16 @@ fn parse_ofport(v: &str) -> Result<u32, String> {
 }
 
 /// The reply to a port command that was done.
+/// A dump request (`exp_type` [`exp_type::DUMP_PMD`] or [`exp_type::DUMP_DROPS`]).
+pub fn dump_request(exp_type: u32) -> Message {
+    Message::Experimenter(Experimenter {
+        experimenter: HAYATE_EXPERIMENTER,
+        exp_type,
+        data: Vec::new(),
+    })
+}
+
+/// The reply to a port command that was done, or to a dump.
 pub fn done(text: &str) -> Message {
     Message::Experimenter(Experimenter {
         experimenter: HAYATE_EXPERIMENTER,

@@ -8,7 +8,9 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use agent::ofproto::port_cmd::{exp_type, refusal_text, PortCmd, HAYATE_EXPERIMENTER};
+use agent::ofproto::port_cmd::{
+    dump_request, exp_type, refusal_text, PortCmd, HAYATE_EXPERIMENTER,
+};
 use anyhow::{anyhow, bail, Context, Result};
 use openflow::multipart::MORE;
 use openflow::{Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody};
@@ -146,7 +148,19 @@ impl Client {
     /// Sends a port command (add-port, del-port) and returns what the switch did; a refusal
     /// is an error carrying the switch's explanation.
     pub fn port_command(&mut self, cmd: &PortCmd) -> Result<String> {
-        let xid = self.send(&cmd.to_message())?;
+        self.hayate_request(&cmd.to_message())
+    }
+
+    /// Sends a dump request (`exp_type` of [`exp_type::DUMP_PMD`], [`exp_type::DUMP_DROPS`])
+    /// and returns the switch's text.
+    pub fn dump(&mut self, exp_type: u32) -> Result<String> {
+        self.hayate_request(&dump_request(exp_type))
+    }
+
+    /// Sends a Hayate experimenter request and returns the text of its reply; a refusal is an
+    /// error carrying the switch's explanation.
+    fn hayate_request(&mut self, request: &Message) -> Result<String> {
+        let xid = self.send(request)?;
         loop {
             match self.recv()? {
                 (x, Message::Experimenter(e))

@@ -13,9 +13,16 @@
 //! | `add-meter METER`, `dump-meters` | meters |
 //! | `add-port SPEC [ofport=N] [name=NAME]` | open a port and add it to the running bridge (the lowest free number unless `ofport=` is given) |
 //! | `del-port NAME\|NUMBER` | take a port out of the running bridge (its queues and resources are released) |
+//! | `dump-pmd` | every poll thread's counters, then their total (as `ovs-appctl dpif-netdev/pmd-stats-show`) |
+//! | `dump-drops` | every port's drops by reason (the switch's and the port's own) |
 //!
-//! add-port and del-port travel as a Hayate experimenter message
+//! add-port, del-port, dump-pmd and dump-drops travel as a Hayate experimenter message
 //! ([`agent::ofproto::port_cmd`]); only the management socket may send them.
+//!
+//! `dump-pmd` prints, per thread, `pmd thread N core C:` (C is `-` for a thread not pinned;
+//! the priority lane, when the bridge has one, is the last thread) and one line
+//! `  NAME: VALUE` per counter of `datapath::Counter` (`  busy_cycles: 123`), then `total:`
+//! and the same lines summed. Benchmarks parse it: the format stays as it is.
 //!
 //! BRIDGE names `<run dir>/BRIDGE.mgmt`; a path (with a `/`) is used as it is; `tcp:HOST:PORT`
 //! reaches a controller listener instead.
@@ -38,7 +45,7 @@ use pipeline::model::{
 };
 use pipeline::ofctl;
 
-use agent::ofproto::port_cmd::PortCmd;
+use agent::ofproto::port_cmd::{exp_type, PortCmd};
 use client::Client;
 
 /// Options of `hayate ctl`.
@@ -56,7 +63,8 @@ pub struct CtlArgs {
     /// dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter,
     /// dump-meters; add-port SPEC [ofport=N] [name=NAME], e.g. add-port
     /// vhostuser:/tmp/vm1.sock ofport=7; del-port NAME|NUMBER — ports of the running bridge,
-    /// over the management socket only).
+    /// over the management socket only; dump-pmd: each poll thread's counters; dump-drops:
+    /// each port's drops by reason).
     pub command: String,
     /// The command's arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -265,6 +273,14 @@ pub fn main(a: CtlArgs) -> Result<()> {
             }
             Ok(())
         }
+        "dump-pmd" => {
+            print!("{}", c.dump(exp_type::DUMP_PMD)?);
+            Ok(())
+        }
+        "dump-drops" => {
+            print!("{}", c.dump(exp_type::DUMP_DROPS)?);
+            Ok(())
+        }
         "add-port" | "del-port" => {
             let words: Vec<&str> = a.args.iter().map(String::as_str).collect();
             let cmd = PortCmd::parse(&a.command, &words).map_err(|e| anyhow!(e))?;
@@ -272,7 +288,7 @@ pub fn main(a: CtlArgs) -> Result<()> {
             Ok(())
         }
         other => bail!(
-            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port or del-port"
+            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, dump-pmd or dump-drops"
         ),
     }
 }

@@ -493,7 +493,8 @@ pub struct Hayate {
 }
 
 impl Hayate {
-    fn log_text(&self) -> String {
+    /// What the switch wrote to stderr so far.
+    pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 

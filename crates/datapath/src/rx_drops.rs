@@ -1,0 +1,121 @@
+//! Drops by reason per receive queue: what the switch dropped of the packets one rx queue
+//! delivered, so that each port can show its own (`hayate ctl BRIDGE dump-drops`, and
+//! `rx_dropped` / `rx_errors` in `dump-ports`).
+//!
+//! Size and owner: one [`RxDrops`] per rx queue (priority queues included), made by the
+//! control side when the queue opens and moved with the queue to the poll thread that reads
+//! it. Only that thread writes it (a relaxed load and store, as [`crate::PmdStats`]); the
+//! control side keeps a handle and sums a port's queues when asked. So the counters are per
+//! thread, and the per-packet path pays nothing: a batch comes from one rx queue, and the
+//! thread compares its batch-local drop counts before and after the batch (a few loads) and
+//! stores the difference only when the batch dropped something.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use port::RxQueue;
+
+use crate::stats::{Counter, LocalStats, Snapshot};
+
+/// An rx queue as a poll thread holds it: its OpenFlow port, the queue, its drop counters.
+pub(crate) struct RxSlot {
+    pub(crate) ofport: u32,
+    pub(crate) queue: Box<dyn RxQueue>,
+    pub(crate) drops: Arc<RxDrops>,
+}
+
+impl RxSlot {
+    /// A slot for `queue` of port `ofport`, with new counters.
+    pub(crate) fn new(ofport: u32, queue: Box<dyn RxQueue>) -> RxSlot {
+        RxSlot {
+            ofport,
+            queue,
+            drops: Arc::new(RxDrops::new()),
+        }
+    }
+}
+
+/// The drop reasons counted against the port a packet came in on. Drops at output
+/// (`drop_tx_full`) are counted by the output port itself ([`port::TxQueue::dropped`]).
+pub const IN_PORT_DROPS: [Counter; 7] = [
+    Counter::DropMalformed,
+    Counter::UpcallShed,
+    Counter::DropNoAction,
+    Counter::DropRewrite,
+    Counter::DropMeter,
+    Counter::DropPoolEmpty,
+    Counter::DropPacketInFull,
+];
+
+const N: usize = IN_PORT_DROPS.len();
+
+/// A batch's drop counts when it started (see [`RxDrops::record`]).
+pub(crate) type Mark = [u64; N];
+
+/// Drops of the packets one rx queue delivered, by reason ([`IN_PORT_DROPS`]). Written by
+/// the thread that owns the queue; read by anyone.
+#[derive(Debug, Default)]
+pub struct RxDrops {
+    c: [AtomicU64; N],
+}
+
+impl RxDrops {
+    /// All zero.
+    pub fn new() -> RxDrops {
+        RxDrops::default()
+    }
+
+    /// The thread's batch-local drop counts now, to pass to [`RxDrops::record`] after the
+    /// batch.
+    #[inline(always)]
+    pub(crate) fn mark(local: &LocalStats) -> Mark {
+        IN_PORT_DROPS.map(|c| local.get(c))
+    }
+
+    /// Adds what the batch dropped since `mark` (owning thread only).
+    #[inline(always)]
+    pub(crate) fn record(&self, mark: &Mark, local: &LocalStats) {
+        for (i, c) in IN_PORT_DROPS.iter().enumerate() {
+            let d = local.get(*c).wrapping_sub(mark[i]);
+            if d != 0 {
+                let a = &self.c[i];
+                a.store(a.load(Ordering::Relaxed).wrapping_add(d), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The counts as a [`Snapshot`] (only the [`IN_PORT_DROPS`] fields are set), so that
+    /// queues add up with `+` and print with [`Counter::name`].
+    pub fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot::default();
+        for (i, c) in IN_PORT_DROPS.iter().enumerate() {
+            s[*c] = self.c[i].load(Ordering::Relaxed);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_adds_only_what_it_dropped() {
+        let d = RxDrops::new();
+        let mut local = LocalStats::default();
+        // Counts of an earlier queue's batch in the same poll are not this queue's.
+        local.add(Counter::DropMeter, 5);
+        local.add(Counter::RxPackets, 32);
+        let mark = RxDrops::mark(&local);
+        local.add(Counter::DropMalformed, 2);
+        local.add(Counter::UpcallShed, 3);
+        local.add(Counter::RxPackets, 32);
+        d.record(&mark, &local);
+        let s = d.snapshot();
+        assert_eq!(s.drop_malformed, 2);
+        assert_eq!(s.upcall_shed, 3);
+        assert_eq!(s.drop_meter, 0);
+        assert_eq!(s.rx_packets, 0, "only drops are counted per queue");
+        assert_eq!(s.drops(), 5);
+    }
+}
