@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::admission::Admission;
 use crate::bridge::{AsyncKind, Bridge};
 use crate::config::AgentConfig;
 use crate::connectivity::{self, FailMode};
@@ -152,7 +153,7 @@ async fn connect_loop(registry: Arc<Registry>, config: Arc<AgentConfig>, target:
         .await;
         match connected {
             Ok(Ok((stream, peer))) => {
-                let outcome = session::run(&registry, stream, &target, &peer, probe).await;
+                let outcome = session::run(&registry, stream, &target, &peer, probe, None).await;
                 tracing::info!(conn = outcome.id.0, %target, "controller session ended: {}", outcome.end);
                 if outcome.negotiated {
                     delay = config.backoff.min;
@@ -170,22 +171,35 @@ async fn serve_listener(registry: Arc<Registry>, config: Arc<AgentConfig>, liste
     let target = listener.local_target();
     let probe = config.probe_interval;
     let mut sessions = JoinSet::new();
+    let mut admission = Admission::new(config.limits);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => {
+                    let admitted = match admission.admit(&accepted.peer) {
+                        Ok(a) => a,
+                        Err(e) => {
+                            // Dropping the connection closes it.
+                            tracing::warn!(%target, peer = accepted.peer, "connection refused: {e}");
+                            continue;
+                        }
+                    };
                     let registry = registry.clone();
                     let target = target.clone();
-                    sessions.spawn(async move {
+                    let peer = accepted.peer.clone();
+                    let activity = admitted.activity.clone();
+                    let handle = sessions.spawn(async move {
+                        let _slot = admitted.slot;
                         let peer = accepted.peer.clone();
                         match accepted.establish(probe).await {
                             Ok(stream) => {
-                                let o = session::run(&registry, stream, &target, &peer, probe).await;
+                                let o = session::run(&registry, stream, &target, &peer, probe, Some(&admitted.activity)).await;
                                 tracing::info!(conn = o.id.0, %target, peer, "controller session ended: {}", o.end);
                             }
                             Err(e) => tracing::warn!(%target, peer, "TLS handshake failed: {e}"),
                         }
                     });
+                    admission.track(&peer, activity, handle);
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: wait instead of spinning.
@@ -193,7 +207,13 @@ async fn serve_listener(registry: Arc<Registry>, config: Arc<AgentConfig>, liste
                     tokio::time::sleep(config.backoff.min).await;
                 }
             },
-            Some(_) = sessions.join_next() => {}
+            Some(done) = sessions.join_next_with_id() => {
+                let id = match &done {
+                    Ok((id, ())) => *id,
+                    Err(e) => e.id(),
+                };
+                admission.ended(id);
+            }
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::admission::ConnLimits;
 use crate::connectivity::FailMode;
 use crate::rate_limit::RateLimit;
 use crate::target::Target;
@@ -42,8 +43,9 @@ pub struct AgentConfig {
     /// TLS identity for `ssl:` and `pssl:` targets.
     pub tls: Option<TlsConfig>,
     /// After this long without a message from a controller, send it an ECHO_REQUEST; after as
-    /// long again with nothing, disconnect. Also bounds the HELLO wait, TLS handshakes and
-    /// writes to a controller that does not read.
+    /// long again with nothing, disconnect. Also bounds the HELLO wait, TLS handshakes,
+    /// writes to a controller that does not read, and a message once its first byte came
+    /// (a partial message trickled byte by byte does not keep a session alive).
     pub probe_interval: Duration,
     /// Reconnection delays of active targets.
     pub backoff: Backoff,
@@ -55,11 +57,13 @@ pub struct AgentConfig {
     pub fail_mode: FailMode,
     /// How long without any controller before [`crate::Connectivity::Lost`] is reported.
     pub fail_open_delay: Duration,
+    /// Connection caps of each passive target ([`crate::admission`]).
+    pub limits: ConnLimits,
 }
 
 impl Default for AgentConfig {
     /// No targets, probe every 5 s, backoff 1–8 s, 1000 packet-ins/s burst 100, queue 100,
-    /// standalone, fail-open after 15 s.
+    /// standalone, fail-open after 15 s, 256 connections per listener and 64 per peer.
     fn default() -> AgentConfig {
         AgentConfig {
             targets: Vec::new(),
@@ -70,6 +74,7 @@ impl Default for AgentConfig {
             queue_len: 100,
             fail_mode: FailMode::default(),
             fail_open_delay: Duration::from_secs(15),
+            limits: ConnLimits::default(),
         }
     }
 }

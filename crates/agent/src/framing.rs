@@ -24,6 +24,8 @@ pub struct Framer {
     buf: Vec<u8>,
     /// Start of the unread bytes in `buf`.
     start: usize,
+    /// Messages handed out so far.
+    taken: u64,
 }
 
 /// How many bytes [`Framer::read_buffer`] guarantees free for one read.
@@ -35,6 +37,7 @@ impl Framer {
         Framer {
             buf: Vec::with_capacity(READ_CHUNK),
             start: 0,
+            taken: 0,
         }
     }
 
@@ -74,6 +77,7 @@ impl Framer {
         }
         let begin = self.start;
         self.start += len;
+        self.taken += 1;
         Ok(Some(&self.buf[begin..begin + len]))
     }
 
@@ -84,6 +88,21 @@ impl Framer {
         let header = Header::parse(unread)?;
         let len = usize::from(header.length);
         (len >= HEADER_LEN && unread.len() >= len).then_some(header.msg_type)
+    }
+
+    /// Whether a message has begun but is not whole yet (bytes wait, and the next message
+    /// cannot be handed out).
+    pub fn partial(&self) -> bool {
+        let unread = &self.buf[self.start..];
+        match Header::parse(unread) {
+            None => !unread.is_empty(),
+            Some(h) => unread.len() < usize::from(h.length),
+        }
+    }
+
+    /// How many messages [`Framer::next_message`] has handed out.
+    pub fn taken(&self) -> u64 {
+        self.taken
     }
 
     /// Bytes received but not yet handed out.

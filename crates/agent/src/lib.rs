@@ -17,6 +17,7 @@
 //! datapath's packet-ins and the pipeline's removed flows into asynchronous messages.
 #![deny(missing_docs)]
 
+mod admission;
 mod agent;
 pub mod bridge;
 pub mod config;
@@ -35,6 +36,7 @@ pub mod wire;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
 
+pub use admission::{shared_budget, ConnLimits};
 pub use agent::{Agent, AsyncSender};
 pub use bridge::{AsyncKind, Bridge};
 pub use config::{AgentConfig, Backoff};

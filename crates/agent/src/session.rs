@@ -26,6 +26,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
+use crate::admission::Activity;
 use crate::framing::Framer;
 use crate::registry::{Registration, Registry};
 use crate::role::Role;
@@ -57,6 +58,9 @@ pub enum SessionEnd {
     /// The controller did not take our bytes within the probe interval.
     #[error("the controller stopped reading (write stalled for the probe interval)")]
     WriteStalled,
+    /// A message begun was not whole within the probe interval.
+    #[error("a message was not complete within the probe interval of its first byte")]
+    MessageTimeout,
 }
 
 /// How a session went.
@@ -107,6 +111,8 @@ struct Session<'a> {
     next_xid: u32,
     /// Since when the next message has been held back for a busy bridge.
     busy_since: Option<Instant>,
+    /// What the listener that accepted this connection sees of it (none for active targets).
+    activity: Option<&'a Activity>,
 }
 
 /// Runs the session on `stream` until it ends.
@@ -116,6 +122,7 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     target: &Target,
     peer: &str,
     probe_interval: Duration,
+    activity: Option<&Activity>,
 ) -> Outcome {
     let mut s = Session {
         registry,
@@ -127,6 +134,7 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         out: Vec::with_capacity(1024),
         next_xid: 1,
         busy_since: None,
+        activity,
     };
     let end = s.drive(&mut stream, probe_interval).await;
     // Closing politely is best effort: the peer may be gone already.
@@ -171,6 +179,10 @@ impl Session<'_> {
         // Armed (reset) only when the bridge turns busy: an idle loop builds no timer.
         let retry = sleep_until(Instant::now());
         tokio::pin!(retry);
+        // Armed while a message is partial: it must be whole within `probe` of its first byte.
+        let partial = sleep_until(Instant::now());
+        tokio::pin!(partial);
+        let mut partial_since: Option<Instant> = None;
         let mut probing = false;
         let mut busy = false;
         loop {
@@ -181,10 +193,21 @@ impl Session<'_> {
                         Ok(_) => {}
                         Err(e) => return SessionEnd::Io(e),
                     }
+                    let taken = framer.taken();
                     let next = self.take_messages(&mut framer);
                     busy = matches!(next, Next::Busy);
                     if busy {
                         retry.as_mut().reset(Instant::now() + BUSY_RETRY);
+                    }
+                    // A partial message has `probe` from its first byte to be whole; one that
+                    // begins after a whole message in the same read starts its own clock.
+                    // (Before the HELLO the HELLO wait bounds everything.)
+                    if !framer.partial() || self.registration.is_none() {
+                        partial_since = None;
+                    } else if partial_since.is_none() || framer.taken() != taken {
+                        let now = Instant::now();
+                        partial_since = Some(now);
+                        partial.as_mut().reset(now + probe);
                     }
                     // Before the HELLO the wait is absolute: trickling bytes buys no time.
                     // After it (from the read that completed it on), any byte is activity.
@@ -198,6 +221,9 @@ impl Session<'_> {
                     if let Next::Close(end) = next {
                         return end;
                     }
+                }
+                () = &mut partial, if partial_since.is_some() => {
+                    return SessionEnd::MessageTimeout;
                 }
                 () = &mut retry, if busy => {
                     let next = self.take_messages(&mut framer);
@@ -302,7 +328,17 @@ impl Session<'_> {
         }
     }
 
+    fn take_charge(&self) {
+        self.registry.take_charge(self.id);
+        if let Some(a) = self.activity {
+            a.took_charge();
+        }
+    }
+
     fn on_message(&mut self, msg: &[u8]) -> Next {
+        if let Some(a) = self.activity {
+            a.touch();
+        }
         // The framer hands out only messages of at least 8 bytes.
         let Some(h) = Header::parse(msg) else {
             return Next::Continue;
@@ -324,12 +360,12 @@ impl Session<'_> {
             mt::HELLO | mt::ECHO_REPLY => {}
             mt::ECHO_REQUEST => wire::echo_reply(&mut self.out, msg),
             mt::ROLE_REQUEST => {
-                self.registry.take_charge(self.id);
+                self.take_charge();
                 self.on_role_request(h, msg)
             }
             ty => {
                 if changes_state(ty) || ty == mt::SET_ASYNC {
-                    self.registry.take_charge(self.id);
+                    self.take_charge();
                 }
                 let role = self.registry.role(self.id);
                 if role == Role::Slave && changes_state(ty) {
@@ -363,6 +399,9 @@ impl Session<'_> {
                 let (registration, queue) = self.registry.register(self.id, self.target, self.peer);
                 self.registration = Some(registration);
                 self.queue = Some(queue);
+                if let Some(a) = self.activity {
+                    a.negotiated();
+                }
                 tracing::info!(
                     dpid = format_args!("{:016x}", self.registry.bridge.datapath_id()),
                     conn = self.id.0,

@@ -9,6 +9,7 @@
 mod bench;
 mod config;
 mod ctl;
+mod fdlimit;
 mod gen;
 mod nudge;
 mod ofbridge;

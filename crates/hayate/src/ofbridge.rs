@@ -233,6 +233,13 @@ fn start_mgmt(
         targets: vec![Target::PassiveUnix(path.clone())],
         // The management socket never drives the fail mode (Secondary ignores it).
         fail_mode: FailMode::Secure,
+        // Its connections live on the descriptors kept in reserve, not on the controller
+        // listeners' budget, so a flooded listener cannot lock it out.
+        limits: agent::ConnLimits {
+            per_listener: 64,
+            per_peer: 64,
+            shared: false,
+        },
         ..AgentConfig::default()
     };
     let secondary = Arc::new(Nudging {

@@ -198,6 +198,10 @@ fn init_logging() {
 /// Runs `hayate run`.
 pub fn run(args: RunArgs) -> Result<()> {
     init_logging();
+    // Before any listener accepts: the agent's descriptor budget is read from this limit.
+    if let Err(e) = crate::fdlimit::raise() {
+        eprintln!("warning: cannot raise the descriptor limit: {e}");
+    }
     let bridges = bridges_from(&args)?;
     let nbridges = bridges.len();
     let rt = tokio::runtime::Builder::new_multi_thread()

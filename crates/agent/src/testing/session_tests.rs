@@ -29,7 +29,7 @@ fn start() -> (Rig, DuplexStream) {
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let r = registry.clone();
     let session = tokio::spawn(async move {
-        session::run(&r, ours, &Target::Unix("test".into()), "test", PROBE).await
+        session::run(&r, ours, &Target::Unix("test".into()), "test", PROBE, None).await
     });
     (
         Rig {
@@ -170,6 +170,54 @@ async fn trickling_bytes_do_not_extend_the_hello_wait() {
     let out = rig.session.await.unwrap();
     assert!(matches!(out.end, SessionEnd::HelloTimeout), "{:?}", out.end);
     assert_eq!(t0.elapsed(), PROBE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trickled_partial_message_ends_the_session_one_probe_after_its_first_byte() {
+    let (rig, mut c) = ready().await;
+    let mut echo = vec![];
+    wire::echo_request(&mut echo, 7);
+    echo.extend_from_slice(&[0xa5; 92]);
+    echo[2..4].copy_from_slice(&100u16.to_be_bytes());
+    let t0 = Instant::now();
+    // One byte a second: each read is activity to the inactivity probe, but the message
+    // never completes.
+    for b in &echo[..20] {
+        if rig.session.is_finished() {
+            break;
+        }
+        c.send(&[*b]).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let out = rig.session.await.unwrap();
+    assert!(
+        matches!(out.end, SessionEnd::MessageTimeout),
+        "{:?}",
+        out.end
+    );
+    assert!(
+        t0.elapsed() <= PROBE + Duration::from_secs(1),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn messages_split_across_reads_keep_a_busy_session_alive() {
+    let (rig, mut c) = ready().await;
+    let mut echo = vec![];
+    wire::echo_request(&mut echo, 9);
+    // For 3 probe intervals, every read ends inside a message: the rest of the last one and
+    // the first half of the next. Each message is whole within a second of its first byte.
+    c.send(&echo[..4]).await;
+    for _ in 0..15 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let mut chunk = echo[4..].to_vec();
+        chunk.extend_from_slice(&echo[..4]);
+        c.send(&chunk).await;
+        c.expect(mt::ECHO_REPLY).await;
+    }
+    assert!(!rig.session.is_finished());
 }
 
 #[tokio::test(start_paused = true)]

@@ -189,6 +189,9 @@ pub struct Net {
     pub dir: tempfile::TempDir,
     /// Extra arguments for every `hayate run` this net starts (e.g. `--frame-size 16384`).
     pub run_args: Vec<String>,
+    /// A command every `hayate run` of this net is started under, inside the switch
+    /// namespace (e.g. `prlimit --nofile=1024:1024`).
+    pub run_under: Vec<String>,
 }
 
 impl Net {
@@ -201,6 +204,7 @@ impl Net {
             namespaces: Vec::new(),
             dir: tempfile::tempdir().expect("temp dir"),
             run_args: Vec::new(),
+            run_under: Vec::new(),
         }
     }
 
@@ -415,15 +419,9 @@ impl Net {
         std::fs::write(&cfg, text).expect("write config");
         let bin = hayate_bin();
         let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                switch_ns,
-                &bin,
-                "run",
-                "--stats-interval",
-                "0",
-            ])
+            .args(["netns", "exec", switch_ns])
+            .args(&self.run_under)
+            .args([&bin, "run", "--stats-interval", "0"])
             .arg("--pool-frames")
             .arg("16384")
             .arg("--config")
@@ -493,6 +491,11 @@ pub struct Hayate {
 }
 
 impl Hayate {
+    /// The switch's process id (`ip netns exec` and `prlimit` exec it in place).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// What the switch wrote to stderr so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
