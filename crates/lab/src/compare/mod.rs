@@ -10,8 +10,8 @@
 pub(crate) mod generator;
 pub(crate) mod measure;
 pub(crate) mod median;
+mod peers;
 mod report;
-mod switches;
 pub(crate) mod topo;
 
 use std::path::PathBuf;
@@ -21,8 +21,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use generator::Generator;
+use peers::{Peer, StartCtx};
 use report::{Report, SwitchResult};
-use switches::Switch;
 use topo::{Sink, Topo};
 
 /// Options of `hayate bench compare`.
@@ -136,12 +136,12 @@ pub fn main(args: CompareArgs) -> Result<()> {
             bail!("frame size {s} is out of range; use 64..=1518");
         }
     }
-    let switches: Vec<Switch> = if args.switches.is_empty() {
-        switches::ALL.to_vec()
+    let switches: Vec<Box<dyn Peer>> = if args.switches.is_empty() {
+        peers::all()
     } else {
         args.switches
             .iter()
-            .map(|s| Switch::from_name(s))
+            .map(|s| peers::by_name(s))
             .collect::<Result<_>>()?
     };
     let hayate = std::env::current_exe().context("finding the hayate binary")?;
@@ -162,7 +162,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
     };
     let mut runs: Vec<Vec<SwitchResult>> = vec![Vec::new(); switches.len()];
     for rep in 0..args.repeat {
-        for (i, &sw) in switches.iter().enumerate() {
+        for (i, sw) in switches.iter().enumerate() {
             let mut r = SwitchResult {
                 switch: sw.name().into(),
                 ..SwitchResult::default()
@@ -179,7 +179,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
                     rep + 1,
                     args.repeat
                 );
-                r.status = match measure_switch(sw, &args, gen, &hayate, &dir, &mut r) {
+                r.status = match measure_switch(sw.as_ref(), &args, gen, &hayate, &dir, &mut r) {
                     Ok(()) => "ok".into(),
                     Err(e) => {
                         eprintln!("hayate: {}: {e:#}", sw.name());
@@ -206,7 +206,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
 }
 
 fn measure_switch(
-    sw: Switch,
+    sw: &dyn Peer,
     args: &CompareArgs,
     gen: Generator,
     hayate: &std::path::Path,
@@ -217,7 +217,13 @@ fn measure_switch(
     let topo = Topo::up(&prefix)?;
     topo.sink(args.sink)?;
     topo.host_offloads(false)?;
-    let mut running = sw.start(&topo, hayate, args.switch_core, args.gen_core, dir)?;
+    let mut running = sw.start(&StartCtx {
+        topo: &topo,
+        hayate,
+        core: args.switch_core,
+        host_core: args.gen_core,
+        dir,
+    })?;
     if !measure::reachable(&topo, Duration::from_secs(10)) {
         running.check_alive()?;
         bail!("host A cannot reach host B through the switch");

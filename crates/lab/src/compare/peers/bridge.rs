@@ -1,0 +1,72 @@
+//! The Linux bridge, the reference every ratio is taken to. With veths its work runs on the
+//! sender's core (the generator's, iperf3's and ping's); with `rps`, receive packet steering
+//! on the switch-side veths hands each frame to the switch core's backlog, where the bridge
+//! forwards it and host B's stack receives it: what crossing cores costs a switch that pays
+//! no userspace cost.
+
+use anyhow::Result;
+
+use super::{Peer, StartCtx, Started};
+use crate::compare::topo::in_ns;
+
+/// The Linux bridge, with or without RPS to the switch core.
+pub struct Bridge {
+    /// Steer the veths' receive work to the switch core.
+    pub rps: bool,
+}
+
+/// A bridge device; dropping it deletes it.
+struct Running {
+    ns: String,
+    br: String,
+}
+
+impl Started for Running {}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = in_ns(&self.ns, &["ip", "link", "del", &self.br]).output();
+    }
+}
+
+impl Peer for Bridge {
+    fn name(&self) -> &'static str {
+        if self.rps {
+            "linux-bridge-rps"
+        } else {
+            "linux-bridge"
+        }
+    }
+
+    fn start(&self, cx: &StartCtx<'_>) -> Result<Box<dyn Started>> {
+        let topo = cx.topo;
+        let br = format!("{}br", &topo.ns_s[..topo.ns_s.len() - 1]);
+        topo.sh(
+            &topo.ns_s,
+            &format!(
+                "ip link add {br} type bridge stp_state 0 forward_delay 0 && \
+                 ip link set {a} master {br} && ip link set {b} master {br} && \
+                 ip link set {br} up",
+                a = topo.a1,
+                b = topo.b1
+            ),
+        )?;
+        let running = Running {
+            ns: topo.ns_s.clone(),
+            br,
+        };
+        if self.rps {
+            topo.sh(
+                &topo.ns_s,
+                &format!(
+                    "echo {m:x} > /sys/class/net/{a}/queues/rx-0/rps_cpus && \
+                     echo {m:x} > /sys/class/net/{b}/queues/rx-0/rps_cpus",
+                    m = 1u64 << cx.core,
+                    a = topo.a1,
+                    b = topo.b1
+                ),
+            )?;
+        }
+        Ok(Box::new(running))
+    }
+}

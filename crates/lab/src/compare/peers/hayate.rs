@@ -1,0 +1,98 @@
+//! Hayate on the topology's veths: `hayate run --port KIND:IF --port KIND:IF --core N`, in the
+//! switch namespace, pinned to the switch core; AF_XDP or AF_PACKET ports, with or without
+//! the priority lane (`prio=off`), or with the lane on the hosts' core (`--lane-core`: what
+//! the lane gives on a host with a housekeeping core; this machine has two cores, so the lane
+//! then shares the hosts' one — outside the one-core rule the other figures keep).
+
+use std::fs::File;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::child::ChildSwitch;
+use super::{Peer, StartCtx, Started};
+use crate::compare::topo::in_ns;
+
+/// Hayate's port type here.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// AF_XDP sockets.
+    Afxdp,
+    /// AF_PACKET sockets.
+    Afpacket,
+}
+
+/// Hayate with one port type and lane setting.
+pub struct Hayate {
+    kind: Kind,
+    prio: bool,
+    lane_on_hosts: bool,
+    name: &'static str,
+}
+
+impl Hayate {
+    /// Hayate on `kind` ports; `prio`: the priority lane on; `lane_on_hosts`: the lane on the
+    /// hosts' core.
+    pub fn new(kind: Kind, prio: bool, lane_on_hosts: bool) -> Hayate {
+        let name = match (kind, prio, lane_on_hosts) {
+            (Kind::Afxdp, true, _) => "hayate-afxdp",
+            (Kind::Afxdp, false, _) => "hayate-afxdp-noprio",
+            (Kind::Afpacket, true, false) => "hayate-afpacket",
+            (Kind::Afpacket, false, _) => "hayate-afpacket-noprio",
+            (Kind::Afpacket, true, true) => "hayate-afpacket-lane-host",
+        };
+        Hayate {
+            kind,
+            prio,
+            lane_on_hosts,
+            name,
+        }
+    }
+}
+
+impl Peer for Hayate {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn start(&self, cx: &StartCtx<'_>) -> Result<Box<dyn Started>> {
+        let kind = match self.kind {
+            Kind::Afxdp => "afxdp",
+            Kind::Afpacket => "afpacket",
+        };
+        let opts = if self.prio { "" } else { ",prio=off" };
+        let (core, host) = (cx.core.to_string(), cx.host_core.to_string());
+        let hayate = cx.hayate.to_string_lossy();
+        let (a, b) = (
+            format!("{kind}:{}{opts}", cx.topo.a1),
+            format!("{kind}:{}{opts}", cx.topo.b1),
+        );
+        let mut argv = vec![
+            "taskset",
+            "-c",
+            &core,
+            &hayate,
+            "run",
+            "--port",
+            &a,
+            "--port",
+            &b,
+            "--core",
+            &core,
+            "--stats-interval",
+            "0",
+        ];
+        if self.lane_on_hosts {
+            argv.extend(["--lane-core", &host]);
+        }
+        let err = cx.dir.join(format!("{}.err", self.name));
+        let child = in_ns(&cx.topo.ns_s, &argv)
+            .stdin(Stdio::null())
+            .stdout(File::create(cx.dir.join(format!("{}.log", self.name)))?)
+            .stderr(File::create(&err)?)
+            .spawn()
+            .context("starting hayate")?;
+        ChildSwitch { child, err }.settled(Duration::from_millis(500))
+    }
+}
