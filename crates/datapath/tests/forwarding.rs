@@ -422,3 +422,50 @@ fn truncated_and_malformed_frames_are_dropped_and_counted() {
     assert!(f.collect(2).is_empty());
     assert_eq!(f.stats()[Counter::DropMalformed], 5);
 }
+
+/// Even UDP source ports leave by port 2, odd ones by port 3.
+fn by_source_port() -> common::Logic {
+    Box::new(|k, out| {
+        out.mask = mask_of(&[Field::InPort, Field::TpSrc]);
+        out.actions
+            .push(DpAction::Output(2 + (k.get(Field::TpSrc) as u32 & 1)));
+    })
+}
+
+#[test]
+fn packets_after_a_dropped_malformed_frame_keep_their_own_keys() {
+    // A survivor that took a neighbour's key or hash after the malformed frames went would
+    // leave by the wrong port.
+    for emc in [0, usize::MAX] {
+        let cfg = DpConfig {
+            emc_min_subtables: emc,
+            ..DpConfig::default()
+        };
+        let mut f = fixture(3, cfg, by_source_port());
+        let runt = vec![0u8; 10];
+        let mut frames = Vec::new();
+        for i in 0..12u16 {
+            frames.push(udp(1000 + i, [10, 0, 0, 2]));
+            if i % 3 == 1 {
+                frames.push(runt.clone());
+            }
+        }
+        let flows = |parity: u16| -> Vec<_> {
+            (0..12u16)
+                .filter(|i| i % 2 == parity)
+                .map(|i| udp(1000 + i, [10, 0, 0, 2]))
+                .collect()
+        };
+        // Twice: the second batch hits the caches the first filled.
+        for _ in 0..2 {
+            f.inject(1, &frames);
+            f.poll();
+            assert_eq!(f.collect(2), flows(0), "emc_min_subtables {emc}");
+            assert_eq!(f.collect(3), flows(1), "emc_min_subtables {emc}");
+        }
+        let s = f.stats();
+        assert_eq!(s[Counter::DropMalformed], 8);
+        assert_eq!(s[Counter::RxPackets], 32);
+        assert_eq!(s[Counter::Upcalls], 12, "one translation per flow");
+    }
+}

@@ -25,11 +25,18 @@
 //! ones whose actions and mask did not change and fix or remove the others, so established
 //! flows do not all pay an upcall after every flow-mod.
 //!
-//! Upcall budget ("a flood of new flows slows only new flows"): at most
-//! `max_upcalls_per_batch` translations per batch; and while, over a decaying window of about
-//! 1 ms, upcalls took more than `upcall_share` of this thread's busy cycles and the window also
-//! saw cache hits, further misses are shed (dropped, counted as `upcall_shed`) beyond
-//! `min_upcalls_per_batch`. Misses with the same key in one batch share one translation.
+//! Misses with the same key in one batch share one translation, within the upcall budget.
+//!
+//! This file is the path of a batch; beside it: [`budget`] (the upcall budget), [`lane`] (the
+//! priority lane's share of its core), [`maintain`] (the periodic pass: counters flushed,
+//! subtables re-ranked, idle megaflows swept), [`time`] (the two time bases).
+
+mod budget;
+mod lane;
+mod maintain;
+mod time;
+
+pub use time::now_ns;
 
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
@@ -54,23 +61,10 @@ use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
 use crate::upcall::{Policer, Upcall};
 
-/// Nanoseconds on the monotonic clock every thread uses for meters and budgets.
-pub fn now_ns() -> u64 {
-    use std::sync::OnceLock;
-    use std::time::Instant;
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
-
-/// [`pipeline::dpaction::now_ms`] at `t_ns` on the [`now_ns`] time base, without reading a
-/// clock: the two clocks differ by a constant offset, measured once (to within 1 ms).
-fn pipeline_ms(t_ns: u64) -> u64 {
-    use std::sync::OnceLock;
-    static OFFSET_MS: OnceLock<i64> = OnceLock::new();
-    let offset = *OFFSET_MS
-        .get_or_init(|| pipeline::dpaction::now_ms() as i64 - (now_ns() / 1_000_000) as i64);
-    ((t_ns / 1_000_000) as i64 + offset).max(1) as u64
-}
+use budget::Budget;
+use lane::LaneWindow;
+use maintain::SWEEP_SLOTS;
+use time::pipeline_ms;
 
 /// After a batch without trains (packets with the same key as the one before), batches
 /// between two checks for them.
@@ -78,27 +72,8 @@ const TRAIN_RECHECK: u32 = 16;
 /// Frames with these `parsed` bits are dropped before lookup (and counted).
 const BAD_FRAME: u16 = parsed::TRUNCATED | parsed::MALFORMED;
 
-/// Length of the upcall-budget window.
-const WINDOW_NS: u64 = 1_000_000;
-/// Megaflow slots examined per maintenance pass for idleness.
-const SWEEP_SLOTS: usize = 4096;
-/// The window over which the priority lane's share of its core is kept.
-const LANE_WINDOW_NS: u64 = 1_000_000;
-/// Most of each window the priority lane may be busy; past it, it sleeps to the window's
-/// end, so a flood of control frames (pings, SYNs, ARP) takes at most a quarter of the core
-/// from bulk traffic. A ping takes a few microseconds of it.
-const LANE_BUSY_NS: u64 = 250_000;
 /// Empty polls between clock reads when idle (for maintenance).
 const IDLE_POLLS_PER_CHECK: u32 = 1024;
-
-/// The upcall budget's decaying window.
-#[derive(Debug, Default)]
-struct Budget {
-    window_start_ns: u64,
-    busy: u64,
-    upcall: u64,
-    hits: u64,
-}
 
 /// One batch's worth of working memory, allocated once.
 struct Scratch {
@@ -159,13 +134,6 @@ pub struct Pmd {
     lane: bool,
     /// The lane's share of the core: busy time in the current window.
     lane_window: LaneWindow,
-}
-
-/// The priority lane's use of its core over a window of [`LANE_WINDOW_NS`].
-#[derive(Debug, Default)]
-struct LaneWindow {
-    start_ns: u64,
-    busy_ns: u64,
 }
 
 impl std::fmt::Debug for Pmd {
@@ -301,17 +269,6 @@ impl Pmd {
         self.rx.iter().map(|r| (r.ofport, &r.drops))
     }
 
-    /// Makes this thread the priority lane (see [`crate::datapath`]): it sleeps as soon as
-    /// its queues are empty, and works at most [`LANE_BUSY_NS`] of each [`LANE_WINDOW_NS`].
-    pub(crate) fn make_lane(&mut self) {
-        self.lane = true;
-        // Even when the poll threads busy-poll: a real-time thread that spins would take
-        // their core.
-        self.cfg.idle.sleep = true;
-        self.cfg.idle.spin_us = 0;
-        self.rebuild_idle();
-    }
-
     /// Whether this thread is the priority lane: the thread that reads the ports' priority
     /// receive queues ([`port::Port::priority_queues`]) and runs ahead of the poll threads.
     pub fn is_lane(&self) -> bool {
@@ -445,30 +402,6 @@ impl Pmd {
         self.shutdown();
     }
 
-    /// Adds a busy poll that began at `t0` to the lane's window; past its share the lane
-    /// sleeps to the window's end (it runs ahead of the poll threads on its core).
-    fn lane_budget(&mut self, t0: u64) {
-        let now = self.clock.now_ns();
-        let w = &mut self.lane_window;
-        if now.saturating_sub(w.start_ns) >= LANE_WINDOW_NS {
-            *w = LaneWindow {
-                start_ns: t0,
-                busy_ns: 0,
-            };
-        }
-        w.busy_ns += now.saturating_sub(t0);
-        if w.busy_ns > LANE_BUSY_NS {
-            let rest = (w.start_ns + LANE_WINDOW_NS).saturating_sub(now);
-            std::thread::sleep(std::time::Duration::from_nanos(rest.max(1000)));
-            self.lane_window = LaneWindow {
-                start_ns: self.clock.now_ns(),
-                busy_ns: 0,
-            };
-            self.local.add(Counter::LaneYields, 1);
-            self.stats.absorb(&mut self.local);
-        }
-    }
-
     /// Flushes megaflow counters and frees every packet this thread still buffers.
     pub fn shutdown(&mut self) {
         if let Some(q) = &mut self.inject {
@@ -490,7 +423,7 @@ impl Pmd {
         let probe = self.emc_in_use() && self.emc.probe_this_batch();
         let mut n = self.extract(in_port, probe);
         if self.s.malformed != 0 {
-            n = self.drop_malformed(in_port, probe);
+            n = self.drop_malformed();
             if n == 0 {
                 return;
             }
@@ -619,15 +552,29 @@ impl Pmd {
     }
 
     /// Takes truncated or malformed frames out of the batch (freed, counted as
-    /// `drop_malformed`, and their receive counts taken back) and extracts the rest again.
-    /// Runs only for batches that carried such a frame.
+    /// `drop_malformed`; they stay counted as received) and closes the gaps in the keys,
+    /// hashes and targets extracted for the rest, so nothing is extracted twice. Runs only
+    /// for batches that carried such a frame.
     #[cold]
-    fn drop_malformed(&mut self, in_port: u32, probe: bool) -> usize {
-        let bad = self.s.malformed;
-        let mut i = 0;
-        let mut dropped = 0u64;
+    fn drop_malformed(&mut self) -> usize {
+        let s = &mut *self.s;
+        let bad = s.malformed;
+        let (mut k, mut hashed) = (0usize, 0u32);
+        for i in 0..s.batch.len() {
+            if bad & (1 << i) != 0 {
+                continue;
+            }
+            if k != i {
+                s.keys[k] = s.keys[i];
+                s.hashes[k] = s.hashes[i];
+                s.targets[k] = s.targets[i];
+            }
+            hashed |= ((s.hashed >> i) & 1) << k;
+            k += 1;
+        }
+        let (mut i, mut dropped) = (0, 0u64);
         let cache = self.exec.cache();
-        self.s.batch.retain_or(
+        s.batch.retain_or(
             |_| {
                 let keep = bad & (1 << i) == 0;
                 i += 1;
@@ -638,18 +585,12 @@ impl Pmd {
                 cache.free(p);
             },
         );
+        s.hashed = hashed;
+        // A survivor's predecessor may have gone: no packet takes another's result.
+        s.same = 0;
+        s.malformed = 0;
         self.local.add(Counter::DropMalformed, dropped);
-        if self.s.batch.is_empty() {
-            return 0;
-        }
-        // `extract` counts what it sees; every frame was counted as received the first
-        // time, so take the survivors' second count back.
-        let survivors = self.s.batch.len() as u64;
-        let bytes: u64 = self.s.batch.as_slice().iter().map(|p| p.len() as u64).sum();
-        let n = self.extract(in_port, probe);
-        self.local.sub(Counter::RxPackets, survivors);
-        self.local.sub(Counter::RxBytes, bytes);
-        n
+        k
     }
 
     /// EMC then classifier. Returns (cache hits, mask of packets that missed both).
@@ -741,32 +682,6 @@ impl Pmd {
             }
         }
         s.hashed |= bits;
-    }
-
-    fn roll_budget(&mut self, now: u64, hits: u64) {
-        let b = &mut self.budget;
-        if now.wrapping_sub(b.window_start_ns) >= WINDOW_NS {
-            // Decay instead of reset, so the decision never starts from nothing.
-            b.busy /= 2;
-            b.upcall /= 2;
-            b.hits /= 2;
-            b.window_start_ns = now;
-        }
-        b.hits += hits;
-    }
-
-    /// Whether one more upcall is allowed in this batch.
-    /// `now` is a recent [`cycles`] reading.
-    fn upcall_allowed(&self, done: u32, batch_t0: u64, now: u64) -> bool {
-        if done >= self.cfg.max_upcalls_per_batch {
-            return false;
-        }
-        if done < self.cfg.min_upcalls_per_batch {
-            return true;
-        }
-        let b = &self.budget;
-        let busy = b.busy + now.wrapping_sub(batch_t0);
-        !(b.hits > 0 && b.upcall as f64 > self.cfg.upcall_share * busy as f64)
     }
 
     fn handle_misses(&mut self, miss: u32, batch_t0: u64) {
@@ -1051,32 +966,6 @@ impl Pmd {
         }
         self.exec.forward_batch(port, batch, &mut self.local);
     }
-
-    fn maybe_maintain(&mut self, now: u64) {
-        if now < self.next_maintenance_ns {
-            return;
-        }
-        self.next_maintenance_ns = now + self.cfg.maintenance_ms * 1_000_000;
-        let now_ms = pipeline_ms(now);
-        self.arena.flush_dirty(now_ms);
-        self.cls.rerank();
-        let idle_ms = self.cfg.megaflow_idle_ms;
-        let idle = &mut self.s.idle;
-        idle.clear();
-        let arena = &self.arena;
-        self.sweep_at = arena.sweep(self.sweep_at, SWEEP_SLOTS, |id, mf| {
-            let (p, _) = arena.unflushed(id);
-            if p == 0 && now_ms.saturating_sub(mf.last_used_ms) > idle_ms {
-                idle.push(id);
-            }
-        });
-        for &id in idle.iter() {
-            if let Some(mf) = self.arena.remove(id, now_ms) {
-                self.cls.remove(&mf.key, &mf.mask);
-                self.local.add(Counter::MegaflowEvictions, 1);
-            }
-        }
-    }
 }
 
 impl Drop for Pmd {
@@ -1109,5 +998,4 @@ fn low_bits(n: usize) -> u32 {
 }
 
 #[cfg(test)]
-#[path = "pmd_tests.rs"]
 mod tests;

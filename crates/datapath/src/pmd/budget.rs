@@ -1,0 +1,49 @@
+//! The upcall budget ("a flood of new flows slows only new flows"): at most
+//! `max_upcalls_per_batch` translations per batch; and while, over a decaying window of about
+//! 1 ms, upcalls took more than `upcall_share` of this thread's busy cycles and the window
+//! also saw cache hits, further misses are shed (dropped, counted as `upcall_shed`) beyond
+//! `min_upcalls_per_batch`.
+
+use super::Pmd;
+
+/// Length of the upcall-budget window.
+const WINDOW_NS: u64 = 1_000_000;
+/// The upcall budget's decaying window.
+#[derive(Debug, Default)]
+pub(super) struct Budget {
+    window_start_ns: u64,
+    /// Busy cycles in the window.
+    pub(super) busy: u64,
+    /// Cycles spent in upcalls in the window.
+    pub(super) upcall: u64,
+    hits: u64,
+}
+
+impl Pmd {
+    /// Adds a batch's cache hits to the window, halving it when [`WINDOW_NS`] has passed.
+    pub(super) fn roll_budget(&mut self, now: u64, hits: u64) {
+        let b = &mut self.budget;
+        if now.wrapping_sub(b.window_start_ns) >= WINDOW_NS {
+            // Decay instead of reset, so the decision never starts from nothing.
+            b.busy /= 2;
+            b.upcall /= 2;
+            b.hits /= 2;
+            b.window_start_ns = now;
+        }
+        b.hits += hits;
+    }
+
+    /// Whether one more upcall is allowed in this batch.
+    /// `now` is a recent [`cycles`] reading.
+    pub(super) fn upcall_allowed(&self, done: u32, batch_t0: u64, now: u64) -> bool {
+        if done >= self.cfg.max_upcalls_per_batch {
+            return false;
+        }
+        if done < self.cfg.min_upcalls_per_batch {
+            return true;
+        }
+        let b = &self.budget;
+        let busy = b.busy + now.wrapping_sub(batch_t0);
+        !(b.hits > 0 && b.upcall as f64 > self.cfg.upcall_share * busy as f64)
+    }
+}

@@ -1,0 +1,39 @@
+//! The maintenance pass, at most every `maintenance_ms` (after a batch, or while idle): the
+//! megaflows' counters flushed to their flow entries, the classifier's subtables re-ranked
+//! by use, and a sweep of [`SWEEP_SLOTS`] megaflow slots that removes those idle for longer
+//! than `megaflow_idle_ms`.
+
+use super::time::pipeline_ms;
+use super::Pmd;
+use crate::stats::Counter;
+
+/// Megaflow slots examined per maintenance pass for idleness.
+pub(super) const SWEEP_SLOTS: usize = 4096;
+impl Pmd {
+    /// Runs the pass when it is due at `now` (ns).
+    pub(super) fn maybe_maintain(&mut self, now: u64) {
+        if now < self.next_maintenance_ns {
+            return;
+        }
+        self.next_maintenance_ns = now + self.cfg.maintenance_ms * 1_000_000;
+        let now_ms = pipeline_ms(now);
+        self.arena.flush_dirty(now_ms);
+        self.cls.rerank();
+        let idle_ms = self.cfg.megaflow_idle_ms;
+        let idle = &mut self.s.idle;
+        idle.clear();
+        let arena = &self.arena;
+        self.sweep_at = arena.sweep(self.sweep_at, SWEEP_SLOTS, |id, mf| {
+            let (p, _) = arena.unflushed(id);
+            if p == 0 && now_ms.saturating_sub(mf.last_used_ms) > idle_ms {
+                idle.push(id);
+            }
+        });
+        for &id in idle.iter() {
+            if let Some(mf) = self.arena.remove(id, now_ms) {
+                self.cls.remove(&mf.key, &mf.mask);
+                self.local.add(Counter::MegaflowEvictions, 1);
+            }
+        }
+    }
+}
