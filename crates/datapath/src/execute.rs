@@ -193,18 +193,6 @@ fn send_segmenting(slot: &mut TxSlot, b: &mut Batch, cache: &mut PoolCache, st: 
     }
 }
 
-/// What [`Executor::in_place`] says about a megaflow's actions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InPlace {
-    /// After [`Executor::run_in_place`], the packet goes to this tx table entry unchanged.
-    Forward(u16),
-    /// The packet is dropped (no output).
-    Drop,
-    /// The actions need the packet by value (no output takes it): run them with
-    /// [`Executor::run`].
-    No,
-}
-
 /// One output port of a thread's tx table.
 pub struct TxPort {
     /// OpenFlow port number.
@@ -347,23 +335,8 @@ impl Executor {
         }
     }
 
-    /// How `actions` can run on a packet that stays in its rx batch, for the batch hand-over
-    /// ([`Executor::forward_batch`]).
-    #[inline]
-    pub fn in_place(actions: &Actions) -> InPlace {
-        match actions.plan {
-            Plan::Forward(port) => InPlace::Forward(port),
-            Plan::Drop => InPlace::Drop,
-            Plan::General { move_at: Some(k) } => match actions.ops.get(k) {
-                Some(Op::Output(port)) => InPlace::Forward(*port),
-                _ => InPlace::No,
-            },
-            Plan::General { move_at: None } => InPlace::No,
-        }
-    }
-
     /// Runs the ops of `actions` that come before the output which takes the packet, on
-    /// `pkts` where they are (see [`Executor::in_place`]): op by op over all the packets, so
+    /// `pkts` where they are (see [`Actions::in_place`]): op by op over all the packets, so
     /// each op is dispatched once per batch, not once per packet. Returns a mask of the packets
     /// to drop (bit `i` for `pkts[i]`; their drop counters are added); the caller removes and
     /// frees them. Per port, copies and packet-ins keep the packets' order.

@@ -182,7 +182,35 @@ impl PortMap {
     }
 }
 
+/// What [`Actions::in_place`] says about a megaflow's actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlace {
+    /// After [`crate::execute::Executor::run_in_place`], the packet goes to this tx table
+    /// entry unchanged.
+    Forward(u16),
+    /// The packet is dropped (no output).
+    Drop,
+    /// The actions need the packet by value (no output takes it): run them with
+    /// [`crate::execute::Executor::run`].
+    No,
+}
+
 impl Actions {
+    /// How these actions can run on a packet that stays in its rx batch, for the batch
+    /// hand-over ([`crate::execute::Executor::forward_batch`]).
+    #[inline]
+    pub fn in_place(&self) -> InPlace {
+        match self.plan {
+            Plan::Forward(port) => InPlace::Forward(port),
+            Plan::Drop => InPlace::Drop,
+            Plan::General { move_at: Some(k) } => match self.ops.get(k) {
+                Some(Op::Output(port)) => InPlace::Forward(*port),
+                _ => InPlace::No,
+            },
+            Plan::General { move_at: None } => InPlace::No,
+        }
+    }
+
     /// Compiles a translation's actions into `self` (reusing its storage). Outputs to ports
     /// this thread does not know are left out, as are meters `meter` cannot resolve.
     pub fn compile(

@@ -8,7 +8,7 @@ use pipeline::Translation;
 
 use super::{Megaflow, MegaflowId, Plan};
 use crate::bits::prefetch;
-use crate::execute::{Executor, InPlace};
+use crate::megaflow::InPlace;
 
 /// Slots a victim search looks at before it settles for the oldest one it passed.
 const VICTIM_SCAN: usize = 64;
@@ -33,7 +33,7 @@ pub struct Hot {
     /// Whether the actions run in place before one output takes the packet (what the
     /// executor would find out from the plan and ops).
     work: bool,
-    /// [`Executor::in_place`] of the compiled actions; [`InPlace::No`] (the general path,
+    /// [`super::Actions::in_place`] of the compiled actions; [`InPlace::No`] (the general path,
     /// always correct) until [`Arena::compiled`] is told about them.
     fast: InPlace,
     /// Packets not yet flushed to the flow entries.
@@ -218,7 +218,7 @@ impl Arena {
         }
         let actions = &self.slots[id.index()].actions;
         let h = &mut self.hot[id.index()];
-        h.fast = Executor::in_place(actions);
+        h.fast = actions.in_place();
         h.work = !matches!(actions.plan, Plan::Forward(_));
     }
 
@@ -239,7 +239,7 @@ impl Arena {
 
     /// [`Arena::count`], and what a batch of hits on `id` does, from its [`Hot`] entry alone
     /// (the poll loop asks both for every run of packets of one megaflow): where the packets
-    /// go by the output that takes them ([`Executor::in_place`]) and whether actions run on
+    /// go by the output that takes them ([`super::Actions::in_place`]) and whether actions run on
     /// them in place first. `None` for a stale id, which counts nothing.
     #[inline(always)]
     pub fn count_fast(

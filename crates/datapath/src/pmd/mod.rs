@@ -27,9 +27,9 @@
 //!
 //! Misses with the same key in one batch share one translation, within the upcall budget.
 //!
-//! This file is the path of a batch; beside it: [`budget`] (the upcall budget), [`lane`] (the
-//! priority lane's share of its core), [`maintain`] (the periodic pass: counters flushed,
-//! subtables re-ranked, idle megaflows swept), [`time`] (the two time bases).
+//! This file is the path of a batch; beside it: `budget.rs` (the upcall budget), `lane.rs` (the
+//! priority lane's share of its core), `maintain.rs` (the periodic pass: counters flushed,
+//! subtables re-ranked, idle megaflows swept), `time.rs` (the two time bases).
 
 mod budget;
 mod lane;
@@ -51,10 +51,10 @@ use crate::clock::TscClock;
 use crate::config::DpConfig;
 use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
-use crate::execute::{Executor, InPlace, PacketIn, TxPort};
+use crate::execute::{Executor, PacketIn, TxPort};
 use crate::idle::{Idle, Step};
 use crate::inject::{InjectQueue, Wake};
-use crate::megaflow::{Actions, Arena, MegaflowId, MegaflowPool, Plan, PortMap};
+use crate::megaflow::{Actions, Arena, InPlace, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::plug::Mailbox;
 use crate::rx_drops::{RxDrops, RxSlot};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
@@ -895,7 +895,7 @@ impl Pmd {
                     m.count(packets, bytes);
                     m.flush(now_ms);
                     let a = &m.actions;
-                    (Executor::in_place(a), !matches!(a.plan, Plan::Forward(_)))
+                    (a.in_place(), !matches!(a.plan, Plan::Forward(_)))
                 }),
                 Target::None | Target::Shed => None,
             };
