@@ -12,7 +12,7 @@ mod ctl;
 mod fdlimit;
 mod gen;
 mod nudge;
-mod ofbridge;
+mod openflow_side;
 mod plug;
 mod run;
 mod switch;

@@ -11,7 +11,7 @@ use packet::{Pool, PoolConfig};
 use std::sync::Arc;
 
 use crate::config;
-use crate::ofbridge::{default_run_dir, OpenFlowSettings};
+use crate::openflow_side::{default_run_dir, OpenFlowSettings};
 use crate::switch::{Switch, SwitchPort};
 
 /// Options of `hayate run`.
@@ -291,7 +291,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         );
         let name = sw.name.clone();
         let mut slot = Some(sw);
-        let side = crate::ofbridge::start(&rt, &mut slot, handle.clone(), &settings)?;
+        let side = crate::openflow_side::start(&rt, &mut slot, handle.clone(), &settings)?;
         let stats = StatsView {
             name,
             bridge: side.bridge(),
@@ -405,7 +405,7 @@ impl StatsView {
 type Running = (
     StatsView,
     Arc<datapath::Running>,
-    crate::ofbridge::OpenFlowSide,
+    crate::openflow_side::OpenFlowSide,
 );
 
 fn print_stats(running: &[Running]) {
@@ -472,7 +472,7 @@ pub fn check(path: &Path) -> Result<()> {
         println!(
             "  controllers: {}, fail mode {:?}",
             if b.controllers.is_empty() {
-                crate::ofbridge::DEFAULT_TARGET.to_string()
+                crate::openflow_side::DEFAULT_TARGET.to_string()
             } else {
                 b.controllers.join(" ")
             },

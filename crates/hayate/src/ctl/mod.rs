@@ -78,8 +78,8 @@ fn socket_of(a: &CtlArgs) -> String {
     let dir = a
         .run_dir
         .clone()
-        .unwrap_or_else(crate::ofbridge::default_run_dir);
-    crate::ofbridge::mgmt_path(&dir, &a.target)
+        .unwrap_or_else(crate::openflow_side::default_run_dir);
+    crate::openflow_side::mgmt_path(&dir, &a.target)
         .to_string_lossy()
         .into_owned()
 }

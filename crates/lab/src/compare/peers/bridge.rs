@@ -16,14 +16,14 @@ pub struct Bridge {
 }
 
 /// A bridge device; dropping it deletes it.
-struct Running {
+struct Device {
     ns: String,
     br: String,
 }
 
-impl Started for Running {}
+impl Started for Device {}
 
-impl Drop for Running {
+impl Drop for Device {
     fn drop(&mut self) {
         let _ = in_ns(&self.ns, &["ip", "link", "del", &self.br]).output();
     }
@@ -51,7 +51,7 @@ impl Peer for Bridge {
                 b = topo.b1
             ),
         )?;
-        let running = Running {
+        let device = Device {
             ns: topo.ns_s.clone(),
             br,
         };
@@ -67,6 +67,6 @@ impl Peer for Bridge {
                 ),
             )?;
         }
-        Ok(Box::new(running))
+        Ok(Box::new(device))
     }
 }
