@@ -305,12 +305,11 @@ impl Frame {
     }
 }
 
-/// Folds a ones'-complement sum below 2^32 to 16 bits (two carries are enough).
+/// Folds a ones'-complement sum below 2^32 to 16 bits ([`packet::checksum::fold32`]).
 #[inline(always)]
 fn fold32(s: u64) -> u16 {
     debug_assert!(s < 1 << 32);
-    let s = (s & 0xffff) + (s >> 16);
-    ((s & 0xffff) + (s >> 16)) as u16
+    packet::checksum::fold32(s as u32)
 }
 
 /// The templates of one [`Traffic`], one per frame size, and the size pattern.
