@@ -23,6 +23,10 @@
 //!   option) and `arp_tha` (target link-layer option).
 
 use crate::key::{frag, parsed, FlowKey};
+use crate::wire::{at, be16, be32, ethernet, ipv4, ipv6, tcp};
+
+/// Length of an Ethernet II header.
+const ETH_LEN: usize = ethernet::field::ETHERTYPE.end;
 use crate::pool::Packet;
 
 /// Where the headers start, as byte offsets from the start of the frame (0 = not present).
@@ -85,10 +89,10 @@ pub mod ipproto {
 /// Most IPv6 extension headers walked before giving up (the chain is then left unparsed).
 pub const MAX_IPV6_EXT: usize = 8;
 
-#[inline(always)]
-fn be16(b: &[u8], i: usize) -> u16 {
-    u16::from_be_bytes([b[i], b[i + 1]])
-}
+/// Where the IPv4 header starts in an untagged frame.
+const L3: usize = ETH_LEN;
+/// Where the L4 header starts after an untagged IPv4 header without options.
+const L4: usize = L3 + 20;
 
 /// Cuts a fixed-size header out of `data` at `off`, or `None` when the frame is too short.
 #[inline(always)]
@@ -213,7 +217,7 @@ pub fn extract(data: &[u8], in_port: u32, key: &mut FlowKey) -> Layers {
 fn extract_fast(data: &[u8], in_port: u32, key: &mut FlowKey) -> Option<Layers> {
     // Eth (14) + IPv4 (20) + TCP (20): UDP frames shorter than this (below the Ethernet
     // minimum of 60 bytes) take the general path.
-    let h = hdr::<54>(data, 0)?;
+    let h = hdr::<{ L4 + 20 }>(data, 0)?;
     // Bytes 12..20: eth_type (2), version/IHL, TOS, total length (2), id (2).
     let a = u64::from_be_bytes(h[12..20].try_into().unwrap_or([0; 8]));
     if a >> 40 != 0x08_00_45 {
@@ -225,16 +229,16 @@ fn extract_fast(data: &[u8], in_port: u32, key: &mut FlowKey) -> Option<Layers> 
         return None;
     }
     let tot = ((a >> 16) & 0xffff) as usize;
-    let end = 14 + tot;
+    let end = L3 + tot;
     let proto = (b >> 32) as u8;
     let w12 = match proto {
         ipproto::UDP if tot >= 28 && end <= data.len() => 0,
         ipproto::TCP => {
-            let doff = (h[46] >> 4) as usize * 4;
-            if tot < 40 || doff < 20 || 34 + doff > end || end > data.len() {
+            let doff = (h[L4 + tcp::field::FLAGS.start] >> 4) as usize * 4;
+            if tot < 40 || doff < 20 || L4 + doff > end || end > data.len() {
                 return None;
             }
-            (be16(h, 46) & 0x0fff) as u64
+            (be16(h, L4 + tcp::field::FLAGS.start) & 0x0fff) as u64
         }
         _ => return None,
     };
@@ -242,12 +246,12 @@ fn extract_fast(data: &[u8], in_port: u32, key: &mut FlowKey) -> Option<Layers> 
     let src = u64::from_be_bytes(h[4..12].try_into().unwrap_or([0; 8])) << 16;
     let flags = parsed::ETH | parsed::L3 | parsed::L4;
     let w0 = ((flags as u64) << 48) | ((ethertype::IPV4 as u64) << 32) | in_port as u64;
-    let w5 = u64::from_be_bytes(h[26..34].try_into().unwrap_or([0; 8]));
+    let w5 = u64::from_be_bytes(h[at(L3, ipv4::field::ADDRS)].try_into().unwrap_or([0; 8]));
     // proto · tos · ttl (frag is 0) · ports.
     let w6 = ((proto as u64) << 56)
         | ((a >> 32) & 0xff) << 48
         | ((b >> 40) & 0xff) << 40
-        | ports(&h[34..38]);
+        | ports(&h[L4..]);
     key.w = [
         w0,
         0,
@@ -267,8 +271,8 @@ fn extract_fast(data: &[u8], in_port: u32, key: &mut FlowKey) -> Option<Layers> 
         0,
     ];
     Some(Layers {
-        l3_off: 14,
-        l4_off: 34,
+        l3_off: L3 as u16,
+        l4_off: L4 as u16,
     })
 }
 
@@ -304,8 +308,8 @@ fn parse(data: &[u8], key: &mut FlowKey, layers: &mut Layers) -> u16 {
     let src = u64::from_be_bytes(eth[4..12].try_into().unwrap_or([0; 8])) & 0xffff_ffff_ffff;
     let mut tci = 0u64;
     let mut ctci = 0u64;
-    let mut ty = be16(eth, 12);
-    let mut off = 14usize;
+    let mut ty = be16(eth, ethernet::field::ETHERTYPE.start);
+    let mut off = ETH_LEN;
     if ethertype::is_vlan(ty) {
         let Some(t) = hdr::<4>(data, off) else {
             key.w[3] = dst << 16;
@@ -313,14 +317,14 @@ fn parse(data: &[u8], key: &mut FlowKey, layers: &mut Layers) -> u16 {
             key.w[0] = (ty as u64) << 32;
             return flags | parsed::TRUNCATED;
         };
-        tci = (be16(t, 0) | 0x1000) as u64;
-        ty = be16(t, 2);
+        tci = (be16(t, ethernet::field::TAG_TCI.start) | 0x1000) as u64;
+        ty = be16(t, ethernet::field::TAG_ETHERTYPE.start);
         off += 4;
         flags |= parsed::VLAN;
         if ethertype::is_vlan(ty) {
             if let Some(t) = hdr::<4>(data, off) {
-                ctci = (be16(t, 0) | 0x1000) as u64;
-                ty = be16(t, 2);
+                ctci = (be16(t, ethernet::field::TAG_TCI.start) | 0x1000) as u64;
+                ty = be16(t, ethernet::field::TAG_ETHERTYPE.start);
                 off += 4;
                 flags |= parsed::QINQ;
             } else {
@@ -370,10 +374,10 @@ fn parse_ipv4(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
     let Some(h) = hdr::<20>(data, off) else {
         return parsed::TRUNCATED;
     };
-    if h[0] >> 4 != 4 {
+    if h[ipv4::field::VER_IHL] >> 4 != 4 {
         return parsed::MALFORMED;
     }
-    let ihl = ((h[0] & 0x0f) as usize) * 4;
+    let ihl = ((h[ipv4::field::VER_IHL] & 0x0f) as usize) * 4;
     if ihl < 20 {
         return parsed::MALFORMED;
     }
@@ -384,9 +388,9 @@ fn parse_ipv4(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
             return flags | parsed::TRUNCATED;
         }
     }
-    let tot = be16(h, 2) as usize;
-    let proto = h[9];
-    let fragw = be16(h, 6);
+    let tot = be16(h, ipv4::field::LENGTH.start) as usize;
+    let proto = h[ipv4::field::PROTOCOL];
+    let fragw = be16(h, ipv4::field::FLG_OFF.start);
     let mut fr = 0u8;
     if fragw & 0x3fff != 0 {
         fr = frag::ANY;
@@ -395,10 +399,10 @@ fn parse_ipv4(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
         }
     }
     // Source and destination addresses are 8 adjacent bytes: one load gives word 5.
-    key.w[5] = u64::from_be_bytes(h[12..20].try_into().unwrap_or([0; 8]));
+    key.w[5] = u64::from_be_bytes(h[ipv4::field::ADDRS].try_into().unwrap_or([0; 8]));
     key.w[6] = ((proto as u64) << 56)
-        | ((h[1] as u64) << 48)
-        | ((h[8] as u64) << 40)
+        | ((h[ipv4::field::TOS] as u64) << 48)
+        | ((h[ipv4::field::TTL] as u64) << 40)
         | ((fr as u64) << 32);
     layers.l3_off = off as u16;
     flags |= parsed::L3;
@@ -419,17 +423,17 @@ fn parse_ipv6(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
     let Some(h) = hdr::<40>(data, off) else {
         return parsed::TRUNCATED;
     };
-    let first = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+    let first = be32(h, ipv6::field::VER_TC_FLOW.start);
     if first >> 28 != 6 {
         return parsed::MALFORMED;
     }
     let tc = (first >> 20) as u8;
     let label = first & 0x000f_ffff;
-    let plen = be16(h, 4) as usize;
-    let nh = h[6];
-    let hlim = h[7];
-    let src: &[u8; 16] = h[8..24].try_into().unwrap_or(&[0; 16]);
-    let dst: &[u8; 16] = h[24..40].try_into().unwrap_or(&[0; 16]);
+    let plen = be16(h, ipv6::field::LENGTH.start) as usize;
+    let nh = h[ipv6::field::NXT_HDR];
+    let hlim = h[ipv6::field::HOP_LIMIT];
+    let src: &[u8; 16] = h[ipv6::field::SRC].try_into().unwrap_or(&[0; 16]);
+    let dst: &[u8; 16] = h[ipv6::field::DST].try_into().unwrap_or(&[0; 16]);
     key.w[7] = u64::from_be_bytes(src[0..8].try_into().unwrap_or([0; 8]));
     key.w[8] = u64::from_be_bytes(src[8..16].try_into().unwrap_or([0; 8]));
     key.w[9] = u64::from_be_bytes(dst[0..8].try_into().unwrap_or([0; 8]));
@@ -492,8 +496,8 @@ fn parse_l4(
                 return parsed::TRUNCATED;
             };
             key.w[6] |= ports(t);
-            key.w[12] = (be16(t, 12) & 0x0fff) as u64;
-            let doff = (t[12] >> 4) as usize * 4;
+            key.w[12] = (be16(t, tcp::field::FLAGS.start) & 0x0fff) as u64;
+            let doff = (t[tcp::field::FLAGS.start] >> 4) as usize * 4;
             if doff < 20 {
                 return parsed::MALFORMED;
             }

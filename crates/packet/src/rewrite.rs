@@ -20,6 +20,7 @@ use crate::checksum::{crc32c, update128, update16, update32};
 use crate::extract::{ethertype, extract, hdr, ipproto, walk_ipv6_ext};
 use crate::key::{Field, FlowKey};
 use crate::pool::Packet;
+use crate::wire::{be16, ipv4, ipv6, tcp, udp};
 
 /// Why a rewrite was refused. The packet is unchanged when one is returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,20 +162,20 @@ fn locate(pkt: &Packet) -> Loc {
     match loc.eth_type {
         ethertype::IPV4 => {
             if let Some(h) = hdr::<20>(d, l3) {
-                loc.proto = h[9];
-                let tot = u16::from_be_bytes([h[2], h[3]]) as usize;
+                loc.proto = h[ipv4::field::PROTOCOL];
+                let tot = be16(h, ipv4::field::LENGTH.start) as usize;
                 loc.l3_end = (l3 + tot).min(d.len());
             }
         }
         ethertype::IPV6 => {
             if let Some(h) = hdr::<40>(d, l3) {
-                let plen = u16::from_be_bytes([h[4], h[5]]) as usize;
+                let plen = be16(h, ipv6::field::LENGTH.start) as usize;
                 if plen != 0 {
                     loc.l3_end = (l3 + 40 + plen).min(d.len());
                 }
-                loc.proto = h[6];
+                loc.proto = h[ipv6::field::NXT_HDR];
                 if l4 != 0 {
-                    let w = walk_ipv6_ext(d, l3 + 40, h[6], loc.l3_end);
+                    let w = walk_ipv6_ext(d, l3 + 40, h[ipv6::field::NXT_HDR], loc.l3_end);
                     loc.proto = w.proto;
                     loc.routed = w.routed;
                 }
@@ -231,9 +232,16 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
         Field::Ipv4Src | Field::Ipv4Dst => {
             let src = field == Field::Ipv4Src;
             match loc.eth_type {
-                ethertype::IPV4 if loc.l3 + 20 <= d.len() => {
-                    set_ipv4_addr(d, &loc, if src { 12 } else { 16 }, value as u32)
-                }
+                ethertype::IPV4 if loc.l3 + 20 <= d.len() => set_ipv4_addr(
+                    d,
+                    &loc,
+                    if src {
+                        ipv4::field::SRC.start
+                    } else {
+                        ipv4::field::DST.start
+                    },
+                    value as u32,
+                ),
                 ethertype::ARP if loc.l3 + 28 <= d.len() => {
                     put(
                         d,
@@ -267,7 +275,12 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
             }
         }
         Field::Ipv6Src | Field::Ipv6Dst => {
-            let at = loc.l3 + if field == Field::Ipv6Src { 8 } else { 24 };
+            let at = loc.l3
+                + if field == Field::Ipv6Src {
+                    ipv6::field::SRC.start
+                } else {
+                    ipv6::field::DST.start
+                };
             let Some(old) = get128(d, at).filter(|_| loc.eth_type == ethertype::IPV6) else {
                 return Err(need(field, "IPv6"));
             };
@@ -277,8 +290,8 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
             let in_pseudo = field == Field::Ipv6Src || !loc.routed;
             if loc.l4 != 0 && in_pseudo {
                 let at = match loc.proto {
-                    ipproto::TCP => Some(loc.l4 + 16),
-                    ipproto::UDP => Some(loc.l4 + 6),
+                    ipproto::TCP => Some(loc.l4 + tcp::field::CHECKSUM.start),
+                    ipproto::UDP => Some(loc.l4 + udp::field::CHECKSUM.start),
                     ipproto::ICMPV6 => Some(loc.l4 + 2),
                     _ => None,
                 };
@@ -398,13 +411,15 @@ fn set_ipv4_addr(d: &mut [u8], loc: &Loc, at: usize, new: u32) {
         return;
     };
     put(d, loc.l3 + at, &new.to_be_bytes());
-    if let Some(c) = get16(d, loc.l3 + 10) {
-        put16(d, loc.l3 + 10, update32(c, old, new));
+    let ip_csum = loc.l3 + ipv4::field::CHECKSUM.start;
+    if let Some(c) = get16(d, ip_csum) {
+        put16(d, ip_csum, update32(c, old, new));
     }
     if loc.l4 != 0 {
+        let (tcp_csum, udp_csum) = (tcp::field::CHECKSUM.start, udp::field::CHECKSUM.start);
         match loc.proto {
-            ipproto::TCP => fix_l4_csum(d, loc.l4 + 16, loc.proto, |c| update32(c, old, new)),
-            ipproto::UDP => fix_l4_csum(d, loc.l4 + 6, loc.proto, |c| update32(c, old, new)),
+            ipproto::TCP => fix_l4_csum(d, loc.l4 + tcp_csum, loc.proto, |c| update32(c, old, new)),
+            ipproto::UDP => fix_l4_csum(d, loc.l4 + udp_csum, loc.proto, |c| update32(c, old, new)),
             _ => {}
         }
     }
@@ -413,10 +428,11 @@ fn set_ipv4_addr(d: &mut [u8], loc: &Loc, at: usize, new: u32) {
 fn set_ip_byte(d: &mut [u8], loc: &Loc, field: Field, v: u8) -> Result<(), RewriteError> {
     match loc.eth_type {
         ethertype::IPV4 if loc.l3 + 20 <= d.len() => {
+            // The byte and the 16-bit word the header checksum sums it in.
             let (at, word) = if field == Field::IpTtl {
-                (8, 8)
+                (ipv4::field::TTL, ipv4::field::TTL)
             } else {
-                (1, 0)
+                (ipv4::field::TOS, ipv4::field::VER_IHL)
             };
             let old_b = d[loc.l3 + at];
             let new_b = match field {
@@ -427,14 +443,15 @@ fn set_ip_byte(d: &mut [u8], loc: &Loc, field: Field, v: u8) -> Result<(), Rewri
             let old = get16(d, loc.l3 + word).unwrap_or(0);
             d[loc.l3 + at] = new_b;
             let new = get16(d, loc.l3 + word).unwrap_or(0);
-            if let Some(c) = get16(d, loc.l3 + 10) {
-                put16(d, loc.l3 + 10, update16(c, old, new));
+            let ip_csum = loc.l3 + ipv4::field::CHECKSUM.start;
+            if let Some(c) = get16(d, ip_csum) {
+                put16(d, ip_csum, update16(c, old, new));
             }
             Ok(())
         }
         ethertype::IPV6 if loc.l3 + 40 <= d.len() => {
             if field == Field::IpTtl {
-                d[loc.l3 + 7] = v;
+                d[loc.l3 + ipv6::field::HOP_LIMIT] = v;
                 return Ok(());
             }
             let old = get32(d, loc.l3).unwrap_or(0);
@@ -455,12 +472,17 @@ fn set_ip_byte(d: &mut [u8], loc: &Loc, field: Field, v: u8) -> Result<(), Rewri
 fn set_port(d: &mut [u8], loc: &Loc, field: Field, new: u16) -> Result<(), RewriteError> {
     let ip = matches!(loc.eth_type, ethertype::IPV4 | ethertype::IPV6);
     let csum_at = match loc.proto {
-        ipproto::TCP => 16,
-        ipproto::UDP => 6,
+        ipproto::TCP => tcp::field::CHECKSUM.start,
+        ipproto::UDP => udp::field::CHECKSUM.start,
         ipproto::SCTP => 8,
         _ => 0,
     };
-    let at = loc.l4 + if field == Field::TpSrc { 0 } else { 2 };
+    let at = loc.l4
+        + if field == Field::TpSrc {
+            udp::field::SRC_PORT.start
+        } else {
+            udp::field::DST_PORT.start
+        };
     let Some(old) = get16(d, at).filter(|_| ip && loc.l4 != 0 && csum_at != 0) else {
         return Err(need(field, "TCP, UDP or SCTP"));
     };

@@ -14,13 +14,8 @@
 //! same value, so a correct packet is never changed.
 
 use packet::checksum::{add, fold, pseudo_v4, pseudo_v6, sum};
-
-const ETH_P_IPV4: u16 = 0x0800;
-const ETH_P_IPV6: u16 = 0x86dd;
-const ETH_P_8021Q: u16 = 0x8100;
-const ETH_P_8021AD: u16 = 0x88a8;
-const PROTO_TCP: u8 = 6;
-const PROTO_UDP: u8 = 17;
+use packet::extract::{ethertype, ipproto};
+use packet::wire::{at, ethernet, get_be16, ipv4, ipv6, tcp, udp};
 
 /// Where a TCP or UDP segment sits in a frame and its pseudo-header's partial sum.
 struct Segment {
@@ -37,61 +32,58 @@ struct Segment {
     pseudo: u64,
 }
 
-fn be16(f: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*f.get(at)?, *f.get(at + 1)?]))
-}
-
 /// Finds the TCP or UDP segment of an Ethernet frame (up to two VLAN tags; IPv4 that is not
 /// a fragment; IPv6 without extension headers), or `None`.
 fn segment(f: &[u8]) -> Option<Segment> {
-    let mut at = 12;
-    let mut ethertype = be16(f, at)?;
+    let mut type_at = ethernet::field::ETHERTYPE.start;
+    let mut ty = get_be16(f, type_at)?;
     for _ in 0..2 {
-        if ethertype == ETH_P_8021Q || ethertype == ETH_P_8021AD {
-            at += 4;
-            ethertype = be16(f, at)?;
+        if ty == ethertype::VLAN || ty == ethertype::QINQ {
+            type_at += 4;
+            ty = get_be16(f, type_at)?;
         }
     }
-    let l3 = at + 2;
-    let (start, len, proto, pseudo) = match ethertype {
-        ETH_P_IPV4 => {
-            let vihl = *f.get(l3)?;
+    let l3 = type_at + 2;
+    let (start, len, proto, pseudo) = match ty {
+        ethertype::IPV4 => {
+            let vihl = *f.get(l3 + ipv4::field::VER_IHL)?;
             let ihl = usize::from(vihl & 0x0f) * 4;
-            let total = usize::from(be16(f, l3 + 2)?);
-            let frag = be16(f, l3 + 6)?;
+            let total = usize::from(get_be16(f, l3 + ipv4::field::LENGTH.start)?);
+            let frag = get_be16(f, l3 + ipv4::field::FLG_OFF.start)?;
             // A fragment (offset or more-fragments set) never carries a partial checksum.
             if vihl >> 4 != 4 || ihl < 20 || total < ihl || frag & 0x3fff != 0 {
                 return None;
             }
-            let proto = *f.get(l3 + 9)?;
-            let src = u32::from_be_bytes(f.get(l3 + 12..l3 + 16)?.try_into().ok()?);
-            let dst = u32::from_be_bytes(f.get(l3 + 16..l3 + 20)?.try_into().ok()?);
+            let proto = *f.get(l3 + ipv4::field::PROTOCOL)?;
+            let src = u32::from_be_bytes(f.get(at(l3, ipv4::field::SRC))?.try_into().ok()?);
+            let dst = u32::from_be_bytes(f.get(at(l3, ipv4::field::DST))?.try_into().ok()?);
             let len = total - ihl;
             let pseudo = pseudo_v4(src, dst, proto, len as u16);
             (l3 + ihl, len, proto, pseudo)
         }
-        ETH_P_IPV6 => {
+        ethertype::IPV6 => {
             if *f.get(l3)? >> 4 != 6 {
                 return None;
             }
-            let len = usize::from(be16(f, l3 + 4)?);
-            let proto = *f.get(l3 + 6)?;
-            let src = u128::from_be_bytes(f.get(l3 + 8..l3 + 24)?.try_into().ok()?);
-            let dst = u128::from_be_bytes(f.get(l3 + 24..l3 + 40)?.try_into().ok()?);
-            (l3 + 40, len, proto, pseudo_v6(src, dst, proto, len as u32))
+            let len = usize::from(get_be16(f, l3 + ipv6::field::LENGTH.start)?);
+            let proto = *f.get(l3 + ipv6::field::NXT_HDR)?;
+            let src = u128::from_be_bytes(f.get(at(l3, ipv6::field::SRC))?.try_into().ok()?);
+            let dst = u128::from_be_bytes(f.get(at(l3, ipv6::field::DST))?.try_into().ok()?);
+            let l4 = l3 + ipv6::field::DST.end;
+            (l4, len, proto, pseudo_v6(src, dst, proto, len as u32))
         }
         _ => return None,
     };
     let (field, min) = match proto {
-        PROTO_TCP => (start + 16, 20),
-        PROTO_UDP => (start + 6, 8),
+        ipproto::TCP => (start + tcp::field::CHECKSUM.start, 20),
+        ipproto::UDP => (start + udp::field::CHECKSUM.start, 8),
         _ => return None,
     };
     (len >= min && start + len <= f.len()).then_some(Segment {
         start,
         len,
         field,
-        udp: proto == PROTO_UDP,
+        udp: proto == ipproto::UDP,
         pseudo,
     })
 }

@@ -27,6 +27,8 @@
 //!
 //! Per-packet code: nothing here allocates.
 
+use packet::extract::{ethertype, ipproto};
+use packet::wire::{at, be128, be32, ethernet, get_be16, ipv4, ipv6, tcp};
 use packet::{checksum, Batch, Gso, Packet, PoolCache};
 
 /// Length of the virtio-net header (`struct virtio_net_hdr`) on the wire.
@@ -294,10 +296,6 @@ impl std::fmt::Debug for TcpSegmenter {
     }
 }
 
-const ETH_VLAN: u16 = 0x8100;
-const ETH_QINQ: u16 = 0x88a8;
-const ETH_IPV4: u16 = 0x0800;
-const ETH_IPV6: u16 = 0x86dd;
 const TCP_FIN: u16 = 0x001;
 const TCP_PSH: u16 = 0x008;
 const TCP_CWR: u16 = 0x080;
@@ -321,28 +319,32 @@ impl TcpHeaders {
     /// virtio-net header gives it).
     pub fn parse(frame: &[u8], csum_start: Option<usize>) -> Result<TcpHeaders, VnetError> {
         let bad = VnetError::BadHeaders;
-        let mut at = 12;
-        let mut ethertype = be16(frame, at).ok_or(bad("frame shorter than Ethernet"))?;
-        while ethertype == ETH_VLAN || ethertype == ETH_QINQ {
-            at += 4;
-            ethertype = be16(frame, at).ok_or(bad("truncated VLAN tag"))?;
+        let mut type_at = ethernet::field::ETHERTYPE.start;
+        let mut ty = get_be16(frame, type_at).ok_or(bad("frame shorter than Ethernet"))?;
+        while ty == ethertype::VLAN || ty == ethertype::QINQ {
+            type_at += 4;
+            ty = get_be16(frame, type_at).ok_or(bad("truncated VLAN tag"))?;
         }
-        let l3 = at + 2;
-        let (v4, l4) = match ethertype {
-            ETH_IPV4 => {
-                let ihl = usize::from(*frame.get(l3).ok_or(bad("no IPv4 header"))? & 0x0f) * 4;
-                if ihl < 20 || frame.get(l3 + 9) != Some(&6) {
+        let l3 = type_at + 2;
+        let (v4, l4) = match ty {
+            ethertype::IPV4 => {
+                let vihl = frame
+                    .get(l3 + ipv4::field::VER_IHL)
+                    .ok_or(bad("no IPv4 header"))?;
+                let ihl = usize::from(vihl & 0x0f) * 4;
+                if ihl < 20 || frame.get(l3 + ipv4::field::PROTOCOL) != Some(&ipproto::TCP) {
                     return Err(bad("IPv4 header length below 20 or protocol not TCP"));
                 }
                 (true, l3 + ihl)
             }
-            ETH_IPV6 => {
+            ethertype::IPV6 => {
                 // Extension headers: trust the checksum start, which points at TCP.
-                let l4 = if frame.get(l3 + 6) == Some(&6) {
-                    l3 + 40
+                let fixed_end = l3 + ipv6::field::DST.end;
+                let l4 = if frame.get(l3 + ipv6::field::NXT_HDR) == Some(&ipproto::TCP) {
+                    fixed_end
                 } else {
                     match csum_start {
-                        Some(s) if s > l3 + 40 => s,
+                        Some(s) if s > fixed_end => s,
                         _ => return Err(bad("IPv6 next header is not TCP")),
                     }
                 };
@@ -350,7 +352,8 @@ impl TcpHeaders {
             }
             _ => return Err(bad("not IPv4 or IPv6")),
         };
-        let doff = usize::from(*frame.get(l4 + 12).ok_or(bad("no TCP header"))? >> 4) * 4;
+        let doff_at = l4 + tcp::field::FLAGS.start;
+        let doff = usize::from(*frame.get(doff_at).ok_or(bad("no TCP header"))? >> 4) * 4;
         if doff < 20 {
             return Err(bad("TCP data offset below 5"));
         }
@@ -382,12 +385,7 @@ impl TcpSegmenter {
         let mut headers = [0u8; MAX_HEADERS];
         let hdr_len = copy_frame(&frame[..end], vlan, &mut headers);
         let (l3, l4) = (l3 + shift, l4 + shift);
-        let seq = u32::from_be_bytes([
-            headers[l4 + 4],
-            headers[l4 + 5],
-            headers[l4 + 6],
-            headers[l4 + 7],
-        ]);
+        let seq = be32(&headers, l4 + tcp::field::SEQ.start);
         Ok(TcpSegmenter {
             headers,
             hdr_len,
@@ -399,18 +397,24 @@ impl TcpSegmenter {
             mss,
             seq,
             ip_id: if v4 {
-                u16::from_be_bytes([headers[l3 + 4], headers[l3 + 5]])
+                u16::from_be_bytes([
+                    headers[l3 + ipv4::field::IDENT.start],
+                    headers[l3 + ipv4::field::IDENT.start + 1],
+                ])
             } else {
                 0
             },
-            flags: u16::from_be_bytes([headers[l4 + 12], headers[l4 + 13]]) & 0x0fff,
+            flags: u16::from_be_bytes([
+                headers[l4 + tcp::field::FLAGS.start],
+                headers[l4 + tcp::field::FLAGS.start + 1],
+            ]) & 0x0fff,
         })
     }
 
     /// Whether the super-packet can be kept whole ([`packet::gso`]): its headers must parse
     /// again without the virtio-net header, so IPv6 extension headers are not allowed.
     pub fn keepable(&self) -> bool {
-        self.v4 || self.l4 == self.l3 + 40
+        self.v4 || self.l4 == self.l3 + ipv6::field::DST.end
     }
 
     /// The request that keeps this super-packet whole, from its virtio-net header.
@@ -452,16 +456,18 @@ impl TcpSegmenter {
         let l4_len = h - l4 + len;
         if self.v4 {
             let tot = (h - l3 + len) as u16;
-            out[l3 + 2..l3 + 4].copy_from_slice(&tot.to_be_bytes());
-            out[l3 + 4..l3 + 6].copy_from_slice(&self.ip_id.wrapping_add(i as u16).to_be_bytes());
-            out[l3 + 10..l3 + 12].fill(0);
+            out[at(l3, ipv4::field::LENGTH)].copy_from_slice(&tot.to_be_bytes());
+            let id = self.ip_id.wrapping_add(i as u16);
+            out[at(l3, ipv4::field::IDENT)].copy_from_slice(&id.to_be_bytes());
+            out[at(l3, ipv4::field::CHECKSUM)].fill(0);
             let c = checksum::checksum(&out[l3..l4]);
-            out[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+            out[at(l3, ipv4::field::CHECKSUM)].copy_from_slice(&c.to_be_bytes());
         } else {
-            let plen = (h - l3 - 40 + len) as u16;
-            out[l3 + 4..l3 + 6].copy_from_slice(&plen.to_be_bytes());
+            let plen = (h - l3 - ipv6::field::DST.end + len) as u16;
+            out[at(l3, ipv6::field::LENGTH)].copy_from_slice(&plen.to_be_bytes());
         }
-        out[l4 + 4..l4 + 8].copy_from_slice(&self.seq.wrapping_add(off as u32).to_be_bytes());
+        let seq = self.seq.wrapping_add(off as u32);
+        out[at(l4, tcp::field::SEQ)].copy_from_slice(&seq.to_be_bytes());
         let mut flags = self.flags;
         if !last {
             flags &= !(TCP_FIN | TCP_PSH);
@@ -469,16 +475,12 @@ impl TcpSegmenter {
         if i > 0 {
             flags &= !TCP_CWR;
         }
-        let word = (u16::from(out[l4 + 12]) << 8) & 0xf000 | flags;
-        out[l4 + 12..l4 + 14].copy_from_slice(&word.to_be_bytes());
-        out[l4 + 16..l4 + 18].fill(0);
-        let pseudo = if self.v4 {
-            checksum::pseudo_v4(be32(out, l3 + 12), be32(out, l3 + 16), 6, l4_len as u16)
-        } else {
-            checksum::pseudo_v6(be128(out, l3 + 8), be128(out, l3 + 24), 6, l4_len as u32)
-        };
+        let word = (u16::from(out[l4 + tcp::field::FLAGS.start]) << 8) & 0xf000 | flags;
+        out[at(l4, tcp::field::FLAGS)].copy_from_slice(&word.to_be_bytes());
+        out[at(l4, tcp::field::CHECKSUM)].fill(0);
+        let pseudo = pseudo_of(out, l3, self.v4, l4_len);
         let c = !checksum::fold(checksum::sum(&out[l4..h + len], pseudo));
-        out[l4 + 16..l4 + 18].copy_from_slice(&c.to_be_bytes());
+        out[at(l4, tcp::field::CHECKSUM)].copy_from_slice(&c.to_be_bytes());
         h + len
     }
 }
@@ -658,16 +660,16 @@ pub fn tx_header(pkt: &mut Packet) -> Result<VnetHdr, VnetError> {
     let tcp_len = d.len() - h.l4;
     let pseudo = if h.v4 {
         let l3 = h.l3;
-        d[l3 + 10..l3 + 12].fill(0);
+        d[at(l3, ipv4::field::CHECKSUM)].fill(0);
         let c = checksum::checksum(&d[l3..h.l4]);
-        d[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
-        let len = u16::try_from(tcp_len).map_err(|_| VnetError::BadHeaders("too long"))?;
-        checksum::pseudo_v4(be32(d, l3 + 12), be32(d, l3 + 16), 6, len)
+        d[at(l3, ipv4::field::CHECKSUM)].copy_from_slice(&c.to_be_bytes());
+        u16::try_from(tcp_len).map_err(|_| VnetError::BadHeaders("too long"))?;
+        pseudo_of(d, l3, true, tcp_len)
     } else {
-        checksum::pseudo_v6(be128(d, h.l3 + 8), be128(d, h.l3 + 24), 6, tcp_len as u32)
+        pseudo_of(d, h.l3, false, tcp_len)
     };
     let c = checksum::fold(pseudo);
-    d[h.l4 + 16..h.l4 + 18].copy_from_slice(&c.to_be_bytes());
+    d[at(h.l4, tcp::field::CHECKSUM)].copy_from_slice(&c.to_be_bytes());
     let base = if g.v6 { GSO_TCPV6 } else { GSO_TCPV4 };
     Ok(VnetHdr {
         flags: F_NEEDS_CSUM,
@@ -722,18 +724,22 @@ pub fn segment_into(
     Ok((n, n))
 }
 
-fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
-
-fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn be128(b: &[u8], at: usize) -> u128 {
-    let mut a = [0u8; 16];
-    a.copy_from_slice(&b[at..at + 16]);
-    u128::from_be_bytes(a)
+/// The TCP pseudo-header's partial sum for the IP header at `l3` (IPv4 when `v4`) and a TCP
+/// segment of `l4_len` bytes.
+fn pseudo_of(d: &[u8], l3: usize, v4: bool, l4_len: usize) -> u64 {
+    if v4 {
+        let (src, dst) = (
+            be32(d, l3 + ipv4::field::SRC.start),
+            be32(d, l3 + ipv4::field::DST.start),
+        );
+        checksum::pseudo_v4(src, dst, ipproto::TCP, l4_len as u16)
+    } else {
+        let (src, dst) = (
+            be128(d, l3 + ipv6::field::SRC.start),
+            be128(d, l3 + ipv6::field::DST.start),
+        );
+        checksum::pseudo_v6(src, dst, ipproto::TCP, l4_len as u32)
+    }
 }
 
 #[cfg(test)]

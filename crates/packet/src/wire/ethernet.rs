@@ -3,6 +3,21 @@
 use super::{be16, check_len, mac, put, WireError};
 use crate::extract::ethertype;
 
+/// Byte ranges of an Ethernet II header, and of a VLAN tag (after the addresses).
+pub mod field {
+    use std::ops::Range;
+    /// Destination address.
+    pub const DST: Range<usize> = 0..6;
+    /// Source address.
+    pub const SRC: Range<usize> = 6..12;
+    /// Type (or a VLAN TPID when tagged).
+    pub const ETHERTYPE: Range<usize> = 12..14;
+    /// In a VLAN tag (counted from the tag's TCI): tag control information.
+    pub const TAG_TCI: Range<usize> = 0..2;
+    /// In a VLAN tag: the type of what follows.
+    pub const TAG_ETHERTYPE: Range<usize> = 2..4;
+}
+
 /// An Ethernet II header (14 bytes) and what follows it.
 #[derive(Debug, Clone)]
 pub struct Ethernet<T: AsRef<[u8]>> {
@@ -26,17 +41,17 @@ impl<T: AsRef<[u8]>> Ethernet<T> {
 
     /// Destination address.
     pub fn dst(&self) -> [u8; 6] {
-        mac(self.buf.as_ref(), 0)
+        mac(self.buf.as_ref(), field::DST.start)
     }
 
     /// Source address.
     pub fn src(&self) -> [u8; 6] {
-        mac(self.buf.as_ref(), 6)
+        mac(self.buf.as_ref(), field::SRC.start)
     }
 
     /// The type field at offset 12 (a VLAN TPID when the frame is tagged).
     pub fn ethertype(&self) -> u16 {
-        be16(self.buf.as_ref(), 12)
+        be16(self.buf.as_ref(), field::ETHERTYPE.start)
     }
 
     /// Bytes after the 14-byte header (a VLAN tag first when tagged).
@@ -64,17 +79,17 @@ impl<T: AsRef<[u8]>> Ethernet<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ethernet<T> {
     /// Sets the destination address.
     pub fn set_dst(&mut self, a: [u8; 6]) {
-        put(self.buf.as_mut(), 0, &a);
+        put(self.buf.as_mut(), field::DST.start, &a);
     }
 
     /// Sets the source address.
     pub fn set_src(&mut self, a: [u8; 6]) {
-        put(self.buf.as_mut(), 6, &a);
+        put(self.buf.as_mut(), field::SRC.start, &a);
     }
 
     /// Sets the type field.
     pub fn set_ethertype(&mut self, t: u16) {
-        put(self.buf.as_mut(), 12, &t.to_be_bytes());
+        put(self.buf.as_mut(), field::ETHERTYPE.start, &t.to_be_bytes());
     }
 
     /// Bytes after the header, writable.
@@ -101,7 +116,7 @@ impl<T: AsRef<[u8]>> VlanTag<T> {
 
     /// Tag control information.
     pub fn tci(&self) -> u16 {
-        be16(self.buf.as_ref(), 0)
+        be16(self.buf.as_ref(), field::TAG_TCI.start)
     }
 
     /// Priority code point (3 bits).
@@ -121,14 +136,14 @@ impl<T: AsRef<[u8]>> VlanTag<T> {
 
     /// The type of what follows the tag.
     pub fn ethertype(&self) -> u16 {
-        be16(self.buf.as_ref(), 2)
+        be16(self.buf.as_ref(), field::TAG_ETHERTYPE.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanTag<T> {
     /// Sets the whole TCI.
     pub fn set_tci(&mut self, tci: u16) {
-        put(self.buf.as_mut(), 0, &tci.to_be_bytes());
+        put(self.buf.as_mut(), field::TAG_TCI.start, &tci.to_be_bytes());
     }
 
     /// Sets the VLAN id, keeping PCP and DEI.
@@ -143,7 +158,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanTag<T> {
 
     /// Sets the inner type.
     pub fn set_ethertype(&mut self, t: u16) {
-        put(self.buf.as_mut(), 2, &t.to_be_bytes());
+        put(
+            self.buf.as_mut(),
+            field::TAG_ETHERTYPE.start,
+            &t.to_be_bytes(),
+        );
     }
 }
 

@@ -5,6 +5,33 @@ use std::net::Ipv4Addr;
 use super::{be16, be32, check_len, put, WireError};
 use crate::checksum;
 
+/// Byte ranges of an IPv4 header.
+pub mod field {
+    use std::ops::Range;
+    /// Version (high nibble) and header length in words (low nibble).
+    pub const VER_IHL: usize = 0;
+    /// DSCP and ECN.
+    pub const TOS: usize = 1;
+    /// Total length.
+    pub const LENGTH: Range<usize> = 2..4;
+    /// Identification.
+    pub const IDENT: Range<usize> = 4..6;
+    /// Flags and fragment offset.
+    pub const FLG_OFF: Range<usize> = 6..8;
+    /// Time to live.
+    pub const TTL: usize = 8;
+    /// Protocol of the payload.
+    pub const PROTOCOL: usize = 9;
+    /// Header checksum.
+    pub const CHECKSUM: Range<usize> = 10..12;
+    /// Source address.
+    pub const SRC: Range<usize> = 12..16;
+    /// Destination address.
+    pub const DST: Range<usize> = 16..20;
+    /// Source and destination, adjacent.
+    pub const ADDRS: Range<usize> = 12..20;
+}
+
 /// An IPv4 header and its payload.
 ///
 /// `new_checked` guarantees: at least 20 bytes, version 4, `20 <= IHL*4 <= total length <=
@@ -65,17 +92,17 @@ impl<T: AsRef<[u8]>> Ipv4<T> {
 
     /// Version (4).
     pub fn version(&self) -> u8 {
-        self.b()[0] >> 4
+        self.b()[field::VER_IHL] >> 4
     }
 
     /// Header length in bytes (IHL × 4).
     pub fn header_len(&self) -> usize {
-        (self.b()[0] & 0x0f) as usize * 4
+        (self.b()[field::VER_IHL] & 0x0f) as usize * 4
     }
 
     /// Type of service byte.
     pub fn tos(&self) -> u8 {
-        self.b()[1]
+        self.b()[field::TOS]
     }
 
     /// DSCP (upper 6 bits of TOS).
@@ -90,17 +117,17 @@ impl<T: AsRef<[u8]>> Ipv4<T> {
 
     /// Total length (header and payload).
     pub fn total_len(&self) -> u16 {
-        be16(self.b(), 2)
+        be16(self.b(), field::LENGTH.start)
     }
 
     /// Identification.
     pub fn ident(&self) -> u16 {
-        be16(self.b(), 4)
+        be16(self.b(), field::IDENT.start)
     }
 
     /// Flags and fragment offset word.
     pub fn frag_word(&self) -> u16 {
-        be16(self.b(), 6)
+        be16(self.b(), field::FLG_OFF.start)
     }
 
     /// Don't-fragment flag.
@@ -125,27 +152,27 @@ impl<T: AsRef<[u8]>> Ipv4<T> {
 
     /// Time to live.
     pub fn ttl(&self) -> u8 {
-        self.b()[8]
+        self.b()[field::TTL]
     }
 
     /// Protocol of the payload.
     pub fn protocol(&self) -> u8 {
-        self.b()[9]
+        self.b()[field::PROTOCOL]
     }
 
     /// Header checksum.
     pub fn checksum(&self) -> u16 {
-        be16(self.b(), 10)
+        be16(self.b(), field::CHECKSUM.start)
     }
 
     /// Source address.
     pub fn src(&self) -> Ipv4Addr {
-        Ipv4Addr::from(be32(self.b(), 12))
+        Ipv4Addr::from(be32(self.b(), field::SRC.start))
     }
 
     /// Destination address.
     pub fn dst(&self) -> Ipv4Addr {
-        Ipv4Addr::from(be32(self.b(), 16))
+        Ipv4Addr::from(be32(self.b(), field::DST.start))
     }
 
     /// Option bytes (empty when IHL is 5).
@@ -173,8 +200,8 @@ impl<T: AsRef<[u8]>> Ipv4<T> {
     /// Partial sum of the pseudo-header for the payload (for TCP/UDP checksums).
     pub fn pseudo_sum(&self) -> u64 {
         checksum::pseudo_v4(
-            be32(self.b(), 12),
-            be32(self.b(), 16),
+            be32(self.b(), field::SRC.start),
+            be32(self.b(), field::DST.start),
             self.protocol(),
             self.payload().len() as u16,
         )
@@ -188,55 +215,55 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4<T> {
 
     /// Sets version 4 and the header length in bytes (a multiple of 4, 20..=60).
     pub fn set_version_and_header_len(&mut self, len: usize) {
-        self.m()[0] = 0x40 | ((len / 4) as u8 & 0x0f);
+        self.m()[field::VER_IHL] = 0x40 | ((len / 4) as u8 & 0x0f);
     }
 
     /// Sets the type-of-service byte.
     pub fn set_tos(&mut self, tos: u8) {
-        self.m()[1] = tos;
+        self.m()[field::TOS] = tos;
     }
 
     /// Sets the total length.
     pub fn set_total_len(&mut self, len: u16) {
-        put(self.m(), 2, &len.to_be_bytes());
+        put(self.m(), field::LENGTH.start, &len.to_be_bytes());
     }
 
     /// Sets the identification.
     pub fn set_ident(&mut self, id: u16) {
-        put(self.m(), 4, &id.to_be_bytes());
+        put(self.m(), field::IDENT.start, &id.to_be_bytes());
     }
 
     /// Sets the flags and fragment offset word.
     pub fn set_frag_word(&mut self, w: u16) {
-        put(self.m(), 6, &w.to_be_bytes());
+        put(self.m(), field::FLG_OFF.start, &w.to_be_bytes());
     }
 
     /// Sets the TTL.
     pub fn set_ttl(&mut self, ttl: u8) {
-        self.m()[8] = ttl;
+        self.m()[field::TTL] = ttl;
     }
 
     /// Sets the protocol.
     pub fn set_protocol(&mut self, p: u8) {
-        self.m()[9] = p;
+        self.m()[field::PROTOCOL] = p;
     }
 
     /// Sets the source address.
     pub fn set_src(&mut self, a: Ipv4Addr) {
-        put(self.m(), 12, &a.octets());
+        put(self.m(), field::SRC.start, &a.octets());
     }
 
     /// Sets the destination address.
     pub fn set_dst(&mut self, a: Ipv4Addr) {
-        put(self.m(), 16, &a.octets());
+        put(self.m(), field::DST.start, &a.octets());
     }
 
     /// Computes and stores the header checksum.
     pub fn fill_checksum(&mut self) {
-        put(self.m(), 10, &[0, 0]);
+        put(self.m(), field::CHECKSUM.start, &[0, 0]);
         let hl = self.header_len().min(self.buf.as_ref().len());
         let c = checksum::checksum(&self.buf.as_ref()[..hl]);
-        put(self.m(), 10, &c.to_be_bytes());
+        put(self.m(), field::CHECKSUM.start, &c.to_be_bytes());
     }
 
     /// The payload, writable (empty when the lengths are inconsistent).

@@ -7,6 +7,23 @@ use super::{be16, be32, check_len, put, WireError};
 use crate::checksum;
 use crate::extract::{ipproto, MAX_IPV6_EXT};
 
+/// Byte ranges of an IPv6 fixed header.
+pub mod field {
+    use std::ops::Range;
+    /// Version, traffic class and flow label.
+    pub const VER_TC_FLOW: Range<usize> = 0..4;
+    /// Payload length.
+    pub const LENGTH: Range<usize> = 4..6;
+    /// Next header.
+    pub const NXT_HDR: usize = 6;
+    /// Hop limit.
+    pub const HOP_LIMIT: usize = 7;
+    /// Source address.
+    pub const SRC: Range<usize> = 8..24;
+    /// Destination address.
+    pub const DST: Range<usize> = 24..40;
+}
+
 /// An IPv6 header and its payload.
 ///
 /// `new_checked` guarantees at least 40 bytes, version 6 and `40 + payload length <= buffer
@@ -49,45 +66,45 @@ impl<T: AsRef<[u8]>> Ipv6<T> {
 
     /// Version (6).
     pub fn version(&self) -> u8 {
-        self.b()[0] >> 4
+        self.b()[field::VER_TC_FLOW.start] >> 4
     }
 
     /// Traffic class (DSCP << 2 | ECN).
     pub fn traffic_class(&self) -> u8 {
-        (be32(self.b(), 0) >> 20) as u8
+        (be32(self.b(), field::VER_TC_FLOW.start) >> 20) as u8
     }
 
     /// Flow label (20 bits).
     pub fn flow_label(&self) -> u32 {
-        be32(self.b(), 0) & 0x000f_ffff
+        be32(self.b(), field::VER_TC_FLOW.start) & 0x000f_ffff
     }
 
     /// Payload length (extension headers included).
     pub fn payload_len(&self) -> u16 {
-        be16(self.b(), 4)
+        be16(self.b(), field::LENGTH.start)
     }
 
     /// Next header after the fixed header.
     pub fn next_header(&self) -> u8 {
-        self.b()[6]
+        self.b()[field::NXT_HDR]
     }
 
     /// Hop limit.
     pub fn hop_limit(&self) -> u8 {
-        self.b()[7]
+        self.b()[field::HOP_LIMIT]
     }
 
     /// Source address.
     pub fn src(&self) -> Ipv6Addr {
         let mut a = [0u8; 16];
-        a.copy_from_slice(&self.b()[8..24]);
+        a.copy_from_slice(&self.b()[field::SRC]);
         Ipv6Addr::from(a)
     }
 
     /// Destination address.
     pub fn dst(&self) -> Ipv6Addr {
         let mut a = [0u8; 16];
-        a.copy_from_slice(&self.b()[24..40]);
+        a.copy_from_slice(&self.b()[field::DST]);
         Ipv6Addr::from(a)
     }
 
@@ -148,32 +165,32 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6<T> {
     /// Sets version 6, the traffic class and the flow label.
     pub fn set_first_word(&mut self, tclass: u8, label: u32) {
         let w = (6u32 << 28) | ((tclass as u32) << 20) | (label & 0x000f_ffff);
-        put(self.m(), 0, &w.to_be_bytes());
+        put(self.m(), field::VER_TC_FLOW.start, &w.to_be_bytes());
     }
 
     /// Sets the payload length.
     pub fn set_payload_len(&mut self, len: u16) {
-        put(self.m(), 4, &len.to_be_bytes());
+        put(self.m(), field::LENGTH.start, &len.to_be_bytes());
     }
 
     /// Sets the next header.
     pub fn set_next_header(&mut self, nh: u8) {
-        self.m()[6] = nh;
+        self.m()[field::NXT_HDR] = nh;
     }
 
     /// Sets the hop limit.
     pub fn set_hop_limit(&mut self, h: u8) {
-        self.m()[7] = h;
+        self.m()[field::HOP_LIMIT] = h;
     }
 
     /// Sets the source address.
     pub fn set_src(&mut self, a: Ipv6Addr) {
-        put(self.m(), 8, &a.octets());
+        put(self.m(), field::SRC.start, &a.octets());
     }
 
     /// Sets the destination address.
     pub fn set_dst(&mut self, a: Ipv6Addr) {
-        put(self.m(), 24, &a.octets());
+        put(self.m(), field::DST.start, &a.octets());
     }
 }
 

@@ -1,7 +1,12 @@
 //! Zero-copy header views in the smoltcp style: `Header<T: AsRef<[u8]>>` wraps a buffer,
 //! `new_checked` validates its length once, and then no accessor can panic. Setters need
-//! `T: AsMut<[u8]>`. These are for the slow path and tools (the per-packet parse is
-//! [`mod@crate::extract`], which reads fixed offsets directly).
+//! `T: AsMut<[u8]>`.
+//!
+//! Each header's byte ranges are named once, in its `field` module (`ipv4::field::CHECKSUM`
+//! is `10..12`), and the readers of big-endian numbers at an offset ([`be16`], [`be32`],
+//! [`be128`], [`get_be16`]) are here: the views, the per-packet parse
+//! ([`mod@crate::extract`]), the rewrites and the ports' virtio-net and checksum paths all
+//! read headers through them, so an offset is written in one place.
 
 pub mod arp;
 pub mod ethernet;
@@ -70,16 +75,39 @@ pub(crate) fn check_len(header: &'static str, have: usize, need: usize) -> Resul
     }
 }
 
-/// Reads a big-endian `u16` at `i` (callers have checked the length).
+/// Reads a big-endian `u16` at `i`. Panics when `b` is shorter than `i + 2`: callers have
+/// checked the length (or use [`get_be16`]).
 #[inline(always)]
-pub(crate) fn be16(b: &[u8], i: usize) -> u16 {
+pub fn be16(b: &[u8], i: usize) -> u16 {
     u16::from_be_bytes([b[i], b[i + 1]])
+}
+
+/// Reads a big-endian `u16` at `i`, `None` when `b` is too short.
+#[inline(always)]
+pub fn get_be16(b: &[u8], i: usize) -> Option<u16> {
+    Some(u16::from_be_bytes(
+        b.get(i..i.checked_add(2)?)?.try_into().ok()?,
+    ))
 }
 
 /// Reads a big-endian `u32` at `i` (callers have checked the length).
 #[inline(always)]
-pub(crate) fn be32(b: &[u8], i: usize) -> u32 {
+pub fn be32(b: &[u8], i: usize) -> u32 {
     u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+/// Reads a big-endian `u128` at `i` (an IPv6 address; callers have checked the length).
+#[inline(always)]
+pub fn be128(b: &[u8], i: usize) -> u128 {
+    let mut a = [0u8; 16];
+    a.copy_from_slice(&b[i..i + 16]);
+    u128::from_be_bytes(a)
+}
+
+/// A header's field moved to where the header starts in a larger buffer: `at(l3, CHECKSUM)`.
+#[inline(always)]
+pub const fn at(base: usize, f: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    base + f.start..base + f.end
 }
 
 /// Writes `v` big-endian at `i` (callers have checked the length).

@@ -3,6 +3,27 @@
 use super::{be16, be32, check_len, put, WireError};
 use crate::checksum;
 
+/// Byte ranges of a TCP header.
+pub mod field {
+    use std::ops::Range;
+    /// Source port.
+    pub const SRC_PORT: Range<usize> = 0..2;
+    /// Destination port.
+    pub const DST_PORT: Range<usize> = 2..4;
+    /// Sequence number.
+    pub const SEQ: Range<usize> = 4..8;
+    /// Acknowledgement number.
+    pub const ACK: Range<usize> = 8..12;
+    /// Data offset (high nibble of the first byte) and flags (the low 12 bits).
+    pub const FLAGS: Range<usize> = 12..14;
+    /// Window.
+    pub const WINDOW: Range<usize> = 14..16;
+    /// Checksum.
+    pub const CHECKSUM: Range<usize> = 16..18;
+    /// Urgent pointer.
+    pub const URGENT: Range<usize> = 18..20;
+}
+
 /// TCP flag bits (low 12 bits of the data-offset/flags word).
 pub mod flags {
     /// FIN.
@@ -57,47 +78,47 @@ impl<T: AsRef<[u8]>> Tcp<T> {
 
     /// Source port.
     pub fn src_port(&self) -> u16 {
-        be16(self.b(), 0)
+        be16(self.b(), field::SRC_PORT.start)
     }
 
     /// Destination port.
     pub fn dst_port(&self) -> u16 {
-        be16(self.b(), 2)
+        be16(self.b(), field::DST_PORT.start)
     }
 
     /// Sequence number.
     pub fn seq(&self) -> u32 {
-        be32(self.b(), 4)
+        be32(self.b(), field::SEQ.start)
     }
 
     /// Acknowledgement number.
     pub fn ack(&self) -> u32 {
-        be32(self.b(), 8)
+        be32(self.b(), field::ACK.start)
     }
 
     /// Header length in bytes (data offset × 4).
     pub fn header_len(&self) -> usize {
-        (self.b()[12] >> 4) as usize * 4
+        (self.b()[field::FLAGS.start] >> 4) as usize * 4
     }
 
     /// Flags (12 bits, see [`flags`]).
     pub fn flags(&self) -> u16 {
-        be16(self.b(), 12) & 0x0fff
+        be16(self.b(), field::FLAGS.start) & 0x0fff
     }
 
     /// Window.
     pub fn window(&self) -> u16 {
-        be16(self.b(), 14)
+        be16(self.b(), field::WINDOW.start)
     }
 
     /// Checksum.
     pub fn checksum(&self) -> u16 {
-        be16(self.b(), 16)
+        be16(self.b(), field::CHECKSUM.start)
     }
 
     /// Urgent pointer.
     pub fn urgent(&self) -> u16 {
-        be16(self.b(), 18)
+        be16(self.b(), field::URGENT.start)
     }
 
     /// Option bytes.
@@ -125,45 +146,45 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Tcp<T> {
 
     /// Sets the source port.
     pub fn set_src_port(&mut self, p: u16) {
-        put(self.m(), 0, &p.to_be_bytes());
+        put(self.m(), field::SRC_PORT.start, &p.to_be_bytes());
     }
 
     /// Sets the destination port.
     pub fn set_dst_port(&mut self, p: u16) {
-        put(self.m(), 2, &p.to_be_bytes());
+        put(self.m(), field::DST_PORT.start, &p.to_be_bytes());
     }
 
     /// Sets the sequence number.
     pub fn set_seq(&mut self, v: u32) {
-        put(self.m(), 4, &v.to_be_bytes());
+        put(self.m(), field::SEQ.start, &v.to_be_bytes());
     }
 
     /// Sets the acknowledgement number.
     pub fn set_ack(&mut self, v: u32) {
-        put(self.m(), 8, &v.to_be_bytes());
+        put(self.m(), field::ACK.start, &v.to_be_bytes());
     }
 
     /// Sets the header length in bytes (a multiple of 4) and the flags.
     pub fn set_header_len_and_flags(&mut self, len: usize, flags: u16) {
         let w = (((len / 4) as u16) << 12) | (flags & 0x0fff);
-        put(self.m(), 12, &w.to_be_bytes());
+        put(self.m(), field::FLAGS.start, &w.to_be_bytes());
     }
 
     /// Sets the window.
     pub fn set_window(&mut self, w: u16) {
-        put(self.m(), 14, &w.to_be_bytes());
+        put(self.m(), field::WINDOW.start, &w.to_be_bytes());
     }
 
     /// Sets the urgent pointer.
     pub fn set_urgent(&mut self, u: u16) {
-        put(self.m(), 18, &u.to_be_bytes());
+        put(self.m(), field::URGENT.start, &u.to_be_bytes());
     }
 
     /// Computes and stores the checksum over the whole buffer with the pseudo-header sum.
     pub fn fill_checksum(&mut self, pseudo: u64) {
-        put(self.m(), 16, &[0, 0]);
+        put(self.m(), field::CHECKSUM.start, &[0, 0]);
         let c = !checksum::fold(checksum::sum(self.b(), pseudo));
-        put(self.m(), 16, &c.to_be_bytes());
+        put(self.m(), field::CHECKSUM.start, &c.to_be_bytes());
     }
 }
 

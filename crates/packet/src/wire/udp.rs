@@ -3,6 +3,19 @@
 use super::{be16, check_len, put, WireError};
 use crate::checksum;
 
+/// Byte ranges of a UDP header.
+pub mod field {
+    use std::ops::Range;
+    /// Source port.
+    pub const SRC_PORT: Range<usize> = 0..2;
+    /// Destination port.
+    pub const DST_PORT: Range<usize> = 2..4;
+    /// Length of header and payload.
+    pub const LENGTH: Range<usize> = 4..6;
+    /// Checksum.
+    pub const CHECKSUM: Range<usize> = 6..8;
+}
+
 /// A UDP header and its payload.
 ///
 /// `new_checked` guarantees at least 8 bytes and `8 <= length field <= buffer length`.
@@ -32,23 +45,23 @@ impl<T: AsRef<[u8]>> Udp<T> {
 
     /// Source port.
     pub fn src_port(&self) -> u16 {
-        be16(self.buf.as_ref(), 0)
+        be16(self.buf.as_ref(), field::SRC_PORT.start)
     }
 
     /// Destination port.
     pub fn dst_port(&self) -> u16 {
-        be16(self.buf.as_ref(), 2)
+        be16(self.buf.as_ref(), field::DST_PORT.start)
     }
 
     /// Length field (header and payload).
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u16 {
-        be16(self.buf.as_ref(), 4)
+        be16(self.buf.as_ref(), field::LENGTH.start)
     }
 
     /// Checksum (0 = none, allowed over IPv4 only).
     pub fn checksum(&self) -> u16 {
-        be16(self.buf.as_ref(), 6)
+        be16(self.buf.as_ref(), field::CHECKSUM.start)
     }
 
     /// The datagram (header and payload) as the length field says.
@@ -70,28 +83,28 @@ impl<T: AsRef<[u8]>> Udp<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Udp<T> {
     /// Sets the source port.
     pub fn set_src_port(&mut self, p: u16) {
-        put(self.buf.as_mut(), 0, &p.to_be_bytes());
+        put(self.buf.as_mut(), field::SRC_PORT.start, &p.to_be_bytes());
     }
 
     /// Sets the destination port.
     pub fn set_dst_port(&mut self, p: u16) {
-        put(self.buf.as_mut(), 2, &p.to_be_bytes());
+        put(self.buf.as_mut(), field::DST_PORT.start, &p.to_be_bytes());
     }
 
     /// Sets the length field.
     pub fn set_len(&mut self, l: u16) {
-        put(self.buf.as_mut(), 4, &l.to_be_bytes());
+        put(self.buf.as_mut(), field::LENGTH.start, &l.to_be_bytes());
     }
 
     /// Computes and stores the checksum over the datagram with the pseudo-header sum (a
     /// result of 0 is stored as 0xffff).
     pub fn fill_checksum(&mut self, pseudo: u64) {
-        put(self.buf.as_mut(), 6, &[0, 0]);
+        put(self.buf.as_mut(), field::CHECKSUM.start, &[0, 0]);
         let mut c = !checksum::fold(checksum::sum(self.datagram(), pseudo));
         if c == 0 {
             c = 0xffff;
         }
-        put(self.buf.as_mut(), 6, &c.to_be_bytes());
+        put(self.buf.as_mut(), field::CHECKSUM.start, &c.to_be_bytes());
     }
 }
 
