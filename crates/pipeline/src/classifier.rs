@@ -8,7 +8,10 @@
 //! reports is the union of what every visited subtable depended on, hit or not (its whole
 //! mask, or only the stages up to the one that ruled it out): a packet that agrees with the
 //! looked-up key on those bits visits the same subtables with the same outcome (extra 1-bits
-//! are safe; missing ones would forward wrongly).
+//! are safe; missing ones would forward wrongly). A subtable ruled out by prefix tracking
+//! (`prefix.rs`: no rule's IPv4/IPv6 address prefix equals the packet's) reports only the
+//! leading address bits that tell it, so rules that cannot match do not make the megaflow
+//! exact on the address.
 //!
 //! Ties: among rules of equal priority the one with the lowest [`Rule::seq`] (installed
 //! first) wins, so the result never depends on hash order.
@@ -61,6 +64,8 @@ pub struct Classifier<R> {
     /// Mask → index into `subtables`.
     by_mask: HashMap<FlowKey, u32>,
     len: usize,
+    /// Whether new subtables track address prefixes.
+    prefixes: bool,
 }
 
 impl<R> Clone for Classifier<R> {
@@ -70,6 +75,7 @@ impl<R> Clone for Classifier<R> {
             order: self.order.clone(),
             by_mask: self.by_mask.clone(),
             len: self.len,
+            prefixes: self.prefixes,
         }
     }
 }
@@ -81,14 +87,24 @@ impl<R> Default for Classifier<R> {
             order: Vec::new(),
             by_mask: HashMap::new(),
             len: 0,
+            prefixes: true,
         }
     }
 }
 
 impl<R: Rule> Classifier<R> {
-    /// An empty classifier.
+    /// An empty classifier (with prefix tracking).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty classifier; `prefixes`: whether subtables track IPv4/IPv6 address prefixes
+    /// (see the module docs). Without it, ruling a subtable out costs its whole mask.
+    pub fn with_prefix_tracking(prefixes: bool) -> Self {
+        Classifier {
+            prefixes,
+            ..Self::default()
+        }
     }
 
     /// Number of rules.
@@ -143,7 +159,8 @@ impl<R: Rule> Classifier<R> {
         let i = match self.by_mask.get(&mask) {
             Some(&i) => i as usize,
             None => {
-                self.subtables.push(Arc::new(Subtable::new(mask)));
+                self.subtables
+                    .push(Arc::new(Subtable::new(mask, self.prefixes)));
                 let i = self.subtables.len() - 1;
                 self.by_mask.insert(mask, i as u32);
                 self.order.push(i as u32);

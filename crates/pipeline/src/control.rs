@@ -54,7 +54,7 @@ impl Control {
     /// A pipeline with empty tables, and the cell datapath threads read it through.
     pub fn new(config: PipelineConfig) -> (Control, Arc<PipelineCell>) {
         let shared = Arc::new(Shared::new(&config));
-        let empty = Arc::new(FlowTable::default());
+        let empty = Arc::new(FlowTable::new(config.prefix_tracking));
         let mut c = Control {
             cell: Arc::new(PipelineCell {
                 current: ArcSwap::from_pointee(Pipeline {

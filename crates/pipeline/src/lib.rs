@@ -11,6 +11,7 @@
 //! | `model.rs` | the OpenFlow vocabulary (matches, actions, instructions, mods) |
 //! | `classifier.rs` | one table's tuple-space-search lookup |
 //! | `subtable.rs`, `paged.rs` | one mask's rules with staged lookup; copy-on-write buckets |
+//! | `prefix.rs` | prefix tracking: how few address bits rule a subtable out |
 //! | `flow.rs` | flow entries and flow-mod validation (prerequisites, instructions) |
 //! | `table.rs` | a flow table and flow-mod selection filters |
 //! | `group.rs`, `meter.rs` | group table and meters |
@@ -34,6 +35,7 @@ pub mod normal;
 pub mod ofctl;
 mod paged;
 pub mod pipeline;
+mod prefix;
 pub mod stats;
 mod subtable;
 pub mod table;

@@ -36,6 +36,11 @@ pub struct PipelineConfig {
     /// Most datapath actions one translation may produce (FLOOD, ALL and all-groups expand);
     /// a translation over the limit drops the packet.
     pub max_actions: usize,
+    /// Tables track IPv4/IPv6 address prefixes so that a rule that cannot match a packet puts
+    /// only the address bits that tell it into the megaflow mask, not the whole address
+    /// (Open vSwitch's per-table `prefixes`; see `classifier.rs`). On by default; off makes a
+    /// megaflow per address wherever a rule matches an exact address.
+    pub prefix_tracking: bool,
 }
 
 impl Default for PipelineConfig {
@@ -46,6 +51,7 @@ impl Default for PipelineConfig {
             mac_capacity: 8192,
             table_capacity: 16 << 20,
             max_actions: 4096,
+            prefix_tracking: true,
         }
     }
 }

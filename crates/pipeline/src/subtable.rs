@@ -8,6 +8,13 @@
 //! only that stage's bits (not the whole mask) go into the megaflow mask: a packet equal on
 //! those bits has the same stage hash, so it misses here too. Stages that add no bits are
 //! skipped, so single-layer masks cost one probe as before.
+//!
+//! Prefix tracking (`prefix.rs`): when the mask is a prefix mask on an IPv4 or IPv6 address
+//! field, the subtable also keeps its rules' prefixes of that field, and before the first
+//! stage that holds L3 bits a lookup asks them whether any rule's prefix equals the packet's.
+//! When none does, the subtable is ruled out and only the leading bits of the field that
+//! tell it (the longest prefix the packet shares with a rule, plus one) go into the megaflow
+//! mask. When several tracked fields rule it out, the one needing the fewest bits is used.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -17,6 +24,7 @@ use packet::{Field, FlowKey, KEY_WORDS};
 
 use crate::classifier::{better, Rule};
 use crate::paged::Paged;
+use crate::prefix::{self, PrefixSet, TRACKED};
 
 /// The cumulative stage masks: port/metadata, +L2, +L3 (the last stage is the full mask).
 fn stage_masks() -> &'static [FlowKey; 3] {
@@ -92,6 +100,23 @@ impl Stage {
     }
 }
 
+/// The prefixes of one tracked field among a subtable's rules.
+#[derive(Debug, Clone)]
+struct Tracked {
+    field: Field,
+    /// The subtable mask's prefix length on `field`.
+    plen: u32,
+    /// Each rule's value on `field`, left-aligned.
+    set: PrefixSet,
+}
+
+impl Tracked {
+    #[inline]
+    fn key(&self, value: &FlowKey) -> u128 {
+        prefix::left_aligned(value, self.field) & prefix::prefix_mask(self.plen)
+    }
+}
+
 /// All rules sharing one mask.
 #[derive(Debug)]
 pub(crate) struct Subtable<R> {
@@ -103,6 +128,10 @@ pub(crate) struct Subtable<R> {
     priorities: BTreeMap<u16, u32>,
     rules: Paged<Arc<R>>,
     stages: ArrayVec<Stage, 3>,
+    tracked: ArrayVec<Tracked, 4>,
+    /// Index of the stage before which `tracked` is consulted (`stages.len()`: before the
+    /// full probe).
+    tracked_at: usize,
 }
 
 impl<R> Clone for Subtable<R> {
@@ -115,12 +144,15 @@ impl<R> Clone for Subtable<R> {
             priorities: self.priorities.clone(),
             rules: self.rules.clone(),
             stages: self.stages.clone(),
+            tracked: self.tracked.clone(),
+            tracked_at: self.tracked_at,
         }
     }
 }
 
 impl<R: Rule> Subtable<R> {
-    pub(crate) fn new(mask: FlowKey) -> Self {
+    /// An empty subtable for `mask`; `prefixes`: track address prefixes (see the module docs).
+    pub(crate) fn new(mask: FlowKey, prefixes: bool) -> Self {
         let mut stages = ArrayVec::new();
         let mut prev = FlowKey::ZERO;
         for cum in stage_masks() {
@@ -135,6 +167,24 @@ impl<R: Rule> Subtable<R> {
             }
             prev = m;
         }
+        let mut tracked = ArrayVec::new();
+        let mut tracked_bits = FlowKey::ZERO;
+        if prefixes {
+            for f in TRACKED {
+                if let Some(plen) = prefix::prefix_len(&mask, f) {
+                    tracked.push(Tracked {
+                        field: f,
+                        plen,
+                        set: PrefixSet::default(),
+                    });
+                    tracked_bits.set_all(f);
+                }
+            }
+        }
+        let tracked_at = stages
+            .iter()
+            .position(|s: &Stage| s.mask.masked(&tracked_bits) != FlowKey::ZERO)
+            .unwrap_or(stages.len());
         Subtable {
             mask,
             words: mask.nonzero_words(),
@@ -143,6 +193,8 @@ impl<R: Rule> Subtable<R> {
             priorities: BTreeMap::new(),
             rules: Paged::default(),
             stages,
+            tracked,
+            tracked_at,
         }
     }
 
@@ -154,17 +206,48 @@ impl<R: Rule> Subtable<R> {
     /// The best rule matching `key`, OR-ing into `wc` the bits the search depended on.
     #[inline]
     pub(crate) fn find(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<R>> {
-        for st in &self.stages {
+        for (i, st) in self.stages.iter().enumerate() {
+            if i == self.tracked_at && self.ruled_out(key, wc) {
+                return None;
+            }
             if !st.contains(key.masked_hash(&st.mask, &st.words)) {
                 wc.or_assign(&st.mask);
                 return None;
             }
+        }
+        if self.tracked_at == self.stages.len() && self.ruled_out(key, wc) {
+            return None;
         }
         wc.or_assign(&self.mask);
         self.rules
             .bucket(self.slot(key))
             .iter()
             .find(|r| key.matches(&r.matcher().value, &self.mask))
+    }
+
+    /// Whether a tracked prefix field shows that no rule here can match `key`; if so, ORs
+    /// into `wc` the leading bits of that field it took (the fewest among the fields that
+    /// show it).
+    #[inline]
+    fn ruled_out(&self, key: &FlowKey, wc: &mut FlowKey) -> bool {
+        let mut best: Option<(Field, u32)> = None;
+        for t in &self.tracked {
+            let Some(common) = t.set.longest_common_prefix(t.key(key)) else {
+                continue;
+            };
+            if common >= t.plen {
+                continue;
+            }
+            let need = common + 1;
+            if best.is_none_or(|(_, n)| need < n) {
+                best = Some((t.field, need));
+            }
+        }
+        let Some((field, need)) = best else {
+            return false;
+        };
+        prefix::unwildcard_prefix(wc, field, need);
+        true
     }
 
     pub(crate) fn find_exact(&self, value: &FlowKey, priority: u16) -> Option<&Arc<R>> {
@@ -206,6 +289,10 @@ impl<R: Rule> Subtable<R> {
         for st in &mut self.stages {
             st.add(value.masked_hash(&st.mask, &st.words));
         }
+        for t in &mut self.tracked {
+            let k = t.key(&value);
+            t.set.insert(k);
+        }
         self.len += 1;
         *self.priorities.entry(priority).or_insert(0) += 1;
         self.max_priority = self.max_priority.max(priority);
@@ -222,6 +309,10 @@ impl<R: Rule> Subtable<R> {
         let old = self.rules.remove(slot, at);
         for st in &mut self.stages {
             st.del(value.masked_hash(&st.mask, &st.words));
+        }
+        for t in &mut self.tracked {
+            let k = t.key(value);
+            t.set.remove(k);
         }
         self.len -= 1;
         if let Some(n) = self.priorities.get_mut(&priority) {
@@ -264,7 +355,7 @@ mod tests {
         m.set_exact(Field::InPort, 1);
         m.set_exact(Field::EthType, 0x0800);
         m.set_exact(Field::Ipv4Dst, 5);
-        let mut st = Subtable::new(m.mask);
+        let mut st = Subtable::new(m.mask, true);
         assert_eq!(
             st.stages.len(),
             2,

@@ -108,6 +108,15 @@ pub struct FlowTable {
 }
 
 impl FlowTable {
+    /// An empty table; `prefixes`: whether its classifier tracks address prefixes
+    /// ([`PipelineConfig::prefix_tracking`](crate::PipelineConfig::prefix_tracking)).
+    pub fn new(prefixes: bool) -> Self {
+        FlowTable {
+            classifier: Classifier::with_prefix_tracking(prefixes),
+            timed: 0,
+        }
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.classifier.len()
