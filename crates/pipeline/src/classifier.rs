@@ -404,4 +404,172 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_rule_that_cannot_match_costs_only_the_address_bits_that_tell_it() {
+        // The table: a drop rule on one source, a catch-all on the port.
+        let mut c = Classifier::new();
+        c.insert(rule(
+            100,
+            1,
+            &[
+                (Field::EthType, 0x0800, 0xffff),
+                (Field::IpProto, 17, 0xff),
+                (Field::Ipv4Src, 0x0b01_0101, 0xffff_ffff),
+            ],
+        ));
+        c.insert(rule(10, 2, &[(Field::InPort, 1, 0xffff_ffff)]));
+        let mut k = FlowKey::ZERO;
+        k.set(Field::InPort, 1);
+        k.set(Field::EthType, 0x0800);
+        k.set(Field::IpProto, 17);
+        k.set(Field::Ipv4Src, 0x0a00_0007);
+        let mut wc = FlowKey::ZERO;
+        assert_eq!(c.lookup(&k, &mut wc).unwrap().id, 2);
+        // 10.x and 11.x differ in the 8th bit: /8 tells the drop rule apart.
+        let mut want = FlowKey::ZERO;
+        want.set(Field::InPort, 0xffff_ffff);
+        want.set(Field::Ipv4Src, 0xff00_0000);
+        assert_eq!(wc, want);
+        // Near the rule it takes more bits; on it, the whole subtable mask.
+        k.set(Field::Ipv4Src, 0x0b01_0100);
+        let mut wc = FlowKey::ZERO;
+        assert_eq!(c.lookup(&k, &mut wc).unwrap().id, 2);
+        assert_eq!(wc.get(Field::Ipv4Src), 0xffff_ffff);
+        k.set(Field::Ipv4Src, 0x0b01_0101);
+        let mut wc = FlowKey::ZERO;
+        assert_eq!(c.lookup(&k, &mut wc).unwrap().id, 1);
+        assert_eq!(wc.get(Field::Ipv4Src), 0xffff_ffff);
+        assert_eq!(wc.get(Field::IpProto), 0xff);
+        // Without prefix tracking the whole subtable mask goes in, as before.
+        let mut off = Classifier::with_prefix_tracking(false);
+        for r in c.iter() {
+            off.insert(r.clone());
+        }
+        k.set(Field::Ipv4Src, 0x0a00_0007);
+        let mut wc = FlowKey::ZERO;
+        assert_eq!(off.lookup(&k, &mut wc).unwrap().id, 2);
+        assert_eq!(wc.get(Field::Ipv4Src), 0xffff_ffff);
+    }
+
+    /// An address near one of a few bases, so rules and packets share long prefixes.
+    fn v4_addr() -> impl Strategy<Value = u128> {
+        let bases = [
+            0x0a00_0000u32,
+            0x0b01_0101,
+            0x0a00_0100,
+            0xc0a8_0000,
+            0x8000_0000,
+        ];
+        (0..bases.len(), 0u32..24, prop_oneof![Just(0u32), 0u32..32])
+            .prop_map(move |(b, lo, flip)| u128::from((bases[b] + lo) ^ (1u32 << flip >> 1)))
+    }
+
+    fn v6_addr() -> impl Strategy<Value = u128> {
+        let bases = [
+            0x2001_0db8u128 << 96,
+            (0x2001_0db8u128 << 96) | (1 << 64),
+            0xfe80 << 112,
+        ];
+        (0..bases.len(), 0u128..8, 0u32..128)
+            .prop_map(move |(b, lo, flip)| (bases[b] + lo) ^ (1u128 << flip))
+    }
+
+    /// A prefix match (any length, 0 = wildcard) or, now and then, a non-CIDR mask.
+    fn prefix_field() -> impl Strategy<Value = (Field, u128, u128)> {
+        let v4 = |f: Field| {
+            (v4_addr(), 0u32..=32, 0u8..8).prop_map(move |(a, plen, odd)| {
+                let mask = if odd == 0 {
+                    0xff00_ff00
+                } else {
+                    u128::from(u32::MAX) & !(u128::from(u32::MAX) >> plen)
+                };
+                (f, a, mask)
+            })
+        };
+        let v6 = |f: Field| {
+            (v6_addr(), 0u32..=128)
+                .prop_map(move |(a, plen)| (f, a, crate::prefix::prefix_mask(plen)))
+        };
+        prop_oneof![
+            v4(Field::Ipv4Src),
+            v4(Field::Ipv4Dst),
+            v6(Field::Ipv6Src),
+            v6(Field::Ipv6Dst),
+            (0u128..3, Just(0xffff_ffffu128)).prop_map(|(v, m)| (Field::InPort, v, m)),
+            (prop_oneof![Just(6u128), Just(17)], Just(0xffu128)).prop_map(|(v, m)| (
+                Field::IpProto,
+                v,
+                m
+            )),
+        ]
+    }
+
+    fn prefix_key() -> impl Strategy<Value = FlowKey> {
+        (
+            0u128..3,
+            prop_oneof![Just(6u128), Just(17)],
+            v4_addr(),
+            v4_addr(),
+            v6_addr(),
+            v6_addr(),
+        )
+            .prop_map(|(port, proto, s4, d4, s6, d6)| {
+                let mut k = FlowKey::ZERO;
+                k.set(Field::InPort, port);
+                k.set(Field::IpProto, proto);
+                k.set(Field::Ipv4Src, s4);
+                k.set(Field::Ipv4Dst, d4);
+                k.set(Field::Ipv6Src, s6);
+                k.set(Field::Ipv6Dst, d6);
+                k
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Prefix tracking's narrower masks stay sound: random noise outside the mask, and
+        /// flipping the first wildcarded bit of each address (the bit right after the prefix
+        /// a ruled-out subtable cost), never change the winner.
+        #[test]
+        fn prefix_rules_match_linear_scan_and_mask_is_sound(
+            specs in prop::collection::vec((0u16..6, prop::collection::vec(prefix_field(), 1..3)), 1..30),
+            keys in prop::collection::vec((prefix_key(), any::<[u64; KEY_WORDS]>()), 1..12),
+        ) {
+            let mut c = Classifier::new();
+            let mut rules: Vec<Arc<R>> = Vec::new();
+            for (id, (p, fields)) in specs.iter().enumerate() {
+                let r = rule(*p, id as u64, fields);
+                if let Some(old) = c.insert(r.clone()) {
+                    rules.retain(|x| x.id != old.id);
+                }
+                rules.push(r);
+            }
+            for (key, noise) in &keys {
+                let mut wc = FlowKey::ZERO;
+                let got = c.lookup(key, &mut wc).map(|r| r.id);
+                prop_assert_eq!(got, reference(&rules, key).map(|r| r.id));
+                let mut others = Vec::new();
+                let mut key2 = *key;
+                for (i, n) in noise.iter().enumerate() {
+                    key2.w[i] = (key.w[i] & wc.w[i]) | (n & !wc.w[i]);
+                }
+                others.push(key2);
+                for f in crate::prefix::TRACKED {
+                    let bits = u32::from(f.spec().bits);
+                    let m = crate::prefix::left_aligned(&wc, f);
+                    let first_free = m.leading_ones();
+                    if first_free < bits {
+                        let mut k2 = *key;
+                        let flip = 1u128 << (bits - 1 - first_free);
+                        k2.set(f, key.get(f) ^ flip);
+                        others.push(k2);
+                    }
+                }
+                for k2 in others {
+                    prop_assert_eq!(reference(&rules, &k2).map(|r| r.id), got, "mask {:?}", wc);
+                }
+            }
+        }
+    }
 }
