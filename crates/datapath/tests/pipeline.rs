@@ -162,3 +162,54 @@ fn packets_a_full_port_does_not_take_are_counted_on_that_port() {
     );
     assert_eq!(p.tx_packets + p.tx_dropped, 100, "{p:?}");
 }
+
+/// The megaflows `n` UDP sources 10.0.0.0 + i from port 1 install through the table of
+/// issue 20: a drop rule on one source and a catch-all to port 2.
+fn issue_table_megaflows(prefix_tracking: bool, n: u32) -> (usize, u64) {
+    let (mut control, cell) = Control::new(PipelineConfig {
+        prefix_tracking,
+        ..PipelineConfig::default()
+    });
+    for f in [
+        "priority=100,udp,nw_src=11.1.1.1,actions=drop",
+        "priority=10,in_port=1,actions=output:2",
+    ] {
+        control
+            .flow_mod(&pipeline::ofctl::parse_flow(f).unwrap())
+            .unwrap();
+    }
+    control.publish();
+    let mut r = rig(cell);
+    let frame = |src: u32| {
+        packet::builder::PacketSpec::udp4(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            std::net::Ipv4Addr::from(src),
+            std::net::Ipv4Addr::new(10, 0, 0, 2),
+            1024,
+            1024,
+            60,
+        )
+        .build()
+    };
+    for chunk in (0..n).collect::<Vec<_>>().chunks(32) {
+        let frames: Vec<Vec<u8>> = chunk.iter().map(|i| frame(0x0a00_0000 + i)).collect();
+        r.send(1, &frames);
+        assert_eq!(r.received(2), frames.len());
+    }
+    // The dropped source is still dropped.
+    r.send(1, &[frame(0x0b01_0101)]);
+    assert_eq!(r.received(2), 0);
+    (r.pmd.megaflows(), r.pmd.stats().upcalls)
+}
+
+#[test]
+fn one_drop_rule_does_not_make_a_megaflow_per_source() {
+    let n = 4096;
+    let (megaflows, upcalls) = issue_table_megaflows(true, n);
+    assert!(megaflows <= 2, "{megaflows} megaflows");
+    assert!(upcalls <= 2, "{upcalls} upcalls");
+    // Without prefix tracking, one per source (the figure of issue 20).
+    let (megaflows, _) = issue_table_megaflows(false, n);
+    assert_eq!(megaflows, n as usize + 1);
+}
