@@ -38,30 +38,26 @@ pub struct Switch {
 }
 
 impl Switch {
-    /// Builds a bridge with `flows` (ovs-ofctl syntax) installed; no flows means standalone
-    /// L2 learning (`priority=0,actions=normal`).
-    pub fn new(name: &str, pool: Pool, ports: Vec<SwitchPort>, flows: &[String]) -> Result<Switch> {
+    /// Builds a bridge with `flows` (ovs-ofctl syntax) installed and pipeline settings
+    /// `config`; no flows means standalone L2 learning (`priority=0,actions=normal`).
+    pub fn new(
+        name: &str,
+        pool: Pool,
+        ports: Vec<SwitchPort>,
+        flows: &[String],
+        config: PipelineConfig,
+    ) -> Result<Switch> {
         let mut mods = Vec::new();
         for f in flows {
             mods.push(pipeline::ofctl::parse_flow(f).map_err(|e| anyhow!("{e}"))?);
         }
-        Self::with_flow_mods(name, pool, ports, mods)
-    }
-
-    /// Builds a bridge with already parsed flow-mods (none: standalone L2 learning).
-    pub fn with_flow_mods(
-        name: &str,
-        pool: Pool,
-        ports: Vec<SwitchPort>,
-        mut mods: Vec<pipeline::FlowMod>,
-    ) -> Result<Switch> {
         if mods.is_empty() {
             mods.push(
                 pipeline::ofctl::parse_flow("table=0,priority=0,actions=normal")
                     .map_err(|e| anyhow!("{e}"))?,
             );
         }
-        Self::with_exact_flow_mods(name, pool, ports, mods)
+        Self::build(name, pool, ports, mods, config)
     }
 
     /// Builds a bridge with exactly `mods` installed (none: empty tables; the OpenFlow
@@ -72,7 +68,17 @@ impl Switch {
         ports: Vec<SwitchPort>,
         mods: Vec<pipeline::FlowMod>,
     ) -> Result<Switch> {
-        let (mut control, cell) = Control::new(PipelineConfig::default());
+        Self::build(name, pool, ports, mods, PipelineConfig::default())
+    }
+
+    fn build(
+        name: &str,
+        pool: Pool,
+        ports: Vec<SwitchPort>,
+        mods: Vec<pipeline::FlowMod>,
+        config: PipelineConfig,
+    ) -> Result<Switch> {
+        let (mut control, cell) = Control::new(config);
         control.set_ports(
             ports
                 .iter()

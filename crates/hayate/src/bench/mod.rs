@@ -46,6 +46,10 @@ pub struct BenchArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Turn the tables' address prefix tracking off in every scenario (to compare: rules
+    /// on exact addresses then make a megaflow per address).
+    #[arg(long)]
+    pub no_prefix_tracking: bool,
 }
 
 /// Benchmarks with their own options.
@@ -113,6 +117,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
                 warmup: args.warmup,
                 core,
                 tsc_hz: hz,
+                prefix_tracking: !args.no_prefix_tracking,
             };
             let mut runs = Vec::with_capacity(args.repeat);
             for _ in 0..args.repeat {

@@ -31,6 +31,8 @@ pub struct Row {
     pub probes_per_hit: f64,
     /// Translations through the OpenFlow tables.
     pub upcalls: u64,
+    /// Megaflows installed at the end of the window.
+    pub megaflows: usize,
     /// Packets dropped by the switch during the window (any reason).
     pub drops: u64,
     /// Core the switch thread ran on.
@@ -59,7 +61,7 @@ pub fn median(mut runs: Vec<Row>) -> Row {
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>7} {:>10} {:>9}\n",
+        "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9}\n",
         "scenario",
         "bytes",
         "Mpps",
@@ -70,6 +72,7 @@ pub fn table(rows: &[Row]) -> String {
         "mflow hits",
         "probes",
         "upcalls",
+        "megaflows",
         "drops"
     ));
     for r in rows {
@@ -78,7 +81,7 @@ pub fn table(rows: &[Row]) -> String {
             .map(|s| format!("{:.0}", s))
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
-            "{:<14} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>7.2} {:>10} {:>9}\n",
+            "{:<14} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>7.2} {:>10} {:>9} {:>9}\n",
             r.scenario,
             r.frame_len,
             r.mpps,
@@ -89,6 +92,7 @@ pub fn table(rows: &[Row]) -> String {
             r.megaflow_hits,
             r.probes_per_hit,
             r.upcalls,
+            r.megaflows,
             r.drops
         ));
     }
@@ -122,6 +126,7 @@ mod tests {
             megaflow_hits: 0,
             probes_per_hit: 0.0,
             upcalls: 1,
+            megaflows: 1,
             drops: 0,
             core: 1,
             runs: 1,
@@ -147,6 +152,7 @@ mod tests {
             megaflow_hits: 0,
             probes_per_hit: 0.0,
             upcalls: 0,
+            megaflows: 0,
             drops: 0,
             core: 0,
             runs: 1,

@@ -26,6 +26,8 @@ pub struct Opts {
     pub core: usize,
     /// TSC rate in Hz.
     pub tsc_hz: f64,
+    /// Address prefix tracking, where the scenario allows it.
+    pub prefix_tracking: bool,
 }
 
 const MAC_A: u64 = 0x0200_0000_0001;
@@ -158,7 +160,11 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
     }
     // Setup-rate scenarios run with the default megaflow bound: once the table is full every
     // install evicts one, so they measure the steady state of a new-flow flood.
-    let sw = Switch::new(&sc.name, pool, ports, &sc.flows)
+    let cfg = pipeline::PipelineConfig {
+        prefix_tracking: sc.prefix_tracking && opts.prefix_tracking,
+        ..pipeline::PipelineConfig::default()
+    };
+    let sw = Switch::new(&sc.name, pool, ports, &sc.flows, cfg)
         .with_context(|| format!("setting up scenario {}", sc.name))?;
     let mut pmds = sw.build_pmds(&[Some(opts.core)])?;
     let pmd = &mut pmds[0];
@@ -190,6 +196,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
     let secs = t0.elapsed().as_secs_f64();
     let d1 = delivered();
     let s1 = pmd.stats();
+    let megaflows = pmd.megaflows();
     drop(pmds);
     let packets = d1 - d0;
     let pps = packets as f64 / secs;
@@ -216,6 +223,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
             hits => (s1.megaflow_probes - s0.megaflow_probes) as f64 / hits as f64,
         },
         upcalls,
+        megaflows,
         drops: s1.drops() - s0.drops(),
         core: opts.core,
         runs: 1,
