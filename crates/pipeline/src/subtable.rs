@@ -10,11 +10,13 @@
 //! skipped, so single-layer masks cost one probe as before.
 //!
 //! Prefix tracking (`prefix.rs`): when the mask is a prefix mask on an IPv4 or IPv6 address
-//! field, the subtable also keeps its rules' prefixes of that field, and before the first
-//! stage that holds L3 bits a lookup asks them whether any rule's prefix equals the packet's.
-//! When none does, the subtable is ruled out and only the leading bits of the field that
-//! tell it (the longest prefix the packet shares with a rule, plus one) go into the megaflow
-//! mask. When several tracked fields rule it out, the one needing the fewest bits is used.
+//! field, the subtable also keeps its rules' prefixes of that field. When a lookup misses at
+//! the first stage that holds L3 bits or later (or in the final probe), it asks them whether
+//! any rule's prefix equals the packet's. When none does, only the leading bits of the field
+//! that tell it (the longest prefix the packet shares with a rule, plus one) go into the
+//! megaflow mask instead of the stage's or the whole mask; when several tracked fields rule
+//! the subtable out, the one needing the fewest bits is used. Misses at earlier stages (port,
+//! L2) keep their stage mask, and a hit never walks the prefixes.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -129,8 +131,8 @@ pub(crate) struct Subtable<R> {
     rules: Paged<Arc<R>>,
     stages: ArrayVec<Stage, 3>,
     tracked: ArrayVec<Tracked, 4>,
-    /// Index of the stage before which `tracked` is consulted (`stages.len()`: before the
-    /// full probe).
+    /// Index of the first stage whose miss consults `tracked` (`stages.len()`: only a miss
+    /// in the final probe).
     tracked_at: usize,
 }
 
@@ -207,22 +209,22 @@ impl<R: Rule> Subtable<R> {
     #[inline]
     pub(crate) fn find(&self, key: &FlowKey, wc: &mut FlowKey) -> Option<&Arc<R>> {
         for (i, st) in self.stages.iter().enumerate() {
-            if i == self.tracked_at && self.ruled_out(key, wc) {
-                return None;
-            }
             if !st.contains(key.masked_hash(&st.mask, &st.words)) {
-                wc.or_assign(&st.mask);
+                if i < self.tracked_at || !self.ruled_out(key, wc) {
+                    wc.or_assign(&st.mask);
+                }
                 return None;
             }
         }
-        if self.tracked_at == self.stages.len() && self.ruled_out(key, wc) {
-            return None;
-        }
-        wc.or_assign(&self.mask);
-        self.rules
+        let hit = self
+            .rules
             .bucket(self.slot(key))
             .iter()
-            .find(|r| key.matches(&r.matcher().value, &self.mask))
+            .find(|r| key.matches(&r.matcher().value, &self.mask));
+        if hit.is_some() || !self.ruled_out(key, wc) {
+            wc.or_assign(&self.mask);
+        }
+        hit
     }
 
     /// Whether a tracked prefix field shows that no rule here can match `key`; if so, ORs
