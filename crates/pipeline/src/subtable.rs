@@ -13,8 +13,8 @@
 //! field, the subtable also keeps its rules' prefixes of that field. When a lookup misses at
 //! the first stage that holds L3 bits or later (or in the final probe), it asks them whether
 //! any rule's prefix equals the packet's. When none does, only the leading bits of the field
-//! that tell it (the longest prefix the packet shares with a rule, plus one) go into the
-//! megaflow mask instead of the stage's or the whole mask; when several tracked fields rule
+//! that tell it (the longest prefix the packet shares with a rule, plus one, rounded up to an
+//! octet or a 16-bit group) go into the megaflow mask instead of the stage's or the whole mask; when several tracked fields rule
 //! the subtable out, the one needing the fewest bits is used. Misses at earlier stages (port,
 //! L2) keep their stage mask, and a hit never walks the prefixes.
 
@@ -240,7 +240,7 @@ impl<R: Rule> Subtable<R> {
             if common >= t.plen {
                 continue;
             }
-            let need = common + 1;
+            let need = prefix::quantize(t.field, common + 1);
             if best.is_none_or(|(_, n)| need < n) {
                 best = Some((t.field, need));
             }

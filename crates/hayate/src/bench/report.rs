@@ -33,6 +33,8 @@ pub struct Row {
     pub upcalls: u64,
     /// Megaflows installed at the end of the window.
     pub megaflows: usize,
+    /// Distinct megaflow masks (megaflow classifier subtables) at the end of the window.
+    pub masks: usize,
     /// Packets dropped by the switch during the window (any reason).
     pub drops: u64,
     /// Core the switch thread ran on.
@@ -61,7 +63,7 @@ pub fn median(mut runs: Vec<Row>) -> Row {
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>7} {:>10} {:>9} {:>9}\n",
+        "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>7} {:>10} {:>9} {:>5} {:>9}\n",
         "scenario",
         "bytes",
         "Mpps",
@@ -73,6 +75,7 @@ pub fn table(rows: &[Row]) -> String {
         "probes",
         "upcalls",
         "megaflows",
+        "masks",
         "drops"
     ));
     for r in rows {
@@ -81,7 +84,7 @@ pub fn table(rows: &[Row]) -> String {
             .map(|s| format!("{:.0}", s))
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
-            "{:<14} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>7.2} {:>10} {:>9} {:>9}\n",
+            "{:<14} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>7.2} {:>10} {:>9} {:>5} {:>9}\n",
             r.scenario,
             r.frame_len,
             r.mpps,
@@ -93,6 +96,7 @@ pub fn table(rows: &[Row]) -> String {
             r.probes_per_hit,
             r.upcalls,
             r.megaflows,
+            r.masks,
             r.drops
         ));
     }
@@ -127,6 +131,7 @@ mod tests {
             probes_per_hit: 0.0,
             upcalls: 1,
             megaflows: 1,
+            masks: 1,
             drops: 0,
             core: 1,
             runs: 1,
@@ -153,6 +158,7 @@ mod tests {
             probes_per_hit: 0.0,
             upcalls: 0,
             megaflows: 0,
+            masks: 0,
             drops: 0,
             core: 0,
             runs: 1,

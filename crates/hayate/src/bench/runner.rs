@@ -196,7 +196,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
     let secs = t0.elapsed().as_secs_f64();
     let d1 = delivered();
     let s1 = pmd.stats();
-    let megaflows = pmd.megaflows();
+    let (megaflows, masks) = (pmd.megaflows(), pmd.subtables());
     drop(pmds);
     let packets = d1 - d0;
     let pps = packets as f64 / secs;
@@ -224,6 +224,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         },
         upcalls,
         megaflows,
+        masks,
         drops: s1.drops() - s0.drops(),
         core: opts.core,
         runs: 1,
