@@ -10,7 +10,8 @@ pub struct DpConfig {
     /// While the exact-match cache thrashes, one insert in this many is done (1 = always).
     pub emc_insert_inv_prob: u32,
     /// The exact-match cache is probed and filled only while the classifier has more
-    /// subtables (masks) than this (0 = always). With one or two masks a classifier lookup
+    /// subtables (masks) than this and its lookups probe more than 3 of them per hit
+    /// (`emc_gate.rs`; 0 = always). When a classifier lookup probes one or two subtables it
     /// costs about what an EMC probe does, so the EMC would only add a probe in front of it
     /// (measured: 10,000 flows over two masks, 146 → 117 cycles a packet without it).
     pub emc_min_subtables: usize,

@@ -12,7 +12,8 @@
 //!    (`packet::extract_packet`), prefetching the next packet's bytes.
 //! 3. **Exact-match cache** — [`emc::Emc::lookup_batch`] finds the megaflow of packets whose
 //!    whole key was seen recently; it returns a miss mask. It is skipped while the classifier
-//!    has at most [`DpConfig::emc_min_subtables`] masks (a classifier lookup is then as cheap).
+//!    has at most [`DpConfig::emc_min_subtables`] masks or its lookups probe at most 3 of them
+//!    per hit (a classifier lookup is then about as cheap; `emc_gate.rs`).
 //! 4. **Megaflow classifier** — [`dpcls::Dpcls::lookup_batch`] runs the EMC misses through one
 //!    hash table per distinct mask (tuple-space search, busiest subtable first); hits are
 //!    offered to the EMC.
@@ -53,6 +54,7 @@ pub mod config;
 pub mod datapath;
 pub mod dpcls;
 pub mod emc;
+mod emc_gate;
 pub mod execute;
 pub mod idle;
 pub mod inject;

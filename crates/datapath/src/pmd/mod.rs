@@ -51,6 +51,7 @@ use crate::clock::TscClock;
 use crate::config::DpConfig;
 use crate::dpcls::{Dpcls, Insert};
 use crate::emc::Emc;
+use crate::emc_gate::EmcGate;
 use crate::execute::{Executor, PacketIn, TxPort};
 use crate::idle::{Idle, Step};
 use crate::inject::{InjectQueue, Wake};
@@ -107,6 +108,8 @@ pub struct Pmd {
     rx: Vec<RxSlot>,
     exec: Executor,
     emc: Emc,
+    /// Whether the EMC is worth probing ([`crate::emc_gate`]).
+    emc_gate: EmcGate,
     cls: Dpcls,
     arena: Arena,
     ports: PortMap,
@@ -205,6 +208,7 @@ impl Pmd {
             rx,
             exec: Executor::new(p.tx, p.cache, p.packet_ins),
             emc: Emc::new(cfg.emc_entries, cfg.emc_insert_inv_prob),
+            emc_gate: EmcGate::default(),
             cls: Dpcls::new(cfg.max_megaflows),
             arena: Arena::new(cfg.max_megaflows),
             ports,
@@ -418,8 +422,8 @@ impl Pmd {
         let now = self.clock.at(t0);
         self.exec.now_ns = now;
         self.check_generation();
-        // With few masks a classifier lookup costs about what an EMC probe does, and the
-        // EMC only adds a probe (and inserts) in front of it.
+        // When a classifier lookup probes few subtables it costs about what an EMC probe
+        // does, and the EMC only adds a probe (and inserts) in front of it.
         let probe = self.emc_in_use() && self.emc.probe_this_batch();
         let mut n = self.extract(in_port, probe);
         if self.s.malformed != 0 {
@@ -443,11 +447,13 @@ impl Pmd {
         self.maybe_maintain(now);
     }
 
-    /// Whether the EMC is probed and filled at all: only while the classifier has more
-    /// subtables than `emc_min_subtables`.
+    /// Whether the EMC is probed and filled at all: always with `emc_min_subtables` 0, else
+    /// while the classifier has more subtables than that and its lookups probe many of them
+    /// ([`crate::emc_gate`]).
     #[inline(always)]
     fn emc_in_use(&self) -> bool {
-        self.cls.subtables() > self.cfg.emc_min_subtables
+        self.cfg.emc_min_subtables == 0
+            || (self.cls.subtables() > self.cfg.emc_min_subtables && self.emc_gate.is_open())
     }
 
     fn check_generation(&mut self) {
@@ -628,6 +634,7 @@ impl Pmd {
                 .lookup_batch(&s.keys[..n], miss, &mut s.ids, &mut probes);
             self.local.add(Counter::MegaflowProbes, probes);
             cls_hit = miss & !left;
+            self.emc_gate.record(cls_hit.count_ones(), probes);
             miss = left;
             // The megaflows are scattered over a table larger than L1: start loading every
             // hit's hot entry now, so the loads overlap each other and the EMC inserts below.
@@ -741,6 +748,7 @@ impl Pmd {
     /// hides that cache miss; the new megaflow takes the arena's spare slot and is compiled
     /// while the victim's classifier entry loads, and only then is the victim removed.
     fn upcall_one(&mut self, i: usize, now_ms: u64) -> Target {
+        let emc_in_use = self.emc_in_use();
         let s = &mut *self.s;
         let victim = if self.arena.is_full() {
             // Megaflows this batch's packets already resolved to must survive until execute.
@@ -794,7 +802,7 @@ impl Pmd {
         match self.cls.insert(&mf.key, &mf.mask, id) {
             Insert::Installed => {
                 self.local.add(Counter::MegaflowInstalls, 1);
-                if self.cls.subtables() > self.cfg.emc_min_subtables {
+                if emc_in_use {
                     self.emc.insert(key, s.hashes[i], id);
                 }
                 Target::Flow(id)
