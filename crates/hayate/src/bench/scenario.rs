@@ -151,7 +151,7 @@ pub fn all() -> Vec<Scenario> {
         ],
     ));
     // Prefix tracking off: the drop rule then makes every source a megaflow of its own (with
-    // it, the sweep through the address space would need about 32).
+    // it, the sweep through the address space would need about a thousand).
     let mut nf = sc(
         "new-flows",
         "every packet a new megaflow (exact IPv4 source, no prefix tracking): flow setups per second",
