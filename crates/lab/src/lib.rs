@@ -1,6 +1,6 @@
 //! Hayate's benchmark lab: the switch beside its peers, each run by the `hayate` binary as a
 //! child process (this crate never links the switch), on real interfaces, namespaces and
-//! vhost-user "VMs". The binary's `hayate bench compare|generators|vhost` call in here.
+//! vhost-user "VMs". The binary's `hayate bench compare|generators|vhost|soak` call in here.
 //!
 //! - [`compare`]: two hosts in namespaces joined by Hayate, the Linux bridge, Open vSwitch
 //!   (system ports, userspace TSO, AF_XDP) or dpdk-testpmd on AF_XDP (the I/O floor): rates by
@@ -8,6 +8,9 @@
 //! - [`generators`]: packet generators side by side on one veth pair.
 //! - [`vhost`]: vhost-user PVP and VM-to-VM on one switch core, Hayate beside Open vSwitch
 //!   with DPDK and DPDK's vhost library.
+//! - [`soak`]: the control side under everything at once for N minutes — churn, whole-table
+//!   dumps, connection floods, malformed frames, ports plugged and unplugged — and what must
+//!   hold at the end.
 //!
 //! Every child runs on a time bound and dies with its parent; what a run changes on the host
 //! (namespaces, huge pages, mounts) is undone at its end, on Ctrl-C and on failure.
@@ -16,4 +19,5 @@
 
 pub mod compare;
 pub mod generators;
+pub mod soak;
 pub mod vhost;

@@ -9,7 +9,7 @@ mod report;
 mod runner;
 mod scenario;
 
-use hayate_lab::{compare, generators, vhost};
+use hayate_lab::{compare, generators, soak, vhost};
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
@@ -66,6 +66,11 @@ pub enum BenchCommand {
     /// virtio-user, Hayate beside Open vSwitch with DPDK and DPDK's vhost library (the
     /// floor); Mpps, cycles per packet, ratios to OVS-DPDK, JSON, SVG bar chart.
     Vhost(vhost::VhostArgs),
+    /// The control side under everything at once for N minutes (flow churn with barriers,
+    /// whole-table dumps, connection floods and stray HELLOs, malformed frames, ports added
+    /// and removed) while a ping crosses in standalone mode; fails unless the ping lost
+    /// nothing and memory and descriptors came back.
+    Soak(soak::SoakArgs),
 }
 
 /// Runs `hayate bench`.
@@ -74,6 +79,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         Some(BenchCommand::Compare(c)) => return compare::main(c),
         Some(BenchCommand::Generators(g)) => return generators::main(g),
         Some(BenchCommand::Vhost(v)) => return vhost::main(v),
+        Some(BenchCommand::Soak(s)) => return soak::main(s),
         None => {}
     }
     if args.list {
