@@ -79,6 +79,11 @@ pub struct BridgeConfig {
     pub packet_in_rate: Option<Spanned<u32>>,
     /// Packet-ins that may go at once after a quiet period (default 100).
     pub packet_in_burst: Option<Spanned<u32>>,
+    /// Most flow entries per table (default 2,000,000; an add beyond it gets
+    /// OFPFMFC_TABLE_FULL).
+    pub flow_limit: Option<Spanned<usize>>,
+    /// Most flow entries in all tables together (default 4,000,000; about 670 bytes each).
+    pub flow_limit_total: Option<Spanned<usize>>,
 }
 
 /// One port of a bridge.
@@ -116,6 +121,8 @@ pub struct Bridge {
     pub tls: Option<agent::TlsFiles>,
     /// Packet-in rate limit per controller.
     pub packet_in_limit: agent::RateLimit,
+    /// Pipeline settings (the flow limits).
+    pub pipeline: PipelineConfig,
 }
 
 /// Parses a datapath id in hex, with or without `0x`.
@@ -327,6 +334,20 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
                 .map_err(|e| ConfigError(format!("line {}: {e}", line_of(src, v.span().start))))?;
         }
     }
+    let mut pipeline = PipelineConfig::default();
+    for (key, value, slot) in [
+        ("flow_limit", &b.flow_limit, &mut pipeline.table_capacity),
+        (
+            "flow_limit_total",
+            &b.flow_limit_total,
+            &mut pipeline.total_capacity,
+        ),
+    ] {
+        if let Some(v) = value {
+            *slot = check_flow_limit(key, *v.get_ref())
+                .map_err(|e| ConfigError(format!("line {}: {e}", line_of(src, v.span().start))))?;
+        }
+    }
     Ok(Bridge {
         name,
         cores: b.cores,
@@ -338,7 +359,19 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
         fail_mode,
         tls,
         packet_in_limit,
+        pipeline,
     })
+}
+
+/// Checks a flow limit (1 ..= 100,000,000); the error names the key and the fix.
+pub fn check_flow_limit(key: &str, v: usize) -> Result<usize, String> {
+    if (1..=100_000_000).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{key} = {v}: use 1 to 100000000 flow entries (about 670 bytes each)"
+        ))
+    }
 }
 
 /// Checks a packet-in rate or burst (1 ..= 10,000,000); the error names the key and the fix.
@@ -505,6 +538,8 @@ controllers = ["tcp:127.0.0.1:6653", "punix:/tmp/x.sock"]
 fail_mode = "secure"
 packet_in_rate = 20000
 packet_in_burst = 2000
+flow_limit = 1000
+flow_limit_total = 5000
 
 [[bridge.port]]
 spec = "null:sink"
@@ -512,6 +547,8 @@ spec = "null:sink"
         let b = &parse(src).unwrap()[0];
         assert_eq!(b.packet_in_limit.rate, 20_000);
         assert_eq!(b.packet_in_limit.burst, 2_000);
+        assert_eq!(b.pipeline.table_capacity, 1_000);
+        assert_eq!(b.pipeline.total_capacity, 5_000);
         assert_eq!(b.datapath_id, Some(0xa1));
         assert_eq!(b.controllers.len(), 2);
         assert_eq!(b.fail_mode, agent::FailMode::Secure);
@@ -521,6 +558,7 @@ spec = "null:sink"
         assert!(defaults.controllers.is_empty());
         assert_eq!(defaults.fail_mode, agent::FailMode::Standalone);
         assert_eq!(defaults.packet_in_limit, agent::RateLimit::default());
+        assert_eq!(defaults.pipeline, PipelineConfig::default());
     }
 
     #[test]
@@ -536,6 +574,8 @@ spec = "null:sink"
         assert!(e.contains("line 3"), "{e}");
         let e = bad("packet_in_rate = 0");
         assert!(e.contains("line 3") && e.contains("1 to 10000000"), "{e}");
+        let e = bad("flow_limit = 0");
+        assert!(e.contains("line 3") && e.contains("flow_limit = 0"), "{e}");
         let e = bad("fail_mode = \"open\"");
         assert!(e.contains("line 3") && e.contains("secure"), "{e}");
         let e = bad("ssl_ca = \"ca.pem\"");

@@ -131,6 +131,7 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
         fail_mode: agent::FailMode::default(),
         tls: None,
         packet_in_limit: agent::RateLimit::default(),
+        pipeline: pipeline::PipelineConfig::default(),
     }])
 }
 
@@ -234,7 +235,8 @@ pub fn run(args: RunArgs) -> Result<()> {
             });
         }
         let settings = openflow_settings(&args, &b, nbridges)?;
-        let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows)?;
+        let mut sw =
+            Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
         sw.config.idle.sleep = !args.busy_poll;
         if let Some(c) = b.lane_core {
             // Online CPUs, not this process's affinity: the lane may leave the poll threads'.

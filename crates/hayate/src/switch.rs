@@ -67,8 +67,9 @@ impl Switch {
         pool: Pool,
         ports: Vec<SwitchPort>,
         mods: Vec<pipeline::FlowMod>,
+        config: PipelineConfig,
     ) -> Result<Switch> {
-        Self::build(name, pool, ports, mods, PipelineConfig::default())
+        Self::build(name, pool, ports, mods, config)
     }
 
     fn build(

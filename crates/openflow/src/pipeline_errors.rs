@@ -16,7 +16,7 @@ impl From<&FlowModError> for ErrorCode {
             // OpenFlow 1.3 has no "duplicate instruction" code (1.4 added OFPBIC_DUP_INST).
             DuplicateInstruction(_) => ErrorCode::BIC_UNSUP_INST,
             Overlap { .. } => ErrorCode::FMFC_OVERLAP,
-            TableFull { .. } => ErrorCode::FMFC_TABLE_FULL,
+            TableFull { .. } | AllTablesFull { .. } => ErrorCode::FMFC_TABLE_FULL,
             UnknownGroup(_) => ErrorCode::BAC_BAD_OUT_GROUP,
             UnknownMeter(_) => ErrorCode::MMFC_UNKNOWN_METER,
             BadPrerequisite { .. } => ErrorCode::BMC_BAD_PREREQ,

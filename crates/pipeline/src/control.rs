@@ -31,6 +31,11 @@ use crate::pipeline::{Pipeline, PipelineCell, PipelineConfig, PortInfo, Shared};
 use crate::stats::{FlowView, RemovedFlow, TableStatsView};
 use crate::table::{FlowFilter, FlowTable};
 
+/// A delete that removes at least this many entries gives memory back afterwards.
+const TRIM_AFTER_DELETES: usize = 10_000;
+/// How long after such a delete (ms): time for the datapath threads to drop the old tables.
+const TRIM_DELAY_MS: u64 = 1_000;
+
 /// The control side of one pipeline (see the module docs).
 #[derive(Debug)]
 pub struct Control {
@@ -48,6 +53,9 @@ pub struct Control {
     /// changed since). A tick walks only these, so an idle bridge's tick touches no table: a
     /// thousand bridges' ticks would otherwise walk 255 tables each.
     timed_tables: Option<Vec<u8>>,
+    /// When to give freed memory back to the system (after a mass delete), on the clock of
+    /// [`crate::dpaction::now_ms`].
+    trim_at: Option<u64>,
 }
 
 impl Control {
@@ -76,6 +84,7 @@ impl Control {
             seq: 0,
             removed: Vec::new(),
             timed_tables: None,
+            trim_at: None,
         };
         c.publish();
         let cell = c.cell.clone();
@@ -176,6 +185,11 @@ impl Control {
                 capacity: self.config.table_capacity,
             });
         }
+        if old.is_none() && self.flow_count() >= self.config.total_capacity {
+            return Err(FlowModError::AllTablesFull {
+                capacity: self.config.total_capacity,
+            });
+        }
         if m.flags.check_overlap && table.overlaps(&m.matcher, m.priority) {
             return Err(FlowModError::Overlap {
                 table: m.table_id,
@@ -240,8 +254,23 @@ impl Control {
         Ok(())
     }
 
+    /// Flow entries in all tables.
+    pub fn flow_count(&self) -> usize {
+        self.tables.iter().map(|t| t.len()).sum()
+    }
+
     /// Removes the entries `filter` selects in `table` (or every table), queueing notices.
+    /// After a mass delete the memory goes back to the system once the datapath has let go
+    /// of the old tables ([`Self::tick`]).
     fn delete(&mut self, table: u8, filter: &FlowFilter, reason: RemovedReason) -> usize {
+        let n = self.delete_entries(table, filter, reason);
+        if n >= TRIM_AFTER_DELETES {
+            self.trim_at = Some(now_ms() + TRIM_DELAY_MS);
+        }
+        n
+    }
+
+    fn delete_entries(&mut self, table: u8, filter: &FlowFilter, reason: RemovedReason) -> usize {
         let range = if table == ALL_TABLES {
             0..=MAX_TABLE
         } else {
@@ -440,6 +469,10 @@ impl Control {
     /// (which also publishes any staged change). Returns every removed flow (the agent sends
     /// FLOW_REMOVED for those with `send_flow_rem`).
     pub fn tick(&mut self, now_ms: u64) -> Vec<RemovedFlow> {
+        if self.trim_at.is_some_and(|t| now_ms >= t) {
+            self.trim_at = None;
+            give_back_memory();
+        }
         let mut out = Vec::new();
         let timed = match self.timed_tables.take() {
             Some(list) => list,
@@ -501,6 +534,16 @@ impl Control {
     /// The settings.
     pub fn config(&self) -> &PipelineConfig {
         &self.config
+    }
+}
+
+/// Returns the allocator's free memory to the system (glibc keeps freed pages of a
+/// million-entry table otherwise, and the process stays at its peak).
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

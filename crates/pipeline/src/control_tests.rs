@@ -270,6 +270,44 @@ fn validation_errors_reach_the_caller() {
 }
 
 #[test]
+fn all_tables_together_have_a_limit_and_a_mass_delete_schedules_the_trim() {
+    let cfg = PipelineConfig {
+        total_capacity: 3,
+        ..PipelineConfig::default()
+    };
+    let (mut c, _) = Control::new(cfg);
+    c.flow_mod(&add(0, 1, port_match(1), 1)).unwrap();
+    c.flow_mod(&add(1, 1, port_match(1), 1)).unwrap();
+    c.flow_mod(&add(2, 1, port_match(1), 1)).unwrap();
+    assert_eq!(c.flow_count(), 3);
+    // Replacing an entry adds nothing; a new one in any table is refused.
+    c.flow_mod(&add(2, 1, port_match(1), 2)).unwrap();
+    let full = c.flow_mod(&add(3, 1, port_match(1), 1));
+    assert_eq!(full, Err(FlowModError::AllTablesFull { capacity: 3 }));
+    assert_eq!(full.unwrap_err().ofp_error(), (5, 1), "OFPFMFC_TABLE_FULL");
+    let del_all = FlowMod {
+        command: FlowModCommand::Delete,
+        ..add(ALL_TABLES, 0, Match::ANY, 1)
+    };
+    c.flow_mod(&del_all).unwrap();
+    assert_eq!(c.flow_count(), 0);
+    c.flow_mod(&add(3, 1, port_match(1), 1)).unwrap();
+
+    // Deleting 10,000 entries at once gives the memory back a second later, on a tick.
+    let (mut big, _) = Control::new(PipelineConfig::default());
+    let mods: Vec<FlowMod> = (0..10_000u128)
+        .map(|i| add(0, 1, port_match(i + 1), 1))
+        .collect();
+    big.apply(&mods).unwrap();
+    big.flow_mod(&del_all).unwrap();
+    let at = big.trim_at.expect("a mass delete schedules the trim");
+    big.tick(at - 1);
+    assert!(big.trim_at.is_some(), "not before its time");
+    big.tick(at);
+    assert!(big.trim_at.is_none());
+}
+
+#[test]
 fn deleting_a_group_or_meter_deletes_its_flows() {
     let (mut c, _) = new();
     let group = Group {

@@ -32,8 +32,16 @@ pub enum FlowModError {
         /// Priority.
         priority: u16,
     },
+    /// All tables together already hold their maximum number of entries.
+    #[error("all tables together hold their limit of {capacity} flows; delete flows or raise the bridge's flow_limit_total")]
+    AllTablesFull {
+        /// The limit.
+        capacity: usize,
+    },
     /// The table already holds its maximum number of entries.
-    #[error("table {table} is full ({capacity} flows); delete flows or raise PipelineConfig::table_capacity")]
+    #[error(
+        "table {table} is full ({capacity} flows); delete flows or raise the bridge's flow_limit"
+    )]
     TableFull {
         /// Table.
         table: u8,
@@ -96,7 +104,7 @@ impl FlowModError {
             GotoBackwards { .. } | GotoBadTable(_) => (3, 2),
             DuplicateInstruction(_) => (3, 1),
             Overlap { .. } => (5, 3),
-            TableFull { .. } => (5, 1),
+            TableFull { .. } | AllTablesFull { .. } => (5, 1),
             UnknownGroup(_) => (2, 9),
             UnknownMeter(_) => (12, 3),
             BadPrerequisite { .. } => (4, 9),

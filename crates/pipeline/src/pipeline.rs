@@ -31,8 +31,11 @@ pub struct PipelineConfig {
     pub mac_aging_ms: u64,
     /// NORMAL: most MACs remembered.
     pub mac_capacity: usize,
-    /// Most flow entries per table.
+    /// Most flow entries per table (an add beyond it gets OFPFMFC_TABLE_FULL).
     pub table_capacity: usize,
+    /// Most flow entries in all tables together (OFPFMFC_TABLE_FULL beyond it). A flow entry
+    /// takes about 670 bytes, so the default 4,000,000 bounds the tables near 2.7 GB.
+    pub total_capacity: usize,
     /// Most datapath actions one translation may produce (FLOOD, ALL and all-groups expand);
     /// a translation over the limit drops the packet.
     pub max_actions: usize,
@@ -49,7 +52,8 @@ impl Default for PipelineConfig {
             invalid_ttl_to_controller: false,
             mac_aging_ms: 300_000,
             mac_capacity: 8192,
-            table_capacity: 16 << 20,
+            table_capacity: 2_000_000,
+            total_capacity: 4_000_000,
             max_actions: 4096,
             prefix_tracking: true,
         }
