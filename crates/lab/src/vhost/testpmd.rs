@@ -77,11 +77,11 @@ pub fn vm(ctx: &Ctx, name: &str, vdevs: &[String], topology: &str) -> Spawn {
     base(ctx, name, &eal, vdevs, &["--forward-mode=io", &topo]).cpus(&[v])
 }
 
-/// DPDK's vhost floor: testpmd io forwarding net_pcap → net_vhost (server) → net_null, its
-/// forwarding lcore on the switch core.
-pub fn floor(ctx: &Ctx, name: &str, pcap: &Path, sock: &Path, huge: &Path) -> Spawn {
+/// The floor's EAL options: main lcore on the VM core, the forwarding lcore on the switch
+/// core, memory on the private hugetlbfs.
+fn floor_eal(ctx: &Ctx, huge: &Path) -> [String; 9] {
     let (v, s) = (ctx.vm_core, ctx.switch_core);
-    let eal = [
+    [
         "-l".to_string(),
         format!("{v},{s}"),
         "--main-lcore".into(),
@@ -91,7 +91,13 @@ pub fn floor(ctx: &Ctx, name: &str, pcap: &Path, sock: &Path, huge: &Path) -> Sp
         huge.display().to_string(),
         "-m".into(),
         "512".into(),
-    ];
+    ]
+}
+
+/// DPDK's vhost floor: testpmd io forwarding net_pcap → net_vhost (server) → net_null, its
+/// forwarding lcore on the switch core.
+pub fn floor(ctx: &Ctx, name: &str, pcap: &Path, sock: &Path, huge: &Path) -> Spawn {
+    let eal = floor_eal(ctx, huge);
     let vdevs = [
         format!("net_pcap0,rx_pcap={},infinite_rx=1", pcap.display()),
         format!("net_vhost0,iface={},client=0,queues=1", sock.display()),
@@ -104,25 +110,14 @@ pub fn floor(ctx: &Ctx, name: &str, pcap: &Path, sock: &Path, huge: &Path) -> Sp
         &vdevs,
         &["--forward-mode=io", "--port-topology=chained"],
     )
-    .cpus(&[v, s])
+    .cpus(&[ctx.vm_core, ctx.switch_core])
 }
 
 /// DPDK's vhost floor for V2V: testpmd io forwarding between two net_vhost ports in client
 /// mode on the VMs' sockets (`socks`: vmA, vmB), `paired` (vmA → vmB; vmB sends nothing), its
 /// forwarding lcore on the switch core.
 pub fn floor_v2v(ctx: &Ctx, name: &str, socks: &[PathBuf], huge: &Path) -> Spawn {
-    let (v, s) = (ctx.vm_core, ctx.switch_core);
-    let eal = [
-        "-l".to_string(),
-        format!("{v},{s}"),
-        "--main-lcore".into(),
-        v.to_string(),
-        "--in-memory".into(),
-        "--huge-dir".into(),
-        huge.display().to_string(),
-        "-m".into(),
-        "512".into(),
-    ];
+    let eal = floor_eal(ctx, huge);
     let vdevs: Vec<String> = socks
         .iter()
         .enumerate()
@@ -135,7 +130,7 @@ pub fn floor_v2v(ctx: &Ctx, name: &str, socks: &[PathBuf], huge: &Path) -> Spawn
         &vdevs,
         &["--forward-mode=io", "--port-topology=paired"],
     )
-    .cpus(&[v, s])
+    .cpus(&[ctx.vm_core, ctx.switch_core])
 }
 
 /// The VMs' side of a topology for a switch that connects to their sockets.
