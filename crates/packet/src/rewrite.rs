@@ -20,7 +20,7 @@ use crate::checksum::{crc32c, update128, update16, update32};
 use crate::extract::{ethertype, extract, hdr, ipproto, walk_ipv6_ext};
 use crate::key::{Field, FlowKey};
 use crate::pool::Packet;
-use crate::wire::{be16, ipv4, ipv6, tcp, udp};
+use crate::wire::{be16, ethernet, ipv4, ipv6, tcp, udp};
 
 /// Why a rewrite was refused. The packet is unchanged when one is returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,16 +207,16 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
     }
     match field {
         Field::InPort | Field::Metadata | Field::TunnelId => return Ok(()),
-        Field::EthType
-        | Field::Parsed
-        | Field::CvlanTci
-        | Field::IpProto
-        | Field::IpFrag
-        | Field::TcpFlags => return Err(RewriteError::ReadOnly(field)),
+        Field::Parsed | Field::CvlanTci | Field::IpFrag | Field::TcpFlags => {
+            return Err(RewriteError::ReadOnly(field))
+        }
         _ => {}
     }
     if pkt.len() < 14 {
         return Err(RewriteError::TooShort);
+    }
+    if field == Field::EthType {
+        return set_eth_type(pkt.data_mut(), value as u16);
     }
     if matches!(
         field,
@@ -253,6 +253,7 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
             }
         }
         Field::IpDscp | Field::IpEcn | Field::IpTtl => set_ip_byte(d, &loc, field, value as u8)?,
+        Field::IpProto => set_ip_proto(d, &loc, value as u8)?,
         Field::TpSrc | Field::TpDst => set_port(d, &loc, field, v16)?,
         Field::IcmpType | Field::IcmpCode => {
             let ok = loc.l4 != 0
@@ -359,7 +360,6 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
         | Field::EthType
         | Field::Parsed
         | Field::CvlanTci
-        | Field::IpProto
         | Field::IpFrag
         | Field::TcpFlags => {}
     }
@@ -422,6 +422,47 @@ fn set_ipv4_addr(d: &mut [u8], loc: &Loc, at: usize, new: u32) {
             ipproto::UDP => fix_l4_csum(d, loc.l4 + udp_csum, loc.proto, |c| update32(c, old, new)),
             _ => {}
         }
+    }
+}
+
+/// The type after the Ethernet addresses and any VLAN tags (what `eth_type` matches).
+fn set_eth_type(d: &mut [u8], v: u16) -> Result<(), RewriteError> {
+    let mut at = ethernet::field::ETHERTYPE.start;
+    while get16(d, at).is_some_and(ethertype::is_vlan) {
+        at += 4;
+    }
+    if at + 2 > d.len() {
+        return Err(RewriteError::TooShort);
+    }
+    put16(d, at, v);
+    Ok(())
+}
+
+/// The IPv4 protocol (the header checksum follows) or the IPv6 next header of a packet
+/// without extension headers. Only the number changes: the L4 header stays as it was.
+fn set_ip_proto(d: &mut [u8], loc: &Loc, v: u8) -> Result<(), RewriteError> {
+    match loc.eth_type {
+        ethertype::IPV4 if loc.l3 + 20 <= d.len() => {
+            let word = loc.l3 + ipv4::field::TTL;
+            let old = get16(d, word).unwrap_or(0);
+            d[loc.l3 + ipv4::field::PROTOCOL] = v;
+            let new = get16(d, word).unwrap_or(0);
+            let ip_csum = loc.l3 + ipv4::field::CHECKSUM.start;
+            if let Some(c) = get16(d, ip_csum) {
+                put16(d, ip_csum, update16(c, old, new));
+            }
+            Ok(())
+        }
+        ethertype::IPV6
+            if loc.l3 + 40 <= d.len() && d[loc.l3 + ipv6::field::NXT_HDR] == loc.proto =>
+        {
+            d[loc.l3 + ipv6::field::NXT_HDR] = v;
+            Ok(())
+        }
+        _ => Err(need(
+            Field::IpProto,
+            "IPv4, or IPv6 without extension headers",
+        )),
     }
 }
 

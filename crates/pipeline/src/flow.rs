@@ -215,7 +215,6 @@ pub fn writable(f: Field) -> bool {
         Field::InPort
             | Field::Parsed
             | Field::Metadata
-            | Field::EthType
             | Field::IpFrag
             | Field::TcpFlags
             | Field::CvlanTci

@@ -171,8 +171,8 @@ fn refusals_name_the_problem() {
         Err(RewriteError::NoVlanTag)
     );
     assert_eq!(
-        set_field(&mut p, Field::EthType, 0x86dd),
-        Err(RewriteError::ReadOnly(Field::EthType))
+        set_field(&mut p, Field::IpFrag, 1),
+        Err(RewriteError::ReadOnly(Field::IpFrag))
     );
     assert_eq!(
         set_field(&mut p, Field::IpTtl, 256),
@@ -187,6 +187,52 @@ fn refusals_name_the_problem() {
     assert_eq!(set_field(&mut p, Field::Metadata, 9), Ok(()));
     assert_eq!(p.data(), &hex(UDP4)[..]);
     c.free(p);
+}
+
+#[test]
+fn ip_proto_and_eth_type_are_rewritten_with_the_ip_checksum_kept() {
+    let mut c = cache();
+    let mut p = packet(&mut c, &hex(UDP4));
+    set_field(&mut p, Field::IpProto, 6).unwrap();
+    let d = p.data();
+    assert_eq!(d[14 + 9], 6);
+    assert!(
+        verify(&d[14..34], 0),
+        "IPv4 header checksum after the protocol changed"
+    );
+    let mut k = FlowKey::ZERO;
+    crate::extract(d, 0, &mut k);
+    assert_eq!(k.get(Field::IpProto), 6);
+    // Only the number and the header checksum changed.
+    let want: Vec<usize> = vec![14 + 9, 14 + 10, 14 + 11];
+    let changed: Vec<usize> = (0..d.len()).filter(|&i| d[i] != hex(UDP4)[i]).collect();
+    assert!(changed.iter().all(|i| want.contains(i)), "{changed:?}");
+
+    // eth_type: the type after the tags, tagged or not.
+    set_field(&mut p, Field::EthType, 0x0806).unwrap();
+    assert_eq!(&p.data()[12..14], &[0x08, 0x06]);
+    push_vlan(&mut p, 0x8100, 0).unwrap();
+    set_field(&mut p, Field::EthType, 0x86dd).unwrap();
+    assert_eq!(&p.data()[12..18], &[0x81, 0x00, 0x00, 0x00, 0x86, 0xdd]);
+    c.free(p);
+
+    // IPv6 without extension headers: the next header; none: refused, nothing changed.
+    let mut v6 = PacketSpec::udp4([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 1u32, 2u32, 1, 2, 80);
+    v6.l3 = L3Spec::Ipv6(crate::builder::Ipv6Spec::new(
+        "fd00::1".parse().unwrap(),
+        "fd00::2".parse().unwrap(),
+    ));
+    let v6 = v6.build();
+    let mut q = packet(&mut c, &v6);
+    set_field(&mut q, Field::IpProto, 58).unwrap();
+    assert_eq!(q.data()[14 + 6], 58);
+    c.free(q);
+    let arp = hex("ffffffffffff 020000000001 0806 0001 0800 06 04 0001
+        020000000001 0a000001 000000000000 0a000002");
+    let mut r = packet(&mut c, &arp);
+    assert!(set_field(&mut r, Field::IpProto, 6).is_err());
+    assert_eq!(r.data(), &arp[..]);
+    c.free(r);
 }
 
 #[test]
