@@ -167,6 +167,14 @@ fn groups_and_meters() {
     let meters = h.ofctl("dump-meters", &[]);
     assert!(meters.contains("meter=1 kbps"), "{meters}");
     assert!(meters.contains("type=drop rate=1000"), "{meters}");
+    // Flags read back as they were sent (issue 20): no stats unless asked for.
+    assert!(!meters.contains("stats"), "{meters}");
+    h.ofctl(
+        "add-meter",
+        &["meter=2,pktps,burst,stats,band=type=drop,rate=10,burst_size=5"],
+    );
+    let meters = h.ofctl("dump-meters", &[]);
+    assert!(meters.contains("meter=2 pktps burst stats"), "{meters}");
     // A flow using both.
     h.ofctl("add-flow", &["priority=1,actions=meter:1,group:1"]);
     let dump = flows(&h.ofctl("dump-flows", &[]));

@@ -253,7 +253,7 @@ pub(crate) fn arb_group() -> impl Strategy<Value = Group> {
 
 pub(crate) fn arb_meter() -> impl Strategy<Value = Meter> {
     (
-        any::<(u32, bool, bool)>(),
+        any::<(u32, bool, bool, bool)>(),
         vec(
             prop_oneof![
                 any::<(u32, u32)>().prop_map(|(rate, burst)| MeterBand::Drop { rate, burst }),
@@ -268,10 +268,11 @@ pub(crate) fn arb_meter() -> impl Strategy<Value = Meter> {
             0..3,
         ),
     )
-        .prop_map(|((id, pktps, burst), bands)| Meter {
+        .prop_map(|((id, pktps, burst, stats), bands)| Meter {
             id,
             pktps,
             burst,
+            stats,
             bands,
         })
 }
@@ -526,13 +527,12 @@ pub fn arb_message() -> impl Strategy<Value = Message> {
             arb_meter(),
             any::<bool>(),
         )
-            .prop_map(|(command, mut meter, mut stats)| {
+            .prop_map(|(command, mut meter, _)| {
                 if command == MeterModCommand::Delete {
-                    (meter.pktps, meter.burst, stats) = (false, false, false);
+                    (meter.pktps, meter.burst, meter.stats) = (false, false, false);
                 }
                 M::MeterMod(MeterModMsg {
                     meter_mod: MeterMod { command, meter },
-                    stats,
                 })
             })
             .boxed(),

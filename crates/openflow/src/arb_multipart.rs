@@ -336,12 +336,9 @@ pub(crate) fn arb_mp_reply() -> impl Strategy<Value = MultipartReply> {
         )
         .prop_map(B::Meter)
         .boxed(),
-        vec(
-            (arb_meter(), any::<bool>()).prop_map(|(meter, stats)| MeterConfig { meter, stats }),
-            0..3,
-        )
-        .prop_map(B::MeterConfig)
-        .boxed(),
+        vec(arb_meter().prop_map(|meter| MeterConfig { meter }), 0..3)
+            .prop_map(B::MeterConfig)
+            .boxed(),
         any::<(u32, u32, u32, u8, u8)>()
             .prop_map(
                 |(max_meter, band_types, capabilities, max_bands, max_color)| {

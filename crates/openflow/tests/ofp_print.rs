@@ -401,6 +401,7 @@ fn multipart_replies_read_back_by_ovs() {
                 id: 1,
                 pktps: false,
                 burst: true,
+                stats: true,
                 bands: vec![
                     MeterBand::Drop {
                         rate: 1000,
@@ -413,7 +414,6 @@ fn multipart_replies_read_back_by_ovs() {
                     },
                 ],
             },
-            stats: true,
         }])),
         &[
             "OFPST_METER_CONFIG reply (OF1.3)",

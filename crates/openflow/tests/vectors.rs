@@ -149,9 +149,8 @@ fn expected(c: &Case) -> Option<Message> {
         "add-meter" => Message::MeterMod(MeterModMsg {
             meter_mod: MeterMod {
                 command: MeterModCommand::Add,
-                meter: parse_meter(&text.replace(",stats", "")).expect("pipeline parses the meter"),
+                meter: parse_meter(&text).expect("pipeline parses the meter"),
             },
-            stats: text.contains("stats"),
         }),
         "del-meter" => Message::MeterMod(MeterModMsg {
             meter_mod: MeterMod {
@@ -160,10 +159,10 @@ fn expected(c: &Case) -> Option<Message> {
                     id: 2,
                     pktps: false,
                     burst: false,
+                    stats: false,
                     bands: vec![],
                 },
             },
-            stats: false,
         }),
         "dump-flows" if text.is_empty() => mp(Req::Flow(FlowStatsRequest::default()))?,
         "dump-aggregate" => mp(Req::Aggregate(FlowStatsRequest::default()))?,

@@ -326,6 +326,7 @@ fn deleting_a_group_or_meter_deletes_its_flows() {
     })
     .unwrap();
     let meter = Meter {
+        stats: false,
         id: 3,
         pktps: true,
         burst: false,

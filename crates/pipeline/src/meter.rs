@@ -210,6 +210,7 @@ mod tests {
 
     fn meter(pktps: bool, bands: Vec<MeterBand>) -> MeterState {
         MeterState::new(Meter {
+            stats: false,
             id: 1,
             pktps,
             burst: true,
@@ -305,6 +306,7 @@ mod tests {
         let mk = |id, bands| MeterMod {
             command: MeterModCommand::Add,
             meter: Meter {
+                stats: false,
                 id,
                 pktps: false,
                 burst: false,

@@ -289,6 +289,9 @@ pub struct Meter {
     pub pktps: bool,
     /// Bands honour their burst sizes.
     pub burst: bool,
+    /// The controller asked for statistics (`OFPMF_STATS`). Hayate counts every meter; the
+    /// flag is kept so that the meter reads back as it was installed.
+    pub stats: bool,
     /// Bands.
     pub bands: Vec<MeterBand>,
 }

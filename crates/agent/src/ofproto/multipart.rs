@@ -188,7 +188,6 @@ pub(super) fn reply_to(
                 .filter(|m| *meter_id == METER_ALL || m.meter.id == *meter_id)
                 .map(|m| MeterConfig {
                     meter: m.meter.clone(),
-                    stats: true,
                 })
                 .collect();
             drop(st);

@@ -255,7 +255,6 @@ pub fn main(a: CtlArgs) -> Result<()> {
                     command: MeterModCommand::Add,
                     meter: m,
                 },
-                stats: true,
             })])
         }
         "dump-meters" => {

@@ -270,7 +270,7 @@ pub mod meter_band_type {
     pub const EXPERIMENTER: u16 = 0xffff;
 }
 
-/// A meter's flags: the model's units and burst plus the stats flag it does not keep.
+/// A meter's flags: (pktps, burst, stats).
 pub(crate) fn meter_flags_from_wire(v: u16) -> Result<(bool, bool, bool), DecodeError> {
     use meter_flags::*;
     if v & !0xf != 0 || (v & KBPS != 0 && v & PKTPS != 0) {
@@ -282,11 +282,11 @@ pub(crate) fn meter_flags_from_wire(v: u16) -> Result<(bool, bool, bool), Decode
     Ok((v & PKTPS != 0, v & BURST != 0, v & STATS != 0))
 }
 
-pub(crate) fn meter_flags_to_wire(m: &Meter, stats: bool) -> u16 {
+pub(crate) fn meter_flags_to_wire(m: &Meter) -> u16 {
     use meter_flags::*;
     (if m.pktps { PKTPS } else { KBPS })
         | if m.burst { BURST } else { 0 }
-        | if stats { STATS } else { 0 }
+        | if m.stats { STATS } else { 0 }
 }
 
 /// Reads meter bands filling `r`.
@@ -362,8 +362,6 @@ pub(crate) fn write_bands(bands: &[MeterBand], buf: &mut Vec<u8>) {
 pub struct MeterModMsg {
     /// The modification.
     pub meter_mod: MeterMod,
-    /// `OFPMF_STATS`: the controller wants statistics for this meter.
-    pub stats: bool,
 }
 
 impl MeterModMsg {
@@ -392,10 +390,10 @@ impl MeterModMsg {
                     id,
                     pktps,
                     burst,
+                    stats,
                     bands,
                 },
             },
-            stats,
         })
     }
 
@@ -408,7 +406,7 @@ impl MeterModMsg {
         });
         let flags = match m.command {
             MeterModCommand::Delete => 0,
-            _ => meter_flags_to_wire(&m.meter, self.stats),
+            _ => meter_flags_to_wire(&m.meter),
         };
         buf.put_u16(flags);
         buf.put_u32(m.meter.id);

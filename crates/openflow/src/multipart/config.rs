@@ -78,10 +78,8 @@ impl GroupFeatures {
 /// `ofp_meter_config`: a meter as the model holds it plus its stats flag.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MeterConfig {
-    /// The meter.
+    /// The meter (its flags as installed, `OFPMF_STATS` included).
     pub meter: Meter,
-    /// `OFPMF_STATS`.
-    pub stats: bool,
 }
 
 impl MeterConfig {
@@ -95,16 +93,16 @@ impl MeterConfig {
                 id,
                 pktps,
                 burst,
+                stats,
                 bands: read_bands(&mut b)?,
             },
-            stats,
         })
     }
 
     pub(crate) fn write(&self, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
         let start = buf.len();
         buf.put_u16(0);
-        buf.put_u16(meter_flags_to_wire(&self.meter, self.stats));
+        buf.put_u16(meter_flags_to_wire(&self.meter));
         buf.put_u32(self.meter.id);
         write_bands(&self.meter.bands, buf);
         patch_len(buf, start, start, "meter configuration")

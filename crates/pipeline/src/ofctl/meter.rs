@@ -2,7 +2,7 @@
 //! `meter=1,kbps,burst,band=type=drop,rate=1000,burst_size=100`.
 //!
 //! Words before the first `band=` describe the meter (`meter=N`, the flags `kbps` (the
-//! default) or `pktps`, and `burst`). Each `band=` starts a band: `type=drop` or
+//! default) or `pktps`, `burst` and `stats`). Each `band=` starts a band: `type=drop` or
 //! `type=dscp_remark`, `rate=N`, `burst_size=N` (default 0) and, for dscp_remark,
 //! `prec_level=N`.
 
@@ -46,6 +46,7 @@ fn parse(text: &str) -> PResult<Meter> {
     let mut id = None;
     let mut unit: Option<bool> = None;
     let mut burst = None;
+    let mut stats = None;
     let mut bands: Vec<Draft> = Vec::new();
     for w in split_words(text)? {
         let (key, value) = split_eq(w.text);
@@ -75,14 +76,7 @@ fn parse(text: &str) -> PResult<Meter> {
             ("kbps", None) => set_once(&mut unit, "kbps/pktps", false)?,
             ("pktps", None) => set_once(&mut unit, "kbps/pktps", true)?,
             ("burst", None) => set_once(&mut burst, "burst", true)?,
-            ("stats", None) => {
-                return Err(Problem::new(
-                    ErrorKind::UnknownField,
-                    key,
-                    "the stats flag is not part of Hayate's meter model",
-                    "remove stats",
-                ))
-            }
+            ("stats", None) => set_once(&mut stats, "stats", true)?,
             _ => {
                 return Err(Problem::new(
                     ErrorKind::UnknownField,
@@ -117,6 +111,7 @@ fn parse(text: &str) -> PResult<Meter> {
         id,
         pktps: unit.unwrap_or(false),
         burst: burst.unwrap_or(false),
+        stats: stats.unwrap_or(false),
         bands: out,
     })
 }
@@ -202,6 +197,9 @@ pub fn format_meter(m: &Meter) -> String {
     if m.burst {
         s.push_str(",burst");
     }
+    if m.stats {
+        s.push_str(",stats");
+    }
     for b in &m.bands {
         match b {
             MeterBand::Drop { rate, burst } => {
@@ -229,6 +227,7 @@ mod tests {
         assert_eq!(
             m,
             Meter {
+                stats: false,
                 id: 1,
                 pktps: false,
                 burst: true,
@@ -278,7 +277,13 @@ mod tests {
         assert!(e("meter=1,band=type=drop,rate=5,prec_level=1").contains("drop band"));
         assert!(e("meter=1,band=type=drop,rate=5,colour=red").contains("unknown band field"));
         assert!(e("meter=1,fast,band=type=drop,rate=5").contains("unknown meter field \"fast\""));
-        assert!(e("meter=1,stats,band=type=drop,rate=5").contains("stats"));
+        assert!(e("meter=1,stats,stats,band=type=drop,rate=5").contains("duplicate stats"));
+        let m = parse_meter("meter=1,pktps,stats,band=type=drop,rate=5").unwrap();
+        assert!(m.stats && m.pktps && !m.burst);
+        assert_eq!(
+            format_meter(&m),
+            "meter=1,pktps,stats,band=type=drop,rate=5,burst_size=0"
+        );
         assert!(e("meter=1,band=type=drop,rate=0").contains("rate 0 is out of range 1..="));
     }
 }

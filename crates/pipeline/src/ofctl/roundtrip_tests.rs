@@ -366,6 +366,7 @@ fn gen_meter(r: &mut Src) -> Meter {
         })
         .collect();
     Meter {
+        stats: false,
         id: 1 + r.below(0xffff_0000) as u32,
         pktps: r.coin(),
         burst: r.coin(),
