@@ -578,9 +578,22 @@ pub fn port<'a>(stats: &'a [(String, PortCounters)], spec: &str) -> &'a PortCoun
         .1
 }
 
-/// Takes every host's link down (so nothing more is sent), waits for the switch to drain, and
-/// reads the hosts' counters: call before [`Hayate::stop`] to compare counts exactly.
+/// Waits until no host sends or receives any more (its counters stay put over 300 ms; at most
+/// 5 s), then takes every host's link down (so nothing more is sent), waits for the switch to
+/// drain, and reads the hosts' counters: call before [`Hayate::stop`] to compare counts
+/// exactly. Waiting for the quiet first matters on a loaded machine: a frame still on its way
+/// between the two links going down would reach the switch's count and not the host's.
 pub fn freeze(links: &[&Link]) -> Vec<(u64, u64, u64, u64)> {
+    let read = || links.iter().map(|l| l.counters()).collect::<Vec<_>>();
+    let mut last = read();
+    for _ in 0..16 {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = read();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
     for l in links {
         must(&["ip", "-n", &l.host_ns, "link", "set", &l.host_if, "down"]);
     }
