@@ -194,33 +194,6 @@ impl SplitRing {
         unsafe { std::ptr::read_volatile(self.avail.add(4 + 2 * i) as *const u16) }
     }
 
-    /// Starts loading the first buffer of the chain at `head` into the cache (and the
-    /// second line of it when the buffer is longer), so that the copies of a batch wait for
-    /// memory together rather than one after another. Reads one descriptor; an invalid one
-    /// is left for [`walk`] to refuse.
-    #[inline]
-    pub fn prefetch(&self, mem: &GuestMemory, head: u16) {
-        if head >= self.size {
-            return;
-        }
-        let (addr, len, flags, _) = self.desc(head);
-        let len = if flags & DESC_F_INDIRECT != 0 {
-            16
-        } else {
-            len.min(128)
-        };
-        if len == 0 {
-            return;
-        }
-        if let Some(p) = mem.translate(addr, u64::from(len)) {
-            prefetch(p);
-            if len > 64 {
-                // SAFETY: len > 64: still inside the translated range.
-                prefetch(unsafe { p.add(64) });
-            }
-        }
-    }
-
     /// The one buffer of the chain at `head` when the chain is a single plain descriptor
     /// (no next, not indirect) inside guest memory, the common case; `None` for anything
     /// else, which [`walk`] then handles (or refuses).
@@ -327,6 +300,17 @@ fn prefetch(p: *const u8) {
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Starts loading the first bytes of `seg` (its first cache line, and the second when it is
+/// longer than one).
+#[inline(always)]
+pub fn prefetch_seg(seg: &Seg) {
+    prefetch(seg.host);
+    if seg.len > 64 {
+        // SAFETY: len > 64: still inside the translated buffer.
+        prefetch(unsafe { seg.host.add(64) });
+    }
 }
 
 /// Reads one descriptor at `p`.

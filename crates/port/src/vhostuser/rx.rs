@@ -15,10 +15,10 @@
 
 use std::sync::Arc;
 
-use packet::{Batch, Packet, PoolCache};
+use packet::{Batch, Packet, PoolCache, BATCH_SIZE};
 
 use super::live::{LiveRing, RingUser};
-use super::ring::{walk, Dir, Seg};
+use super::ring::{prefetch_seg, walk, Dir, Seg};
 use super::Shared;
 use crate::claim::QueueClaim;
 use crate::vnet::{self, Delivered, VnetHdr, F_NEEDS_CSUM, GSO_NONE, VNET_HDR_LEN};
@@ -113,17 +113,19 @@ enum Took {
 }
 
 /// Copies the chain at `head` out of the guest: header aside, frame into `pkt` (or into
-/// `scratch` for a super-packet).
+/// `scratch` for a super-packet). `single` is the chain's one buffer when it is one plain
+/// descriptor ([`super::ring::SplitRing::single`]).
 fn take(
     live: &LiveRing,
     head: u16,
+    single: Option<Seg>,
     mut pkt: Packet,
     scratch: &mut Vec<u8>,
     cache: &mut PoolCache,
 ) -> Took {
     let hl = live.net.hdr_len;
     // The common case: one buffer, header and a frame with no offload that fits a frame.
-    if let Some(seg) = live.ring.single(&live.mem, head, Dir::Read) {
+    if let Some(seg) = single {
         let len = seg.len as usize;
         let room = pkt.tailroom() + pkt.len();
         if len >= hl + 14 && len - hl <= room {
@@ -217,15 +219,6 @@ fn take(
     Took::Packet(pkt)
 }
 
-/// Starts loading the first buffers of the `n` heads from available position `start` on.
-#[inline(never)]
-fn prefetch_batch(live: &LiveRing, start: u16, n: u16) {
-    for k in 0..n {
-        let head = live.ring.avail_head(start.wrapping_add(k));
-        live.ring.prefetch(&live.mem, head);
-    }
-}
-
 impl RxQueue for VhostRx {
     fn recv(&mut self, batch: &mut Batch) -> usize {
         let (mut packets, mut bytes, mut errors) = self.drain_pending(batch);
@@ -283,17 +276,26 @@ impl RxQueue for VhostRx {
             }
             let (mut p, mut b, mut e) = (0usize, 0usize, 0u64);
             let start = *last_avail;
-            let n = avail.min(batch.room() as u16);
-            // The guest wrote the frames from another core: start every load of the batch
-            // before the first copy waits for one (with huge pages: see
-            // `GuestMemory::huge_pages`).
-            if live.mem.huge_pages() {
-                prefetch_batch(live, start, n);
+            let n = avail.min(batch.room() as u16).min(BATCH_SIZE as u16);
+            // Two passes. The guest wrote descriptors and frames from another core, so each
+            // first touch waits for memory: the first pass reads the batch's heads and
+            // descriptors and starts loading every one-buffer frame, the second copies them
+            // out — the waits overlap instead of coming one after another.
+            let mut heads = [0u16; BATCH_SIZE];
+            let mut singles = [None::<Seg>; BATCH_SIZE];
+            for k in 0..usize::from(n) {
+                let head = live.ring.avail_head(start.wrapping_add(k as u16));
+                let s = live.ring.single(&live.mem, head, Dir::Read);
+                if let Some(s) = &s {
+                    prefetch_seg(s);
+                }
+                heads[k] = head;
+                singles[k] = s;
             }
-            for _ in 0..n {
+            for k in 0..usize::from(n) {
                 let Some(pkt) = cache.alloc() else { break };
-                let head = live.ring.avail_head(*last_avail);
-                let took = take(live, head, pkt, scratch, cache);
+                let head = heads[k];
+                let took = take(live, head, singles[k], pkt, scratch, cache);
                 live.ring.put_used(*last_avail, head, 0);
                 *last_avail = last_avail.wrapping_add(1);
                 match took {
