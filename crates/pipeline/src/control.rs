@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+use crate::changes::Pending;
 use crate::dpaction::{now_ms, FlowCounters};
 use crate::error::{FlowModError, GroupModError, MeterModError};
 use crate::flow::{check_instructions, check_match, FlowEntry, RemovedReason};
@@ -56,6 +57,10 @@ pub struct Control {
     /// When to give freed memory back to the system (after a mass delete), on the clock of
     /// [`crate::dpaction::now_ms`].
     trim_at: Option<u64>,
+    /// Entries changed since the last publish (see [`crate::changes`]).
+    pending: Pending,
+    /// Publishes so far.
+    published_seq: u64,
 }
 
 impl Control {
@@ -85,6 +90,8 @@ impl Control {
             removed: Vec::new(),
             timed_tables: None,
             trim_at: None,
+            pending: Pending::default(),
+            published_seq: 0,
         };
         c.publish();
         let cell = c.cell.clone();
@@ -102,7 +109,10 @@ impl Control {
             shared: self.shared.clone(),
         };
         self.cell.current.store(Arc::new(p));
-        self.shared.bump();
+        self.published_seq += 1;
+        let record = self.pending.take(self.published_seq);
+        self.shared.log.store(record);
+        self.shared.bump_published();
     }
 
     /// Table `t` for writing (copied first if a published snapshot shares it); forgets the
@@ -214,6 +224,7 @@ impl Control {
             install_ms: now_ms(),
             counters,
         };
+        self.pending.entry(m.table_id, m.priority, &m.matcher);
         self.table_mut(t).insert(Arc::new(e));
         Ok(())
     }
@@ -246,6 +257,9 @@ impl Control {
             });
         }
         if !replacements.is_empty() {
+            for r in &replacements {
+                self.pending.entry(r.table_id, r.priority, &r.matcher);
+            }
             let table = self.table_mut(t);
             for r in replacements {
                 table.insert(Arc::new(r));
@@ -288,6 +302,9 @@ impl Control {
                 continue;
             }
             self.timed_tables = None;
+            for e in &selected {
+                self.pending.entry(e.table_id, e.priority, &e.matcher);
+            }
             let tbl = Arc::make_mut(&mut self.tables[t]);
             for e in selected {
                 tbl.remove(&e);
@@ -313,6 +330,7 @@ impl Control {
     /// apply it.
     pub fn group_mod(&mut self, m: &GroupMod) -> Result<(), GroupModError> {
         let doomed = self.groups.check(m)?;
+        self.pending.full();
         if m.command == GroupModCommand::Delete {
             for &g in &doomed {
                 let f = FlowFilter {
@@ -331,6 +349,7 @@ impl Control {
     pub fn meter_mod(&mut self, m: &MeterMod) -> Result<(), MeterModError> {
         let meters = &self.meters;
         check_meter_mod(m, &|id| meters.contains_key(&id))?;
+        self.pending.full();
         let id = m.meter.id;
         match m.command {
             MeterModCommand::Add | MeterModCommand::Modify => {
@@ -385,6 +404,7 @@ impl Control {
     /// Replaces the port table (not published). MACs learned on ports that disappeared are
     /// forgotten.
     pub fn set_ports(&mut self, mut ports: Vec<PortInfo>) {
+        self.pending.full();
         ports.sort_by_key(|p| p.no);
         ports.dedup_by_key(|p| p.no);
         let mut flushed = 0;
@@ -407,6 +427,7 @@ impl Control {
         };
         if self.ports[i].live != live {
             Arc::make_mut(&mut self.ports)[i].live = live;
+            self.pending.full();
             self.publish();
         }
         true
@@ -491,6 +512,9 @@ impl Control {
                 .collect();
             if expired.is_empty() {
                 continue;
+            }
+            for (e, _) in &expired {
+                self.pending.entry(e.table_id, e.priority, &e.matcher);
             }
             let tbl = self.table_mut(t);
             for (e, reason) in expired {

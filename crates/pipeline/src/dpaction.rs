@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use packet::{Field, FlowKey};
 
+use crate::changes::Trail;
+
 /// Why a packet is sent to the controller (OpenFlow 1.3 `ofp_packet_in_reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PacketInReason {
@@ -109,6 +111,9 @@ pub struct Translation {
     /// False when the result must not be cached as a megaflow (for example it depended on
     /// state the mask cannot express). The packet is still handled with `actions`.
     pub cacheable: bool,
+    /// The tables looked up and what decided in each: which later flow changes may affect
+    /// the result (see [`crate::changes`]).
+    pub trail: Trail,
 }
 
 impl Translation {
@@ -118,5 +123,6 @@ impl Translation {
         self.mask = FlowKey::ZERO;
         self.flows.clear();
         self.cacheable = true;
+        self.trail = Trail::EMPTY;
     }
 }

@@ -17,11 +17,13 @@
 //! | `group.rs`, `meter.rs` | group table and meters |
 //! | `normal.rs` | the MAC learning table behind NORMAL |
 //! | `pipeline.rs` | the snapshot and the cell the datapath holds |
+//! | `changes.rs` | what each publish changed, and which megaflows a change may affect |
 //! | `control.rs` | the control side: mods, publish, timeouts, stats |
 //! | `translate.rs` | a flow key through the tables into datapath actions |
 
 #![deny(missing_docs)]
 
+pub mod changes;
 pub mod classifier;
 pub mod control;
 pub mod dpaction;
@@ -41,6 +43,7 @@ mod subtable;
 pub mod table;
 mod translate;
 
+pub use changes::{Change, Cursor, Published, Since, Trail};
 pub use control::Control;
 pub use dpaction::{DpAction, FlowCounters, PacketInReason, Translation};
 pub use error::{FlowModError, GroupModError, MeterModError};

@@ -5,7 +5,8 @@
 //! Ordering: the control side stores a new snapshot *then* increments the generation
 //! (release); a thread that reads the generation (acquire) and then loads the snapshot sees a
 //! snapshot at least as new as that generation. Translations made under an older generation
-//! must be revalidated.
+//! must be revalidated: [`PipelineCell::changes_since`] says what each publish changed
+//! ([`crate::changes`]), so that a reader can keep the megaflows no change can affect.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use arc_swap::ArcSwap;
 use packet::{Field, FlowKey};
 
+use crate::changes::{Cursor, Log, Published, Since};
 use crate::group::GroupTable;
 use crate::meter::MeterState;
 use crate::model::MAX_TABLE;
@@ -85,6 +87,8 @@ pub(crate) struct Shared {
     pub(crate) generation: AtomicU64,
     pub(crate) mac: MacTable,
     pub(crate) stats: Vec<TableStats>,
+    /// What recent publishes changed (see [`crate::changes`]).
+    pub(crate) log: Log,
 }
 
 impl Shared {
@@ -93,10 +97,19 @@ impl Shared {
             generation: AtomicU64::new(1),
             mac: MacTable::new(cfg.mac_aging_ms, cfg.mac_capacity),
             stats: (0..=MAX_TABLE).map(|_| TableStats::default()).collect(),
+            log: Log::new(),
         }
     }
 
+    /// Bumps the generation for a change the change log does not track (MAC learning,
+    /// ports): readers flush every cached translation.
     pub(crate) fn bump(&self) {
+        self.log.full();
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Bumps the generation after a publish whose record is in the log.
+    pub(crate) fn bump_published(&self) {
         self.generation.fetch_add(1, Ordering::Release);
     }
 }
@@ -215,5 +228,14 @@ impl PipelineCell {
     #[inline]
     pub fn generation(&self) -> u64 {
         self.shared.generation.load(Ordering::Acquire)
+    }
+
+    /// The records of the publishes since `cursor` (appended to `out`), or [`Since::Full`]
+    /// when something the log does not track changed or the reader fell too far behind
+    /// (see [`crate::changes`]). Call after [`PipelineCell::generation`] showed a change;
+    /// translations made afterwards see a snapshot at least as new as the records taken.
+    /// Lock-free; allocates only when `out` must grow.
+    pub fn changes_since(&self, cursor: &mut Cursor, out: &mut Vec<Arc<Published>>) -> Since {
+        self.shared.log.since(cursor, out)
     }
 }

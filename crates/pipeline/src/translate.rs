@@ -20,6 +20,10 @@
 //! changes (a re-pushed tag uses TPID 0x8100, or 0x88a8 for the outer tag of two: the key does
 //! not record the original TPID).
 //!
+//! The translation also records its [`crate::changes::Trail`]: each table looked up, the
+//! priority of the entry that decided there, and whether the key had been rewritten by then,
+//! which is what lets the datapath keep a megaflow across flow changes that cannot affect it.
+//!
 //! Bounds: group chains deeper than [`MAX_GROUP_DEPTH`] are cut; a translation producing more
 //! than `PipelineConfig::max_actions` actions drops the packet and is not cacheable.
 //!
@@ -114,6 +118,9 @@ struct Ctx<'a> {
     ttl_stop: bool,
     /// Too many actions: the packet is dropped.
     overflow: bool,
+    /// The key differs from the packet's own by an action run so far (outside group
+    /// buckets, which undo theirs): later lookups are marked as such on the trail.
+    rewritten: bool,
 }
 
 impl Pipeline {
@@ -129,6 +136,7 @@ impl Pipeline {
             miss: false,
             ttl_stop: false,
             overflow: false,
+            rewritten: false,
         };
         let mut set = ActionSet::default();
         let mut table = 0u8;
@@ -136,13 +144,16 @@ impl Pipeline {
             let stats = &self.shared.stats[table as usize];
             stats.lookups.fetch_add(1, Ordering::Relaxed);
             let Some(t) = self.tables.get(table as usize) else {
+                cx.out.trail.push(table, 0, cx.rewritten);
                 stats.missed.fetch_add(1, Ordering::Relaxed);
                 break;
             };
             let Some(e) = t.classifier.lookup(&cx.key, &mut cx.out.mask) else {
+                cx.out.trail.push(table, 0, cx.rewritten);
                 stats.missed.fetch_add(1, Ordering::Relaxed);
                 break;
             };
+            cx.out.trail.push(table, e.priority, cx.rewritten);
             cx.out.flows.push(e.counters.clone());
             cx.table_id = table;
             cx.cookie = e.cookie;
@@ -157,6 +168,7 @@ impl Pipeline {
                     Instruction::WriteMetadata { value, mask } => {
                         let m = &mut cx.key.w[Field::Metadata.spec().word as usize];
                         *m = (*m & !mask) | (value & mask);
+                        cx.rewritten = true;
                     }
                     Instruction::GotoTable(t) => next = Some(*t),
                 }
@@ -261,11 +273,13 @@ impl Ctx<'_> {
                     return;
                 }
                 self.key.set(Field::IpTtl, ttl - 1);
+                self.rewritten = true;
                 self.emit(DpAction::DecTtl);
             }
             Action::SetNwTtl(t) => {
                 if self.is_ip() {
                     self.key.set(Field::IpTtl, u128::from(t));
+                    self.rewritten = true;
                     self.emit(DpAction::SetField {
                         field: Field::IpTtl,
                         value: u128::from(t),
@@ -302,6 +316,7 @@ impl Ctx<'_> {
             _ => value,
         };
         self.key.set(field, value);
+        self.rewritten = true;
         self.emit(DpAction::SetField { field, value });
     }
 
@@ -328,6 +343,7 @@ impl Ctx<'_> {
         self.key.set(Field::CvlanTci, old);
         self.key.set(Field::VlanTci, tci | VLAN_PRESENT);
         self.set_parsed(true, old & VLAN_PRESENT != 0);
+        self.rewritten = true;
         self.emit(DpAction::PushVlan {
             tpid,
             tci: tci as u16,
@@ -344,6 +360,7 @@ impl Ctx<'_> {
         self.key.set(Field::VlanTci, inner);
         self.key.set(Field::CvlanTci, 0);
         self.set_parsed(inner & VLAN_PRESENT != 0, false);
+        self.rewritten = true;
         self.emit(DpAction::PopVlan);
     }
 
@@ -490,6 +507,7 @@ impl Ctx<'_> {
     /// compensating actions undo the bucket's header changes.
     fn bucket(&mut self, b: &Bucket, depth: usize) {
         let saved = self.key;
+        let rewritten = self.rewritten;
         self.actions(&b.actions, depth + 1);
         self.ttl_stop = false;
         if self.overflow {
@@ -497,6 +515,7 @@ impl Ctx<'_> {
         }
         self.restore(&saved);
         self.key = saved;
+        self.rewritten = rewritten;
     }
 
     fn restore(&mut self, saved: &FlowKey) {
@@ -543,8 +562,8 @@ impl Ctx<'_> {
 
 #[cfg(test)]
 #[path = "translate_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "translate_mask_tests.rs"]
-mod mask_tests;
+pub(crate) mod mask_tests;

@@ -18,7 +18,7 @@ use crate::ofctl::parse_flow;
 use crate::pipeline::PipelineConfig;
 use crate::prefix::{left_aligned, prefix_mask, TRACKED};
 
-fn action_strategy() -> impl Strategy<Value = Action> {
+pub(crate) fn action_strategy() -> impl Strategy<Value = Action> {
     prop_oneof![
         (1u32..6).prop_map(out),
         Just(out(ports::FLOOD)),
@@ -39,7 +39,7 @@ fn action_strategy() -> impl Strategy<Value = Action> {
     ]
 }
 
-fn instruction_strategy() -> impl Strategy<Value = Vec<Instruction>> {
+pub(crate) fn instruction_strategy() -> impl Strategy<Value = Vec<Instruction>> {
     (
         prop::collection::vec(action_strategy(), 0..4),
         prop::option::of(prop::collection::vec(action_strategy(), 0..3)),
@@ -65,7 +65,7 @@ fn instruction_strategy() -> impl Strategy<Value = Vec<Instruction>> {
         })
 }
 
-fn match_strategy() -> impl Strategy<Value = Match> {
+pub(crate) fn match_strategy() -> impl Strategy<Value = Match> {
     (
         prop::option::weighted(0.3, 0u128..4),
         prop::option::weighted(
@@ -99,7 +99,7 @@ fn match_strategy() -> impl Strategy<Value = Match> {
         })
 }
 
-fn key_strategy() -> impl Strategy<Value = FlowKey> {
+pub(crate) fn key_strategy() -> impl Strategy<Value = FlowKey> {
     (
         0u128..5,
         0u128..4,

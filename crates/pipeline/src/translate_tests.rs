@@ -14,7 +14,7 @@ use crate::model::{
 };
 use crate::pipeline::{PipelineConfig, PortInfo};
 
-pub(super) fn port(no: u32) -> PortInfo {
+pub(crate) fn port(no: u32) -> PortInfo {
     PortInfo {
         no,
         name: format!("p{no}"),
@@ -23,13 +23,13 @@ pub(super) fn port(no: u32) -> PortInfo {
     }
 }
 
-pub(super) fn control(n_ports: u32) -> Control {
+pub(crate) fn control(n_ports: u32) -> Control {
     let (mut c, _cell) = Control::new(PipelineConfig::default());
     c.set_ports((1..=n_ports).map(port).collect());
     c
 }
 
-pub(super) fn ip_key(in_port: u32) -> FlowKey {
+pub(crate) fn ip_key(in_port: u32) -> FlowKey {
     let mut k = FlowKey::ZERO;
     k.set(Field::InPort, u128::from(in_port));
     k.set(Field::EthType, 0x0800);
@@ -56,7 +56,7 @@ fn ip() -> Match {
     m(&[(Field::EthType, 0x0800)])
 }
 
-pub(super) fn out(p: u32) -> Action {
+pub(crate) fn out(p: u32) -> Action {
     Action::Output {
         port: p,
         max_len: 0,
@@ -79,7 +79,7 @@ fn outputs(ps: &[u32]) -> Vec<DpAction> {
     ps.iter().map(|&p| DpAction::Output(p)).collect()
 }
 
-pub(super) fn group(c: &mut Control, id: u32, kind: GroupType, buckets: Vec<Bucket>) {
+pub(crate) fn group(c: &mut Control, id: u32, kind: GroupType, buckets: Vec<Bucket>) {
     c.group_mod(&GroupMod {
         command: GroupModCommand::Add,
         group: Group { id, kind, buckets },
@@ -87,7 +87,7 @@ pub(super) fn group(c: &mut Control, id: u32, kind: GroupType, buckets: Vec<Buck
     .unwrap();
 }
 
-pub(super) fn bucket(actions: Vec<Action>) -> Bucket {
+pub(crate) fn bucket(actions: Vec<Action>) -> Bucket {
     Bucket {
         weight: 1,
         watch_port: ports::ANY,
