@@ -41,8 +41,11 @@
 //! | meters ([`Policer`]) | the pipeline | every thread polices through them |
 //! | packet-in queue | [`Datapath`] | every thread sends, the agent drains with [`Datapath::packet_ins`] |
 //!
-//! When the pipeline's generation changes, each thread empties its caches at its next batch
-//! (see [`pmd`] for why that is the simple correct policy and what revalidation would add).
+//! When the pipeline's generation changes, each thread takes what the publishes changed at
+//! its next batch, before any lookup, and keeps the megaflows no change can affect: each is
+//! checked when next hit, and one that may be affected is removed, so its packet meets the new
+//! tables ([`revalidate`]). Changes the pipeline does not track per entry (groups, meters,
+//! ports, MAC learning) still empty every cache.
 //!
 //! Ports join and leave a running datapath through [`Running::add_port`] and
 //! [`Running::remove_port`]; [`plug`] describes the hand-over to the threads.
@@ -61,6 +64,7 @@ pub mod inject;
 pub mod megaflow;
 pub mod plug;
 pub mod pmd;
+pub mod revalidate;
 pub mod rx_drops;
 pub mod stats;
 mod target;

@@ -24,7 +24,7 @@
 use std::sync::Arc;
 
 use packet::{Field, FlowKey};
-use pipeline::{DpAction, FlowCounters, PacketInReason, Translation};
+use pipeline::{DpAction, FlowCounters, PacketInReason, Trail, Translation};
 
 use crate::upcall::Policer;
 
@@ -269,8 +269,8 @@ fn plan_of(ops: &[Op]) -> Plan {
 /// A cached flow: packets equal to `key` under `mask` get `actions`.
 ///
 /// Layout (`repr(C)`, 384 bytes): the first cache line holds the flags, the counters of a
-/// megaflow outside an arena, the flow counter list and the plan, the second the ops, the
-/// rest the key and mask (read at install and eviction only). In an [`Arena`], what every hit
+/// megaflow outside an arena, the flow counter list and the plan, the second the ops and the
+/// trail (what revalidation reads first), the rest the key and mask (read at install and eviction only). In an [`Arena`], what every hit
 /// reads or writes (generation, counters, where the packets go) is in the slot's [`Hot`]
 /// entry instead; the general executor path reads the ops here.
 #[derive(Debug)]
@@ -284,6 +284,9 @@ pub struct Megaflow {
     pub actions: Actions,
     /// Last time (ms of `pipeline::dpaction::now_ms`) a packet hit it, updated at flush.
     pub last_used_ms: u64,
+    /// The tables its translation looked up and what decided there: which flow changes may
+    /// affect it ([`crate::revalidate`]).
+    pub trail: Trail,
     /// The key, already masked.
     pub key: FlowKey,
     /// The mask.
@@ -291,6 +294,8 @@ pub struct Megaflow {
 }
 
 const _: () = assert!(std::mem::size_of::<Megaflow>() == 384);
+// The trail shares the second cache line with the ops.
+const _: () = assert!(std::mem::offset_of!(Megaflow, trail) + std::mem::size_of::<Trail>() <= 128);
 // The plan ends within the first cache line.
 const _: () = assert!(std::mem::offset_of!(Megaflow, actions) + std::mem::size_of::<Plan>() <= 64);
 
@@ -313,6 +318,7 @@ impl Megaflow {
             flows: Vec::new(),
             actions: Actions::default(),
             last_used_ms: 0,
+            trail: Trail::UNKNOWN,
             key: FlowKey::ZERO,
             mask: FlowKey::ZERO,
         }
@@ -324,6 +330,7 @@ impl Megaflow {
     pub fn refill(&mut self, key: &FlowKey, tr: &Translation, now_ms: u64) {
         self.key = key.masked(&tr.mask);
         self.mask = tr.mask;
+        self.trail = tr.trail;
         // A churning table mostly replaces a megaflow with one for the same flow entries:
         // keep the counter references then (no reference-count traffic).
         let same = self.flows.len() == tr.flows.len()

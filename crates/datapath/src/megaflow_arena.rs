@@ -36,6 +36,9 @@ pub struct Hot {
     /// [`super::Actions::in_place`] of the compiled actions; [`InPlace::No`] (the general path,
     /// always correct) until [`Arena::compiled`] is told about them.
     fast: InPlace,
+    /// Low 16 bits of the publish the megaflow was last known good at
+    /// ([`crate::revalidate`]); a hit with another stamp than the arena's checks it first.
+    checked: u16,
     /// Packets not yet flushed to the flow entries.
     packets: u64,
     /// Bytes not yet flushed to the flow entries.
@@ -53,6 +56,7 @@ impl Hot {
         uses: 0,
         work: true,
         fast: InPlace::No,
+        checked: 0,
         packets: 0,
         bytes: 0,
     };
@@ -78,6 +82,8 @@ pub struct Arena {
     live: usize,
     /// The eviction clock hand: the slot the next victim search starts at.
     hand: usize,
+    /// The stamp megaflows installed now get ([`crate::revalidate`]).
+    stamp: u16,
 }
 
 impl std::fmt::Debug for Arena {
@@ -102,6 +108,7 @@ impl Arena {
             dirty: Vec::with_capacity(2 * capacity + 3),
             live: 0,
             hand: 0,
+            stamp: 0,
         }
     }
 
@@ -150,6 +157,7 @@ impl Arena {
         *h = Hot {
             gen: h.gen,
             live: true,
+            checked: self.stamp,
             ..Hot::VACANT
         };
         MegaflowId::new(i as u32, h.gen)
@@ -187,6 +195,49 @@ impl Arena {
     pub fn is_live(&self, id: MegaflowId) -> bool {
         // A slot's generation changes when its megaflow dies: a match means alive.
         matches!(self.hot.get(id.index()), Some(h) if h.gen == id.gen)
+    }
+
+    /// Whether megaflow `id` is alive and known good as of the arena's stamp (reads only its
+    /// [`Hot`] entry). When not, [`crate::revalidate::Revalidator::holds`] decides.
+    #[inline(always)]
+    pub fn is_current(&self, id: MegaflowId) -> bool {
+        matches!(self.hot.get(id.index()), Some(h) if h.gen == id.gen && h.checked == self.stamp)
+    }
+
+    /// The stamp of megaflow `id` (see [`Arena::is_current`]); `None` for a stale id.
+    #[inline]
+    pub fn stamp_of(&self, id: MegaflowId) -> Option<u16> {
+        match self.hot.get(id.index()) {
+            Some(h) if h.gen == id.gen => Some(h.checked),
+            _ => None,
+        }
+    }
+
+    /// Sets the stamp megaflows installed from now on get, and that [`Arena::is_current`]
+    /// compares with.
+    pub fn set_stamp(&mut self, stamp: u16) {
+        self.stamp = stamp;
+    }
+
+    /// Marks megaflow `id` known good as of the arena's stamp (no-op for a stale id).
+    #[inline]
+    pub fn mark_current(&mut self, id: MegaflowId) {
+        let stamp = self.stamp;
+        if let Some(h) = self.hot.get_mut(id.index()) {
+            if h.gen == id.gen {
+                h.checked = stamp;
+            }
+        }
+    }
+
+    /// Appends to `out` the live megaflows whose stamp is more than `behind` publishes older
+    /// than the arena's (16-bit distance).
+    pub fn older_than(&self, behind: usize, out: &mut Vec<MegaflowId>) {
+        for (i, h) in self.hot.iter().enumerate() {
+            if h.live && usize::from(self.stamp.wrapping_sub(h.checked)) > behind {
+                out.push(MegaflowId::new(i as u32, h.gen));
+            }
+        }
     }
 
     /// The megaflow `id` names, if it is still alive.

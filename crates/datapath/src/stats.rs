@@ -32,7 +32,9 @@ pub enum Counter {
     MegaflowEvictions,
     /// Translations not installed because the megaflow table was at its bound.
     MegaflowFull,
-    /// Cache flushes because the pipeline's generation changed.
+    /// Cache flushes because the pipeline changed in a way revalidation does not track
+    /// (groups, meters, ports, MAC learning, a change log the thread fell behind on), or the
+    /// thread's ports changed.
     CacheFlushes,
     /// Packets dropped because their actions had no output.
     DropNoAction,
@@ -67,10 +69,16 @@ pub enum Counter {
     /// Times the priority lane ([`crate::Pmd::is_lane`]) used up its share of the core and
     /// slept to the end of its window (a flood of control frames).
     LaneYields,
+    /// Megaflows a published flow change may have affected that were checked when hit and
+    /// kept ([`crate::revalidate`]).
+    MegaflowRevalidated,
+    /// Megaflows removed because a published flow change may affect them (their packets take
+    /// an upcall).
+    MegaflowInvalidated,
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 27;
+pub const COUNTERS: usize = 29;
 
 impl Counter {
     /// Every counter, in index order.
@@ -102,6 +110,8 @@ impl Counter {
         Counter::MegaflowProbes,
         Counter::GsoSegmented,
         Counter::LaneYields,
+        Counter::MegaflowRevalidated,
+        Counter::MegaflowInvalidated,
     ];
 
     /// A stable snake_case name (for JSON and tables).
@@ -134,6 +144,8 @@ impl Counter {
             Counter::MegaflowProbes => "megaflow_probes",
             Counter::GsoSegmented => "gso_segmented",
             Counter::LaneYields => "lane_yields",
+            Counter::MegaflowRevalidated => "megaflow_revalidated",
+            Counter::MegaflowInvalidated => "megaflow_invalidated",
         }
     }
 }
@@ -272,6 +284,10 @@ pub struct Snapshot {
     pub gso_segmented: u64,
     /// Times the priority lane used up its share of the core and slept.
     pub lane_yields: u64,
+    /// Megaflows checked after a flow change and kept ([`Counter::MegaflowRevalidated`]).
+    pub megaflow_revalidated: u64,
+    /// Megaflows removed after a flow change ([`Counter::MegaflowInvalidated`]).
+    pub megaflow_invalidated: u64,
 }
 
 impl Snapshot {
@@ -328,6 +344,8 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::MegaflowProbes => &self.megaflow_probes,
             Counter::GsoSegmented => &self.gso_segmented,
             Counter::LaneYields => &self.lane_yields,
+            Counter::MegaflowRevalidated => &self.megaflow_revalidated,
+            Counter::MegaflowInvalidated => &self.megaflow_invalidated,
         }
     }
 }
@@ -362,6 +380,8 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::MegaflowProbes => &mut self.megaflow_probes,
             Counter::GsoSegmented => &mut self.gso_segmented,
             Counter::LaneYields => &mut self.lane_yields,
+            Counter::MegaflowRevalidated => &mut self.megaflow_revalidated,
+            Counter::MegaflowInvalidated => &mut self.megaflow_invalidated,
         }
     }
 }

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use packet::FlowKey;
-use pipeline::{MeterState, MeterVerdict, PipelineCell, Translation};
+use pipeline::{Cursor, MeterState, MeterVerdict, PipelineCell, Published, Since, Translation};
 
 /// What a meter says about one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +38,14 @@ pub trait Upcall: Send {
 
     /// Runs `key` through the pipeline and fills `out` (which the caller has cleared).
     fn translate(&mut self, key: &FlowKey, out: &mut Translation);
+
+    /// What the publishes since `cursor` changed (appended to `out`; see
+    /// [`pipeline::changes`]), called after [`Upcall::generation`] showed a change. The
+    /// default, [`Since::Full`], empties every cache on every change.
+    fn changes_since(&self, cursor: &mut Cursor, out: &mut Vec<Arc<Published>>) -> Since {
+        let _ = (cursor, out);
+        Since::Full
+    }
 
     /// The meter `id` as of the current generation, resolved when a megaflow is installed.
     /// `None` when there is no such meter (the meter action then passes every packet).
@@ -71,6 +79,10 @@ impl Upcall for Arc<PipelineCell> {
 
     fn translate(&mut self, key: &FlowKey, out: &mut Translation) {
         PipelineCell::translate(self, key, out);
+    }
+
+    fn changes_since(&self, cursor: &mut Cursor, out: &mut Vec<Arc<Published>>) -> Since {
+        PipelineCell::changes_since(self, cursor, out)
     }
 
     fn meter(&self, id: u32) -> Option<Arc<dyn Policer>> {

@@ -125,8 +125,8 @@ proptest! {
         for mf in cached.iter().filter(|mf| kept(mf, &log)) {
             for n in &noise {
                 let mut k = mf.key;
-                for i in 0..KEY_WORDS {
-                    k.w[i] = (mf.key.w[i] & mf.mask.w[i]) | (n[i] & !mf.mask.w[i]);
+                for ((w, &m), &x) in k.w.iter_mut().zip(&mf.mask.w).zip(n) {
+                    *w = (*w & m) | (x & !m);
                 }
                 p.translate(&k, &mut tr);
                 prop_assert_eq!(&tr.actions, &mf.tr.actions,

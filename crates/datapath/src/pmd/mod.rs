@@ -18,12 +18,12 @@
 //! Time for meters and budgets comes from a [`TscClock`], not a system call per batch.
 //!
 //! Cache validity: at the start of each batch the thread compares [`Upcall::generation`] with
-//! the generation its caches were built at. On a change it flushes every megaflow's counters
-//! and empties the EMC, the classifier and the arena, so the very next packets are translated
-//! against the new tables. This is the simple correct policy. Revalidation would do better
-//! under frequent flow changes: re-translate each megaflow's key in the background, keep the
-//! ones whose actions and mask did not change and fix or remove the others, so established
-//! flows do not all pay an upcall after every flow-mod.
+//! the generation its caches were built at. On a change it takes what the publishes changed
+//! ([`Revalidator::take`]); every megaflow hit afterwards (EMC, classifier, or found again on
+//! the upcall path) whose stamp is older is checked before use and removed when a change may
+//! affect it ([`crate::revalidate`]), so the very next packets meet the new tables while the
+//! megaflows no change reaches keep forwarding. Untracked changes (groups, meters, ports, MAC
+//! learning) flush every megaflow's counters and empty the EMC, the classifier and the arena.
 //!
 //! Misses with the same key in one batch share one translation, within the upcall budget.
 //!
@@ -57,6 +57,7 @@ use crate::idle::{Idle, Step};
 use crate::inject::{InjectQueue, Wake};
 use crate::megaflow::{Actions, Arena, InPlace, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::plug::Mailbox;
+use crate::revalidate::{Revalidator, Verdict};
 use crate::rx_drops::{RxDrops, RxSlot};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
@@ -118,6 +119,8 @@ pub struct Pmd {
     stats: Arc<PmdStats>,
     local: LocalStats,
     cache_gen: u64,
+    /// What recent flow changes may have affected ([`crate::revalidate`]).
+    reval: Revalidator,
     budget: Budget,
     next_maintenance_ns: u64,
     sweep_at: usize,
@@ -197,6 +200,10 @@ impl Pmd {
             idle: Vec::with_capacity(SWEEP_SLOTS),
         });
         let cache_gen = p.upcall.generation();
+        let mut reval = Revalidator::new();
+        reval.sync(&*p.upcall);
+        let mut arena = Arena::new(cfg.max_megaflows);
+        arena.set_stamp(reval.stamp());
         let idle = Idle::new(cfg.idle, p.rx.iter().map(|(_, q)| q.readiness_fd()));
         let rx =
             p.rx.into_iter()
@@ -210,12 +217,13 @@ impl Pmd {
             emc: Emc::new(cfg.emc_entries, cfg.emc_insert_inv_prob),
             emc_gate: EmcGate::default(),
             cls: Dpcls::new(cfg.max_megaflows),
-            arena: Arena::new(cfg.max_megaflows),
+            arena,
             ports,
             upcall: p.upcall,
             stats: Arc::new(PmdStats::new()),
             local: LocalStats::default(),
             cache_gen,
+            reval,
             budget: Budget::default(),
             next_maintenance_ns: 0,
             sweep_at: 0,
@@ -460,8 +468,62 @@ impl Pmd {
         let g = self.upcall.generation();
         if g != self.cache_gen {
             self.cache_gen = g;
-            self.flush_caches();
+            self.take_changes();
         }
+    }
+
+    /// Takes what the publishes since the last look changed: megaflows are then checked as
+    /// they are hit; untracked changes empty the caches.
+    #[cold]
+    fn take_changes(&mut self) {
+        match self.reval.take(&*self.upcall) {
+            Verdict::Flush => self.flush_caches(),
+            Verdict::Lazy => {}
+            Verdict::Walk => {
+                self.arena.set_stamp(self.reval.stamp());
+                let now_ms = pipeline::dpaction::now_ms();
+                let old = &mut self.s.idle;
+                old.clear();
+                self.arena.older_than(self.reval.ring_len(), old);
+                for &id in old.iter() {
+                    if let Some(mf) = self.arena.remove(id, now_ms) {
+                        self.cls.remove(&mf.key, &mf.mask);
+                        self.local.add(Counter::MegaflowInvalidated, 1);
+                    }
+                }
+            }
+        }
+        self.arena.set_stamp(self.reval.stamp());
+    }
+
+    /// Whether megaflow `id`, found by a lookup, may be used: alive and, when a publish came
+    /// since it was last checked, not affected by what changed (else it is removed).
+    #[inline(always)]
+    fn usable(&mut self, id: MegaflowId) -> bool {
+        self.arena.is_current(id) || self.revalidate(id)
+    }
+
+    /// The slow half of [`Pmd::usable`].
+    #[cold]
+    #[inline(never)]
+    fn revalidate(&mut self, id: MegaflowId) -> bool {
+        let Some(stamp) = self.arena.stamp_of(id) else {
+            return false;
+        };
+        let holds = self
+            .arena
+            .get(id)
+            .is_some_and(|mf| self.reval.holds(stamp, mf));
+        if holds {
+            self.arena.mark_current(id);
+            self.local.add(Counter::MegaflowRevalidated, 1);
+            return true;
+        }
+        if let Some(mf) = self.arena.remove(id, pipeline_ms(self.exec.now_ns)) {
+            self.cls.remove(&mf.key, &mf.mask);
+            self.local.add(Counter::MegaflowInvalidated, 1);
+        }
+        false
     }
 
     /// Empties the EMC, the classifier and the arena (megaflow counters flushed first).
@@ -618,8 +680,9 @@ impl Pmd {
         // An EMC entry whose megaflow died is a miss.
         let mut emc_hit = probe & !miss;
         for i in bit_iter(emc_hit) {
-            match s.ids[i] {
-                Some(id) if self.arena.is_live(id) => s.targets[i] = Target::Flow(id).into(),
+            let id = self.s.ids[i];
+            match id {
+                Some(id) if self.usable(id) => self.s.targets[i] = Target::Flow(id).into(),
                 _ => {
                     miss |= 1 << i;
                     emc_hit &= !(1 << i);
@@ -628,6 +691,7 @@ impl Pmd {
         }
         let mut cls_hit = 0u32;
         if miss != 0 && !self.cls.is_empty() {
+            let s = &mut *self.s;
             let mut probes = 0;
             let left = self
                 .cls
@@ -644,7 +708,13 @@ impl Pmd {
                 }
             }
             for i in bit_iter(cls_hit) {
-                if let Some(id) = s.ids[i] {
+                if let Some(id) = self.s.ids[i] {
+                    if !self.usable(id) {
+                        cls_hit &= !(1 << i);
+                        miss |= 1 << i;
+                        continue;
+                    }
+                    let s = &mut *self.s;
                     s.targets[i] = Target::Flow(id).into();
                     if probe_emc {
                         let (key, hashed, hash) =
@@ -656,6 +726,7 @@ impl Pmd {
             }
         }
         // Followers take their predecessor's result (in order: a follower may lead the next).
+        let s = &mut *self.s;
         for i in bit_iter(s.same & all) {
             let prev = 1u32 << (i - 1);
             if miss & prev != 0 {
@@ -716,8 +787,10 @@ impl Pmd {
             // A megaflow installed for an earlier miss of this batch may cover this key.
             if installed {
                 if let Some(id) = self.cls.lookup(&self.s.keys[i]) {
-                    self.s.targets[i] = Target::Flow(id).into();
-                    continue;
+                    if self.usable(id) {
+                        self.s.targets[i] = Target::Flow(id).into();
+                        continue;
+                    }
                 }
             }
             if !self.upcall_allowed(done, batch_t0, t) {
@@ -799,7 +872,21 @@ impl Pmd {
             // Cannot happen (nothing removes it in between); handle the packet anyway.
             return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
         };
-        match self.cls.insert(&mf.key, &mf.mask, id) {
+        let mut inserted = self.cls.insert(&mf.key, &mf.mask, id);
+        if let Insert::Duplicate(existing) = inserted {
+            if !self.arena.is_current(existing) {
+                // A megaflow with this key and mask from before a publish, not checked since:
+                // this fresh translation replaces it.
+                if let Some(old) = self.arena.remove(existing, now_ms) {
+                    self.cls.remove(&old.key, &old.mask);
+                    self.local.add(Counter::MegaflowInvalidated, 1);
+                }
+                if let Some(mf) = self.arena.get(id) {
+                    inserted = self.cls.insert(&mf.key, &mf.mask, id);
+                }
+            }
+        }
+        match inserted {
             Insert::Installed => {
                 self.local.add(Counter::MegaflowInstalls, 1);
                 if emc_in_use {

@@ -1,0 +1,343 @@
+//! Revalidation instead of flushing: after a published flow change a poll thread keeps the
+//! megaflows the change cannot affect, and drops the others the first time they are hit.
+//!
+//! Size and owner: one [`Revalidator`] per poll-mode thread, touched only by it: the records
+//! of the last [`RING`] publishes (shared, immutable, from [`pipeline::changes`]) and, per
+//! table, a short staircase of the highest priority changed since each publish.
+//!
+//! Which megaflows a change may affect is the pipeline's rule ([`pipeline::changes`], held
+//! against full translation by its property test): a change of priority `q` in table `T` with
+//! match `M` reaches a megaflow only when its trail looked `T` up and the entry that decided
+//! there has priority `<= q`, and then only when the megaflow's box meets `M` (or the key had
+//! been rewritten before `T`). Groups, meters, ports, MAC learning and a log the thread fell
+//! behind on still empty every cache ([`pipeline::Since::Full`]).
+//!
+//! The work is lazy, so that no change stalls the thread for a scan of its megaflows:
+//! - On a generation change (once per batch at most, before any lookup) the thread takes the
+//!   new records: it appends them to its ring and raises the staircases. Cost: the number of
+//!   changed entries, not of megaflows.
+//! - Each megaflow carries a stamp (the low 16 bits of the publish it was last known good at,
+//!   in its hot entry beside the slot generation). A hit compares the stamp with the
+//!   thread's: equal — the common case, one compare on a line the hit reads anyway — and the
+//!   megaflow is used. Otherwise [`Revalidator::holds`] decides before the packet uses it:
+//!   first from the trail and the staircases alone (for each table on the trail, the highest
+//!   priority changed there since the stamp: one binary search over a few entries), which
+//!   clears the megaflow without reading its key when every change was below the entries
+//!   that decided it; only when some table was reached are the changes since the stamp tested
+//!   one by one against its key and mask. A megaflow that holds gets the new stamp; one that
+//!   does not is removed and its packet takes an upcall, so a packet sent after a barrier
+//!   meets the new tables exactly as with a flush.
+//! - A megaflow older than the ring (not hit during the last [`RING`] publishes) is dropped
+//!   when next hit. Stamps are 16 bits: every 2^14 publishes the thread walks its megaflows
+//!   once and drops those older than the ring, so a stamp never aliases (between two walks no
+//!   live megaflow falls more than [`RING`] + 2^14 + [`pipeline::changes::LOG_LEN`] < 2^16
+//!   publishes behind).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use pipeline::{Cursor, Published, Since};
+
+use crate::megaflow::Megaflow;
+use crate::upcall::Upcall;
+
+/// Publishes a thread remembers: a megaflow not hit for longer is dropped when next hit.
+pub const RING: usize = 1024;
+
+/// Publishes between two walks that drop megaflows older than the ring (see the module
+/// docs: keeps 16-bit stamps from aliasing).
+const WALK_EVERY_LOG2: u32 = 14;
+
+/// What a thread knows about recent flow changes (see the module docs).
+#[derive(Debug)]
+pub struct Revalidator {
+    cursor: Cursor,
+    /// The newest publish taken: megaflows installed from now on are good as of it.
+    seq: u64,
+    /// The records of publishes `seq - ring.len() + 1 ..= seq`, oldest first.
+    ring: VecDeque<Arc<Published>>,
+    /// Per table: `(seq, priority)` with `seq` rising and `priority` falling, the highest
+    /// priority changed in the table by publish `seq` or later (entries older than the ring
+    /// are pruned).
+    stairs: Vec<Vec<(u64, u16)>>,
+    /// Records taken by the last [`Revalidator::take`], reused.
+    fresh: Vec<Arc<Published>>,
+}
+
+/// What [`Revalidator::take`] asks of the thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing more: megaflows are checked as they are hit.
+    Lazy,
+    /// Empty every cache (something untracked changed, or the thread fell behind).
+    Flush,
+    /// Drop the megaflows older than the ring now (stamps are about to wrap).
+    Walk,
+}
+
+impl Default for Revalidator {
+    fn default() -> Self {
+        Revalidator::new()
+    }
+}
+
+impl Revalidator {
+    /// A revalidator that knows nothing yet (its first [`Revalidator::take`] flushes unless
+    /// [`Revalidator::sync`] ran).
+    pub fn new() -> Revalidator {
+        Revalidator {
+            cursor: Cursor::default(),
+            seq: 0,
+            ring: VecDeque::with_capacity(RING),
+            stairs: (0..=u8::MAX).map(|_| Vec::new()).collect(),
+            fresh: Vec::with_capacity(64),
+        }
+    }
+
+    /// Starts from the pipeline as it is now (with empty caches).
+    pub fn sync(&mut self, upcall: &dyn Upcall) {
+        self.fresh.clear();
+        let _ = upcall.changes_since(&mut self.cursor, &mut self.fresh);
+        self.fresh.clear();
+        self.reset();
+    }
+
+    /// The stamp of megaflows good as of now (low 16 bits of the newest publish taken).
+    #[inline(always)]
+    pub fn stamp(&self) -> u16 {
+        self.seq as u16
+    }
+
+    fn reset(&mut self) {
+        self.seq = self.cursor.seq;
+        self.ring.clear();
+        for s in &mut self.stairs {
+            s.clear();
+        }
+    }
+
+    /// Takes the records published since the last call (after a generation change).
+    pub fn take(&mut self, upcall: &dyn Upcall) -> Verdict {
+        self.fresh.clear();
+        if upcall.changes_since(&mut self.cursor, &mut self.fresh) == Since::Full {
+            self.fresh.clear();
+            self.reset();
+            return Verdict::Flush;
+        }
+        let before = self.seq;
+        let fresh = std::mem::take(&mut self.fresh);
+        for p in &fresh {
+            self.push(p.clone());
+        }
+        self.fresh = fresh;
+        self.fresh.clear();
+        self.seq = self.cursor.seq.max(self.seq);
+        if before >> WALK_EVERY_LOG2 != self.seq >> WALK_EVERY_LOG2 {
+            Verdict::Walk
+        } else {
+            Verdict::Lazy
+        }
+    }
+
+    fn push(&mut self, p: Arc<Published>) {
+        let seq = p.seq;
+        for ch in &p.changes {
+            let stair = &mut self.stairs[ch.table as usize];
+            while stair.last().is_some_and(|&(_, q)| q <= ch.priority) {
+                stair.pop();
+            }
+            stair.push((seq, ch.priority));
+            // Entries no megaflow in the ring can ask about.
+            let old = stair
+                .iter()
+                .take_while(|&&(s, _)| s + RING as u64 <= seq)
+                .count();
+            if old > 0 {
+                stair.drain(..old);
+            }
+        }
+        if self.ring.len() == RING {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(p);
+        self.seq = seq;
+    }
+
+    /// The highest priority changed in `table` by publishes after `since`.
+    #[inline]
+    fn max_since(&self, table: u8, since: u64) -> Option<u16> {
+        let stair = &self.stairs[table as usize];
+        let i = stair.partition_point(|&(s, _)| s <= since);
+        stair.get(i).map(|&(_, q)| q)
+    }
+
+    /// How many publishes behind a megaflow with stamp `stamp` is (16-bit distance).
+    #[inline]
+    pub fn behind(&self, stamp: u16) -> usize {
+        usize::from(self.stamp().wrapping_sub(stamp))
+    }
+
+    /// Publishes the thread remembers now (at most [`RING`]).
+    pub fn ring_len(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// Whether a megaflow stamped `stamp` is older than the ring (drop it).
+    #[inline]
+    pub fn too_old(&self, stamp: u16) -> bool {
+        self.behind(stamp) > self.ring.len()
+    }
+
+    /// Whether megaflow `mf`, last known good at stamp `stamp`, still translates every packet
+    /// it covers as the current tables do (see the module docs). Never reads the megaflow's
+    /// key unless a change reached a table on its trail.
+    pub fn holds(&self, stamp: u16, mf: &Megaflow) -> bool {
+        let behind = self.behind(stamp);
+        if behind == 0 {
+            return true;
+        }
+        if behind > self.ring.len() {
+            return false;
+        }
+        let since = self.seq - behind as u64;
+        let records = || self.ring.iter().skip(self.ring.len() - behind);
+        let trail = &mf.trail;
+        if trail.is_overflow() {
+            return records().all(|p| p.changes.is_empty());
+        }
+        let reached = trail
+            .lookups()
+            .any(|(t, p, _)| self.max_since(t, since).is_some_and(|q| q >= p));
+        if !reached {
+            return true;
+        }
+        records()
+            .flat_map(|p| &p.changes)
+            .all(|ch| !trail.affected_by(&mf.key, &mf.mask, ch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::{Field, FlowKey};
+    use pipeline::{
+        Action, Control, FlowMod, FlowModCommand, Instruction, Match, PipelineCell, PipelineConfig,
+        Translation,
+    };
+
+    fn udp_src(src: u128) -> Match {
+        let mut m = Match::ANY;
+        m.set_exact(Field::EthType, 0x0800);
+        m.set_exact(Field::IpProto, 17);
+        m.set_exact(Field::Ipv4Src, src);
+        m
+    }
+
+    fn out(port: u32) -> Vec<Instruction> {
+        vec![Instruction::ApplyActions(vec![Action::Output {
+            port,
+            max_len: 0,
+        }])]
+    }
+
+    fn megaflow(cell: &PipelineCell, src: u128) -> Megaflow {
+        let mut k = FlowKey::ZERO;
+        k.set(Field::EthType, 0x0800);
+        k.set(Field::IpProto, 17);
+        k.set(Field::Ipv4Src, src);
+        let mut tr = Translation::default();
+        cell.translate(&k, &mut tr);
+        Megaflow::new(&k, &tr, Default::default(), 0)
+    }
+
+    #[test]
+    fn staircase_answers_the_highest_priority_since() {
+        let (mut c, cell) = Control::new(PipelineConfig::default());
+        let mut r = Revalidator::new();
+        let up: Arc<PipelineCell> = cell.clone();
+        r.sync(&up);
+        let base = r.seq;
+        for (prio, src) in [(10u16, 1u128), (50, 2), (20, 3)] {
+            c.flow_mod(&FlowMod::add(0, prio, udp_src(src), out(2)))
+                .unwrap();
+            c.publish();
+        }
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert_eq!(r.seq, base + 3);
+        assert_eq!(r.max_since(0, base), Some(50));
+        assert_eq!(r.max_since(0, base + 1), Some(50));
+        assert_eq!(r.max_since(0, base + 2), Some(20));
+        assert_eq!(r.max_since(0, base + 3), None);
+        assert_eq!(r.max_since(1, base), None);
+    }
+
+    #[test]
+    fn holds_keeps_what_no_change_reaches_and_drops_the_rest() {
+        let (mut c, cell) = Control::new(PipelineConfig::default());
+        for src in 0..4 {
+            c.flow_mod(&FlowMod::add(0, 100, udp_src(src), out(2)))
+                .unwrap();
+        }
+        c.publish();
+        let up: Arc<PipelineCell> = cell.clone();
+        let mut r = Revalidator::new();
+        r.sync(&up);
+        let a = megaflow(&cell, 1);
+        let b = megaflow(&cell, 2);
+        let stamp = r.stamp();
+        // Below the deciding priority: nothing reached, the key is not even read.
+        c.flow_mod(&FlowMod::add(0, 50, udp_src(1), out(3)))
+            .unwrap();
+        c.publish();
+        // Same priority, disjoint.
+        c.flow_mod(&FlowMod::add(0, 100, udp_src(7), out(3)))
+            .unwrap();
+        c.publish();
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert!(r.holds(stamp, &a));
+        assert!(r.holds(stamp, &b));
+        // Modify the entry that decided `a`.
+        let mut m = FlowMod::add(0, 100, udp_src(1), out(3));
+        m.command = FlowModCommand::ModifyStrict;
+        c.flow_mod(&m).unwrap();
+        c.publish();
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert!(!r.holds(stamp, &a));
+        assert!(r.holds(stamp, &b));
+        // A group change: everything goes.
+        c.group_mod(&pipeline::model::GroupMod {
+            command: pipeline::model::GroupModCommand::Add,
+            group: pipeline::model::Group {
+                id: 1,
+                kind: pipeline::model::GroupType::All,
+                buckets: vec![],
+            },
+        })
+        .unwrap();
+        c.publish();
+        assert_eq!(r.take(&up), Verdict::Flush);
+    }
+
+    #[test]
+    fn a_megaflow_older_than_the_ring_is_dropped() {
+        let (mut c, cell) = Control::new(PipelineConfig::default());
+        let up: Arc<PipelineCell> = cell.clone();
+        let mut r = Revalidator::new();
+        r.sync(&up);
+        let a = megaflow(&cell, 1);
+        let stamp = r.stamp();
+        for _ in 0..RING {
+            c.publish();
+            r.take(&up);
+        }
+        assert!(
+            r.holds(stamp, &a),
+            "exactly the ring's length behind: still known"
+        );
+        c.publish();
+        r.take(&up);
+        assert!(r.too_old(stamp));
+        assert!(!r.holds(stamp, &a));
+    }
+}
