@@ -41,6 +41,13 @@ pub struct Row {
     pub core: usize,
     /// How many runs this row is the median of.
     pub runs: usize,
+    /// Flow-mods applied (each published) per second during the window, for churn
+    /// scenarios.
+    pub flow_mods_per_sec: Option<f64>,
+    /// Times the switch thread emptied its caches during the window.
+    pub cache_flushes: u64,
+    /// Megaflows removed by revalidation during the window.
+    pub invalidated: u64,
 }
 
 /// Wire bits per frame of `frame_len` bytes (FCS included): the frame, preamble and
@@ -78,6 +85,10 @@ pub fn table(rows: &[Row]) -> String {
         "masks",
         "drops"
     ));
+    let churn_base = rows
+        .iter()
+        .find(|r| r.scenario == "churn-0")
+        .map(|r| r.mpps);
     for r in rows {
         let setups = r
             .setups_per_sec
@@ -98,6 +109,18 @@ pub fn table(rows: &[Row]) -> String {
             r.megaflows,
             r.masks,
             r.drops
+        ));
+    }
+    for r in rows.iter().filter(|r| r.flow_mods_per_sec.is_some()) {
+        let share = churn_base
+            .map(|b| format!(", {:.0} % of churn-0", 100.0 * r.mpps / b))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{}: {:.0} flow-mods/s published{share}; {} cache flushes, {} megaflows revalidated away\n",
+            r.scenario,
+            r.flow_mods_per_sec.unwrap_or(0.0),
+            r.cache_flushes,
+            r.invalidated,
         ));
     }
     out
@@ -135,6 +158,9 @@ mod tests {
             drops: 0,
             core: 1,
             runs: 1,
+            flow_mods_per_sec: None,
+            cache_flushes: 0,
+            invalidated: 0,
         };
         let t = table(&[r.clone(), r]);
         assert_eq!(t.lines().count(), 3);
@@ -162,6 +188,9 @@ mod tests {
             drops: 0,
             core: 0,
             runs: 1,
+            flow_mods_per_sec: None,
+            cache_flushes: 0,
+            invalidated: 0,
         };
         let m = median(vec![mk(3.0), mk(1.0), mk(2.0)]);
         assert_eq!(m.mpps, 2.0);

@@ -1,6 +1,9 @@
 //! Runs one scenario at one frame size: builds the bridge on null ports, drives one poll-mode
-//! thread inline on a pinned core, and measures a window after a warm-up.
+//! thread inline on a pinned core, and measures a window after a warm-up. A churn scenario
+//! also runs a control thread that applies flow-mods, each followed by a publish, at a steady
+//! rate during the window.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,7 +13,7 @@ use port::null::{NullConfig, NullPort, Vary};
 use port::Port;
 
 use super::report::{wire_bits, Row};
-use super::scenario::{Scenario, Traffic};
+use super::scenario::{churn_mods, Churn, Scenario, Traffic};
 use crate::switch::{Switch, SwitchPort};
 
 /// How to run one measurement.
@@ -164,9 +167,83 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         prefix_tracking: sc.prefix_tracking && opts.prefix_tracking,
         ..pipeline::PipelineConfig::default()
     };
-    let sw = Switch::new(&sc.name, pool, ports, &sc.flows, cfg)
+    let mut sw = Switch::new(&sc.name, pool, ports, &sc.flows, cfg)
         .with_context(|| format!("setting up scenario {}", sc.name))?;
     let mut pmds = sw.build_pmds(&[Some(opts.core)])?;
+    let mods = match sc.churn {
+        Some(c) => churn_mods(c.matching_every).map_err(anyhow::Error::msg)?,
+        None => Vec::new(),
+    };
+    let churn = ChurnFlags::default();
+    let control = &mut sw.control;
+    let (row, mods_done) = std::thread::scope(|scope| {
+        let (mods, churn) = (&mods, &churn);
+        let churner = sc
+            .churn
+            .map(|c| scope.spawn(move || churn_loop(control, mods, c, churn)));
+        let row = measure(sc, opts, &mut pmds, &sinks, churn);
+        churn.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = churner {
+            let _ = t.join();
+        }
+        (row, churn.applied.load(Ordering::Relaxed))
+    });
+    drop(pmds);
+    let mut row = row;
+    if sc.churn.is_some() {
+        row.flow_mods_per_sec = Some(mods_done as f64 / row.seconds);
+    }
+    Ok(row)
+}
+
+/// Signals between the measurement and a churn thread.
+#[derive(Default)]
+struct ChurnFlags {
+    /// The measured window started: churn.
+    go: AtomicBool,
+    /// The window ended: stop.
+    stop: AtomicBool,
+    /// Flow-mods applied (and published) so far.
+    applied: AtomicU64,
+}
+
+/// Applies `mods` in a cycle at `c.per_sec`, publishing after each (what a barrier does),
+/// from the start of the measured window to its end.
+fn churn_loop(
+    control: &mut pipeline::Control,
+    mods: &[pipeline::FlowMod],
+    c: Churn,
+    f: &ChurnFlags,
+) {
+    while !f.go.load(Ordering::Acquire) {
+        if f.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let t0 = Instant::now();
+    let mut done = 0u64;
+    while !f.stop.load(Ordering::Relaxed) {
+        let due = (t0.elapsed().as_secs_f64() * f64::from(c.per_sec)) as u64;
+        while done < due && !f.stop.load(Ordering::Relaxed) {
+            // A refused flow-mod (a delete of a rule a rewrite displaced) changes nothing.
+            let _ = control.flow_mod(&mods[done as usize % mods.len()]);
+            control.publish();
+            done += 1;
+        }
+        f.applied.store(done, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// The warm-up and the measured window on the inline thread.
+fn measure(
+    sc: &Scenario,
+    opts: &Opts,
+    pmds: &mut [datapath::Pmd],
+    sinks: &[Arc<NullPort>],
+    churn: &ChurnFlags,
+) -> Row {
     let pmd = &mut pmds[0];
     if let Err(e) = cpu::pin_current(opts.core) {
         eprintln!("hayate bench: {e}; running unpinned");
@@ -180,6 +257,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         }
     }
     let s0 = pmd.stats();
+    churn.go.store(true, Ordering::Release);
     let d0 = delivered();
     let t0 = Instant::now();
     let c0 = cpu::cycles();
@@ -197,12 +275,11 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
     let d1 = delivered();
     let s1 = pmd.stats();
     let (megaflows, masks) = (pmd.megaflows(), pmd.subtables());
-    drop(pmds);
     let packets = d1 - d0;
     let pps = packets as f64 / secs;
     let upcalls = s1.upcalls - s0.upcalls;
     let installs = s1.megaflow_installs - s0.megaflow_installs;
-    Ok(Row {
+    Row {
         scenario: sc.name.clone(),
         frame_len: opts.frame_len,
         mpps: pps / 1e6,
@@ -228,5 +305,8 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         drops: s1.drops() - s0.drops(),
         core: opts.core,
         runs: 1,
-    })
+        flow_mods_per_sec: None,
+        cache_flushes: s1.cache_flushes - s0.cache_flushes,
+        invalidated: s1.megaflow_invalidated - s0.megaflow_invalidated,
+    }
 }

@@ -40,6 +40,85 @@ pub struct Scenario {
     pub setups: bool,
     /// Whether the tables track address prefixes (`PipelineConfig::prefix_tracking`).
     pub prefix_tracking: bool,
+    /// Flow changes a control thread makes during the measured window.
+    pub churn: Option<Churn>,
+}
+
+/// Flow changes made while the traffic runs (the `churn-*` scenarios): a control thread
+/// applies flow-mods at a steady rate, each followed by a publish (what an OpenFlow barrier
+/// does), on the core beside the switch thread's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Churn {
+    /// Flow-mods per second.
+    pub per_sec: u32,
+    /// Every `matching_every`-th flow-mod rewrites the rule of a source the traffic uses (its
+    /// megaflow must go); 0: none does, every change is a rule no packet matches.
+    pub matching_every: u32,
+}
+
+/// Sources (and rules, one per source) of the `churn-*` scenarios.
+pub const CHURN_FLOWS: u32 = 100_000;
+
+/// The IPv4 source of flow `i` of [`Traffic::Flows`], dotted.
+fn flow_src(i: u32) -> String {
+    let a = 0x0a00_0000u32 + i;
+    format!(
+        "{}.{}.{}.{}",
+        a >> 24,
+        (a >> 16) & 255,
+        (a >> 8) & 255,
+        a & 255
+    )
+}
+
+/// The `churn-*` rule set: one rule per source the traffic uses, so that every switch needs a
+/// megaflow per flow, and a catch-all the traffic never reaches.
+pub fn churn_flows() -> Vec<String> {
+    let mut v: Vec<String> = (0..CHURN_FLOWS)
+        .map(|i| {
+            format!(
+                "table=0,priority=100,udp,nw_src={},actions=output:2",
+                flow_src(i)
+            )
+        })
+        .collect();
+    v.push("table=0,priority=0,actions=drop".into());
+    v
+}
+
+/// The flow-mods a `churn-*` control thread cycles through: adds then deletes of 1,000 rules
+/// no packet matches (`priority=50,udp,nw_dst=192.168.X.Y,actions=drop`), with every
+/// `matching_every`-th one replaced by a rewrite of a used source's rule (same actions).
+pub fn churn_mods(matching_every: u32) -> Result<Vec<pipeline::FlowMod>, String> {
+    use pipeline::ofctl::parse_flow_match;
+    use pipeline::FlowModCommand::{Add, DeleteStrict};
+    const N: u32 = 1000;
+    let dst = |j: u32| {
+        format!(
+            "table=0,priority=50,udp,nw_dst=192.168.{}.{}",
+            j >> 8,
+            j & 255
+        )
+    };
+    (0..2 * N)
+        .map(|i| {
+            let (text, cmd) = if matching_every > 0 && i % matching_every == matching_every - 1 {
+                let src = (i * 7919) % CHURN_FLOWS;
+                (
+                    format!(
+                        "table=0,priority=100,udp,nw_src={},actions=output:2",
+                        flow_src(src)
+                    ),
+                    Add,
+                )
+            } else if i < N {
+                (format!("{},actions=drop", dst(i)), Add)
+            } else {
+                (dst(i - N), DeleteStrict)
+            };
+            parse_flow_match(&text, cmd).map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 fn sc(name: &str, about: &str, sources: Vec<Option<Traffic>>, flows: Vec<String>) -> Scenario {
@@ -51,6 +130,7 @@ fn sc(name: &str, about: &str, sources: Vec<Option<Traffic>>, flows: Vec<String>
         size_sensitive: false,
         setups: false,
         prefix_tracking: true,
+        churn: None,
     }
 }
 
@@ -164,6 +244,32 @@ pub fn all() -> Vec<Scenario> {
     nf.setups = true;
     nf.prefix_tracking = false;
     v.push(nf);
+    for (label, per_sec, matching_every) in [
+        ("0", 0, 0),
+        ("100", 100, 0),
+        ("1k", 1000, 0),
+        ("10k", 10_000, 0),
+        ("1k-1pct", 1000, 100),
+    ] {
+        let mut c = sc(
+            &format!("churn-{label}"),
+            &format!(
+                "{CHURN_FLOWS} flows, a rule per source; {per_sec} flow-mods/s, each published{}",
+                if matching_every > 0 {
+                    " (1 % rewrite a used rule)"
+                } else {
+                    " (rules no packet matches)"
+                }
+            ),
+            vec![Some(Traffic::Flows(CHURN_FLOWS)), None],
+            churn_flows(),
+        );
+        c.churn = (per_sec > 0).then_some(Churn {
+            per_sec,
+            matching_every,
+        });
+        v.push(c);
+    }
     v
 }
 
@@ -210,6 +316,16 @@ mod tests {
             shapes.dedup();
             assert_eq!(shapes.len(), m);
         }
+    }
+
+    #[test]
+    fn churn_rules_and_mods_parse() {
+        assert_eq!(churn_flows().len(), CHURN_FLOWS as usize + 1);
+        assert_eq!(flow_src(CHURN_FLOWS - 1), "10.1.134.159");
+        let mods = churn_mods(100).unwrap();
+        assert_eq!(mods.len(), 2000);
+        let rewrites = mods.iter().filter(|m| m.priority == 100).count();
+        assert_eq!(rewrites, 20);
     }
 
     #[test]
