@@ -34,6 +34,9 @@ pub struct DpConfig {
     pub packet_in_queue: usize,
     /// How threads idle when their queues are empty (busy-poll, then sleep).
     pub idle: IdleConfig,
+    /// After a published flow change, keep the megaflows it cannot affect
+    /// ([`crate::revalidate`]); false: every change empties every cache (for comparison).
+    pub revalidate: bool,
 }
 
 impl Default for DpConfig {
@@ -50,6 +53,7 @@ impl Default for DpConfig {
             maintenance_ms: 100,
             packet_in_queue: 1024,
             idle: IdleConfig::default(),
+            revalidate: true,
         }
     }
 }

@@ -468,7 +468,11 @@ impl Pmd {
         let g = self.upcall.generation();
         if g != self.cache_gen {
             self.cache_gen = g;
-            self.take_changes();
+            if self.cfg.revalidate {
+                self.take_changes();
+            } else {
+                self.flush_caches();
+            }
         }
     }
 

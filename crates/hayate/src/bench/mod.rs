@@ -50,6 +50,10 @@ pub struct BenchArgs {
     /// on exact addresses then make a megaflow per address).
     #[arg(long)]
     pub no_prefix_tracking: bool,
+    /// Empty every cache on every published flow change instead of revalidating (to compare
+    /// with the churn scenarios' default).
+    #[arg(long)]
+    pub no_revalidate: bool,
 }
 
 /// Benchmarks with their own options.
@@ -124,6 +128,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
                 core,
                 tsc_hz: hz,
                 prefix_tracking: !args.no_prefix_tracking,
+                revalidate: !args.no_revalidate,
             };
             let mut runs = Vec::with_capacity(args.repeat);
             for _ in 0..args.repeat {

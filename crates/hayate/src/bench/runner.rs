@@ -31,6 +31,8 @@ pub struct Opts {
     pub tsc_hz: f64,
     /// Address prefix tracking, where the scenario allows it.
     pub prefix_tracking: bool,
+    /// Revalidate megaflows after flow changes (false: flush every cache, the old policy).
+    pub revalidate: bool,
 }
 
 const MAC_A: u64 = 0x0200_0000_0001;
@@ -169,6 +171,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
     };
     let mut sw = Switch::new(&sc.name, pool, ports, &sc.flows, cfg)
         .with_context(|| format!("setting up scenario {}", sc.name))?;
+    sw.config.revalidate = opts.revalidate;
     let mut pmds = sw.build_pmds(&[Some(opts.core)])?;
     let mods = match sc.churn {
         Some(c) => churn_mods(c.matching_every).map_err(anyhow::Error::msg)?,
