@@ -36,30 +36,39 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use pipeline::{Cursor, Published, Since};
+use pipeline::{Cursor, Published, Since, Trail};
 
 use crate::megaflow::Megaflow;
 use crate::upcall::Upcall;
 
-/// Publishes a thread remembers: a megaflow not hit for longer is dropped when next hit.
+/// Relevant publishes a thread remembers: a megaflow not hit during more is dropped when
+/// next hit.
 pub const RING: usize = 1024;
 
-/// Publishes between two walks that drop megaflows older than the ring (see the module
-/// docs: keeps 16-bit stamps from aliasing).
+/// Epochs between two walks that drop megaflows older than the ring (see the module docs:
+/// keeps 16-bit stamps from aliasing).
 const WALK_EVERY_LOG2: u32 = 14;
+
+/// No megaflow decided in this table (see [`Revalidator::note_install`]).
+const UNREACHED: u32 = u32::MAX;
 
 /// What a thread knows about recent flow changes (see the module docs).
 #[derive(Debug)]
 pub struct Revalidator {
     cursor: Cursor,
-    /// The newest publish taken: megaflows installed from now on are good as of it.
-    seq: u64,
-    /// The records of publishes `seq - ring.len() + 1 ..= seq`, oldest first.
+    /// Relevant publishes taken so far: megaflows installed now are good as of it.
+    epoch: u64,
+    /// The records of epochs `epoch - ring.len() + 1 ..= epoch`, oldest first.
     ring: VecDeque<Arc<Published>>,
-    /// Per table: `(seq, priority)` with `seq` rising and `priority` falling, the highest
-    /// priority changed in the table by publish `seq` or later (entries older than the ring
+    /// Per table: `(epoch, priority)` with `epoch` rising and `priority` falling, the highest
+    /// priority changed in the table in that epoch or later (entries older than the ring
     /// are pruned).
     stairs: Vec<Vec<(u64, u16)>>,
+    /// Per table, the lowest priority that decided a lookup there for any megaflow installed
+    /// since the last flush ([`UNREACHED`]: none): a change below it reaches no megaflow.
+    reach: Vec<u32>,
+    /// Some megaflow's trail overflowed: every change may reach it.
+    reach_all: bool,
     /// Records taken by the last [`Revalidator::take`], reused.
     fresh: Vec<Arc<Published>>,
 }
@@ -67,7 +76,7 @@ pub struct Revalidator {
 /// What [`Revalidator::take`] asks of the thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// Nothing more: megaflows are checked as they are hit.
+    /// Nothing more: megaflows are checked as they are hit (when the epoch moved).
     Lazy,
     /// Empty every cache (something untracked changed, or the thread fell behind).
     Flush,
@@ -87,9 +96,11 @@ impl Revalidator {
     pub fn new() -> Revalidator {
         Revalidator {
             cursor: Cursor::default(),
-            seq: 0,
+            epoch: 0,
             ring: VecDeque::with_capacity(RING),
             stairs: (0..=u8::MAX).map(|_| Vec::new()).collect(),
+            reach: vec![UNREACHED; 256],
+            reach_all: false,
             fresh: Vec::with_capacity(64),
         }
     }
@@ -102,21 +113,39 @@ impl Revalidator {
         self.reset();
     }
 
-    /// The stamp of megaflows good as of now (low 16 bits of the newest publish taken).
+    /// The stamp of megaflows good as of now (low 16 bits of the epoch).
     #[inline(always)]
     pub fn stamp(&self) -> u16 {
-        self.seq as u16
+        self.epoch as u16
     }
 
-    fn reset(&mut self) {
-        self.seq = self.cursor.seq;
+    /// Forgets every megaflow (after the caches were emptied).
+    pub fn reset(&mut self) {
         self.ring.clear();
         for s in &mut self.stairs {
             s.clear();
         }
+        self.reach.fill(UNREACHED);
+        self.reach_all = false;
     }
 
-    /// Takes the records published since the last call (after a generation change).
+    /// Records what a newly installed megaflow's translation looked up, so that later changes
+    /// that reach none of the thread's megaflows cost nothing (see [`Revalidator::take`]).
+    #[inline]
+    pub fn note_install(&mut self, trail: &Trail) {
+        if trail.is_overflow() {
+            self.reach_all = true;
+        }
+        for (t, p, _) in trail.lookups() {
+            let r = &mut self.reach[t as usize];
+            *r = (*r).min(u32::from(p));
+        }
+    }
+
+    /// Takes the records published since the last call (after a generation change). A record
+    /// whose changes reach no megaflow of this thread (each below the lowest priority that
+    /// decided a megaflow in its table) is dropped at once; the others open a new epoch, so
+    /// that megaflows are checked when next hit.
     pub fn take(&mut self, upcall: &dyn Upcall) -> Verdict {
         self.fresh.clear();
         if upcall.changes_since(&mut self.cursor, &mut self.fresh) == Since::Full {
@@ -124,33 +153,42 @@ impl Revalidator {
             self.reset();
             return Verdict::Flush;
         }
-        let before = self.seq;
+        let before = self.epoch;
         let fresh = std::mem::take(&mut self.fresh);
         for p in &fresh {
-            self.push(p.clone());
+            if self.reaches(p) {
+                self.push(p.clone());
+            }
         }
         self.fresh = fresh;
         self.fresh.clear();
-        self.seq = self.cursor.seq.max(self.seq);
-        if before >> WALK_EVERY_LOG2 != self.seq >> WALK_EVERY_LOG2 {
+        if before >> WALK_EVERY_LOG2 != self.epoch >> WALK_EVERY_LOG2 {
             Verdict::Walk
         } else {
             Verdict::Lazy
         }
     }
 
+    /// Whether some change of `p` may reach a megaflow installed so far.
+    fn reaches(&self, p: &Published) -> bool {
+        p.changes
+            .iter()
+            .any(|ch| self.reach_all || self.reach[ch.table as usize] <= u32::from(ch.priority))
+    }
+
     fn push(&mut self, p: Arc<Published>) {
-        let seq = p.seq;
+        self.epoch += 1;
+        let epoch = self.epoch;
         for ch in &p.changes {
             let stair = &mut self.stairs[ch.table as usize];
             while stair.last().is_some_and(|&(_, q)| q <= ch.priority) {
                 stair.pop();
             }
-            stair.push((seq, ch.priority));
+            stair.push((epoch, ch.priority));
             // Entries no megaflow in the ring can ask about.
             let old = stair
                 .iter()
-                .take_while(|&&(s, _)| s + RING as u64 <= seq)
+                .take_while(|&&(e, _)| e + RING as u64 <= epoch)
                 .count();
             if old > 0 {
                 stair.drain(..old);
@@ -160,24 +198,23 @@ impl Revalidator {
             self.ring.pop_front();
         }
         self.ring.push_back(p);
-        self.seq = seq;
     }
 
-    /// The highest priority changed in `table` by publishes after `since`.
+    /// The highest priority changed in `table` in epochs after `since`.
     #[inline]
     fn max_since(&self, table: u8, since: u64) -> Option<u16> {
         let stair = &self.stairs[table as usize];
-        let i = stair.partition_point(|&(s, _)| s <= since);
+        let i = stair.partition_point(|&(e, _)| e <= since);
         stair.get(i).map(|&(_, q)| q)
     }
 
-    /// How many publishes behind a megaflow with stamp `stamp` is (16-bit distance).
+    /// How many epochs behind a megaflow with stamp `stamp` is (16-bit distance).
     #[inline]
     pub fn behind(&self, stamp: u16) -> usize {
         usize::from(self.stamp().wrapping_sub(stamp))
     }
 
-    /// Publishes the thread remembers now (at most [`RING`]).
+    /// Epochs the thread remembers now (at most [`RING`]).
     pub fn ring_len(&self) -> usize {
         self.ring.len()
     }
@@ -199,7 +236,7 @@ impl Revalidator {
         if behind > self.ring.len() {
             return false;
         }
-        let since = self.seq - behind as u64;
+        let since = self.epoch - behind as u64;
         let records = || self.ring.iter().skip(self.ring.len() - behind);
         let trail = &mf.trail;
         if trail.is_overflow() {
@@ -257,14 +294,17 @@ mod tests {
         let mut r = Revalidator::new();
         let up: Arc<PipelineCell> = cell.clone();
         r.sync(&up);
-        let base = r.seq;
+        let base = r.epoch;
+        let mut trail = Trail::EMPTY;
+        trail.push(0, 0, false);
+        r.note_install(&trail);
         for (prio, src) in [(10u16, 1u128), (50, 2), (20, 3)] {
             c.flow_mod(&FlowMod::add(0, prio, udp_src(src), out(2)))
                 .unwrap();
             c.publish();
         }
         assert_eq!(r.take(&up), Verdict::Lazy);
-        assert_eq!(r.seq, base + 3);
+        assert_eq!(r.epoch, base + 3);
         assert_eq!(r.max_since(0, base), Some(50));
         assert_eq!(r.max_since(0, base + 1), Some(50));
         assert_eq!(r.max_since(0, base + 2), Some(20));
@@ -285,11 +325,15 @@ mod tests {
         r.sync(&up);
         let a = megaflow(&cell, 1);
         let b = megaflow(&cell, 2);
+        r.note_install(&a.trail);
+        r.note_install(&b.trail);
         let stamp = r.stamp();
-        // Below the deciding priority: nothing reached, the key is not even read.
+        // Below the deciding priority: reaches no megaflow, the epoch does not even move.
         c.flow_mod(&FlowMod::add(0, 50, udp_src(1), out(3)))
             .unwrap();
         c.publish();
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert_eq!(r.stamp(), stamp);
         // Same priority, disjoint.
         c.flow_mod(&FlowMod::add(0, 100, udp_src(7), out(3)))
             .unwrap();
@@ -322,22 +366,167 @@ mod tests {
     #[test]
     fn a_megaflow_older_than_the_ring_is_dropped() {
         let (mut c, cell) = Control::new(PipelineConfig::default());
+        c.flow_mod(&FlowMod::add(0, 10, udp_src(1), out(2)))
+            .unwrap();
+        c.publish();
         let up: Arc<PipelineCell> = cell.clone();
         let mut r = Revalidator::new();
         r.sync(&up);
         let a = megaflow(&cell, 1);
+        r.note_install(&a.trail);
         let stamp = r.stamp();
-        for _ in 0..RING {
+        let mut more = 0u128;
+        // Each change reaches `a`'s table and priority, and misses its box.
+        let mut change = |c: &mut Control| {
+            more += 1;
+            c.flow_mod(&FlowMod::add(0, 10, udp_src(1000 + more), out(2)))
+                .unwrap();
             c.publish();
+        };
+        for _ in 0..RING {
+            change(&mut c);
             r.take(&up);
         }
         assert!(
             r.holds(stamp, &a),
             "exactly the ring's length behind: still known"
         );
-        c.publish();
+        change(&mut c);
         r.take(&up);
         assert!(r.too_old(stamp));
         assert!(!r.holds(stamp, &a));
+    }
+
+    /// The thread's bookkeeping (reach filter, epochs, staircases, ring) against the rule it
+    /// implements: whenever [`Revalidator::holds`] keeps a megaflow, no change published
+    /// since it was installed or last kept may affect it by [`Trail::affected_by`] (which
+    /// the pipeline's property test holds against full translation).
+    mod bookkeeping {
+        use super::*;
+        use pipeline::Change;
+        use proptest::prelude::*;
+        use std::sync::Mutex;
+
+        /// A pipeline stand-in that hands out crafted records.
+        struct Log(Mutex<Vec<Arc<Published>>>);
+
+        impl Upcall for Log {
+            fn generation(&self) -> u64 {
+                0
+            }
+            fn translate(&mut self, _: &FlowKey, _: &mut Translation) {}
+            fn changes_since(&self, cursor: &mut Cursor, out: &mut Vec<Arc<Published>>) -> Since {
+                let log = self.0.lock().unwrap();
+                out.extend(log.iter().skip(cursor.seq as usize).cloned());
+                cursor.seq = log.len() as u64;
+                Since::Changes
+            }
+        }
+
+        fn field_match(table: u8, priority: u16, v: u8, m: u8) -> Change {
+            let mut matcher = Match::ANY;
+            matcher.set_masked(Field::TpDst, u128::from(v & m), u128::from(m));
+            Change {
+                table,
+                priority,
+                matcher,
+            }
+        }
+
+        #[derive(Debug, Clone)]
+        enum Step {
+            Install(usize),
+            Publish(Vec<(u8, u16, u8, u8)>),
+            Hit(usize),
+        }
+
+        fn step() -> impl Strategy<Value = Step> {
+            prop_oneof![
+                1 => (0usize..6).prop_map(Step::Install),
+                2 => prop::collection::vec((0u8..3, 0u16..4, any::<u8>(), any::<u8>()), 0..3)
+                    .prop_map(Step::Publish),
+                3 => (0usize..6).prop_map(Step::Hit),
+            ]
+        }
+
+        fn megaflow_strategy() -> impl Strategy<Value = Megaflow> {
+            (
+                prop::collection::vec((0u8..3, 0u16..4, any::<bool>()), 1..4),
+                any::<bool>(),
+                any::<u8>(),
+                any::<u8>(),
+            )
+                .prop_map(|(lookups, overflow, v, m)| {
+                    let mut tr = Translation::default();
+                    for (t, p, rw) in lookups {
+                        tr.trail.push(t, p, rw);
+                    }
+                    if overflow {
+                        for _ in 0..pipeline::changes::TRAIL_LEN {
+                            tr.trail.push(0, 0, false);
+                        }
+                    }
+                    tr.mask.set(Field::TpDst, u128::from(m));
+                    let mut k = FlowKey::ZERO;
+                    k.set(Field::TpDst, u128::from(v));
+                    Megaflow::new(&k, &tr, Default::default(), 0)
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(500))]
+            #[test]
+            fn holds_never_keeps_what_the_rule_would_drop(
+                flows in prop::collection::vec(megaflow_strategy(), 6),
+                steps in prop::collection::vec(step(), 1..60),
+            ) {
+                let log = Log(Mutex::new(Vec::new()));
+                let mut r = Revalidator::new();
+                r.sync(&log);
+                // Per megaflow: (stamp, records seen when installed or last kept).
+                let mut live: Vec<Option<(u16, usize)>> = vec![None; flows.len()];
+                for st in steps {
+                    match st {
+                        Step::Install(i) => {
+                            r.note_install(&flows[i].trail);
+                            let seen = log.0.lock().unwrap().len();
+                            live[i] = Some((r.stamp(), seen));
+                        }
+                        Step::Publish(changes) => {
+                            let mut l = log.0.lock().unwrap();
+                            let seq = l.len() as u64 + 1;
+                            l.push(Arc::new(Published {
+                                seq,
+                                full: false,
+                                changes: changes
+                                    .into_iter()
+                                    .map(|(t, p, v, m)| field_match(t, p, v, m))
+                                    .collect(),
+                            }));
+                            drop(l);
+                            prop_assert_eq!(r.take(&log), Verdict::Lazy);
+                        }
+                        Step::Hit(i) => {
+                            let Some((stamp, seen)) = live[i] else { continue };
+                            let mf = &flows[i];
+                            if r.holds(stamp, mf) {
+                                let l = log.0.lock().unwrap();
+                                for p in &l[seen..] {
+                                    for ch in &p.changes {
+                                        prop_assert!(
+                                            !mf.trail.affected_by(&mf.key, &mf.mask, ch),
+                                            "kept {:?} past {:?}", mf.trail, ch
+                                        );
+                                    }
+                                }
+                                live[i] = Some((r.stamp(), l.len()));
+                            } else {
+                                live[i] = None;
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -876,6 +876,7 @@ impl Pmd {
             // Cannot happen (nothing removes it in between); handle the packet anyway.
             return push_uncached(&mut s.uncached, key, &s.tr, &self.ports, &meter, now_ms);
         };
+        let trail = mf.trail;
         let mut inserted = self.cls.insert(&mf.key, &mf.mask, id);
         if let Insert::Duplicate(existing) = inserted {
             if !self.arena.is_current(existing) {
@@ -892,6 +893,7 @@ impl Pmd {
         }
         match inserted {
             Insert::Installed => {
+                self.reval.note_install(&trail);
                 self.local.add(Counter::MegaflowInstalls, 1);
                 if emc_in_use {
                     self.emc.insert(key, s.hashes[i], id);
