@@ -48,6 +48,8 @@ pub struct Row {
     pub cache_flushes: u64,
     /// Megaflows removed by revalidation during the window.
     pub invalidated: u64,
+    /// The scenario without churn this one's rate is compared with.
+    pub baseline: Option<String>,
 }
 
 /// Wire bits per frame of `frame_len` bytes (FCS included): the frame, preamble and
@@ -85,10 +87,6 @@ pub fn table(rows: &[Row]) -> String {
         "masks",
         "drops"
     ));
-    let churn_base = rows
-        .iter()
-        .find(|r| r.scenario == "churn-0")
-        .map(|r| r.mpps);
     for r in rows {
         let setups = r
             .setups_per_sec
@@ -112,8 +110,11 @@ pub fn table(rows: &[Row]) -> String {
         ));
     }
     for r in rows.iter().filter(|r| r.flow_mods_per_sec.is_some()) {
-        let share = churn_base
-            .map(|b| format!(", {:.0} % of churn-0", 100.0 * r.mpps / b))
+        let share = r
+            .baseline
+            .as_ref()
+            .and_then(|name| rows.iter().find(|b| &b.scenario == name))
+            .map(|b| format!(", {:.0} % of {}", 100.0 * r.mpps / b.mpps, b.scenario))
             .unwrap_or_default();
         out.push_str(&format!(
             "{}: {:.0} flow-mods/s published{share}; {} cache flushes, {} megaflows revalidated away\n",
@@ -161,6 +162,7 @@ mod tests {
             flow_mods_per_sec: None,
             cache_flushes: 0,
             invalidated: 0,
+            baseline: None,
         };
         let t = table(&[r.clone(), r]);
         assert_eq!(t.lines().count(), 3);
@@ -191,6 +193,7 @@ mod tests {
             flow_mods_per_sec: None,
             cache_flushes: 0,
             invalidated: 0,
+            baseline: None,
         };
         let m = median(vec![mk(3.0), mk(1.0), mk(2.0)]);
         assert_eq!(m.mpps, 2.0);

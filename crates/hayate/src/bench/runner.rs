@@ -311,5 +311,6 @@ fn measure(
         flow_mods_per_sec: None,
         cache_flushes: s1.cache_flushes - s0.cache_flushes,
         invalidated: s1.megaflow_invalidated - s0.megaflow_invalidated,
+        baseline: sc.churn.map(|c| c.baseline.to_string()),
     }
 }

@@ -54,6 +54,8 @@ pub struct Churn {
     /// Every `matching_every`-th flow-mod rewrites the rule of a source the traffic uses (its
     /// megaflow must go); 0: none does, every change is a rule no packet matches.
     pub matching_every: u32,
+    /// The scenario without churn whose rate this one is compared with.
+    pub baseline: &'static str,
 }
 
 /// Sources (and rules, one per source) of the `churn-*` scenarios.
@@ -267,6 +269,28 @@ pub fn all() -> Vec<Scenario> {
         c.churn = (per_sec > 0).then_some(Churn {
             per_sec,
             matching_every,
+            baseline: "churn-0",
+        });
+        v.push(c);
+    }
+    // The first table: one drop rule above a catch-all, so every flow's megaflow is
+    // decided below the churned rules' priority and each change must be checked against it.
+    for (label, per_sec) in [("0", 0), ("1k", 1000)] {
+        let mut c = sc(
+            &format!("churn-drop-{label}"),
+            &format!(
+                "{CHURN_FLOWS} flows through a drop rule and a catch-all; {per_sec} flow-mods/s"
+            ),
+            vec![Some(Traffic::Flows(CHURN_FLOWS)), None],
+            vec![
+                "table=0,priority=100,udp,nw_src=11.1.1.1,actions=drop".into(),
+                "table=0,priority=10,in_port=1,actions=output:2".into(),
+            ],
+        );
+        c.churn = (per_sec > 0).then_some(Churn {
+            per_sec,
+            matching_every: 0,
+            baseline: "churn-drop-0",
         });
         v.push(c);
     }
