@@ -18,7 +18,11 @@ use crate::translate::tests::{bucket, group, ip_key, out, port};
 use crate::Control;
 
 fn control(n_ports: u32) -> (Control, Arc<crate::PipelineCell>) {
-    let (mut c, cell) = Control::new(PipelineConfig::default());
+    control_with(n_ports, PipelineConfig::default())
+}
+
+fn control_with(n_ports: u32, cfg: PipelineConfig) -> (Control, Arc<crate::PipelineCell>) {
+    let (mut c, cell) = Control::new(cfg);
     c.set_ports((1..=n_ports).map(port).collect());
     (c, cell)
 }
@@ -89,8 +93,12 @@ proptest! {
         mods in prop::collection::vec(
             prop::collection::vec((command_strategy(), rule_strategy(4)), 1..4), 1..4),
         noise in prop::collection::vec(any::<[u64; KEY_WORDS]>(), 6),
+        prefix_tracking in any::<bool>(),
     ) {
-        let (mut c, cell) = control(5);
+        let (mut c, cell) = control_with(5, PipelineConfig {
+            prefix_tracking,
+            ..PipelineConfig::default()
+        });
         group(&mut c, 1, GroupType::Select, vec![
             bucket(vec![out(1)]),
             bucket(vec![Action::SetField { field: Field::Ipv4Src, value: 5 }, out(2)]),
