@@ -27,11 +27,13 @@
 //!
 //! Misses with the same key in one batch share one translation, within the upcall budget.
 //!
-//! This file is the path of a batch; beside it: `budget.rs` (the upcall budget), `lane.rs` (the
+//! This file is the path of a batch; beside it: `budget.rs` (the upcall budget), `changes.rs`
+//! (flow changes taken per generation and megaflows checked on a hit), `lane.rs` (the
 //! priority lane's share of its core), `maintain.rs` (the periodic pass: counters flushed,
 //! subtables re-ranked, idle megaflows swept), `time.rs` (the two time bases).
 
 mod budget;
+mod changes;
 mod lane;
 mod maintain;
 mod time;
@@ -57,7 +59,7 @@ use crate::idle::{Idle, Step};
 use crate::inject::{InjectQueue, Wake};
 use crate::megaflow::{Actions, Arena, InPlace, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::plug::Mailbox;
-use crate::revalidate::{Revalidator, Verdict};
+use crate::revalidate::Revalidator;
 use crate::rx_drops::{RxDrops, RxSlot};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
@@ -474,60 +476,6 @@ impl Pmd {
                 self.flush_caches();
             }
         }
-    }
-
-    /// Takes what the publishes since the last look changed: megaflows are then checked as
-    /// they are hit; untracked changes empty the caches.
-    #[cold]
-    fn take_changes(&mut self) {
-        match self.reval.take(&*self.upcall) {
-            Verdict::Flush => self.flush_caches(),
-            Verdict::Lazy => {}
-            Verdict::Walk => {
-                self.arena.set_stamp(self.reval.stamp());
-                let now_ms = pipeline::dpaction::now_ms();
-                let old = &mut self.s.idle;
-                old.clear();
-                self.arena.older_than(self.reval.ring_len(), old);
-                for &id in old.iter() {
-                    if let Some(mf) = self.arena.remove(id, now_ms) {
-                        self.cls.remove(&mf.key, &mf.mask);
-                        self.local.add(Counter::MegaflowInvalidated, 1);
-                    }
-                }
-            }
-        }
-        self.arena.set_stamp(self.reval.stamp());
-    }
-
-    /// Whether megaflow `id`, found by a lookup, may be used: alive and, when a publish came
-    /// since it was last checked, not affected by what changed (else it is removed).
-    #[inline(always)]
-    fn usable(&mut self, id: MegaflowId) -> bool {
-        self.arena.is_current(id) || self.revalidate(id)
-    }
-
-    /// The slow half of [`Pmd::usable`].
-    #[cold]
-    #[inline(never)]
-    fn revalidate(&mut self, id: MegaflowId) -> bool {
-        let Some(stamp) = self.arena.stamp_of(id) else {
-            return false;
-        };
-        let holds = self
-            .arena
-            .get(id)
-            .is_some_and(|mf| self.reval.holds(stamp, mf));
-        if holds {
-            self.arena.mark_current(id);
-            self.local.add(Counter::MegaflowRevalidated, 1);
-            return true;
-        }
-        if let Some(mf) = self.arena.remove(id, pipeline_ms(self.exec.now_ns)) {
-            self.cls.remove(&mf.key, &mf.mask);
-            self.local.add(Counter::MegaflowInvalidated, 1);
-        }
-        false
     }
 
     /// Empties the EMC, the classifier and the arena (megaflow counters flushed first).
