@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::udp;
-use datapath::{Datapath, Pmd, Snapshot};
+use datapath::{revalidate, Datapath, Pmd, Snapshot};
 use packet::{Batch, Field, Pool, PoolCache};
 use pipeline::model::{Group, GroupMod, GroupModCommand, GroupType};
 use pipeline::{
@@ -194,4 +194,53 @@ fn megaflows_survive_many_publishes_and_stay_right() {
     c.publish();
     assert_eq!(r.round(), (0, all));
     assert_eq!(r.stats().megaflow_invalidated, FLOWS as u64);
+}
+
+/// Changes that reach the megaflows' table and priority but miss their boxes, past the point
+/// where the thread's 16-bit stamps are walked (every 2^14 epochs): megaflows hit within the
+/// ring stay; left alone for longer than the ring, they are dropped when hit again.
+#[test]
+fn stamps_survive_the_walk_and_old_megaflows_go() {
+    let (mut c, cell) = Control::new(PipelineConfig::default());
+    for d in 1..=FLOWS {
+        c.flow_mod(&FlowMod::add(0, 100, udp_dst([10, 0, 0, d]), to(2)))
+            .unwrap();
+    }
+    c.publish();
+    let mut r = Rig::new(cell);
+    let all = 2 * FLOWS as usize;
+    r.round();
+    let base = r.stats();
+    let mut n = 0u32;
+    let mut change = |c: &mut Control| {
+        n += 1;
+        let b = n.to_be_bytes();
+        c.flow_mod(&FlowMod::add(
+            0,
+            100,
+            udp_dst([172, b[1], b[2], b[3]]),
+            vec![],
+        ))
+        .unwrap();
+        c.publish();
+    };
+    for i in 0..17_000u32 {
+        change(&mut c);
+        if i % 1000 == 999 {
+            assert_eq!(r.round(), (all, 0), "after {} changes", i + 1);
+        }
+    }
+    let s = r.stats();
+    assert_eq!((s.upcalls, s.cache_flushes), (base.upcalls, 0), "{s:?}");
+    assert!(s.megaflow_revalidated >= 17 * FLOWS as u64, "{s:?}");
+    assert_eq!(s.megaflow_invalidated, 0);
+    // Longer than the ring without a hit: each megaflow goes when next hit.
+    for _ in 0..revalidate::RING + 10 {
+        change(&mut c);
+    }
+    assert_eq!(r.round(), (all, 0));
+    let s2 = r.stats();
+    assert_eq!(s2.upcalls, s.upcalls + FLOWS as u64);
+    assert_eq!(s2.megaflow_invalidated, FLOWS as u64);
+    assert_eq!(s2.cache_flushes, 0);
 }
