@@ -1,6 +1,7 @@
 //! A raw OpenFlow session with `hayate run` over TCP: a malformed message gets OFPT_ERROR
 //! and the session lives on; a barrier comes back after the flow-mods before it, which are
-//! then in the tables; the datapath id given on the command line is the one reported.
+//! then in the tables; the datapath id given on the command line is the one reported; a
+//! match whose prerequisites come after the field that needs them is refused.
 
 mod ofctl_common;
 
@@ -117,7 +118,7 @@ fn malformed_message_gets_an_error_and_the_session_lives_on() {
     match c.next() {
         (0x7a, Message::FeaturesReply(f)) => {
             assert_eq!(f.datapath_id, 0xa1);
-            assert_eq!(f.n_tables, 254);
+            assert_eq!(f.n_tables, 255, "tables 0 to 254");
         }
         other => panic!("{other:?}"),
     }
@@ -221,4 +222,76 @@ fn packet_out_to_packet_in_round_trip() {
         times[times.len() - 1] < Duration::from_millis(50),
         "woken, not waiting for a timer: {times:?}"
     );
+}
+
+/// Hex with spaces → bytes.
+fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// FLOW_MOD ADD table 0 priority 100, `tcp_dst=80` written before `eth_type=0x0800` and
+/// `ip_proto=6`, actions=output:2 (xid 0x31). Open vSwitch 3.1 answers it with
+/// OFPBMC_BAD_PREREQ too.
+const LATE_PREREQ: &str =
+    "04 0e 0060 00000031  0000000000000000 0000000000000000  00 00 0000 0000 0064
+    ffffffff ffffffff ffffffff 0000 0000
+    0001 0015  80001c02 0050  80000a02 0800  80001401 06  000000
+    0004 0018 00000000  0000 0010 00000002 ffff 000000000000";
+
+/// The same flow with its prerequisites first, as `ovs-ofctl` writes it (xid 0x32).
+const PREREQ_FIRST: &str =
+    "04 0e 0060 00000032  0000000000000000 0000000000000000  00 00 0000 0000 0064
+    ffffffff ffffffff ffffffff 0000 0000
+    0001 0015  80000a02 0800  80001401 06  80001c02 0050  000000
+    0004 0018 00000000  0000 0010 00000002 ffff 000000000000";
+
+#[test]
+fn a_prerequisite_after_the_field_that_needs_it_is_refused() {
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    let mut c = Conn::open(h.port);
+    let late = unhex(LATE_PREREQ);
+    c.send_raw(&late);
+    match c.next() {
+        (0x31, Message::Error(e)) => {
+            assert_eq!(e.code, ErrorCode::BMC_BAD_PREREQ, "{e:?}");
+            assert_eq!(&e.data[..], &late[..64], "the error quotes the request");
+        }
+        other => panic!("expected OFPBMC_BAD_PREREQ for xid 0x31, got {other:?}"),
+    }
+    c.send_raw(&unhex(PREREQ_FIRST));
+    c.send(0x33, &Message::BarrierRequest);
+    assert_eq!(
+        c.next(),
+        (0x33, Message::BarrierReply),
+        "no error for xid 0x32"
+    );
+    c.send(
+        0x34,
+        &Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: MultipartRequestBody::Flow(FlowStatsRequest::default()),
+        }),
+    );
+    match c.next() {
+        (0x34, Message::MultipartReply(r)) => match r.body {
+            MultipartReplyBody::Flow(v) => {
+                assert_eq!(v.len(), 1, "{v:?}");
+                assert_eq!(v[0].priority, 100);
+                assert_eq!(v[0].matcher.get(packet::Field::TpDst), (80, 0xffff));
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
 }

@@ -413,7 +413,12 @@ pub(crate) fn write_tlv(buf: &mut Vec<u8>, def: &OxmDef, value: u128, mask: Opti
 }
 
 /// Decodes the OXM TLVs of a match (the bytes after `ofp_match`'s type and length), checking
-/// lengths, duplicates, value bits outside masks and prerequisites.
+/// lengths, duplicates, value bits outside masks and prerequisites. A field's prerequisites
+/// must come before it (OpenFlow 1.3.5 §7.2.3.6: `eth_type` before `ip_proto` before
+/// `tcp_dst`; `vlan_vid` before `vlan_pcp`): a prerequisite given after the field that needs
+/// it is refused with OFPBMC_BAD_PREREQ, as Open vSwitch (`nx_pull_raw`) refuses it. The
+/// first problem in wire order is the one reported; for one field, a bad length, value or
+/// mask before a missing prerequisite before a duplicate (Open vSwitch's order).
 pub fn decode_oxm_fields(bytes: &[u8]) -> Result<Match, DecodeError> {
     let mut r = Reader::new(bytes, ErrorCode::BMC_BAD_LEN, "match");
     let mut m = Match::ANY;
@@ -421,16 +426,6 @@ pub fn decode_oxm_fields(bytes: &[u8]) -> Result<Match, DecodeError> {
     while !r.is_empty() {
         let tlv = read_tlv(&mut r, MATCH_CODES)?;
         let def = tlv.def;
-        if let Some(prev) = seen.iter().find(|d| overlaps(d.key, def.key)) {
-            return Err(DecodeError::new(
-                ErrorCode::BMC_DUP_FIELD,
-                format!(
-                    "{} appears twice in the match (or with {}, which shares its bits); give it once",
-                    def.name, prev.name
-                ),
-            ));
-        }
-        seen.push(def);
         let mask = tlv.mask.unwrap_or(def.full_mask());
         if tlv.value & !mask != 0 {
             return Err(DecodeError::new(
@@ -441,19 +436,30 @@ pub fn decode_oxm_fields(bytes: &[u8]) -> Result<Match, DecodeError> {
                 ),
             ));
         }
-        m.set_masked(def.key, tlv.value, mask);
-    }
-    for def in &seen {
+        // Against the fields before this one only; checked before duplicates, as Open
+        // vSwitch does (fields that share bits have exclusive prerequisites anyway).
         if !def.prereq.holds(&m) {
             return Err(DecodeError::new(
                 ErrorCode::BMC_BAD_PREREQ,
                 format!(
-                    "{} needs {}; add that to the match",
+                    "{} needs {} before it in the match (a field's prerequisites come first); \
+                     add or move them",
                     def.name,
                     def.prereq.describe()
                 ),
             ));
         }
+        if let Some(prev) = seen.iter().find(|d| overlaps(d.key, def.key)) {
+            return Err(DecodeError::new(
+                ErrorCode::BMC_DUP_FIELD,
+                format!(
+                    "{} appears twice in the match (or with {}, which shares its bits); give it once",
+                    def.name, prev.name
+                ),
+            ));
+        }
+        seen.push(def);
+        m.set_masked(def.key, tlv.value, mask);
     }
     Ok(m)
 }

@@ -145,13 +145,77 @@ fn prerequisites_are_checked() {
         tlv(0x8000_3e10, &[0; 16])
     ])
     .is_ok());
-    // Order does not matter.
-    assert!(fields(&[
-        tlv(TCP_DST, &[0, 80]),
+}
+
+/// OpenFlow 1.3.5 §7.2.3.6: prerequisites come before the field that needs them (Open
+/// vSwitch 3.1 answers each of these with OFPBMC_BAD_PREREQ too).
+#[test]
+fn prerequisites_must_come_first() {
+    let code = |parts: &[Vec<u8>]| fields(parts).unwrap_err().code;
+    let (eth_ip, proto_tcp, tcp_80) = (
+        tlv(ETH_TYPE, &[8, 0]),
         tlv(IP_PROTO, &[6]),
-        tlv(ETH_TYPE, &[8, 0])
-    ])
-    .is_ok());
+        tlv(TCP_DST, &[0, 80]),
+    );
+    // In order: accepted.
+    let m = fields(&[eth_ip.clone(), proto_tcp.clone(), tcp_80.clone()]).unwrap();
+    assert_eq!(m.get(F::TpDst), (80, 0xffff));
+    // The same three fields in any other order: refused.
+    for parts in [
+        [tcp_80.clone(), proto_tcp.clone(), eth_ip.clone()],
+        [tcp_80.clone(), eth_ip.clone(), proto_tcp.clone()],
+        [eth_ip.clone(), tcp_80.clone(), proto_tcp.clone()],
+        [proto_tcp.clone(), eth_ip.clone(), tcp_80.clone()],
+        [proto_tcp.clone(), tcp_80.clone(), eth_ip.clone()],
+    ] {
+        assert_eq!(code(&parts), ErrorCode::BMC_BAD_PREREQ, "{parts:x?}");
+    }
+    // vlan_pcp before vlan_vid; icmpv6_type before ip_proto; nd_target before icmpv6_type.
+    assert_eq!(
+        code(&[tlv(VLAN_PCP, &[3]), tlv(VLAN_VID, &[0x10, 5])]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    let v6 = tlv(ETH_TYPE, &[0x86, 0xdd]);
+    assert_eq!(
+        code(&[v6.clone(), tlv(0x8000_3a01, &[135]), tlv(IP_PROTO, &[58])]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    assert_eq!(
+        code(&[
+            v6,
+            tlv(IP_PROTO, &[58]),
+            tlv(0x8000_3e10, &[0; 16]),
+            tlv(0x8000_3a01, &[135])
+        ]),
+        ErrorCode::BMC_BAD_PREREQ
+    );
+    // The error says what to do.
+    let e = fields(&[tcp_80, eth_ip, proto_tcp]).unwrap_err();
+    assert!(e.reason.contains("OXM_OF_TCP_DST needs"), "{}", e.reason);
+    assert!(e.reason.contains("before it"), "{}", e.reason);
+}
+
+/// The whole `ofp_match` as a controller sends it, in hex: `tcp_dst=80` ahead of its
+/// prerequisites is refused; the same fields in the order `ovs-ofctl` writes them decode.
+#[test]
+fn prerequisite_order_hex_vectors() {
+    let hex = |s: &str| -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    // type OXM, length 21: tcp_dst=80, eth_type=0x0800, ip_proto=6, 3 bytes of padding.
+    let late = hex("0001 0015  80001c02 0050  80000a02 0800  80001401 06  000000");
+    assert_eq!(dec(&late).unwrap_err().code, ErrorCode::BMC_BAD_PREREQ);
+    let first = hex("0001 0015  80000a02 0800  80001401 06  80001c02 0050  000000");
+    let mut want = Match::ANY;
+    want.set_exact(F::EthType, 0x0800);
+    want.set_exact(F::IpProto, 6);
+    want.set_exact(F::TpDst, 80);
+    assert_eq!(dec(&first).unwrap(), want);
+    assert_eq!(enc(&want), first, "the encoder writes prerequisites first");
 }
 
 #[test]
@@ -161,13 +225,23 @@ fn malformed_fields() {
         code(&[tlv(ETH_TYPE, &[8, 0]), tlv(ETH_TYPE, &[8, 0])]),
         ErrorCode::BMC_DUP_FIELD
     );
-    // ipv4_src and arp_spa share a slot.
     assert_eq!(
         code(&[
+            tlv(ETH_TYPE, &[8, 0]),
+            tlv(IP_PROTO, &[6]),
+            tlv(IP_PROTO, &[6])
+        ]),
+        ErrorCode::BMC_DUP_FIELD
+    );
+    // ipv4_src and arp_spa share a slot, but their prerequisites exclude each other: the
+    // second one's is what fails first (Open vSwitch's order).
+    assert_eq!(
+        code(&[
+            tlv(ETH_TYPE, &[8, 0]),
             tlv(IPV4_SRC, &[1, 0, 0, 0]),
             tlv(0x8000_2c04, &[1, 0, 0, 0])
         ]),
-        ErrorCode::BMC_DUP_FIELD
+        ErrorCode::BMC_BAD_PREREQ
     );
     // Bad length: eth_type with 3 bytes; header cut short; length past the end.
     assert_eq!(

@@ -26,8 +26,12 @@ pub mod ports {
     pub const ANY: u32 = 0xffff_ffff;
 }
 
-/// Number of the last flow table.
+/// Number of the last flow table (OpenFlow's `OFPTT_MAX`, "last usable table number"):
+/// tables 0 to 254 all take flows, so a switch has [`N_TABLES`] of them.
 pub const MAX_TABLE: u8 = 254;
+/// How many flow tables there are (FEATURES_REPLY's `n_tables`; table stats and table
+/// features list as many): 255, tables 0 to [`MAX_TABLE`].
+pub const N_TABLES: u8 = MAX_TABLE + 1;
 /// `OFPTT_ALL`: every table (in flow-mod delete and stats requests).
 pub const ALL_TABLES: u8 = 0xff;
 /// `OFPG_ANY` / `OFPG_ALL`: any group (filters).

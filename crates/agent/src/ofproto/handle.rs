@@ -9,7 +9,7 @@ use openflow::{
     AsyncConfig, ErrorCode, ErrorMsg, FeaturesReply, Message, PortMod, PortReason, PortStatus,
     QueueGetConfigReply, SwitchConfig, NO_BUFFER,
 };
-use pipeline::model::{ports, MAX_TABLE};
+use pipeline::model::{ports, MAX_TABLE, N_TABLES};
 
 use super::{features, multipart, packet_out, OfBridge, State};
 use crate::role::Role;
@@ -63,7 +63,8 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, role: Role, msg: &[u8], out: &m
             &M::FeaturesReply(FeaturesReply {
                 datapath_id: b.cfg.datapath_id,
                 n_buffers: 0,
-                n_tables: MAX_TABLE,
+                // Every table that takes flows, as table stats and features list them.
+                n_tables: N_TABLES,
                 auxiliary_id: 0,
                 capabilities: cap::FLOW_STATS
                     | cap::TABLE_STATS

@@ -121,7 +121,7 @@ fn features_and_config() {
     match &r[..] {
         [(5, Message::FeaturesReply(f))] => {
             assert_eq!(f.datapath_id, 0xabc);
-            assert_eq!(f.n_tables, 254);
+            assert_eq!(f.n_tables, 255);
             assert_eq!(f.capabilities, 0b1111);
         }
         other => panic!("{other:?}"),
@@ -138,6 +138,59 @@ fn features_and_config() {
         [(7, Message::GetConfigReply(c))] => assert_eq!(c.miss_send_len, 200),
         other => panic!("{other:?}"),
     }
+}
+
+/// FEATURES_REPLY, table stats and table features count the same tables, and the last one
+/// takes flows (docs/openflow.md: 255 tables).
+#[test]
+fn one_table_count_everywhere() {
+    let b = bridge(FailMode::Secure);
+    let n_tables = match &ask(&b, 1, &Message::FeaturesRequest)[..] {
+        [(1, Message::FeaturesReply(f))] => usize::from(f.n_tables),
+        other => panic!("{other:?}"),
+    };
+    let multipart = |body| {
+        ask(
+            &b,
+            2,
+            &Message::MultipartRequest(MultipartRequest { flags: 0, body }),
+        )
+    };
+    let stats: usize = multipart(R::Table)
+        .iter()
+        .map(|(_, m)| match m {
+            Message::MultipartReply(r) => match &r.body {
+                B::Table(v) => v.len(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        })
+        .sum();
+    let features = table_features_reply(&multipart(R::TableFeatures(Vec::new())));
+    assert_eq!((n_tables, stats, features.len()), (255, 255, 255));
+    let last = u8::try_from(n_tables - 1).unwrap();
+    assert_eq!(features.last().map(|t| t.table_id), Some(last));
+    let r = ask(
+        &b,
+        3,
+        &flow_mod(FlowMod::add(last, 1, Match::ANY, output(1))),
+    );
+    assert_eq!(error_code(&r), None, "{r:?}");
+    let r = ask(
+        &b,
+        4,
+        &flow_mod(FlowMod::add(
+            0,
+            1,
+            Match::ANY,
+            vec![Instruction::GotoTable(last)],
+        )),
+    );
+    assert_eq!(error_code(&r), None, "{r:?}");
+    assert_eq!(
+        flow_stats(&b).iter().filter(|f| f.table_id == last).count(),
+        1
+    );
 }
 
 #[test]
