@@ -5,9 +5,11 @@
 //! to be 1.3, state-changing messages from slaves already refused). Messages the switch sends
 //! on its own (packet-in, flow-removed, port-status) go the other way through
 //! [`crate::AsyncSender::send`], which picks the eligible controllers by role and rate-limits
-//! packet-ins. Bridge methods run on the agent's tokio tasks: they must not block.
+//! packet-ins. Bridge methods run on the agent's tokio tasks: they must not block; a reply
+//! that takes long to build comes as a [`ReplyStream`] ([`Bridge::handle_streamed`]).
 
 use crate::connectivity::Connectivity;
+use crate::reply_stream::ReplyStream;
 use crate::role::Role;
 use crate::ConnId;
 
@@ -19,6 +21,21 @@ pub trait Bridge: Send + Sync + 'static {
     /// Handles one message from controller `conn` (a whole message, header included) and
     /// appends the encoded replies, if any, to `replies` (they are sent in order, right after).
     fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>);
+
+    /// As [`Bridge::handle`], except that a reply that takes long to build (a dump of a big
+    /// table) may come as a [`ReplyStream`], whose pieces the session sends after `replies`
+    /// and before it handles the controller's next message, while the runtime serves other
+    /// sessions. The session calls this one. By default: [`Bridge::handle`], no stream.
+    fn handle_streamed(
+        &self,
+        conn: ConnId,
+        role: Role,
+        msg: &[u8],
+        replies: &mut Vec<u8>,
+    ) -> Option<ReplyStream> {
+        self.handle(conn, role, msg, replies);
+        None
+    }
 
     /// Whether the bridge can take a message of OpenFlow type `msg_type` now. When it cannot
     /// (e.g. the datapath's packet-out queue is full), the session leaves the message unread,

@@ -11,7 +11,10 @@
 //! state-changing message from a slave gets OFPBRC_IS_SLAVE, and everything else goes to
 //! [`crate::Bridge::handle`]. A length below 8 cannot be framed: OFPBRC_BAD_LEN, then close.
 //! Replies to one read are written together; asynchronous messages queued by the registry
-//! are written as they come. When the bridge cannot take the next message yet
+//! are written as they come. A reply the bridge sends in pieces ([`crate::ReplyStream`]: a
+//! dump of a big table) is written piece by piece as its producer makes them on another
+//! thread, with queued asynchronous messages in between; this controller's later messages
+//! wait for it (replies keep their order), while the runtime serves every other session. When the bridge cannot take the next message yet
 //! ([`crate::Bridge::can_take`]: its packet-out queue is full), the session stops reading that
 //! controller and retries every [`BUSY_RETRY`], so TCP slows the controller down; after
 //! [`BUSY_HOLD_MAX`] it hands the message over anyway (the bridge then answers with an error). A write that stalls longer than the probe interval ends the
@@ -29,6 +32,7 @@ use tokio::time::{sleep_until, Instant};
 use crate::admission::Activity;
 use crate::framing::Framer;
 use crate::registry::{Registration, Registry};
+use crate::reply_stream::ReplyStream;
 use crate::role::Role;
 use crate::target::Target;
 use crate::wire::{self, error_code as ec, msg_type as mt, Header, HelloOffer, RoleMessage};
@@ -92,6 +96,8 @@ enum Next {
     Continue,
     /// The bridge cannot take the next message yet; it stays unread.
     Busy,
+    /// The last message's reply comes in pieces: send them before the next message.
+    Stream(ReplyStream),
     Close(SessionEnd),
 }
 
@@ -113,6 +119,8 @@ struct Session<'a> {
     busy_since: Option<Instant>,
     /// What the listener that accepted this connection sees of it (none for active targets).
     activity: Option<&'a Activity>,
+    /// The reply in pieces the last message asked for, until `take_messages` hands it on.
+    streaming: Option<ReplyStream>,
 }
 
 /// Runs the session on `stream` until it ends.
@@ -135,6 +143,7 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         next_xid: 1,
         busy_since: None,
         activity,
+        streaming: None,
     };
     let end = s.drive(&mut stream, probe_interval).await;
     // Closing politely is best effort: the peer may be gone already.
@@ -194,7 +203,7 @@ impl Session<'_> {
                         Err(e) => return SessionEnd::Io(e),
                     }
                     let taken = framer.taken();
-                    let next = self.take_messages(&mut framer);
+                    let (next, _) = self.process(&mut framer, stream, probe).await;
                     busy = matches!(next, Next::Busy);
                     if busy {
                         retry.as_mut().reset(Instant::now() + BUSY_RETRY);
@@ -226,10 +235,21 @@ impl Session<'_> {
                     return SessionEnd::MessageTimeout;
                 }
                 () = &mut retry, if busy => {
-                    let next = self.take_messages(&mut framer);
+                    let (next, streamed) = self.process(&mut framer, stream, probe).await;
                     busy = matches!(next, Next::Busy);
                     if busy {
                         retry.as_mut().reset(Instant::now() + BUSY_RETRY);
+                    }
+                    if streamed {
+                        // Sending a long reply was activity, and no byte was read meanwhile:
+                        // the clocks start again.
+                        probing = false;
+                        timer.as_mut().reset(Instant::now() + probe);
+                        if partial_since.is_some() {
+                            let now = Instant::now();
+                            partial_since = Some(now);
+                            partial.as_mut().reset(now + probe);
+                        }
                     }
                     if let Err(end) = self.flush(stream, probe).await {
                         return end;
@@ -269,6 +289,51 @@ impl Session<'_> {
                     timer.as_mut().reset(Instant::now() + probe);
                 }
             }
+        }
+    }
+
+    /// Handles the whole messages in `framer` ([`Session::take_messages`]), sending a reply
+    /// that comes in pieces before going on to the next message. Also says whether a reply
+    /// was streamed (time passed without reading).
+    async fn process<S: AsyncWrite + Unpin>(
+        &mut self,
+        framer: &mut Framer,
+        stream: &mut S,
+        probe: Duration,
+    ) -> (Next, bool) {
+        let mut streamed = false;
+        loop {
+            match self.take_messages(framer) {
+                Next::Stream(pieces) => {
+                    streamed = true;
+                    if let Err(end) = self.send_pieces(stream, pieces, probe).await {
+                        return (Next::Close(end), streamed);
+                    }
+                }
+                next => return (next, streamed),
+            }
+        }
+    }
+
+    /// Writes what `out` holds, then every piece of `pieces` as it comes; asynchronous
+    /// messages queued meanwhile go out between pieces. This controller's next messages wait
+    /// (its replies keep their order); other sessions do not.
+    async fn send_pieces<S: AsyncWrite + Unpin>(
+        &mut self,
+        stream: &mut S,
+        mut pieces: ReplyStream,
+        probe: Duration,
+    ) -> Result<(), SessionEnd> {
+        self.flush(stream, probe).await?;
+        loop {
+            tokio::select! {
+                piece = pieces.next() => match piece {
+                    Some(piece) => self.out.extend_from_slice(&piece),
+                    None => return Ok(()),
+                },
+                Some(msg) = recv(&mut self.queue) => self.out.extend_from_slice(&msg),
+            }
+            self.flush(stream, probe).await?;
         }
     }
 
@@ -312,6 +377,9 @@ impl Session<'_> {
                 Ok(Some(msg)) => {
                     if let Next::Close(end) = self.on_message(msg) {
                         return Next::Close(end);
+                    }
+                    if let Some(stream) = self.streaming.take() {
+                        return Next::Stream(stream);
                     }
                 }
                 Ok(None) => return Next::Continue,
@@ -376,9 +444,10 @@ impl Session<'_> {
                         ec::BAD_REQUEST_IS_SLAVE,
                     );
                 } else {
-                    self.registry
-                        .bridge
-                        .handle(self.id, role, msg, &mut self.out);
+                    self.streaming =
+                        self.registry
+                            .bridge
+                            .handle_streamed(self.id, role, msg, &mut self.out);
                 }
             }
         }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use agent::{Bridge, ConnId, Connectivity, Role};
+use agent::{Bridge, ConnId, Connectivity, ReplyStream, Role};
 use tokio::sync::Notify;
 
 /// Forwards everything to `inner`; after each handled message, notifies `pump`.
@@ -23,6 +23,18 @@ impl<B: Bridge> Bridge for Nudging<B> {
     fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>) {
         self.inner.handle(conn, role, msg, replies);
         self.pump.notify_one();
+    }
+
+    fn handle_streamed(
+        &self,
+        conn: ConnId,
+        role: Role,
+        msg: &[u8],
+        replies: &mut Vec<u8>,
+    ) -> Option<ReplyStream> {
+        let stream = self.inner.handle_streamed(conn, role, msg, replies);
+        self.pump.notify_one();
+        stream
     }
 
     fn can_take(&self, msg_type: u8) -> bool {

@@ -353,3 +353,52 @@ fn hex(s: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
         .collect()
 }
+
+/// A table bigger than one piece of a streamed reply (1,024 flows): `ovs-ofctl dump-flows`
+/// and `dump-aggregate` and `hayate ctl dump-flows` read every flow back.
+#[test]
+fn a_big_table_dumps_whole() {
+    if !have_ofctl("a_big_table_dumps_whole") {
+        return;
+    }
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    let n = 5000;
+    let text: String = (0..n)
+        .map(|i| {
+            format!(
+                "priority={},ip,nw_dst=11.0.{}.{},actions=output:2\n",
+                i % 7,
+                i / 256,
+                i % 256
+            )
+        })
+        .collect();
+    let file = h.file("flows.txt");
+    std::fs::write(&file, text).unwrap();
+    h.ofctl("add-flows", &[file.to_str().unwrap()]);
+    let dump = flows(&h.ofctl("dump-flows", &[]));
+    assert_eq!(dump.len(), n);
+    assert!(
+        dump.iter().any(|l| l.contains("nw_dst=11.0.19.135")),
+        "the last flow"
+    );
+    let agg = h.ofctl("dump-aggregate", &[]);
+    assert!(agg.contains(&format!("flow_count={n}")), "{agg}");
+    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .args(["ctl", h.file("br0.mgmt").to_str().unwrap(), "dump-flows"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(flows(&String::from_utf8_lossy(&out.stdout)).len(), n);
+}

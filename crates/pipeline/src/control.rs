@@ -122,6 +122,12 @@ impl Control {
         Arc::make_mut(&mut self.tables[t])
     }
 
+    /// Table `t` of the working copy, shared: what a dump's snapshot holds
+    /// ([`Control::dump`]).
+    pub(crate) fn table_snapshot(&self, t: u8) -> Arc<FlowTable> {
+        self.tables[usize::from(t)].clone()
+    }
+
     /// The snapshot the datapath currently sees.
     pub fn published(&self) -> Arc<Pipeline> {
         self.cell.load()
@@ -455,7 +461,7 @@ impl Control {
     }
 
     /// Dump-flows: entries of `table` (or [`ALL_TABLES`]) that `filter` selects, in the
-    /// working copy.
+    /// working copy, all at once ([`Control::dump`] walks a big table in pieces).
     pub fn flows(&self, table: u8, filter: &FlowFilter) -> Vec<FlowView> {
         let now = now_ms();
         let range = if table == ALL_TABLES {

@@ -19,6 +19,7 @@
 //! | `pipeline.rs` | the snapshot and the cell the datapath holds |
 //! | `changes.rs` | what each publish changed, and which megaflows a change may affect |
 //! | `control.rs` | the control side: mods, publish, timeouts, stats |
+//! | `dump.rs` | flow dumps and aggregates walked on a snapshot, in pieces, without the lock |
 //! | `translate.rs` | a flow key through the tables into datapath actions |
 
 #![deny(missing_docs)]
@@ -27,6 +28,7 @@ pub mod changes;
 pub mod classifier;
 pub mod control;
 pub mod dpaction;
+pub mod dump;
 pub mod error;
 pub mod flow;
 pub mod fuzzing;
@@ -46,6 +48,7 @@ mod translate;
 pub use changes::{Change, Cursor, Published, Since, Trail};
 pub use control::Control;
 pub use dpaction::{DpAction, FlowCounters, PacketInReason, Translation};
+pub use dump::{Aggregate, FlowDump};
 pub use error::{FlowModError, GroupModError, MeterModError};
 pub use flow::{FlowEntry, RemovedReason};
 pub use meter::{MeterState, MeterVerdict};

@@ -12,6 +12,7 @@ use openflow::{
 use pipeline::model::{ports, MAX_TABLE, N_TABLES};
 
 use super::{features, multipart, packet_out, OfBridge, State};
+use crate::reply_stream::Producer;
 use crate::role::Role;
 use crate::ConnId;
 
@@ -45,13 +46,21 @@ fn code_of((kind, code): (u16, u16)) -> ErrorCode {
     ErrorCode { kind, code }
 }
 
-pub(super) fn handle(b: &OfBridge, conn: ConnId, role: Role, msg: &[u8], out: &mut Vec<u8>) {
+/// Answers one message into `out`, or returns the producer of a reply too big to build at
+/// once (a dump of a big table), which follows `out`.
+pub(super) fn handle(
+    b: &OfBridge,
+    conn: ConnId,
+    role: Role,
+    msg: &[u8],
+    out: &mut Vec<u8>,
+) -> Option<Producer> {
     let (h, m) = match openflow::decode(msg) {
         Ok(x) => x,
         Err(e) => {
             tracing::debug!(conn = conn.0, "undecodable message: {}", e.reason);
             error(out, msg, e.code);
-            return;
+            return None;
         }
     };
     let xid = h.xid;
@@ -171,7 +180,7 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, role: Role, msg: &[u8], out: &m
             if sets_tables && role == Role::Slave {
                 error(out, msg, ErrorCode::BRC_IS_SLAVE);
             } else {
-                multipart::reply_to(b, xid, msg, &r, out);
+                return multipart::reply_to(b, xid, msg, &r, out);
             }
         }
         M::QueueGetConfigRequest { port } => {
@@ -226,6 +235,7 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, role: Role, msg: &[u8], out: &m
         | M::RoleReply(_)
         | M::GetAsyncReply(_) => error(out, msg, ErrorCode::BRC_BAD_TYPE),
     }
+    None
 }
 
 /// PORT_MOD: NO_FWD, NO_PACKET_IN and PORT_DOWN reach the pipeline (NO_RECV is kept and

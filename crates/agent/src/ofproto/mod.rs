@@ -15,6 +15,7 @@
 //! | `mod.rs` | [`OfBridge`], its settings and ports, the [`Bridge`] impl, fail mode |
 //! | `handle.rs` | one OpenFlow request → replies or an error |
 //! | `multipart.rs` | multipart (statistics) replies, split to fit 64 KiB messages |
+//! | `dump.rs` | flow and aggregate statistics from a snapshot, a big table's in pieces |
 //! | `features.rs` | what the switch says about itself: desc, table/group/meter features, ports |
 //! | `packet_out.rs` | packet-out actions → datapath actions |
 //! | `async_out.rs` | the pump: packet-in, flow-removed, port-status, per-connection filters |
@@ -29,10 +30,13 @@
 //! means every earlier message is in effect in the fast path.
 //!
 //! Locking: one mutex over the bridge's state, taken by `handle` and by the pump — both on
-//! the control side. The datapath never takes it.
+//! the control side. The datapath never takes it. A flow or aggregate statistics request
+//! holds it only to take a snapshot of the tables (a pointer per table); the walk runs
+//! without it, for a big table on a thread of its own, in pieces ([`Bridge::handle_streamed`]).
 
 mod async_out;
 mod counters;
+mod dump;
 mod features;
 mod handle;
 mod live_ports;
@@ -57,6 +61,7 @@ use port::Port;
 use crate::bridge::Bridge;
 use crate::connectivity::{Connectivity, FailMode};
 use crate::rate_limit::{RateLimit, TokenBucket};
+use crate::reply_stream::ReplyStream;
 use crate::role::Role;
 use crate::ConnId;
 
@@ -366,7 +371,19 @@ impl Bridge for OfBridge {
     }
 
     fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>) {
-        handle::handle(self, conn, role, msg, replies);
+        if let Some(rest) = handle::handle(self, conn, role, msg, replies) {
+            ReplyStream::collect(rest, replies);
+        }
+    }
+
+    fn handle_streamed(
+        &self,
+        conn: ConnId,
+        role: Role,
+        msg: &[u8],
+        replies: &mut Vec<u8>,
+    ) -> Option<ReplyStream> {
+        handle::handle(self, conn, role, msg, replies).map(ReplyStream::spawn)
     }
 
     fn can_take(&self, msg_type: u8) -> bool {
@@ -437,7 +454,19 @@ impl Bridge for Secondary {
     }
 
     fn handle(&self, conn: ConnId, role: Role, msg: &[u8], replies: &mut Vec<u8>) {
-        handle::handle(&self.0, ConnId(conn.0 | SECONDARY_BIT), role, msg, replies);
+        self.0
+            .handle(ConnId(conn.0 | SECONDARY_BIT), role, msg, replies);
+    }
+
+    fn handle_streamed(
+        &self,
+        conn: ConnId,
+        role: Role,
+        msg: &[u8],
+        replies: &mut Vec<u8>,
+    ) -> Option<ReplyStream> {
+        self.0
+            .handle_streamed(ConnId(conn.0 | SECONDARY_BIT), role, msg, replies)
     }
 
     fn can_take(&self, msg_type: u8) -> bool {

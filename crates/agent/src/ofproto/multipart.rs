@@ -1,11 +1,12 @@
 //! Multipart (statistics and description) replies. A reply that does not fit one 64 KiB
-//! message is split into several, all but the last flagged MORE.
+//! message is split into several, all but the last flagged MORE. Flow and aggregate
+//! statistics are built from a snapshot of the tables, off the bridge's lock, and a big
+//! table's come in pieces ([`super::dump`]).
 
 use std::sync::atomic::Ordering::Relaxed;
 
 use openflow::multipart::{
-    AggregateStats, Counter, FlowStats, FlowStatsRequest, GroupStats, MeterConfig, MeterStats,
-    TableStats, MORE,
+    Counter, FlowStatsRequest, GroupStats, MeterConfig, MeterStats, TableStats, MORE,
 };
 use openflow::{ErrorCode, Message, MultipartReply, MultipartReplyBody as B};
 use openflow::{MultipartRequest, MultipartRequestBody as R};
@@ -13,22 +14,38 @@ use pipeline::model::{ports, GROUP_ALL, MAX_TABLE, METER_ALL};
 use pipeline::FlowFilter;
 
 use super::handle::{error, reply};
-use super::{features, OfBridge};
+use super::{dump, features, OfBridge};
+use crate::reply_stream::Producer;
 
 /// Items per reply message to try first; halved while a message would be too long.
 const FIRST_CHUNK: usize = 256;
 
 /// Sends `items` in as many messages as needed.
 fn split<T: Clone>(out: &mut Vec<u8>, xid: u32, items: &[T], wrap: impl Fn(Vec<T>) -> B) {
+    split_parts(out, xid, items, wrap, true);
+}
+
+/// Sends `items` in as many messages as needed, all flagged MORE but the last when `last`
+/// (these items end the reply), every one when more items follow in later calls. No items
+/// and `last`: one empty message ends the reply.
+pub(super) fn split_parts<T: Clone>(
+    out: &mut Vec<u8>,
+    xid: u32,
+    items: &[T],
+    wrap: impl Fn(Vec<T>) -> B,
+    last: bool,
+) {
     if items.is_empty() {
-        reply(
-            out,
-            xid,
-            &Message::MultipartReply(MultipartReply {
-                flags: 0,
-                body: wrap(Vec::new()),
-            }),
-        );
+        if last {
+            reply(
+                out,
+                xid,
+                &Message::MultipartReply(MultipartReply {
+                    flags: 0,
+                    body: wrap(Vec::new()),
+                }),
+            );
+        }
         return;
     }
     let mut i = 0;
@@ -36,7 +53,7 @@ fn split<T: Clone>(out: &mut Vec<u8>, xid: u32, items: &[T], wrap: impl Fn(Vec<T
     while i < items.len() {
         let end = (i + chunk).min(items.len());
         let msg = Message::MultipartReply(MultipartReply {
-            flags: if end < items.len() { MORE } else { 0 },
+            flags: if end < items.len() || !last { MORE } else { 0 },
             body: wrap(items[i..end].to_vec()),
         });
         match openflow::encode(xid, &msg, out) {
@@ -61,13 +78,15 @@ fn filter_of(r: &FlowStatsRequest) -> FlowFilter {
     }
 }
 
+/// Answers `req` into `out`, or returns the producer of a reply too big to build at once
+/// (which then follows whatever `out` holds).
 pub(super) fn reply_to(
     b: &OfBridge,
     xid: u32,
     msg: &[u8],
     req: &MultipartRequest,
     out: &mut Vec<u8>,
-) {
+) -> Option<Producer> {
     let one = |out: &mut Vec<u8>, body: B| {
         reply(
             out,
@@ -78,26 +97,13 @@ pub(super) fn reply_to(
     match &req.body {
         R::Desc => one(out, B::Desc(features::desc(&b.cfg.name, b.cfg.datapath_id))),
         R::Flow(r) => {
-            let st = b.lock();
-            let flows: Vec<FlowStats> = st
-                .control
-                .flows(r.table_id, &filter_of(r))
-                .iter()
-                .map(FlowStats::from)
-                .collect();
-            drop(st);
-            split(out, xid, &flows, B::Flow);
+            // A snapshot (one pointer per table) is all that is taken under the lock.
+            let snapshot = b.lock().control.dump(r.table_id, &filter_of(r));
+            return dump::flow_stats(snapshot, xid, out);
         }
         R::Aggregate(r) => {
-            let st = b.lock();
-            let flows = st.control.flows(r.table_id, &filter_of(r));
-            let agg = AggregateStats {
-                packet_count: flows.iter().map(|f| f.packets).sum(),
-                byte_count: flows.iter().map(|f| f.bytes).sum(),
-                flow_count: flows.len() as u32,
-            };
-            drop(st);
-            one(out, B::Aggregate(agg));
+            let snapshot = b.lock().control.dump(r.table_id, &filter_of(r));
+            return dump::aggregate(snapshot, xid, out);
         }
         R::Table => {
             let stats: Vec<TableStats> = b
@@ -206,7 +212,7 @@ pub(super) fn reply_to(
                     drop(st);
                     tracing::info!(bridge = %b.cfg.name, "table-features request refused: {why}");
                     error(out, msg, code);
-                    return;
+                    return None;
                 }
                 st.table_names = set.iter().map(|t| (t.table_id, t.name.clone())).collect();
             }
@@ -228,4 +234,5 @@ pub(super) fn reply_to(
             split(out, xid, &descs, B::PortDesc);
         }
     }
+    None
 }

@@ -575,3 +575,119 @@ fn datapath_ids_are_stable_and_local() {
     assert_eq!(mac[0] & 0x03, 0x02, "locally administered unicast");
     assert!(datapath_id_from_name("br0") < 1 << 48);
 }
+
+/// Decodes a byte run of whole messages.
+fn decode_all(bytes: &[u8]) -> Vec<(u32, Message)> {
+    let mut replies = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let len = openflow::frame_len(&bytes[at..]).unwrap().unwrap();
+        let (h, m) = openflow::decode(&bytes[at..at + len]).unwrap();
+        replies.push((h.xid, m));
+        at += len;
+    }
+    replies
+}
+
+/// A big table's flow stats come in pieces built off the lock: every message but the last
+/// flagged MORE, every flow once, in the order of a dump built at once; its aggregate comes
+/// the same way. A small table's are answered at once.
+#[tokio::test]
+async fn a_big_dump_comes_in_pieces() {
+    let b = bridge(FailMode::Secure);
+    let n = 3 * super::dump::PIECE + 17;
+    for i in 0..n {
+        let mut m = in_port(1);
+        m.set_exact(packet::Field::TpDst, i as u128);
+        m.set_exact(packet::Field::EthType, 0x0800);
+        m.set_exact(packet::Field::IpProto, 6);
+        let prio = (i % 5) as u16;
+        assert!(ask(
+            &b,
+            1,
+            &flow_mod(FlowMod::add((i % 2) as u8, prio, m, output(2)))
+        )
+        .is_empty());
+    }
+    let all_at_once = flow_stats(&b);
+    assert_eq!(all_at_once.len(), n);
+    let request = |body| {
+        let mut bytes = Vec::new();
+        openflow::encode(
+            7,
+            &Message::MultipartRequest(MultipartRequest { flags: 0, body }),
+            &mut bytes,
+        )
+        .unwrap();
+        bytes
+    };
+    let mut out = Vec::new();
+    let mut stream = b
+        .handle_streamed(
+            ConnId(1),
+            Role::Equal,
+            &request(R::Flow(FlowStatsRequest::default())),
+            &mut out,
+        )
+        .expect("a big dump is streamed");
+    assert!(out.is_empty(), "nothing is built at once");
+    let mut pieces = 0;
+    while let Some(piece) = stream.next().await {
+        pieces += 1;
+        out.extend(piece);
+    }
+    assert!(pieces > 1, "{pieces} pieces");
+    let replies = decode_all(&out);
+    let mut streamed = Vec::new();
+    for (i, (xid, m)) in replies.iter().enumerate() {
+        assert_eq!(*xid, 7);
+        let Message::MultipartReply(r) = m else {
+            panic!("{m:?}")
+        };
+        assert_eq!(r.flags & MORE != 0, i + 1 < replies.len(), "message {i}");
+        let B::Flow(v) = &r.body else { panic!("{r:?}") };
+        streamed.extend(v.iter().cloned());
+    }
+    let key = |f: &openflow::multipart::FlowStats| (f.table_id, f.priority, f.matcher);
+    assert_eq!(
+        streamed.iter().map(key).collect::<Vec<_>>(),
+        all_at_once.iter().map(key).collect::<Vec<_>>()
+    );
+    // Aggregate.
+    let mut out = Vec::new();
+    let mut stream = b
+        .handle_streamed(
+            ConnId(1),
+            Role::Equal,
+            &request(R::Aggregate(FlowStatsRequest::default())),
+            &mut out,
+        )
+        .expect("a big aggregate runs off the lock");
+    while let Some(piece) = stream.next().await {
+        out.extend(piece);
+    }
+    match &decode_all(&out)[..] {
+        [(7, Message::MultipartReply(r))] => match &r.body {
+            B::Aggregate(a) => assert_eq!(a.flow_count as usize, n),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    // A small table: answered at once.
+    let small = bridge(FailMode::Secure);
+    ask(
+        &small,
+        1,
+        &flow_mod(FlowMod::add(0, 1, in_port(1), output(2))),
+    );
+    let mut out = Vec::new();
+    assert!(small
+        .handle_streamed(
+            ConnId(1),
+            Role::Equal,
+            &request(R::Flow(FlowStatsRequest::default())),
+            &mut out
+        )
+        .is_none());
+    assert_eq!(decode_all(&out).len(), 1);
+}

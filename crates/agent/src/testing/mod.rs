@@ -12,7 +12,7 @@ use crate::connectivity::Connectivity;
 use crate::framing::Framer;
 use crate::role::Role;
 use crate::wire::{self, msg_type as mt, Header};
-use crate::{Bridge, ConnId};
+use crate::{Bridge, ConnId, ReplyStream};
 
 #[cfg(test)]
 mod agent_tests;
@@ -21,12 +21,29 @@ mod idle_cpu;
 #[cfg(test)]
 mod session_tests;
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod tls_tests;
 
 /// OFPT_FEATURES_REQUEST, which the fake bridge answers.
 pub const FEATURES_REQUEST: u8 = 5;
 /// OFPT_FEATURES_REPLY, the fake bridge's header-only answer.
 pub const FEATURES_REPLY: u8 = 6;
+/// OFPT_MULTIPART_REQUEST, which the fake bridge answers in pieces when told to
+/// ([`FakeBridge::pieces`]).
+pub const MULTIPART_REQUEST: u8 = 18;
+/// OFPT_MULTIPART_REPLY: each piece is one, header only.
+pub const MULTIPART_REPLY: u8 = 19;
+
+/// How the fake bridge answers the next MULTIPART_REQUEST: `count` header-only
+/// MULTIPART_REPLYs under the request's xid, each made only when `gate` gives one `()` (so a
+/// test decides when each piece exists).
+pub struct Pieces {
+    /// How many pieces.
+    pub count: usize,
+    /// One `()` per piece.
+    pub gate: std::sync::mpsc::Receiver<()>,
+}
 
 /// Bound on every wait in these tests.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -44,6 +61,9 @@ pub struct FakeBridge {
     pub disconnects: Mutex<Vec<ConnId>>,
     /// While set, the bridge cannot take PACKET_OUTs ([`Bridge::can_take`] says no).
     pub packet_out_busy: std::sync::atomic::AtomicBool,
+    /// When set, the next MULTIPART_REQUEST is answered in pieces
+    /// ([`Bridge::handle_streamed`]).
+    pub pieces: Mutex<Option<Pieces>>,
 }
 
 impl Bridge for FakeBridge {
@@ -66,6 +86,28 @@ impl Bridge for FakeBridge {
             }
             .write(replies);
         }
+    }
+
+    fn handle_streamed(
+        &self,
+        conn: ConnId,
+        role: Role,
+        msg: &[u8],
+        replies: &mut Vec<u8>,
+    ) -> Option<ReplyStream> {
+        self.handle(conn, role, msg, replies);
+        let h = Header::parse(msg).unwrap();
+        if h.msg_type != MULTIPART_REQUEST {
+            return None;
+        }
+        let Pieces { count, gate } = self.pieces.lock().unwrap().take()?;
+        Some(ReplyStream::spawn(Box::new(move |sink| {
+            for _ in 0..count {
+                if gate.recv_timeout(WAIT).is_err() || !sink(message(MULTIPART_REPLY, h.xid, &[])) {
+                    return;
+                }
+            }
+        })))
     }
 
     fn can_take(&self, msg_type: u8) -> bool {

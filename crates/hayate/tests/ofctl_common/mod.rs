@@ -52,9 +52,15 @@ impl Hayate {
 
     /// As [`Hayate::start`], with files already placed in `dir`.
     pub fn start_in(dir: tempfile::TempDir, args: &[&str]) -> Hayate {
+        Self::start_binary(Path::new(env!("CARGO_BIN_EXE_hayate")), dir, args, 60)
+    }
+
+    /// As [`Hayate::start_in`], running the `hayate` at `bin` (e.g. an older build, for a
+    /// benchmark's comparison) for at most `seconds`.
+    pub fn start_binary(bin: &Path, dir: tempfile::TempDir, args: &[&str], seconds: u32) -> Hayate {
         let port = free_port();
         let log = std::fs::File::create(dir.path().join("hayate.log")).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        let child = Command::new(bin)
             .arg("run")
             .args(args)
             .args([
@@ -67,7 +73,7 @@ impl Hayate {
                 "--pool-frames",
                 "4096",
                 "--duration",
-                "60",
+                &seconds.to_string(),
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))

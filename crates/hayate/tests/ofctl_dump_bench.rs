@@ -1,0 +1,300 @@
+//! Benchmark (ignored by default): a big table's flow dump and aggregate must not stall
+//! other controllers. 2,000,000 flow entries go in through OpenFlow; then one session asks
+//! for every flow's statistics (and then the aggregate) while a second session sends echo
+//! requests one after the other, 1 ms apart. Reports each request's time and reply size, the echo round
+//! trips that overlapped it, and the switch's RSS growth meanwhile.
+//!
+//! ```text
+//! cargo test --release -p hayate --test ofctl_dump_bench -- --ignored --nocapture
+//! ```
+//! `HAYATE_BENCH_FLOWS=N` changes the count; `HAYATE_BENCH_BIN=PATH` runs another `hayate`
+//! binary (e.g. an older build) under the same load.
+
+mod ofctl_common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ofctl_common::Hayate;
+use openflow::messages::mods::FlowModMsg;
+use openflow::multipart::{FlowStatsRequest, MORE};
+use openflow::{Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody};
+use packet::Field;
+use pipeline::model::{Action, FlowMod, Instruction, Match};
+
+/// Most echoes one measurement sends (it stops earlier when the request is answered).
+const MAX_ECHOES: usize = 1_000_000;
+/// Longest one measurement runs.
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn send(s: &mut TcpStream, xid: u32, m: &Message) {
+    let mut b = Vec::new();
+    openflow::encode(xid, m, &mut b).unwrap();
+    s.write_all(&b).unwrap();
+}
+
+/// The next message, raw.
+fn read_raw(s: &mut TcpStream) -> Vec<u8> {
+    let mut h = [0u8; 8];
+    s.read_exact(&mut h).unwrap();
+    let len = u16::from_be_bytes([h[2], h[3]]) as usize;
+    let mut m = h.to_vec();
+    m.resize(len, 0);
+    s.read_exact(&mut m[8..]).unwrap();
+    m
+}
+
+fn read_msg(s: &mut TcpStream) -> (u32, Message) {
+    let m = read_raw(s);
+    let (hdr, msg) = openflow::decode(&m).unwrap();
+    (hdr.xid, msg)
+}
+
+/// A session, HELLO done.
+fn session(port: u16) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_nodelay(true).unwrap();
+    s.set_read_timeout(Some(MAX_WAIT)).unwrap();
+    send(&mut s, 1, &Message::Hello(Hello::default()));
+    assert!(matches!(read_msg(&mut s), (_, Message::Hello(_))));
+    s
+}
+
+/// Reads until the reply to `xid`, answering echo requests; panics on an error.
+fn wait_for(s: &mut TcpStream, xid: u32) -> Message {
+    loop {
+        match read_msg(s) {
+            (x, Message::EchoRequest(d)) => send(s, x, &Message::EchoReply(d)),
+            (x, Message::Error(e)) => panic!("the switch refused request {x}: {e:?}"),
+            (x, m) if x == xid => return m,
+            _ => {}
+        }
+    }
+}
+
+/// `n` flows in table 0 (exact IPv4 destinations), 1000 flow-mods per write, then a barrier.
+fn install(s: &mut TcpStream, n: u32) {
+    let mut buf = Vec::with_capacity(1 << 20);
+    for i in 0..n {
+        let mut m = Match::ANY;
+        m.set_exact(Field::EthType, 0x0800);
+        m.set_exact(Field::Ipv4Dst, u128::from(0x0b00_0000 | i));
+        let fm = FlowMod::add(
+            0,
+            100,
+            m,
+            vec![Instruction::ApplyActions(vec![Action::Output {
+                port: 2,
+                max_len: 0,
+            }])],
+        );
+        let msg = Message::FlowMod(FlowModMsg {
+            flow_mod: fm,
+            buffer_id: openflow::NO_BUFFER,
+        });
+        openflow::encode(10 + i, &msg, &mut buf).unwrap();
+        if (i + 1) % 1000 == 0 || i + 1 == n {
+            s.write_all(&buf).unwrap();
+            buf.clear();
+        }
+    }
+    send(s, u32::MAX - 1, &Message::BarrierRequest);
+    assert_eq!(wait_for(s, u32::MAX - 1), Message::BarrierReply);
+}
+
+/// The switch's peak RSS until `stop`, looked at every 10 ms.
+fn peak_rss(pid: u32, stop: Arc<AtomicBool>) -> u64 {
+    let mut peak = 0;
+    let t0 = Instant::now();
+    while !stop.load(Ordering::Relaxed) && t0.elapsed() < MAX_WAIT {
+        peak = peak.max(status_kib(pid, "VmRSS:"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    peak
+}
+
+/// Pause between one echo's reply and the next request: the echoes sample the switch's
+/// responsiveness without taking a core from it.
+const ECHO_GAP: Duration = Duration::from_millis(1);
+
+/// Echo round trips on `s` until `stop`, each with its start.
+fn echoes(mut s: TcpStream, stop: Arc<AtomicBool>) -> Vec<(Instant, Duration)> {
+    let mut rtts = Vec::new();
+    let t0 = Instant::now();
+    for xid in 0..MAX_ECHOES as u32 {
+        if stop.load(Ordering::Relaxed) || t0.elapsed() > MAX_WAIT {
+            break;
+        }
+        let t = Instant::now();
+        send(&mut s, xid, &Message::EchoRequest(b"rtt".to_vec()));
+        // A switch that stalled may probe this session meanwhile: answer it.
+        let reply = wait_for(&mut s, xid);
+        rtts.push((t, t.elapsed()));
+        assert_eq!(reply, Message::EchoReply(b"rtt".to_vec()));
+        std::thread::sleep(ECHO_GAP);
+    }
+    rtts
+}
+
+/// One request on `a` while `b` measures echoes: (flows reported, reply bytes, messages,
+/// time to the last reply message, round trips of the echoes under way meanwhile, peak RSS
+/// KiB).
+fn measure(
+    a: &mut TcpStream,
+    b: &TcpStream,
+    pid: u32,
+    body: MultipartRequestBody,
+    log: impl Fn() -> String,
+) -> (u64, usize, usize, Duration, Vec<Duration>, u64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let b = b.try_clone().unwrap();
+    let echo = {
+        let stop = stop.clone();
+        std::thread::spawn(move || echoes(b, stop))
+    };
+    let rss = {
+        let stop = stop.clone();
+        std::thread::spawn(move || peak_rss(pid, stop))
+    };
+    // Let the echo loop run first, so it is under way when the request arrives.
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    send(
+        a,
+        7,
+        &Message::MultipartRequest(MultipartRequest { flags: 0, body }),
+    );
+    let (mut flows, mut bytes, mut messages) = (0u64, 0usize, 0usize);
+    loop {
+        let raw = read_raw(a);
+        let (h, m) = openflow::decode(&raw).unwrap();
+        if let Message::EchoRequest(d) = m {
+            send(a, h.xid, &Message::EchoReply(d));
+            continue;
+        }
+        assert_eq!(h.xid, 7, "{m:?}");
+        bytes += raw.len();
+        messages += 1;
+        let Message::MultipartReply(r) = m else {
+            panic!("{m:?}")
+        };
+        match r.body {
+            MultipartReplyBody::Flow(v) => flows += v.len() as u64,
+            MultipartReplyBody::Aggregate(agg) => flows += u64::from(agg.flow_count),
+            other => panic!("{other:?}"),
+        }
+        if r.flags & MORE == 0 {
+            break;
+        }
+    }
+    let took = t0.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let Ok(rtts) = echo.join() else {
+        panic!("the echo session failed; switch log:\n{}", log());
+    };
+    let peak = rss.join().unwrap();
+    // Every echo that was under way at some time during the request.
+    let during: Vec<Duration> = rtts
+        .iter()
+        .filter(|(t, rtt)| *t + *rtt >= t0 && *t <= t0 + took)
+        .map(|x| x.1)
+        .collect();
+    (flows, bytes, messages, took, during, peak)
+}
+
+fn describe(rtts: &mut [Duration]) -> String {
+    if rtts.is_empty() {
+        return "none".into();
+    }
+    rtts.sort();
+    let at = |q: f64| rtts[((rtts.len() - 1) as f64 * q) as usize];
+    format!(
+        "{} echoes, median {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        rtts.len(),
+        at(0.5).as_secs_f64() * 1e3,
+        at(0.99).as_secs_f64() * 1e3,
+        rtts[rtts.len() - 1].as_secs_f64() * 1e3
+    )
+}
+
+#[test]
+#[ignore = "benchmark: run with --release -- --ignored --nocapture"]
+fn a_big_dump_does_not_stall_other_sessions() {
+    let n: u32 = std::env::var("HAYATE_BENCH_FLOWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000);
+    let bin = std::env::var_os("HAYATE_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_hayate")));
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("br.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[[bridge]]
+name = "brd"
+fail_mode = "secure"
+
+[[bridge.port]]
+name = "a"
+spec = "null:sink"
+
+[[bridge.port]]
+name = "b"
+spec = "null:sink"
+"#,
+    )
+    .unwrap();
+    let h = Hayate::start_binary(&bin, dir, &["--config", cfg.to_str().unwrap()], 900);
+    let pid = h.pid();
+    let mut a = session(h.port);
+    let t = Instant::now();
+    install(&mut a, n);
+    // Connected now: an idle session would have had to answer the switch's probes.
+    let b = session(h.port);
+    println!(
+        "{}: {n} flows installed in {:.1} s, RSS {} MiB",
+        bin.display(),
+        t.elapsed().as_secs_f64(),
+        status_kib(pid, "VmRSS:") / 1024
+    );
+    for (name, body) in [
+        (
+            "flow stats",
+            MultipartRequestBody::Flow(FlowStatsRequest::default()),
+        ),
+        (
+            "aggregate",
+            MultipartRequestBody::Aggregate(FlowStatsRequest::default()),
+        ),
+    ] {
+        let rss0 = status_kib(pid, "VmRSS:");
+        let (flows, bytes, messages, took, mut rtts, peak) =
+            measure(&mut a, &b, pid, body, || h.log());
+        println!(
+            "{name}: {flows} flows, {:.1} MB in {messages} messages, {:.2} s; \
+             echoes of another session meanwhile: {}; RSS {} MiB, peak +{} MiB",
+            bytes as f64 / 1e6,
+            took.as_secs_f64(),
+            describe(&mut rtts),
+            rss0 / 1024,
+            peak.saturating_sub(rss0) / 1024
+        );
+        assert_eq!(flows, u64::from(n), "{name}");
+    }
+}
