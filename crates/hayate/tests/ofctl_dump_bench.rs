@@ -1,8 +1,9 @@
 //! Benchmark (ignored by default): a big table's flow dump and aggregate must not stall
 //! other controllers. 2,000,000 flow entries go in through OpenFlow; then one session asks
 //! for every flow's statistics (and then the aggregate) while a second session sends echo
-//! requests one after the other, 1 ms apart. Reports each request's time and reply size, the echo round
-//! trips that overlapped it, and the switch's RSS growth meanwhile.
+//! requests one after the other, 1 ms apart; last, the first session deletes every flow.
+//! Reports each request's time and reply size, the echo round trips that overlapped it, and
+//! the switch's RSS growth meanwhile.
 //!
 //! ```text
 //! cargo test --release -p hayate --test ofctl_dump_bench -- --ignored --nocapture
@@ -150,29 +151,8 @@ fn echoes(mut s: TcpStream, stop: Arc<AtomicBool>) -> Vec<(Instant, Duration)> {
     rtts
 }
 
-/// One request on `a` while `b` measures echoes: (flows reported, reply bytes, messages,
-/// time to the last reply message, round trips of the echoes under way meanwhile, peak RSS
-/// KiB).
-fn measure(
-    a: &mut TcpStream,
-    b: &TcpStream,
-    pid: u32,
-    body: MultipartRequestBody,
-    log: impl Fn() -> String,
-) -> (u64, usize, usize, Duration, Vec<Duration>, u64) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let b = b.try_clone().unwrap();
-    let echo = {
-        let stop = stop.clone();
-        std::thread::spawn(move || echoes(b, stop))
-    };
-    let rss = {
-        let stop = stop.clone();
-        std::thread::spawn(move || peak_rss(pid, stop))
-    };
-    // Let the echo loop run first, so it is under way when the request arrives.
-    std::thread::sleep(Duration::from_millis(200));
-    let t0 = Instant::now();
+/// Asks for `body` on `a` and reads the whole reply: (flows reported, bytes, messages).
+fn multipart(a: &mut TcpStream, body: MultipartRequestBody) -> (u64, usize, usize) {
     send(
         a,
         7,
@@ -198,9 +178,48 @@ fn measure(
             other => panic!("{other:?}"),
         }
         if r.flags & MORE == 0 {
-            break;
+            return (flows, bytes, messages);
         }
     }
+}
+
+/// Deletes every flow on `a` and waits for the barrier after it.
+fn delete_all(a: &mut TcpStream) -> (u64, usize, usize) {
+    let mut del = FlowMod::add(pipeline::model::ALL_TABLES, 0, Match::ANY, Vec::new());
+    del.command = pipeline::model::FlowModCommand::Delete;
+    let msg = Message::FlowMod(FlowModMsg {
+        flow_mod: del,
+        buffer_id: openflow::NO_BUFFER,
+    });
+    send(a, 8, &msg);
+    send(a, 9, &Message::BarrierRequest);
+    assert_eq!(wait_for(a, 9), Message::BarrierReply);
+    (0, 0, 0)
+}
+
+/// `request` on `a` while `b` measures echoes: what `request` returns, the time it took, the
+/// round trips of the echoes under way meanwhile, the peak RSS (KiB).
+fn measure(
+    a: &mut TcpStream,
+    b: &TcpStream,
+    pid: u32,
+    request: impl FnOnce(&mut TcpStream) -> (u64, usize, usize),
+    log: impl Fn() -> String,
+) -> ((u64, usize, usize), Duration, Vec<Duration>, u64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let b = b.try_clone().unwrap();
+    let echo = {
+        let stop = stop.clone();
+        std::thread::spawn(move || echoes(b, stop))
+    };
+    let rss = {
+        let stop = stop.clone();
+        std::thread::spawn(move || peak_rss(pid, stop))
+    };
+    // Let the echo loop run first, so it is under way when the request arrives.
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    let got = request(a);
     let took = t0.elapsed();
     stop.store(true, Ordering::Relaxed);
     let Ok(rtts) = echo.join() else {
@@ -213,7 +232,7 @@ fn measure(
         .filter(|(t, rtt)| *t + *rtt >= t0 && *t <= t0 + took)
         .map(|x| x.1)
         .collect();
-    (flows, bytes, messages, took, during, peak)
+    (got, took, during, peak)
 }
 
 fn describe(rtts: &mut [Duration]) -> String {
@@ -273,6 +292,22 @@ spec = "null:sink"
         t.elapsed().as_secs_f64(),
         status_kib(pid, "VmRSS:") / 1024
     );
+    let report =
+        |name: &str,
+         (got, took, mut rtts, peak): ((u64, usize, usize), Duration, Vec<Duration>, u64),
+         rss0: u64| {
+            let (flows, bytes, messages) = got;
+            println!(
+                "{name}: {flows} flows, {:.1} MB in {messages} messages, {:.2} s; \
+             echoes of another session meanwhile: {}; RSS {} MiB, peak +{} MiB",
+                bytes as f64 / 1e6,
+                took.as_secs_f64(),
+                describe(&mut rtts),
+                rss0 / 1024,
+                peak.saturating_sub(rss0) / 1024
+            );
+            flows
+        };
     for (name, body) in [
         (
             "flow stats",
@@ -284,17 +319,11 @@ spec = "null:sink"
         ),
     ] {
         let rss0 = status_kib(pid, "VmRSS:");
-        let (flows, bytes, messages, took, mut rtts, peak) =
-            measure(&mut a, &b, pid, body, || h.log());
-        println!(
-            "{name}: {flows} flows, {:.1} MB in {messages} messages, {:.2} s; \
-             echoes of another session meanwhile: {}; RSS {} MiB, peak +{} MiB",
-            bytes as f64 / 1e6,
-            took.as_secs_f64(),
-            describe(&mut rtts),
-            rss0 / 1024,
-            peak.saturating_sub(rss0) / 1024
-        );
-        assert_eq!(flows, u64::from(n), "{name}");
+        let m = measure(&mut a, &b, pid, |a| multipart(a, body), || h.log());
+        assert_eq!(report(name, m, rss0), u64::from(n), "{name}");
     }
+    // Not streamed (yet): for comparison.
+    let rss0 = status_kib(pid, "VmRSS:");
+    let m = measure(&mut a, &b, pid, delete_all, || h.log());
+    report("delete-all + barrier", m, rss0);
 }

@@ -9,7 +9,9 @@
 //! Cost: the working copy shares structure with the published snapshot (an `Arc` per table,
 //! per subtable and per hash bucket), so the first change to a subtable after a publish
 //! copies that subtable's bucket pointers once and later changes in the same batch are
-//! in place. Publishing copies 255 table pointers. Non-strict modify/delete and
+//! in place. Publishing copies 255 table pointers. A delete of every flow swaps in empty
+//! tables and frees the old ones on a thread of their own after the next publish (millions
+//! of entries take seconds to remove one by one and to free). Non-strict modify/delete and
 //! check_overlap scan the table (only subtables whose mask covers the filter's, for the
 //! former); `tick` scans the tables that hold entries with timeouts.
 
@@ -61,6 +63,10 @@ pub struct Control {
     pending: Pending,
     /// Publishes so far.
     published_seq: u64,
+    /// Tables emptied at once by a delete of everything; dropped on a thread of their own
+    /// after the next publish (which then gives the memory back), so that freeing a big
+    /// table's entries does not hold up the control side.
+    emptied: Vec<Arc<FlowTable>>,
 }
 
 impl Control {
@@ -92,6 +98,7 @@ impl Control {
             trim_at: None,
             pending: Pending::default(),
             published_seq: 0,
+            emptied: Vec::new(),
         };
         c.publish();
         let cell = c.cell.clone();
@@ -113,6 +120,17 @@ impl Control {
         let record = self.pending.take(self.published_seq);
         self.shared.log.store(record);
         self.shared.bump_published();
+        if !self.emptied.is_empty() {
+            // The published snapshot no longer holds them: their last owner frees them here.
+            let emptied = std::mem::take(&mut self.emptied);
+            // When no thread can start, the closure and the tables are dropped right here.
+            let _ = std::thread::Builder::new()
+                .name("hayate-free".into())
+                .spawn(move || {
+                    drop(emptied);
+                    give_back_memory();
+                });
+        }
     }
 
     /// Table `t` for writing (copied first if a published snapshot shares it); forgets the
@@ -298,9 +316,29 @@ impl Control {
         };
         let now = now_ms();
         let mut n = 0;
+        let everything = *filter == FlowFilter::ALL;
         for t in range {
             let t = t as usize;
             if self.tables[t].is_empty() {
+                continue;
+            }
+            if everything {
+                // The whole table goes: swap in an empty one instead of removing entries
+                // one by one (seconds for millions); the old one is freed off this thread.
+                self.timed_tables = None;
+                // Every megaflow may be affected: the next publish asks for a full flush.
+                self.pending.full();
+                let old = std::mem::replace(&mut self.tables[t], Arc::new(FlowTable::default()));
+                for e in old.classifier.iter() {
+                    n += 1;
+                    if e.flags.send_flow_rem {
+                        self.removed.push(RemovedFlow {
+                            reason,
+                            flow: FlowView::of(e, now),
+                        });
+                    }
+                }
+                self.emptied.push(old);
                 continue;
             }
             let selected = self.tables[t].select(filter);

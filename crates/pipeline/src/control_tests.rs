@@ -207,6 +207,47 @@ fn delete_with_cookie_and_out_port_filters() {
     assert_eq!(c.flows(0, &FlowFilter::ALL).len(), 0);
 }
 
+/// A delete that selects every flow swaps in empty tables: every entry is reported as one
+/// removed one by one would be, and a snapshot a reader still holds keeps its entries.
+#[test]
+fn deleting_everything_empties_the_tables_at_once() {
+    let (mut c, cell) = new();
+    for i in 0..20u16 {
+        let mut m = add((i % 2) as u8 * 3, 5, port_match(u128::from(i)), 2);
+        m.flags.send_flow_rem = i < 10;
+        m.idle_timeout = if i % 4 == 0 { 30 } else { 0 };
+        c.flow_mod(&m).unwrap();
+    }
+    c.publish();
+    let held = cell.load();
+    assert!(c.has_timed_flows());
+    let all = FlowMod {
+        command: FlowModCommand::Delete,
+        ..add(ALL_TABLES, 0, Match::ANY, 1)
+    };
+    c.flow_mod(&all).unwrap();
+    let removed = c.take_removed();
+    assert_eq!(removed.len(), 10, "every entry with send_flow_rem");
+    assert!(removed.iter().all(|r| r.reason == RemovedReason::Delete));
+    assert!(c.flows(ALL_TABLES, &FlowFilter::ALL).is_empty());
+    assert!(!c.has_timed_flows());
+    assert!(c.table_stats().iter().all(|t| t.active == 0));
+    // Not published yet: the datapath's snapshot is unchanged.
+    assert_eq!(cell.load().table(0).unwrap().len(), 10);
+    c.publish();
+    assert_eq!(cell.load().table(0).unwrap().len(), 0);
+    assert_eq!(cell.load().table(3).unwrap().len(), 0);
+    assert_eq!(
+        held.table(0).unwrap().len(),
+        10,
+        "a reader's snapshot keeps its entries"
+    );
+    // The tables take flows again.
+    c.flow_mod(&add(0, 1, port_match(1), 2)).unwrap();
+    c.publish();
+    assert_eq!(actions(&c, &key(1)), vec![crate::DpAction::Output(2)]);
+}
+
 #[test]
 fn apply_is_all_or_nothing_and_names_the_failing_mod() {
     let (mut c, _) = new();
