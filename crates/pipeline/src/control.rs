@@ -328,15 +328,15 @@ impl Control {
                 self.timed_tables = None;
                 // Every megaflow may be affected: the next publish asks for a full flush.
                 self.pending.full();
-                let old = std::mem::replace(&mut self.tables[t], Arc::new(FlowTable::default()));
-                for e in old.classifier.iter() {
-                    n += 1;
-                    if e.flags.send_flow_rem {
-                        self.removed.push(RemovedFlow {
-                            reason,
-                            flow: FlowView::of(e, now),
-                        });
-                    }
+                let empty = Arc::new(FlowTable::new(self.config.prefix_tracking));
+                let old = std::mem::replace(&mut self.tables[t], empty);
+                n += old.len();
+                if old.notify > 0 {
+                    let noticed = old.classifier.iter().filter(|e| e.flags.send_flow_rem);
+                    self.removed.extend(noticed.map(|e| RemovedFlow {
+                        reason,
+                        flow: FlowView::of(e, now),
+                    }));
                 }
                 self.emptied.push(old);
                 continue;

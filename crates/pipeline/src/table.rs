@@ -105,6 +105,9 @@ pub struct FlowTable {
     pub classifier: Classifier<FlowEntry>,
     /// How many entries have a timeout (lets `tick` skip tables without any).
     pub timed: usize,
+    /// How many entries ask for FLOW_REMOVED (lets a delete of everything skip the walk
+    /// for notices when none does).
+    pub notify: usize,
 }
 
 impl FlowTable {
@@ -114,6 +117,7 @@ impl FlowTable {
         FlowTable {
             classifier: Classifier::with_prefix_tracking(prefixes),
             timed: 0,
+            notify: 0,
         }
     }
 
@@ -132,9 +136,13 @@ impl FlowTable {
         if e.has_timeout() {
             self.timed += 1;
         }
+        self.notify += usize::from(e.flags.send_flow_rem);
         let old = self.classifier.insert(e);
         if old.as_ref().is_some_and(|o| o.has_timeout()) {
             self.timed -= 1;
+        }
+        if let Some(o) = &old {
+            self.notify -= usize::from(o.flags.send_flow_rem);
         }
         old
     }
@@ -145,6 +153,7 @@ impl FlowTable {
         if old.has_timeout() {
             self.timed -= 1;
         }
+        self.notify -= usize::from(old.flags.send_flow_rem);
         Some(old)
     }
 
@@ -246,6 +255,27 @@ mod tests {
         };
         assert_eq!(t.select(&port).len(), 2);
         assert_eq!(t.select(&FlowFilter::ALL).len(), 3);
+    }
+
+    #[test]
+    fn entries_asking_for_flow_removed_are_counted() {
+        let mut t = FlowTable::default();
+        let mut a = Match::ANY;
+        a.set_exact(Field::InPort, 1);
+        let noisy = |seq| {
+            let mut e = entry(seq, 10, a, 0, 2);
+            Arc::get_mut(&mut e).unwrap().flags.send_flow_rem = true;
+            e
+        };
+        t.insert(noisy(1));
+        t.insert(entry(2, 20, a, 0, 2));
+        assert_eq!(t.notify, 1);
+        t.insert(entry(3, 10, a, 0, 2)); // replaces the noisy one
+        assert_eq!(t.notify, 0);
+        t.insert(noisy(4));
+        assert_eq!(t.notify, 1);
+        t.remove(&noisy(5));
+        assert_eq!((t.notify, t.len()), (0, 1));
     }
 
     #[test]
