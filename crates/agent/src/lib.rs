@@ -9,7 +9,8 @@
 //! the controllers' other messages as raw bytes, and [`AsyncSender`] carries packet-ins,
 //! flow-removed and port-status messages back, rate-limited and bounded per controller.
 //!
-//! The agent runs on whatever tokio runtime calls [`Agent::start`]; it owns no threads and
+//! The agent runs on whatever tokio runtime calls [`Agent::start`]; it owns no threads (a
+//! reply that comes in pieces, [`ReplyStream`], is made on the runtime's blocking pool) and
 //! never sits on the per-packet path.
 //!
 //! [`ofproto::OfBridge`] is the OpenFlow bridge behind the seam: requests to the pipeline's
