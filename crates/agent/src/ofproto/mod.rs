@@ -383,7 +383,7 @@ impl Bridge for OfBridge {
         msg: &[u8],
         replies: &mut Vec<u8>,
     ) -> Option<ReplyStream> {
-        handle::handle(self, conn, role, msg, replies).map(ReplyStream::spawn)
+        handle::handle(self, conn, role, msg, replies).map(ReplyStream::new)
     }
 
     fn can_take(&self, msg_type: u8) -> bool {

@@ -101,7 +101,7 @@ impl Bridge for FakeBridge {
             return None;
         }
         let Pieces { count, gate } = self.pieces.lock().unwrap().take()?;
-        Some(ReplyStream::spawn(Box::new(move |sink| {
+        Some(ReplyStream::new(Box::new(move |sink| {
             for _ in 0..count {
                 if gate.recv_timeout(WAIT).is_err() || !sink(message(MULTIPART_REPLY, h.xid, &[])) {
                     return;
