@@ -97,6 +97,22 @@ impl Hayate {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        // The management socket comes up after the controller listener: wait for it too, so
+        // that a test's first `hayate ctl` does not race the switch's start.
+        let has_mgmt = |d: &Path| {
+            std::fs::read_dir(d).is_ok_and(|mut entries| {
+                entries.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "mgmt")))
+            })
+        };
+        while !has_mgmt(h.dir.path()) {
+            if Instant::now() > deadline {
+                panic!(
+                    "hayate made no management socket within 10 s; log:\n{}",
+                    h.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         h
     }
 
