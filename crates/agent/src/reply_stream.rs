@@ -7,20 +7,22 @@
 //! Memory is bounded: the channel between producer and session holds at most
 //! [`IN_FLIGHT`] pieces, so a producer that is ahead of the controller waits (the controller
 //! reading slowly slows the walk, as TCP slows the controller). When the session ends, the
-//! next piece the producer passes is refused and it stops. At most [`MAX_PRODUCERS`]
-//! producers run at once in the process (whatever the number of bridges and controllers):
-//! a stream starts when its first piece is awaited and a producer is free, so a crowd of
-//! clients asking for dumps at once waits its turn instead of taking every core and a walk's
-//! memory each.
+//! next piece the producer passes is refused and it stops.
+//!
+//! CPU is bounded too: at most [`MAX_PRODUCERS`] producers work at once in the process
+//! (whatever the number of bridges and controllers), each holding a slot while it works and
+//! giving it back while it waits for its session to take a piece. So a crowd of clients
+//! asking for dumps at once takes turns on two cores, and a client that reads slowly holds
+//! no slot from anyone else.
 
 use std::sync::{Arc, OnceLock};
 
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 
 /// Pieces a producer may be ahead of the session.
 pub const IN_FLIGHT: usize = 4;
 
-/// Producers that run at once in the process.
+/// Producers that work at once in the process.
 pub const MAX_PRODUCERS: usize = 2;
 
 /// Where a producer passes its encoded messages; `false` back means nobody reads any more:
@@ -31,26 +33,9 @@ pub type Sink<'a> = dyn FnMut(Vec<u8>) -> bool + 'a;
 pub type Producer = Box<dyn FnOnce(&mut Sink<'_>) + Send + 'static>;
 
 /// The pieces of one reply, in order; the stream ends when the producer is done.
+#[derive(Debug)]
 pub struct ReplyStream {
-    state: State,
-}
-
-enum State {
-    /// Not started: waiting for a producer slot.
-    Waiting(Producer),
-    Running(mpsc::Receiver<Vec<u8>>),
-}
-
-impl std::fmt::Debug for ReplyStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self.state {
-            State::Waiting(_) => "waiting",
-            State::Running(_) => "running",
-        };
-        f.debug_struct("ReplyStream")
-            .field("state", &state)
-            .finish()
-    }
+    rx: mpsc::Receiver<Vec<u8>>,
 }
 
 /// The process's producer slots.
@@ -62,47 +47,40 @@ fn slots() -> Arc<Semaphore> {
 }
 
 impl ReplyStream {
-    /// A stream whose pieces `produce` makes; it starts when its first piece is awaited
-    /// ([`ReplyStream::next`]).
+    /// Starts `produce` on a thread of its own: tokio's blocking pool, working only while it
+    /// holds a producer slot, when called on a runtime; else a new thread, without slots.
     pub fn new(produce: Producer) -> ReplyStream {
-        ReplyStream {
-            state: State::Waiting(produce),
-        }
-    }
-
-    /// Runs `produce` on a thread of its own, holding `slot` until it is done: tokio's
-    /// blocking pool when called on a runtime, else a new thread.
-    fn start(produce: Producer, slot: OwnedSemaphorePermit) -> mpsc::Receiver<Vec<u8>> {
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
-        let run = move || {
-            let _slot = slot;
-            produce(&mut |piece: Vec<u8>| tx.blocking_send(piece).is_ok());
-        };
         match tokio::runtime::Handle::try_current() {
-            Ok(h) => drop(h.spawn_blocking(run)),
-            Err(_) => drop(std::thread::spawn(run)),
+            Ok(h) => {
+                let rt = h.clone();
+                drop(h.spawn_blocking(move || {
+                    // A blocking-pool thread may wait on the runtime (the semaphore is never
+                    // closed, so a slot always comes).
+                    let slot = || rt.block_on(slots().acquire_owned()).ok();
+                    let mut held = slot();
+                    produce(&mut |piece: Vec<u8>| {
+                        held = None; // no slot while the session takes its time
+                        let sent = tx.blocking_send(piece).is_ok();
+                        if sent {
+                            held = slot();
+                        }
+                        sent
+                    });
+                }));
+            }
+            Err(_) => {
+                drop(std::thread::spawn(move || {
+                    produce(&mut |piece: Vec<u8>| tx.blocking_send(piece).is_ok());
+                }));
+            }
         }
-        rx
+        ReplyStream { rx }
     }
 
-    /// The next piece; `None` when the reply is complete. The first call waits for a
-    /// producer slot and starts the producer. Cancel-safe (for `select!`): a call dropped
-    /// while it waits loses nothing.
+    /// The next piece; `None` when the reply is complete. Cancel-safe (for `select!`).
     pub async fn next(&mut self) -> Option<Vec<u8>> {
-        if matches!(self.state, State::Waiting(_)) {
-            // The semaphore is never closed.
-            let slot = slots().acquire_owned().await.ok()?;
-            // No await from here until the state holds the receiver.
-            let placeholder = State::Running(mpsc::channel(1).1);
-            let State::Waiting(produce) = std::mem::replace(&mut self.state, placeholder) else {
-                unreachable!("checked above, and nothing else runs in between");
-            };
-            self.state = State::Running(Self::start(produce, slot));
-        }
-        match &mut self.state {
-            State::Running(rx) => rx.recv().await,
-            State::Waiting(_) => None,
-        }
+        self.rx.recv().await
     }
 
     /// Runs `produce` here and now, appending every piece to `out` (for callers that want
@@ -139,39 +117,28 @@ mod tests {
         assert_eq!(got, (0..10).collect::<Vec<u8>>());
     }
 
-    /// With every slot taken, a stream waits; it starts when one is given back.
-    #[tokio::test]
-    async fn streams_wait_for_a_producer_slot() {
-        let (gate, gate_rx) = std::sync::mpsc::channel::<()>();
-        let gated: Producer = Box::new(move |sink: &mut Sink<'_>| {
-            let _ = gate_rx.recv_timeout(std::time::Duration::from_secs(30));
-            sink(vec![1]);
-        });
-        let mut first = ReplyStream::new(gated);
-        // Take every other slot, as other streams would.
+    /// A producer that waits for its session (nobody reads) holds no slot: with every other
+    /// slot taken, another stream still gets one. (Were the slot kept while waiting, the
+    /// second stream would never start and the bounded wait would fail.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_producer_waiting_for_its_session_holds_no_slot() {
+        let wait = std::time::Duration::from_secs(30);
         let others = slots()
             .acquire_many_owned(MAX_PRODUCERS as u32 - 1)
             .await
             .unwrap();
-        let first_piece = tokio::spawn(async move { first.next().await });
-        // Wait (bounded) until the first stream holds the last slot.
-        for _ in 0..10_000 {
-            if slots().available_permits() == 0 {
+        let unread = ReplyStream::new(counting(u8::MAX));
+        // Bounded wait until its channel is full: it made all it may be ahead.
+        for _ in 0..30_000 {
+            if unread.rx.len() == IN_FLIGHT {
                 break;
             }
-            tokio::task::yield_now().await;
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-        let mut second = ReplyStream::new(counting(1));
-        let waiting = tokio::spawn(async move { second.next().await });
-        tokio::task::yield_now().await;
-        assert!(!waiting.is_finished(), "no slot: the second stream waits");
-        gate.send(()).unwrap();
-        assert_eq!(first_piece.await.unwrap(), Some(vec![1]));
-        assert_eq!(
-            waiting.await.unwrap(),
-            Some(vec![0]),
-            "started once a slot was free"
-        );
+        assert_eq!(unread.rx.len(), IN_FLIGHT);
+        let mut read = ReplyStream::new(counting(1));
+        let piece = tokio::time::timeout(wait, read.next()).await;
+        assert_eq!(piece.expect("a slot came"), Some(vec![0]));
         drop(others);
     }
 

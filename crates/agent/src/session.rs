@@ -14,7 +14,8 @@
 //! are written as they come. A reply the bridge sends in pieces ([`crate::ReplyStream`]: a
 //! dump of a big table) is written piece by piece as its producer makes them on another
 //! thread, with queued asynchronous messages in between; this controller's later messages
-//! wait for it (replies keep their order), while the runtime serves every other session. When the bridge cannot take the next message yet
+//! wait for it (replies keep their order), while the runtime serves every other session.
+//! When the bridge cannot take the next message yet
 //! ([`crate::Bridge::can_take`]: its packet-out queue is full), the session stops reading that
 //! controller and retries every [`BUSY_RETRY`], so TCP slows the controller down; after
 //! [`BUSY_HOLD_MAX`] it hands the message over anyway (the bridge then answers with an error). A write that stalls longer than the probe interval ends the
