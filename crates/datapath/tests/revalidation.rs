@@ -8,8 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use common::udp;
-use datapath::{revalidate, Datapath, Pmd, Snapshot};
-use packet::{Batch, Field, Pool, PoolCache};
+use datapath::{revalidate, Datapath, DpConfig, Pmd, Snapshot};
+use packet::{Batch, Field, Pool, PoolCache, BATCH_SIZE};
 use pipeline::model::{Group, GroupMod, GroupModCommand, GroupType};
 use pipeline::{
     Action, Control, FlowMod, FlowModCommand, Instruction, Match, PipelineCell, PipelineConfig,
@@ -45,7 +45,18 @@ struct Rig {
 impl Rig {
     fn new(cell: Arc<PipelineCell>) -> Rig {
         let pool = Pool::with_frames(2048);
-        let mut builder = Datapath::builder().pool(pool.clone()).pipeline(cell);
+        // Every miss translated and every megaflow kept while the test looks: no upcall
+        // shedding (a slow, loaded machine would otherwise shed the refills after a flush)
+        // and no idle eviction.
+        let cfg = DpConfig {
+            min_upcalls_per_batch: BATCH_SIZE as u32,
+            megaflow_idle_ms: u64::MAX / 4,
+            ..DpConfig::default()
+        };
+        let mut builder = Datapath::builder()
+            .pool(pool.clone())
+            .pipeline(cell)
+            .config(cfg);
         let (mut ins, mut outs) = (Vec::new(), Vec::new());
         for p in 1..=3u32 {
             let (sw, out) = ring::pair(&format!("rv-sw{p}"), &format!("rv-out{p}"), 256, &pool);

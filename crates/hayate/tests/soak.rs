@@ -43,7 +43,7 @@ fn half_a_minute_of_everything_loses_nothing() {
         .unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(v["failures"].as_array().map(Vec::len), Some(0), "{text}");
     let pings = &v["pings"];
-    assert!(pings[0].as_u64().unwrap() >= 2_000, "{text}");
+    assert!(pings[0].as_u64().unwrap() >= 500, "{text}");
     assert_eq!(pings[0], pings[1], "{text}");
     for k in ["churn_rounds", "dumps", "port_cycles"] {
         assert!(v[k].as_u64().unwrap() > 0, "{k}: {text}");

@@ -2,7 +2,7 @@
 //! for N minutes, then checks that nothing was lost (issue 23).
 //!
 //! ```text
-//! netns <p>A: a0 10.77.0.1 ──veth── a1 ┐                       ┌ ping A→B, 100/s, the whole time
+//! netns <p>A: a0 10.77.0.1 ──veth── a1 ┐                       ┌ ping A→B, 50/s, the whole time
 //!                                      ├─ hayate run (netns S) ┤ malformed frames from A
 //! netns <p>B: b0 10.77.0.2 ──veth── b1 ┘  standalone, ptcp     └ (the established flow)
 //! ```
@@ -307,8 +307,11 @@ fn soak(args: &SoakArgs, dir: &Path) -> Result<Soak> {
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     eprintln!("hayate: soaking for {secs:.0} s ...");
 
-    // The established flow: ping at 100/s for the whole time.
-    let count = ((secs * 100.0) as u64).max(10);
+    // The established flow: ping at 50/s for the whole time. A loaded machine stretches
+    // ping's interval, so it also has a deadline (twice the time, plus 10 s) that it ends at
+    // whatever it counted by then.
+    let count = ((secs * 50.0) as u64).max(10);
+    let ping_deadline = (secs * 2.0 + 10.0) as u64;
     let ping = in_ns(
         &topo.ns_a,
         &[
@@ -316,9 +319,11 @@ fn soak(args: &SoakArgs, dir: &Path) -> Result<Soak> {
             "-n",
             "-q",
             "-i",
-            "0.01",
+            "0.02",
             "-c",
             &count.to_string(),
+            "-w",
+            &ping_deadline.to_string(),
             IP_B,
         ],
     )
@@ -601,8 +606,14 @@ fn flood(stop: &AtomicBool, per_round: usize, held: &AtomicU64, strays: &AtomicU
     const HALF: [u8; 8] = [4, 5, 0, 64, 0, 0, 0, 2];
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], LISTENER));
     while !stop.load(Ordering::Relaxed) {
+        // A round opens what it can in 3 s (a listener at its caps makes connects wait).
+        let round_end = Instant::now() + Duration::from_secs(3);
+        let open = || !stop.load(Ordering::Relaxed) && Instant::now() < round_end;
         let mut conns = Vec::with_capacity(per_round);
         for _ in 0..per_round {
+            if !open() {
+                break;
+            }
             if let Ok(mut c) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) {
                 let _ = c.write_all(&HELLO);
                 let _ = c.write_all(&HALF);
@@ -611,6 +622,9 @@ fn flood(stop: &AtomicBool, per_round: usize, held: &AtomicU64, strays: &AtomicU
             }
         }
         for _ in 0..20 {
+            if !open() {
+                break;
+            }
             if let Ok(mut c) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) {
                 let _ = c.write_all(&HELLO);
                 strays.fetch_add(1, Ordering::Relaxed);
