@@ -205,6 +205,23 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     let bridges = bridges_from(&args)?;
     let nbridges = bridges.len();
+    let last_core = cpu::available_cores().saturating_sub(1);
+    // Before any other thread starts (they inherit this thread's cores): housekeeping —
+    // controller connections, the control side, timers — stays off the poll threads' cores.
+    let poll_cores: Vec<usize> = bridges
+        .iter()
+        .flat_map(|b| {
+            if b.cores.is_empty() {
+                vec![last_core]
+            } else {
+                b.cores.clone()
+            }
+        })
+        .collect();
+    match cpu::keep_off(&poll_cores) {
+        Ok(left) => eprintln!("hayate: housekeeping threads on cores {left:?}"),
+        Err(e) => eprintln!("warning: housekeeping threads may share the poll threads' cores: {e}"),
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("hayate-agent")
@@ -218,7 +235,6 @@ pub fn run(args: RunArgs) -> Result<()> {
         frame_size: args.frame_size,
     })
     .map_err(|e| anyhow!("--pool-frames/--frame-size: {e}"))?;
-    let last_core = cpu::available_cores().saturating_sub(1);
     let mut running = Vec::new();
     for b in bridges {
         let mut ports = Vec::new();

@@ -180,10 +180,10 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
     let churn = ChurnFlags::default();
     let control = &mut sw.control;
     let (row, mods_done) = std::thread::scope(|scope| {
-        let (mods, churn) = (&mods, &churn);
+        let (mods, churn, core) = (&mods, &churn, opts.core);
         let churner = sc
             .churn
-            .map(|c| scope.spawn(move || churn_loop(control, mods, c, churn)));
+            .map(|c| scope.spawn(move || churn_loop(control, mods, c, churn, core)));
         let row = measure(sc, opts, &mut pmds, &sinks, churn);
         churn.stop.store(true, Ordering::Relaxed);
         if let Some(t) = churner {
@@ -211,13 +211,18 @@ struct ChurnFlags {
 }
 
 /// Applies `mods` in a cycle at `c.per_sec`, publishing after each (what a barrier does),
-/// from the start of the measured window to its end.
+/// from the start of the measured window to its end, off the poll thread's core `pmd_core`
+/// (as `hayate run` keeps its control side: see [`cpu::keep_off`]).
 fn churn_loop(
     control: &mut pipeline::Control,
     mods: &[pipeline::FlowMod],
     c: Churn,
     f: &ChurnFlags,
+    pmd_core: usize,
 ) {
+    if let Err(e) = cpu::keep_off(&[pmd_core]) {
+        eprintln!("hayate bench: the churn thread may share the poll thread's core: {e}");
+    }
     while !f.go.load(Ordering::Acquire) {
         if f.stop.load(Ordering::Relaxed) {
             return;
