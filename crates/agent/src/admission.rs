@@ -14,9 +14,11 @@
 //!   for a role) is never closed for a newcomer; when only such connections hold the cap,
 //!   the newcomer is refused.
 //! - Activity is a whole message, not a byte: a session records the time of each message it
-//!   handles ([`Activity::touch`]), so trickling bytes does not make a connection look busy
-//!   (and the session itself closes a connection whose partial message does not complete
-//!   within the probe interval).
+//!   handles and of each piece of a long reply it sends ([`Activity::touch`]), so trickling
+//!   bytes does not make a connection look busy (and the session itself closes a connection
+//!   whose partial message does not complete within the probe interval), while an operator's
+//!   dump of a big table, read piece by piece, is not taken for idle (a flood from the same
+//!   address closed such dumps before).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
@@ -71,9 +73,27 @@ impl Activity {
         }
     }
 
-    /// The session handled a whole message.
+    /// The session handled a whole message, or sent a piece of a long reply.
     pub(crate) fn touch(&self) {
         self.last_ms.store(now_ms(), Relaxed);
+    }
+
+    /// A fresh record, as a listener makes one (for tests of sessions).
+    #[cfg(test)]
+    pub(crate) fn for_test() -> Activity {
+        Activity::new()
+    }
+
+    /// When the session last touched it (ms on this module's clock).
+    #[cfg(test)]
+    pub(crate) fn last_ms(&self) -> u64 {
+        self.last_ms.load(Relaxed)
+    }
+
+    /// Sets the time of the last touch (for tests of sessions).
+    #[cfg(test)]
+    pub(crate) fn set_last_ms(&self, ms: u64) {
+        self.last_ms.store(ms, Relaxed);
     }
 
     /// The HELLO exchange completed.

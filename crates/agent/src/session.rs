@@ -329,7 +329,14 @@ impl Session<'_> {
         loop {
             tokio::select! {
                 piece = pieces.next() => match piece {
-                    Some(piece) => self.out.extend_from_slice(&piece),
+                    Some(piece) => {
+                        // A reply on its way is activity: a dump of a big table must not
+                        // look idle to its listener's caps while it is being read.
+                        if let Some(a) = self.activity {
+                            a.touch();
+                        }
+                        self.out.extend_from_slice(&piece);
+                    }
                     None => return Ok(()),
                 },
                 Some(msg) = recv(&mut self.queue) => self.out.extend_from_slice(&msg),

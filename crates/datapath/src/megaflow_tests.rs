@@ -87,6 +87,52 @@ fn arena_ids_go_stale_and_counters_flush() {
     assert!(arena.is_empty());
 }
 
+#[test]
+fn a_partial_flush_takes_the_megaflows_hit_longest_ago_and_leaves_the_rest_listed() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let fcs: Vec<Arc<FlowCounters>> = (0..4).map(|_| Arc::new(FlowCounters::default())).collect();
+    let mut arena = Arena::new(16);
+    let ids: Vec<MegaflowId> = fcs
+        .iter()
+        .enumerate()
+        .map(|(i, fc)| {
+            arena
+                .insert(Megaflow::new(
+                    &key_for(i as u16),
+                    &tr_for(fc),
+                    Actions::default(),
+                    1,
+                ))
+                .unwrap()
+        })
+        .collect();
+    // Hit in the order 2, 0, 3, 1.
+    for &i in &[2usize, 0, 3, 1] {
+        arena.count(ids[i], 1 + i as u64, 100);
+    }
+    assert_eq!(arena.dirty_len(), 4);
+    arena.flush_oldest(2, 5);
+    let packets = |i: usize| fcs[i].packets.load(Relaxed);
+    assert_eq!(
+        (packets(2), packets(0)),
+        (3, 1),
+        "the two hit first are flushed"
+    );
+    assert_eq!((packets(3), packets(1)), (0, 0), "the others wait");
+    assert_eq!(arena.dirty_len(), 2);
+    // A flushed megaflow hit again goes to the end of the list, behind those still waiting.
+    arena.count(ids[2], 10, 100);
+    arena.flush_oldest(2, 6);
+    assert_eq!((packets(3), packets(1), packets(2)), (4, 2, 3));
+    arena.flush_dirty(7);
+    assert_eq!(packets(2), 13);
+    assert_eq!(arena.dirty_len(), 0);
+    // More than the list holds flushes what there is.
+    arena.count(ids[0], 1, 100);
+    arena.flush_oldest(100, 8);
+    assert_eq!((packets(0), arena.dirty_len()), (2, 0));
+}
+
 /// A translation that consults in_port and tp_src and credits `fc`.
 fn tr_for(fc: &Arc<FlowCounters>) -> Translation {
     let mut tr = Translation::default();

@@ -91,3 +91,44 @@ async fn a_reply_in_pieces_holds_up_only_its_own_session() {
         "A's request, B's features, then A's features"
     );
 }
+
+/// A session's listener sees a long reply being read as activity: between pieces the
+/// connection is not idle, so a flood from its address does not close it first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn each_piece_of_a_long_reply_counts_as_activity() {
+    const LONG_AGO: u64 = u64::MAX;
+    let bridge = bridge();
+    let (gate, gate_rx) = std::sync::mpsc::channel();
+    *bridge.pieces.lock().unwrap() = Some(Pieces {
+        count: 2,
+        gate: gate_rx,
+    });
+    let (registry, _connected) = Registry::new(bridge.clone(), RateLimit::default(), 8);
+    let activity = Arc::new(crate::admission::Activity::for_test());
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (r, act) = (registry.clone(), activity.clone());
+    tokio::spawn(async move {
+        session::run(
+            &r,
+            ours,
+            &Target::Unix("test".into()),
+            "test",
+            PROBE,
+            Some(&act),
+        )
+        .await
+    });
+    let mut a = FakeController::handshake(theirs).await;
+    a.send(&message(MULTIPART_REQUEST, 1, &[])).await;
+    gate.send(()).unwrap();
+    a.expect(MULTIPART_REPLY).await;
+    // The request and the first piece are behind us; the second piece is activity too.
+    activity.set_last_ms(LONG_AGO);
+    gate.send(()).unwrap();
+    a.expect(MULTIPART_REPLY).await;
+    assert_ne!(
+        activity.last_ms(),
+        LONG_AGO,
+        "sending a piece touched the activity"
+    );
+}
