@@ -7,12 +7,17 @@
 //!   not the management socket) also stay, all together, below the process's descriptor
 //!   limit minus a reserve ([`shared_budget`]), so the management socket, configured
 //!   controllers (active targets) and ports always find descriptors.
-//! - At a cap a new connection is not refused while an older one can make room: the one
-//!   closed is the oldest that has not finished its HELLO (or TLS handshake), else the
-//!   service connection (one that never took charge: a dump, a monitor, a stray HELLO) idle
-//!   for longest. A connection that took charge (a controller that changed state or asked
-//!   for a role) is never closed for a newcomer; when only such connections hold the cap,
-//!   the newcomer is refused.
+//! - At a cap a new connection is not refused while an older one can make room. Among
+//!   service connections (those that never took charge: a dump, a monitor, a stray HELLO)
+//!   the one closed is, in this order: the oldest that has not finished its HELLO (or TLS
+//!   handshake); the one holding a partial message whose last whole message is oldest (a
+//!   client that trickles bytes); the one idle for longest; and only then one that is being
+//!   sent a long reply (an operator's dump of a big table), idle for longest. Idleness alone
+//!   cannot rank a dump against a flood from the same address: a flood's connections have
+//!   just sent their HELLO, so they look fresher than a dump between two of its pieces.
+//!   A connection that took charge (a controller that changed state or asked for a role)
+//!   is never closed for a newcomer; when only such connections hold the cap, the newcomer
+//!   is refused.
 //! - Activity is a whole message, not a byte: a session records the time of each message it
 //!   handles and of each piece of a long reply it sends ([`Activity::touch`]), so trickling
 //!   bytes does not make a connection look busy (and the session itself closes a connection
@@ -54,6 +59,8 @@ pub(crate) struct Activity {
     last_ms: AtomicU64,
     negotiated: AtomicBool,
     in_charge: AtomicBool,
+    partial: AtomicBool,
+    replying: AtomicBool,
 }
 
 /// Milliseconds since the first use of this clock (shared by every connection).
@@ -70,7 +77,19 @@ impl Activity {
             last_ms: AtomicU64::new(now),
             negotiated: AtomicBool::new(false),
             in_charge: AtomicBool::new(false),
+            partial: AtomicBool::new(false),
+            replying: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the session holds part of a message (its first bytes came, not all of them).
+    pub(crate) fn partial(&self, yes: bool) {
+        self.partial.store(yes, Relaxed);
+    }
+
+    /// Whether the session is sending a reply in pieces.
+    pub(crate) fn replying(&self, yes: bool) {
+        self.replying.store(yes, Relaxed);
     }
 
     /// The session handled a whole message, or sent a piece of a long reply.
@@ -88,6 +107,12 @@ impl Activity {
     #[cfg(test)]
     pub(crate) fn last_ms(&self) -> u64 {
         self.last_ms.load(Relaxed)
+    }
+
+    /// (partial message held, being sent a long reply), as the session last set them.
+    #[cfg(test)]
+    pub(crate) fn flags(&self) -> (bool, bool) {
+        (self.partial.load(Relaxed), self.replying.load(Relaxed))
     }
 
     /// Sets the time of the last touch (for tests of sessions).
@@ -276,6 +301,8 @@ pub(crate) struct Candidate {
     last_ms: u64,
     negotiated: bool,
     in_charge: bool,
+    partial: bool,
+    replying: bool,
 }
 
 impl Candidate {
@@ -285,21 +312,29 @@ impl Candidate {
             last_ms: a.last_ms.load(Relaxed),
             negotiated: a.negotiated.load(Relaxed),
             in_charge: a.in_charge.load(Relaxed),
+            partial: a.partial.load(Relaxed),
+            replying: a.replying.load(Relaxed),
         }
     }
 }
 
-/// The index of the connection to close for a newcomer: the oldest that has not finished
-/// its HELLO, else the service connection idle for longest; never one in charge.
+/// The index of the connection to close for a newcomer (the order of the module docs):
+/// the oldest that has not finished its HELLO, else the one with a partial message, else the
+/// one idle, else the one being sent a long reply — each time the one whose last whole
+/// message is oldest; never one in charge.
 fn victim(candidates: impl Iterator<Item = Candidate>) -> Option<usize> {
     candidates
         .enumerate()
         .filter(|(_, c)| !c.in_charge)
         .min_by_key(|(_, c)| {
-            if c.negotiated {
-                (1, c.last_ms)
-            } else {
+            if !c.negotiated {
                 (0, c.opened_ms)
+            } else if c.partial {
+                (1, c.last_ms)
+            } else if !c.replying {
+                (2, c.last_ms)
+            } else {
+                (3, c.last_ms)
             }
         })
         .map(|(i, _)| i)
@@ -315,7 +350,32 @@ mod tests {
             last_ms,
             negotiated,
             in_charge,
+            partial: false,
+            replying: false,
         }
+    }
+
+    #[test]
+    fn a_dump_being_read_outlasts_a_flood_that_looks_fresher() {
+        let dump = Candidate {
+            replying: true,
+            ..c(0, 10, true, false)
+        };
+        let trickler = Candidate {
+            partial: true,
+            ..c(50, 90, true, false)
+        };
+        let echoer = c(60, 95, true, false);
+        // The flood's connections sent their last whole message after the dump's last piece,
+        // yet they go first: the trickler, then the idle one, and the dump last of all.
+        assert_eq!(victim([dump, echoer, trickler].into_iter()), Some(2));
+        assert_eq!(victim([dump, echoer].into_iter()), Some(1));
+        assert_eq!(victim([dump].into_iter()), Some(0));
+        // Before its HELLO, anyone goes first.
+        assert_eq!(
+            victim([dump, trickler, c(99, 99, false, false)].into_iter()),
+            Some(2)
+        );
     }
 
     #[test]

@@ -219,6 +219,9 @@ impl Session<'_> {
                         partial_since = Some(now);
                         partial.as_mut().reset(now + probe);
                     }
+                    if let Some(a) = self.activity {
+                        a.partial(partial_since.is_some());
+                    }
                     // Before the HELLO the wait is absolute: trickling bytes buys no time.
                     // After it (from the read that completed it on), any byte is activity.
                     if self.registration.is_some() {
@@ -326,6 +329,19 @@ impl Session<'_> {
         probe: Duration,
     ) -> Result<(), SessionEnd> {
         self.flush(stream, probe).await?;
+        /// Marks the connection as being sent a long reply while it lives.
+        struct Replying<'a>(Option<&'a Activity>);
+        impl Drop for Replying<'_> {
+            fn drop(&mut self) {
+                if let Some(a) = self.0 {
+                    a.replying(false);
+                }
+            }
+        }
+        if let Some(a) = self.activity {
+            a.replying(true);
+        }
+        let _replying = Replying(self.activity);
         loop {
             tokio::select! {
                 piece = pieces.next() => match piece {

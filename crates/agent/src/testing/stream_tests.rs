@@ -123,6 +123,7 @@ async fn each_piece_of_a_long_reply_counts_as_activity() {
     gate.send(()).unwrap();
     a.expect(MULTIPART_REPLY).await;
     // The request and the first piece are behind us; the second piece is activity too.
+    assert_eq!(activity.flags(), (false, true), "being sent a long reply");
     activity.set_last_ms(LONG_AGO);
     gate.send(()).unwrap();
     a.expect(MULTIPART_REPLY).await;
@@ -130,5 +131,16 @@ async fn each_piece_of_a_long_reply_counts_as_activity() {
         activity.last_ms(),
         LONG_AGO,
         "sending a piece touched the activity"
+    );
+    // A whole echo and the first half of another in one write: once the first is answered,
+    // the session holds the half, and the reply is over.
+    let mut burst = message(mt::ECHO_REQUEST, 5, b"x");
+    burst.extend_from_slice(&message(mt::ECHO_REQUEST, 6, b"y")[..4]);
+    a.send(&burst).await;
+    a.expect(mt::ECHO_REPLY).await;
+    assert_eq!(
+        activity.flags(),
+        (true, false),
+        "a partial message, no reply"
     );
 }
