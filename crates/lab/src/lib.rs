@@ -17,7 +17,13 @@
 
 #![deny(missing_docs)]
 
+pub mod churn;
 pub mod compare;
+pub mod frame;
 pub mod generators;
+pub mod needs;
+pub mod ovs_dpdk;
+pub mod report;
 pub mod soak;
+pub mod sys;
 pub mod vhost;
