@@ -114,13 +114,13 @@ impl Case {
     /// Its label: `100/s`, `1k/s`, `10k/s+1%`.
     pub fn label(self) -> String {
         let n = self.per_sec;
-        let mut s = if n >= 1000 && n % 1000 == 0 {
+        let mut s = if n >= 1000 && n.is_multiple_of(1000) {
             format!("{}k/s", n / 1000)
         } else {
             format!("{n}/s")
         };
-        if self.matching_every > 0 {
-            let _ = write!(s, "+{}%", 100 / self.matching_every);
+        if let Some(pct) = 100u32.checked_div(self.matching_every) {
+            let _ = write!(s, "+{pct}%");
         }
         s
     }
@@ -385,6 +385,7 @@ fn measure_all(
     };
     setup.warm_s = Some(warm);
     eprintln!("hayate:   warm in {warm:.1} s");
+    sw_run.keep_diagnostics(dir, "warm");
     for (case, run) in cases.iter().zip(runs.iter_mut()) {
         let base = measure::window(&mut stats, args.seconds)?;
         sw_run.alive()?;
@@ -397,6 +398,7 @@ fn measure_all(
             args.seconds,
         )?;
         sw_run.alive()?;
+        sw_run.keep_diagnostics(dir, &format!("churn-{}", case.label().replace('/', "")));
         switch::clean_churn(&mgmt)?;
         run.base_mpps = Some(base / 1e6);
         run.churn_mpps = Some(ch.pps / 1e6);
@@ -410,10 +412,10 @@ fn measure_all(
             ch.mods_per_s
         );
     }
-    sw_run.keep_diagnostics(dir, "after-churn");
     if args.trials > 0 {
         effect.effect = measure::effect(&mgmt, args.trials, &mut || sw_run.alive())?;
         effect.status = "ok".into();
+        sw_run.keep_diagnostics(dir, "effect");
         eprintln!(
             "hayate:   effect: barrier {} ms, traffic moved {} ms (medians)",
             crate::report::opt(

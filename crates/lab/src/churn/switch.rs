@@ -69,8 +69,8 @@ impl Sw {
 
 /// A running switch; dropping it stops it.
 pub enum Running {
-    /// Hayate's process.
-    Hayate(Proc),
+    /// Hayate's process, its binary and run folder (for `hayate ctl`).
+    Hayate(Proc, PathBuf, PathBuf),
     /// Open vSwitch's daemons.
     Ovs(Ovs),
 }
@@ -121,7 +121,7 @@ impl Running {
                     .cpus(&[ctx.main_core])
                     .lifetime(ctx.lifetime)
                     .start(dir)?;
-                Running::Hayate(p)
+                Running::Hayate(p, ctx.hayate.clone(), run)
             }
             Sw::OvsDpdk => {
                 let Some(huge) = &ctx.huge else {
@@ -175,7 +175,7 @@ impl Running {
     /// The OpenFlow management socket (in `dir`, the folder it was started with).
     pub fn mgmt(&self, dir: &Path) -> PathBuf {
         match self {
-            Running::Hayate(_) => dir.join("cbr.mgmt"),
+            Running::Hayate(..) => dir.join("cbr.mgmt"),
             Running::Ovs(o) => o.mgmt(),
         }
     }
@@ -183,7 +183,7 @@ impl Running {
     /// Fails when it has exited.
     pub fn alive(&mut self) -> Result<()> {
         match self {
-            Running::Hayate(p) => p.alive(),
+            Running::Hayate(p, ..) => p.alive(),
             Running::Ovs(o) => o.alive(),
         }
     }
@@ -193,23 +193,36 @@ impl Running {
     /// (as churn-ovs.sh waits); Hayate has no such limit.
     pub fn settled(&self) -> Result<bool> {
         match self {
-            Running::Hayate(_) => Ok(true),
+            Running::Hayate(..) => Ok(true),
             Running::Ovs(o) => Ok(parse_upcall_show(&o.appctl(&["upcall/show"])?)
                 .is_some_and(|(cur, limit)| limit > cur + 1000)),
         }
     }
 
-    /// Writes what it says about itself after a run into `dir` (Open vSwitch's PMD
-    /// statistics and datapath flow counts).
+    /// Writes what it says about itself into `dir` (Hayate's poll-thread counters: cache
+    /// flushes, megaflows revalidation removed, upcalls; Open vSwitch's PMD statistics and
+    /// datapath flow counts), each file named `NAME.WHAT.txt`.
     pub fn keep_diagnostics(&self, dir: &Path, name: &str) {
-        if let Running::Ovs(o) = self {
-            for (file, args) in [
-                ("pmd-stats", &["dpif-netdev/pmd-stats-show"][..]),
-                ("upcall", &["upcall/show"][..]),
-            ] {
-                if let Ok(t) = o.appctl(args) {
-                    let _ = std::fs::write(dir.join(format!("{name}.{file}.txt")), t);
-                }
+        let put = |what: &str, text: Result<String>| {
+            if let Ok(t) = text {
+                let _ = std::fs::write(dir.join(format!("{name}.{what}.txt")), t);
+            }
+        };
+        match self {
+            Running::Hayate(_, bin, run) => put(
+                "dump-pmd",
+                crate::sys::proc::run(
+                    Command::new(bin)
+                        .arg("ctl")
+                        .arg("--run-dir")
+                        .arg(run)
+                        .args([BRIDGE, "dump-pmd"]),
+                    Duration::from_secs(10),
+                ),
+            ),
+            Running::Ovs(o) => {
+                put("pmd-stats", o.appctl(&["dpif-netdev/pmd-stats-show"]));
+                put("upcall", o.appctl(&["upcall/show"]));
             }
         }
     }
