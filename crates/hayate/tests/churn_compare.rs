@@ -72,7 +72,8 @@ fn churn_windows_and_effect_trials_complete() {
         }
     }
     let effects = v["effect_runs"].as_array().unwrap();
-    assert_eq!(effects.len(), 2 * n_sw, "{text}");
+    // Two tables × two redirect rules.
+    assert_eq!(effects.len(), 4 * n_sw, "{text}");
     for e in effects {
         assert_eq!(e["status"], "ok", "{e}\n{text}");
         assert_eq!(e["effect_ms"].as_array().unwrap().len(), 2, "{e}");

@@ -140,7 +140,7 @@ impl Ovs {
             prefix,
             _ns: ns,
         };
-        o.vsctl(&[
+        let br = o.vsctl(&[
             "add-br",
             BRIDGE,
             "--",
@@ -149,8 +149,16 @@ impl Ovs {
             BRIDGE,
             "datapath_type=netdev",
             "other_config:hwaddr=02:00:00:77:00:fe",
-        ])?;
+        ]);
         o.alive()?;
+        // ovs-vsctl waits for the daemon to apply the bridge; when it does not, its log says
+        // why (DPDK's start, its memory).
+        br.map_err(|e| {
+            e.context(format!(
+                "ovs-vswitchd's log ends: {}",
+                proc::tail(&dir.join("ovs-vswitchd.log"), 6)
+            ))
+        })?;
         Ok(o)
     }
 

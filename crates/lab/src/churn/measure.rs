@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 
 use super::openflow::{Command, Conn};
-use super::rules::{churn_mod, redirect};
+use super::rules::{churn_mod, Flow};
 use crate::report::median;
 use crate::sys::guard::nap;
 
@@ -221,9 +221,15 @@ const POLL_GAP: Duration = Duration::from_micros(100);
 /// How long a trial waits for the change to show before it counts as failed.
 const EFFECT_WAIT: Duration = Duration::from_secs(10);
 
-/// `trials` times: add [`redirect`] (traffic to port 3) with a barrier and time its reply
-/// and its first packets on port 3; then delete it and wait until port 3 is quiet again.
-pub fn effect(mgmt: &Path, trials: usize, alive: &mut dyn FnMut() -> Result<()>) -> Result<Effect> {
+/// `trials` times: add `rule` (one of [`super::rules::redirects`]: traffic to port 3) with a
+/// barrier and time its reply and its first packets on port 3; then delete it and wait until
+/// port 3 is quiet again.
+pub fn effect(
+    mgmt: &Path,
+    rule: &Flow,
+    trials: usize,
+    alive: &mut dyn FnMut() -> Result<()>,
+) -> Result<Effect> {
     let mut ctl = Conn::connect(mgmt)?;
     let mut out = Effect::default();
     let mut polls = Vec::new();
@@ -249,7 +255,7 @@ pub fn effect(mgmt: &Path, trials: usize, alive: &mut dyn FnMut() -> Result<()>)
                 std::thread::sleep(POLL_GAP);
             }
         });
-        ctl.send_flow_mod(&redirect(), Command::Add)?;
+        ctl.send_flow_mod(rule, Command::Add)?;
         ctl.wait_barrier()?;
         let barrier = t0.elapsed();
         let (seen, rtts) = poller
@@ -258,7 +264,7 @@ pub fn effect(mgmt: &Path, trials: usize, alive: &mut dyn FnMut() -> Result<()>)
         out.barrier_ms.push(barrier.as_secs_f64() * 1e3);
         out.effect_ms.push(seen.as_secs_f64() * 1e3);
         polls.extend(rtts.iter().map(|d| d.as_secs_f64() * 1e3));
-        ctl.flow_mod(&redirect(), Command::DeleteStrict)?;
+        ctl.flow_mod(rule, Command::DeleteStrict)?;
         quiet(&mut ctl)?;
     }
     out.poll_ms = median(polls);

@@ -318,12 +318,16 @@ fn one(
         switch: sw.name().into(),
         ..Setup::default()
     };
-    let mut effect = EffectRun {
-        table: table.name().into(),
-        switch: sw.name().into(),
-        status: "not run".into(),
-        ..EffectRun::default()
-    };
+    let mut effects: Vec<EffectRun> = rules::redirects()
+        .iter()
+        .map(|(rule, _)| EffectRun {
+            table: table.name().into(),
+            rule: (*rule).into(),
+            switch: sw.name().into(),
+            status: "not run".into(),
+            ..EffectRun::default()
+        })
+        .collect();
     let got = measure_all(
         args,
         ctx,
@@ -333,7 +337,7 @@ fn one(
         &cases,
         &mut runs,
         &mut setup,
-        &mut effect,
+        &mut effects,
     );
     if let Err(e) = got {
         let why = format!("failed: {e:#} (logs in {})", dir.display());
@@ -341,14 +345,14 @@ fn one(
         for r in runs.iter_mut().filter(|r| r.status == "not run") {
             r.status = why.clone();
         }
-        if effect.status == "not run" && args.trials > 0 {
-            effect.status = why;
+        for e in effects.iter_mut().filter(|e| e.status == "not run") {
+            e.status = why.clone();
         }
     }
     report.runs.extend(runs);
     report.setups.push(setup);
     if args.trials > 0 {
-        report.effect_runs.push(effect);
+        report.effect_runs.extend(effects);
     }
 }
 
@@ -362,7 +366,7 @@ fn measure_all(
     cases: &[Case],
     runs: &mut [Run],
     setup: &mut Setup,
-    effect: &mut EffectRun,
+    effects: &mut [EffectRun],
 ) -> Result<()> {
     let mut sw_run = Running::start(sw, ctx, dir)?;
     let mgmt = sw_run.mgmt(dir);
@@ -412,22 +416,18 @@ fn measure_all(
             ch.mods_per_s
         );
     }
-    if args.trials > 0 {
-        effect.effect = measure::effect(&mgmt, args.trials, &mut || sw_run.alive())?;
-        effect.status = "ok".into();
-        sw_run.keep_diagnostics(dir, "effect");
+    for (e, (_, rule)) in effects.iter_mut().zip(rules::redirects()) {
+        if args.trials == 0 {
+            break;
+        }
+        e.effect = measure::effect(&mgmt, &rule, args.trials, &mut || sw_run.alive())?;
+        e.status = "ok".into();
+        sw_run.keep_diagnostics(dir, &format!("effect-{}", e.rule));
         eprintln!(
-            "hayate:   effect: barrier {} ms, traffic moved {} ms (medians)",
-            crate::report::opt(
-                crate::report::median(effect.effect.barrier_ms.clone()),
-                2,
-                ""
-            ),
-            crate::report::opt(
-                crate::report::median(effect.effect.effect_ms.clone()),
-                2,
-                ""
-            )
+            "hayate:   effect by {}: barrier {} ms, traffic moved {} ms (medians)",
+            e.rule,
+            crate::report::opt(crate::report::median(e.effect.barrier_ms.clone()), 2, ""),
+            crate::report::opt(crate::report::median(e.effect.effect_ms.clone()), 2, "")
         );
     }
     sw_run.alive()

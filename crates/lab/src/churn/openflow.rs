@@ -56,6 +56,14 @@ fn oxm(buf: &mut Vec<u8>, field: u8, value: &[u8]) {
     buf.extend_from_slice(value);
 }
 
+fn oxm_masked(buf: &mut Vec<u8>, field: u8, value: &[u8], mask: &[u8]) {
+    buf.extend_from_slice(&0x8000u16.to_be_bytes());
+    buf.push(field << 1 | 1);
+    buf.push((value.len() + mask.len()) as u8);
+    buf.extend_from_slice(value);
+    buf.extend_from_slice(mask);
+}
+
 impl Flow {
     /// Appends the FLOW_MOD that does `cmd` with this flow (table 0) to `buf`.
     pub fn encode(&self, cmd: Command, xid: u32, buf: &mut Vec<u8>) {
@@ -88,6 +96,7 @@ impl Flow {
                 Field::InPort(_) => {}
                 Field::Ipv4Src(a) => oxm(buf, 11, a),
                 Field::Ipv4Dst(a) => oxm(buf, 12, a),
+                Field::Ipv4SrcMasked(a, m) => oxm_masked(buf, 11, a, m),
                 Field::UdpSrc(p) => oxm(buf, 15, &p.to_be_bytes()),
             }
         }

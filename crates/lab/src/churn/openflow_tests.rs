@@ -1,7 +1,7 @@
 use std::process::Command as Process;
 
 use super::*;
-use crate::churn::rules::{churn_mod, redirect, Table};
+use crate::churn::rules::{churn_mod, redirects, Table};
 
 /// What `ovs-ofctl ofp-parse` prints for `bytes`, or `None` when ovs-ofctl is not installed.
 fn ofp_parse(bytes: &[u8]) -> Option<String> {
@@ -28,12 +28,14 @@ fn ovs_ofctl_reads_back_what_is_encoded() {
     drop[0].encode(Command::Add, 1, &mut b);
     drop[1].encode(Command::Add, 2, &mut b);
     Table::PerFlow.flows(1)[1].encode(Command::Add, 3, &mut b);
-    redirect().encode(Command::Add, 4, &mut b);
-    redirect().encode(Command::DeleteStrict, 5, &mut b);
+    let [(_, narrow), (_, wide)] = redirects();
+    wide.encode(Command::Add, 4, &mut b);
+    wide.encode(Command::DeleteStrict, 5, &mut b);
     let (f, c) = churn_mod(2000 + 513, 0, 1);
     f.encode(c, 6, &mut b);
     barrier(7, &mut b);
     port_stats_request(3, 8, &mut b);
+    narrow.encode(Command::Add, 9, &mut b);
     // Every message is a whole number of 8-byte words and says its own length.
     let mut at = 0;
     while at < b.len() {
@@ -55,6 +57,7 @@ fn ovs_ofctl_reads_back_what_is_encoded() {
         "OFPT_FLOW_MOD (OF1.3) (xid=0x6): ADD priority=50,udp,nw_dst=192.168.2.1 actions=drop",
         "OFPT_BARRIER_REQUEST (OF1.3) (xid=0x7):",
         "OFPST_PORT request (OF1.3) (xid=0x8): port_no=3",
+        "OFPT_FLOW_MOD (OF1.3) (xid=0x9): ADD priority=200,udp,nw_src=10.0.0.0/255.0.15.255 actions=output:3",
     ] {
         assert!(text.contains(want), "{want}\nnot in:\n{text}");
     }

@@ -37,11 +37,13 @@ pub struct Run {
     pub mods_per_s: Option<f64>,
 }
 
-/// The effect test of one (table, switch) start.
+/// One effect test of one (table, switch) start.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct EffectRun {
     /// Rule table.
     pub table: String,
+    /// Which redirect rule (`nw_src` or `tp_src`, see [`super::rules::redirects`]).
+    pub rule: String,
     /// Switch.
     pub switch: String,
     /// "ok" or "failed: ...".
@@ -87,11 +89,13 @@ pub struct Row {
     pub vs_ovs_dpdk: Option<f64>,
 }
 
-/// The effect test of one (table, switch) over its runs: medians of every trial.
+/// One effect test of one (table, switch) over its runs: medians of every trial.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct EffectRow {
     /// Rule table.
     pub table: String,
+    /// Which redirect rule.
+    pub rule: String,
     /// Switch.
     pub switch: String,
     /// Trials that completed.
@@ -191,32 +195,35 @@ pub fn summarize(runs: &[Run]) -> Vec<Row> {
     rows
 }
 
-/// The effect tests per (table, switch): medians over every completed trial.
+/// The effect tests per (table, rule, switch): medians over every completed trial.
 pub fn summarize_effects(runs: &[EffectRun]) -> Vec<EffectRow> {
-    keys(runs, |r| (r.table.clone(), r.switch.clone()))
-        .into_iter()
-        .map(|(t, s)| {
-            let ok: Vec<&EffectRun> = runs
-                .iter()
-                .filter(|r| r.table == t && r.switch == s && r.status == "ok")
-                .collect();
-            let all = |f: fn(&Effect) -> &Vec<f64>| {
-                median(
-                    ok.iter()
-                        .flat_map(|r| f(&r.effect).iter().copied())
-                        .collect(),
-                )
-            };
-            EffectRow {
-                trials: ok.iter().map(|r| r.effect.effect_ms.len()).sum(),
-                barrier_ms: all(|e| &e.barrier_ms),
-                effect_ms: all(|e| &e.effect_ms),
-                poll_ms: median(ok.iter().filter_map(|r| r.effect.poll_ms).collect()),
-                table: t,
-                switch: s,
-            }
-        })
-        .collect()
+    keys(runs, |r| {
+        (r.table.clone(), r.rule.clone(), r.switch.clone())
+    })
+    .into_iter()
+    .map(|(t, rule, s)| {
+        let ok: Vec<&EffectRun> = runs
+            .iter()
+            .filter(|r| r.table == t && r.rule == rule && r.switch == s && r.status == "ok")
+            .collect();
+        let all = |f: fn(&Effect) -> &Vec<f64>| {
+            median(
+                ok.iter()
+                    .flat_map(|r| f(&r.effect).iter().copied())
+                    .collect(),
+            )
+        };
+        EffectRow {
+            trials: ok.iter().map(|r| r.effect.effect_ms.len()).sum(),
+            barrier_ms: all(|e| &e.barrier_ms),
+            effect_ms: all(|e| &e.effect_ms),
+            poll_ms: median(ok.iter().filter_map(|r| r.effect.poll_ms).collect()),
+            table: t,
+            rule,
+            switch: s,
+        }
+    })
+    .collect()
 }
 
 impl Report {
@@ -259,6 +266,7 @@ impl Report {
         ));
         let mut e = Table::new()
             .col("effect", 8, Align::Left)
+            .col("rule", 6, Align::Left)
             .col("switch", 8, Align::Left)
             .col("barrier ms", 10, Align::Right)
             .col("effect ms", 9, Align::Right)
@@ -267,6 +275,7 @@ impl Report {
         for r in &self.effects {
             e.row(vec![
                 r.table.clone(),
+                r.rule.clone(),
                 r.switch.clone(),
                 opt(r.barrier_ms, 2, ""),
                 opt(r.effect_ms, 2, ""),
@@ -275,9 +284,11 @@ impl Report {
             ]);
         }
         e.text(
-            "(a flow-mod moving the flows of UDP source port 1024 — one frame in 4096 — to port \
-             3: medians from sending it to its barrier reply and to the first port-statistics \
-             reply showing packets on port 3)",
+            "(a flow-mod moving the flows of sources 10.0.0.0 + 4096·k — one frame in 4096 — to \
+             port 3, by nw_src=10.0.0.0/255.0.15.255 (overlaps only their megaflows in the \
+             per-flow table) or tp_src=1024 (overlaps every megaflow): medians from sending it \
+             to its barrier reply and to the first port-statistics reply showing packets on \
+             port 3)",
         );
         let mut s = t.render();
         s.push('\n');
@@ -385,6 +396,7 @@ mod tests {
         ];
         let effect_runs = vec![EffectRun {
             table: "drop".into(),
+            rule: "nw_src".into(),
             switch: "hayate".into(),
             status: "ok".into(),
             effect: Effect {

@@ -19,6 +19,8 @@ pub enum Field {
     Ipv4Src([u8; 4]),
     /// `nw_dst=A`.
     Ipv4Dst([u8; 4]),
+    /// `nw_src=A/M` with any mask.
+    Ipv4SrcMasked([u8; 4], [u8; 4]),
     /// `tp_src=N` (with `udp`).
     UdpSrc(u16),
 }
@@ -52,6 +54,7 @@ impl Flow {
                 Field::InPort(p) => write!(s, ",in_port={p}"),
                 Field::Ipv4Src(a) => write!(s, ",nw_src={}", dotted(a)),
                 Field::Ipv4Dst(a) => write!(s, ",nw_dst={}", dotted(a)),
+                Field::Ipv4SrcMasked(a, m) => write!(s, ",nw_src={}/{}", dotted(a), dotted(m)),
                 Field::UdpSrc(p) => write!(s, ",tp_src={p}"),
             };
         }
@@ -157,15 +160,30 @@ pub fn churn_mod(i: u64, matching_every: u32, flows: u32) -> (Flow, super::openf
     (flow, if j < CYCLE { Add } else { DeleteStrict })
 }
 
-/// The effect test's rule: the flows whose UDP source port is 1024 (one frame in 4096, spread
-/// through the traffic) to port 3, above every rule of both tables.
-pub fn redirect() -> Flow {
-    Flow {
+/// An effect test's rule: it moves the flows of sources 10.0.0.0 + 4096·k (UDP source port
+/// 1024; one frame in 4,096, spread through the traffic) to port 3, above every rule of both
+/// tables. Two ways to name them:
+///
+/// - `nw_src`: `nw_src=10.0.0.0/255.0.15.255` — in the per-flow table it overlaps only the
+///   megaflows of the flows it moves (theirs are exact on the source);
+/// - `tp_src`: `tp_src=1024` — it overlaps every megaflow (they leave the UDP ports out), so
+///   a switch must check them all.
+///
+/// In the drop table every flow shares one megaflow, which both overlap.
+pub fn redirects() -> [(&'static str, Flow); 2] {
+    let flow = |f: Field| Flow {
         priority: 200,
         udp: true,
-        fields: vec![Field::UdpSrc(1024)],
+        fields: vec![f],
         output: Some(3),
-    }
+    };
+    [
+        (
+            "nw_src",
+            flow(Field::Ipv4SrcMasked([10, 0, 0, 0], [255, 0, 15, 255])),
+        ),
+        ("tp_src", flow(Field::UdpSrc(1024))),
+    ]
 }
 
 #[cfg(test)]
@@ -194,10 +212,20 @@ mod tests {
                 "priority=10,in_port=1,actions=output:2"
             ]
         );
+        let r: Vec<String> = redirects().iter().map(|(_, f)| f.text()).collect();
         assert_eq!(
-            redirect().text(),
-            "priority=200,udp,tp_src=1024,actions=output:3"
+            r,
+            [
+                "priority=200,udp,nw_src=10.0.0.0/255.0.15.255,actions=output:3",
+                "priority=200,udp,tp_src=1024,actions=output:3"
+            ]
         );
+        // Both name the same sources: 10.0.0.0 + 4096·k, the frames of UDP source port 1024.
+        for i in [0u32, 4096, 98_304, 1, 4095, 4097, 65_536 + 256] {
+            let src = u32::from_be_bytes(flow_src(i));
+            let by_src = src & 0xff00_0fff == 0x0a00_0000;
+            assert_eq!(by_src, i % 4096 == 0, "source {i}");
+        }
         assert_eq!(Table::from_name("drop").unwrap(), Table::Drop);
         assert!(Table::from_name("acl").is_err());
     }
