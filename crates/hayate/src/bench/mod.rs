@@ -187,7 +187,11 @@ mod tests {
     fn the_churn_benchs_config_is_a_valid_hayate_config() {
         use hayate_lab::churn::switch::hayate_config;
         use std::path::Path;
-        let text = hayate_config(Path::new("/tmp/c/f.pcap"), 1, Path::new("/tmp/c/cbr.mgmt"));
+        let text = hayate_config(
+            Some(Path::new("/tmp/c/f.pcap")),
+            1,
+            Path::new("/tmp/c/cbr.mgmt"),
+        );
         let bridges = crate::config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(bridges.len(), 1);
         assert_eq!(bridges[0].cores, vec![1]);

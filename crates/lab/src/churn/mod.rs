@@ -19,17 +19,18 @@
 //!
 //! Files: [`args`](ChurnArgs) and the run here; [`rules`]: tables and flow-mods;
 //! [`openflow`]: the messages and one connection; [`switch`]: starting each switch;
-//! [`measure`]: warm-up, windows, the churning thread, the effect test; [`report`]: tables,
-//! JSON, SVG.
+//! [`measure`]: warm-up, windows, the churning thread, the effect test; [`turn`]: one switch
+//! on one table, start to stop; [`report`]: tables, JSON, SVG.
 
 pub mod measure;
 pub mod openflow;
 pub mod report;
 pub mod rules;
 pub mod switch;
+mod turn;
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -38,10 +39,9 @@ use clap::Args;
 use crate::frame;
 use crate::needs;
 use crate::sys::{guard, host};
-use openflow::Conn;
-use report::{EffectRun, Report, Run, Setup};
+use report::Report;
 use rules::Table;
-use switch::{Ctx, Running, Sw};
+use switch::{Ctx, Sw};
 
 /// Options of `hayate bench churn-compare`.
 #[derive(Args, Debug, Clone)]
@@ -74,6 +74,11 @@ pub struct ChurnArgs {
     /// Most warm-up, seconds.
     #[arg(long, default_value_t = 120.0)]
     pub warmup_max: f64,
+    /// Install the table before the traffic's port is added (as the in-process `churn-*`
+    /// scenarios, whose flows are in place before the first packet); by default the traffic
+    /// runs while the table goes in, as under a live controller.
+    #[arg(long)]
+    pub table_first: bool,
     /// Trials of the effect test per (table, switch) (0: none).
     #[arg(long, default_value_t = 10)]
     pub trials: usize,
@@ -271,7 +276,15 @@ pub fn main(args: ChurnArgs) -> Result<()> {
                     args.repeat
                 );
                 let at = dir.join(format!("{}-{}-{rep}", sw.name(), table.name()));
-                one(&args, &ctx, sw, table, &flows_file, &at, &mut report);
+                let turn = turn::Turn {
+                    args: &args,
+                    ctx: &ctx,
+                    sw,
+                    table,
+                    flows_file: &flows_file,
+                    dir: &at,
+                };
+                turn.run(&mut report);
                 guard::check()?;
             }
         }
@@ -289,148 +302,6 @@ pub fn main(args: ChurnArgs) -> Result<()> {
     }
     drop(mount);
     Ok(())
-}
-
-/// One switch on one table: its windows and effect test into `report`; a failure is kept as
-/// the status of what it stopped.
-fn one(
-    args: &ChurnArgs,
-    ctx: &Ctx,
-    sw: Sw,
-    table: Table,
-    flows_file: &Path,
-    dir: &Path,
-    report: &mut Report,
-) {
-    let cases = cases(table, &args.rates, args.matching_rate);
-    let mut runs: Vec<Run> = cases
-        .iter()
-        .map(|c| Run {
-            table: table.name().into(),
-            case: c.label(),
-            switch: sw.name().into(),
-            status: "not run".into(),
-            ..Run::default()
-        })
-        .collect();
-    let mut setup = Setup {
-        table: table.name().into(),
-        switch: sw.name().into(),
-        ..Setup::default()
-    };
-    let mut effects: Vec<EffectRun> = rules::redirects()
-        .iter()
-        .map(|(rule, _)| EffectRun {
-            table: table.name().into(),
-            rule: (*rule).into(),
-            switch: sw.name().into(),
-            status: "not run".into(),
-            ..EffectRun::default()
-        })
-        .collect();
-    let got = measure_all(
-        args,
-        ctx,
-        sw,
-        flows_file,
-        dir,
-        &cases,
-        &mut runs,
-        &mut setup,
-        &mut effects,
-    );
-    if let Err(e) = got {
-        let why = format!("failed: {e:#} (logs in {})", dir.display());
-        eprintln!("hayate:   {why}");
-        for r in runs.iter_mut().filter(|r| r.status == "not run") {
-            r.status = why.clone();
-        }
-        for e in effects.iter_mut().filter(|e| e.status == "not run") {
-            e.status = why.clone();
-        }
-    }
-    report.runs.extend(runs);
-    report.setups.push(setup);
-    if args.trials > 0 {
-        report.effect_runs.extend(effects);
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn measure_all(
-    args: &ChurnArgs,
-    ctx: &Ctx,
-    sw: Sw,
-    flows_file: &Path,
-    dir: &Path,
-    cases: &[Case],
-    runs: &mut [Run],
-    setup: &mut Setup,
-    effects: &mut [EffectRun],
-) -> Result<()> {
-    let mut sw_run = Running::start(sw, ctx, dir)?;
-    let mgmt = sw_run.mgmt(dir);
-    setup.install_s = Some(switch::install(&mgmt, flows_file)?);
-    eprintln!(
-        "hayate:   table installed in {:.1} s",
-        setup.install_s.unwrap_or(0.0)
-    );
-    let mut stats = Conn::connect(&mgmt)?;
-    let warm = {
-        let sw_ref = &mut sw_run;
-        let alive = std::cell::RefCell::new(sw_ref);
-        measure::warm(
-            &mut stats,
-            Duration::from_secs_f64(args.warmup),
-            Duration::from_secs_f64(args.warmup_max),
-            &mut || alive.borrow_mut().alive(),
-            &mut || alive.borrow().settled(),
-        )?
-    };
-    setup.warm_s = Some(warm);
-    eprintln!("hayate:   warm in {warm:.1} s");
-    sw_run.keep_diagnostics(dir, "warm");
-    for (case, run) in cases.iter().zip(runs.iter_mut()) {
-        let base = measure::window(&mut stats, args.seconds)?;
-        sw_run.alive()?;
-        let ch = measure::churn_window(
-            &mut stats,
-            &mgmt,
-            case.per_sec,
-            case.matching_every,
-            args.flows,
-            args.seconds,
-        )?;
-        sw_run.alive()?;
-        sw_run.keep_diagnostics(dir, &format!("churn-{}", case.label().replace('/', "")));
-        switch::clean_churn(&mgmt)?;
-        run.base_mpps = Some(base / 1e6);
-        run.churn_mpps = Some(ch.pps / 1e6);
-        run.mods_per_s = Some(ch.mods_per_s);
-        run.status = "ok".into();
-        eprintln!(
-            "hayate:   {}: {:.3} Mpps without churn, {:.3} Mpps with {:.0} flow-mods/s",
-            case.label(),
-            base / 1e6,
-            ch.pps / 1e6,
-            ch.mods_per_s
-        );
-    }
-    for (e, (_, rule)) in effects.iter_mut().zip(rules::redirects()) {
-        if args.trials == 0 {
-            break;
-        }
-        e.effect = measure::effect(&mgmt, &rule, args.trials, &mut || sw_run.alive())?;
-        e.status = "ok".into();
-        sw_run.keep_diagnostics(dir, &format!("effect-{}", e.rule));
-        eprintln!(
-            "hayate:   effect by {}: barrier {} ms, traffic moved {} ms (medians)",
-            e.rule,
-            crate::report::opt(crate::report::median(e.effect.barrier_ms.clone()), 2, ""),
-            crate::report::opt(crate::report::median(e.effect.effect_ms.clone()), 2, "")
-        );
-    }
-    sw_run.alive()
 }
 
 #[cfg(test)]

@@ -78,31 +78,50 @@ pub enum Running {
 /// The bridge of Hayate's config.
 const BRIDGE: &str = "cbr";
 
-/// Hayate's TOML config: ports 1 `in` (the pcap, replayed forever), 2 `out` and 3 `alt`
-/// (sinks), no flows, the controller listener on `mgmt`.
-pub fn hayate_config(pcap: &Path, switch_core: usize, mgmt: &Path) -> String {
+/// Hayate's TOML config: ports 1 `in` (the pcap, replayed forever; left out without
+/// `pcap`), 2 `out` and 3 `alt` (sinks), no flows, the controller listener on `mgmt`.
+pub fn hayate_config(pcap: Option<&Path>, switch_core: usize, mgmt: &Path) -> String {
     let mut s = format!(
         "[[bridge]]\nname = \"{BRIDGE}\"\ncores = [{switch_core}]\nfail_mode = \"secure\"\n\
          controllers = [\"punix:{}\"]\n",
         mgmt.display()
     );
-    let ports = [
-        ("in", format!("pcap:in={},loops=0", pcap.display())),
-        ("out", "null:sink".into()),
-        ("alt", "null:sink".into()),
+    let source = pcap.map(|p| (1, "in", source_spec(p)));
+    let sinks = [
+        (2, "out", "null:sink".into()),
+        (3, "alt", "null:sink".into()),
     ];
-    for (i, (name, spec)) in ports.iter().enumerate() {
+    for (no, name, spec) in source.into_iter().chain(sinks) {
         s.push_str(&format!(
-            "\n[[bridge.port]]\nname = \"{name}\"\nspec = \"{spec}\"\nofport = {}\n",
-            i + 1
+            "\n[[bridge.port]]\nname = \"{name}\"\nspec = \"{spec}\"\nofport = {no}\n"
         ));
     }
     s
 }
 
+/// Hayate's spec of the traffic's port.
+fn source_spec(pcap: &Path) -> String {
+    format!("pcap:in={},loops=0", pcap.display())
+}
+
+/// Open vSwitch's port `no` (`type=dpdk`, DPDK device arguments).
+fn ovs_port(
+    name: &'static str,
+    no: u32,
+    devargs: String,
+) -> (&'static str, u32, &'static str, Vec<String>) {
+    (
+        name,
+        no,
+        "dpdk",
+        vec![format!("options:dpdk-devargs={devargs}")],
+    )
+}
+
 impl Running {
-    /// Starts `sw` with its logs and sockets in `dir`.
-    pub fn start(sw: Sw, ctx: &Ctx, dir: &Path) -> Result<Running> {
+    /// Starts `sw` with its logs and sockets in `dir`; without `source`, the traffic's port
+    /// is left out until [`Running::add_source`].
+    pub fn start(sw: Sw, ctx: &Ctx, dir: &Path, source: bool) -> Result<Running> {
         std::fs::create_dir_all(dir)?;
         let mut r = match sw {
             Sw::Hayate => {
@@ -111,7 +130,11 @@ impl Running {
                 let cfg = dir.join("hayate.toml");
                 std::fs::write(
                     &cfg,
-                    hayate_config(&ctx.pcap, ctx.switch_core, &dir.join("cbr.mgmt")),
+                    hayate_config(
+                        source.then_some(ctx.pcap.as_path()),
+                        ctx.switch_core,
+                        &dir.join("cbr.mgmt"),
+                    ),
                 )?;
                 let p = Spawn::new("hayate", &ctx.hayate.to_string_lossy())
                     .args(["run", "--config"])
@@ -141,23 +164,14 @@ impl Running {
                     "protocols=OpenFlow13",
                     "fail_mode=secure",
                 ])?;
-                let dpdk = |name: &'static str, no: u32, devargs: String| {
-                    (
-                        name,
-                        no,
-                        "dpdk",
-                        vec![format!("options:dpdk-devargs={devargs}")],
-                    )
-                };
-                ovs.add_ports(&[
-                    dpdk(
-                        "in",
-                        1,
-                        format!("net_pcap0,rx_pcap={},infinite_rx=1", ctx.pcap.display()),
-                    ),
-                    dpdk("out", 2, "net_null1,no-rx=1".into()),
-                    dpdk("alt", 3, "net_null2,no-rx=1".into()),
-                ])?;
+                let mut ports = vec![
+                    ovs_port("out", 2, "net_null1,no-rx=1".into()),
+                    ovs_port("alt", 3, "net_null2,no-rx=1".into()),
+                ];
+                if source {
+                    ports.insert(0, ovs_source(ctx));
+                }
+                ovs.add_ports(&ports)?;
                 Running::Ovs(ovs)
             }
         };
@@ -170,6 +184,28 @@ impl Running {
             nap(Duration::from_millis(100))?;
         }
         bail!("{} never opened {}", sw.name(), mgmt.display())
+    }
+
+    /// Adds the traffic's port (1) to a switch started without it.
+    pub fn add_source(&self, ctx: &Ctx) -> Result<()> {
+        match self {
+            Running::Hayate(_, bin, run) => crate::sys::proc::run(
+                Command::new(bin)
+                    .arg("ctl")
+                    .arg("--run-dir")
+                    .arg(run)
+                    .args([
+                        BRIDGE,
+                        "add-port",
+                        &source_spec(&ctx.pcap),
+                        "ofport=1",
+                        "name=in",
+                    ]),
+                Duration::from_secs(30),
+            )
+            .map(|_| ()),
+            Running::Ovs(o) => o.add_ports(&[ovs_source(ctx)]),
+        }
     }
 
     /// The OpenFlow management socket (in `dir`, the folder it was started with).
@@ -226,6 +262,15 @@ impl Running {
             }
         }
     }
+}
+
+/// Open vSwitch's traffic port: net_pcap replaying the pcap without end.
+fn ovs_source(ctx: &Ctx) -> (&'static str, u32, &'static str, Vec<String>) {
+    ovs_port(
+        "in",
+        1,
+        format!("net_pcap0,rx_pcap={},infinite_rx=1", ctx.pcap.display()),
+    )
 }
 
 /// `(current, limit)` datapath flows in `ovs-appctl upcall/show`.
@@ -289,11 +334,13 @@ mod tests {
         assert_eq!(parse_upcall_show("nothing"), None);
         assert_eq!(Sw::from_name("ovs-dpdk").unwrap(), Sw::OvsDpdk);
         assert!(Sw::from_name("ovs").is_err());
-        let c = hayate_config(Path::new("/t/f.pcap"), 1, Path::new("/t/cbr.mgmt"));
+        let c = hayate_config(Some(Path::new("/t/f.pcap")), 1, Path::new("/t/cbr.mgmt"));
         assert!(c.contains("spec = \"pcap:in=/t/f.pcap,loops=0\""), "{c}");
         assert!(
             c.contains("punix:/t/cbr.mgmt") && c.contains("ofport = 3"),
             "{c}"
         );
+        let c = hayate_config(None, 1, Path::new("/t/cbr.mgmt"));
+        assert!(!c.contains("pcap") && !c.contains("ofport = 1"), "{c}");
     }
 }
