@@ -9,7 +9,7 @@ mod report;
 mod runner;
 mod scenario;
 
-use hayate_lab::{compare, generators, soak, vhost};
+use hayate_lab::{churn, compare, generators, soak, vhost};
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
@@ -75,6 +75,11 @@ pub enum BenchCommand {
     /// and removed) while a ping crosses in standalone mode; fails unless the ping lost
     /// nothing and memory and descriptors came back.
     Soak(soak::SoakArgs),
+    /// The `churn-*` scenarios on real processes, Hayate beside Open vSwitch with DPDK on the
+    /// same frames and cores: each switch driven over its OpenFlow socket by ovs-ofctl (the
+    /// table) and paced flow-mods with barriers (the churn); the rate during churn as a share
+    /// of the rate without, the ratio to OVS-DPDK, and how soon a changed flow takes effect.
+    ChurnCompare(churn::ChurnArgs),
 }
 
 /// Runs `hayate bench`.
@@ -84,6 +89,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         Some(BenchCommand::Generators(g)) => return generators::main(g),
         Some(BenchCommand::Vhost(v)) => return vhost::main(v),
         Some(BenchCommand::Soak(s)) => return soak::main(s),
+        Some(BenchCommand::ChurnCompare(c)) => return churn::main(c),
         None => {}
     }
     if args.list {
@@ -175,5 +181,24 @@ mod tests {
             let n = if topo == Topology::Pvp { 3 } else { 2 };
             assert_eq!(bridges[0].ports.len(), n, "{text}");
         }
+    }
+
+    #[test]
+    fn the_churn_benchs_config_is_a_valid_hayate_config() {
+        use hayate_lab::churn::switch::hayate_config;
+        use std::path::Path;
+        let text = hayate_config(
+            Some(Path::new("/tmp/c/f.pcap")),
+            1,
+            Path::new("/tmp/c/cbr.mgmt"),
+        );
+        let bridges = crate::config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(bridges.len(), 1);
+        assert_eq!(bridges[0].cores, vec![1]);
+        assert_eq!(bridges[0].ports.len(), 3, "{text}");
+        assert_eq!(
+            bridges[0].controllers,
+            vec!["punix:/tmp/c/cbr.mgmt".to_string()]
+        );
     }
 }

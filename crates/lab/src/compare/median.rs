@@ -3,20 +3,7 @@
 
 use super::measure::{Latency, Rate, Tcp};
 use super::report::SwitchResult;
-
-/// The median of `v` (the mean of the two middle values for an even count); `None` when empty.
-pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
-}
+use crate::report::median;
 
 /// Each field of the latencies, medianed separately.
 fn latency(ls: &[&Latency]) -> Option<Latency> {

@@ -1,14 +1,13 @@
 //! The results of `hayate bench compare`: a table with ratios to the Linux bridge, JSON, and
 //! an SVG plot of throughput by frame size.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{anyhow, Result};
-use plotters::prelude::*;
+use anyhow::Result;
 use serde::Serialize;
 
 use super::measure::{Latency, Rate, Tcp};
+use crate::report::{lines, opt, Align, Lines, Table};
 
 /// Everything measured on one switch.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -59,10 +58,7 @@ pub struct Report {
 }
 
 fn ratio(v: Option<f64>, base: Option<f64>) -> String {
-    match (v, base) {
-        (Some(v), Some(b)) if b > 0.0 => format!("{:.2}x", v / b),
-        _ => "-".into(),
-    }
+    opt(crate::report::ratio(v, base), 2, "x")
 }
 
 fn lat(l: &Option<Latency>) -> String {
@@ -89,31 +85,33 @@ impl Report {
                 }
                 v
             });
-        let mut s = String::new();
-        let _ = write!(s, "{:<16}", "switch");
+        let mut t = Table::new().col("switch", 16, Align::Left);
         for f in &frames {
-            let _ = write!(s, " {:>15}", format!("{f}B Mpps"));
+            t = t.col(&format!("{f}B Mpps"), 15, Align::Right);
         }
-        let _ = writeln!(
-            s,
-            " {:>14} {:>14} {:>16} {:>16} {:>9}  status",
-            "TCP on Gb/s", "TCP off Gb/s", "ping idle µs", "ping load µs", "idle CPU"
+        let mut t = t
+            .col("TCP on Gb/s", 14, Align::Right)
+            .col("TCP off Gb/s", 14, Align::Right)
+            .col("ping idle µs", 16, Align::Right)
+            .col("ping load µs", 16, Align::Right)
+            .col("idle CPU", 9, Align::Right)
+            .col(" status", 0, Align::Left);
+        let mut note = format!(
+            "{} (min/median/p99 for pings; ratios to the Linux bridge",
+            " ".repeat(16)
         );
-        s.push_str(&" ".repeat(16));
-        s.push_str(" (min/median/p99 for pings; ratios to the Linux bridge");
         if self.repeat > 1 {
-            let _ = write!(s, "; each figure the median of {} runs", self.repeat);
+            note.push_str(&format!("; each figure the median of {} runs", self.repeat));
         }
-        s.push_str(")\n");
+        t.text(note + ")");
         for r in &self.results {
-            let _ = write!(s, "{:<16}", r.switch);
+            let mut cells = vec![r.switch.clone()];
             for f in &frames {
                 let v = r.pps(*f);
-                let cell = match v {
+                cells.push(match v {
                     Some(p) => format!("{:.3} {}", p / 1e6, ratio(v, base.and_then(|b| b.pps(*f)))),
                     None => "-".into(),
-                };
-                let _ = write!(s, " {cell:>15}");
+                });
             }
             let tcp = |t: &Option<Tcp>, b: Option<&Option<Tcp>>| match t {
                 Some(t) if t.error.is_some() => format!("{:.2} stall", t.gbps),
@@ -124,92 +122,39 @@ impl Report {
                 ),
                 None => "-".into(),
             };
-            let idle = r
-                .idle_cpu_pct
-                .map(|c| format!("{c:.1}%"))
-                .unwrap_or_else(|| "-".into());
-            let _ = writeln!(
-                s,
-                " {:>14} {:>14} {:>16} {:>16} {:>9}  {}",
+            cells.extend([
                 tcp(&r.tcp_offloads_on, base.map(|b| &b.tcp_offloads_on)),
                 tcp(&r.tcp_offloads_off, base.map(|b| &b.tcp_offloads_off)),
                 lat(&r.ping_idle),
                 lat(&r.tcp_offloads_on.as_ref().map(|t| t.ping_load)),
-                idle,
-                r.status
-            );
+                opt(r.idle_cpu_pct, 1, "%"),
+                format!(" {}", r.status),
+            ]);
+            t.row(cells);
         }
-        s
+        t.render()
     }
 
     /// Writes an SVG plot of throughput by frame size (Mpps, one line per switch).
     pub fn plot(&self, path: &Path) -> Result<()> {
-        let series: Vec<(&str, Vec<(f64, f64)>)> = self
+        let series = self
             .results
             .iter()
             .filter(|r| !r.rates.is_empty())
             .map(|r| {
-                (
-                    r.switch.as_str(),
-                    r.rates
-                        .iter()
-                        .map(|x| (x.frame as f64, x.pps / 1e6))
-                        .collect(),
-                )
+                let points = r.rates.iter().map(|x| (x.frame as f64, x.pps / 1e6));
+                (r.switch.clone(), points.collect())
             })
             .collect();
-        let max_y = series
-            .iter()
-            .flat_map(|(_, v)| v.iter().map(|p| p.1))
-            .fold(0.1f64, f64::max)
-            * 1.15;
-        let max_x = series
-            .iter()
-            .flat_map(|(_, v)| v.iter().map(|p| p.0))
-            .fold(128.0f64, f64::max);
-        let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-        let err = |e: &dyn std::fmt::Display| anyhow!("plotting {}: {e}", path.display());
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Throughput A→B by frame size (two hosts, veth, one switch core)",
-                ("sans-serif", 20),
-            )
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..max_x * 1.05, 0f64..max_y)
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("frame size (bytes, FCS included)")
-            .y_desc("Mpps")
-            .draw()
-            .map_err(|e| err(&e))?;
-        for (i, (name, points)) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(
-                    points.iter().copied(),
-                    color.stroke_width(2),
-                ))
-                .map_err(|e| err(&e))?
-                .label(*name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
-                .map_err(|e| err(&e))?;
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-        Ok(())
+        lines(
+            path,
+            &Lines {
+                caption: "Throughput A→B by frame size (two hosts, veth, one switch core)".into(),
+                x_desc: "frame size (bytes, FCS included)".into(),
+                y_desc: "Mpps".into(),
+                series,
+            },
+        )
     }
 }
 

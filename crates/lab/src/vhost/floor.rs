@@ -16,12 +16,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use super::counters::Reading;
-use super::guard;
-use super::host::remove_dpdk_runtime;
-use super::proc::Proc;
 use super::testpmd::{self, virtio, Telemetry, Vms};
 use super::window::{self, Measured};
 use super::{Ctx, Topology};
+use crate::sys::guard;
+use crate::sys::host::remove_dpdk_runtime;
+use crate::sys::proc::Proc;
 
 /// A testpmd's process and runtime folder (removed after it stops).
 struct Dpdk(Proc, String);

@@ -14,10 +14,10 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 
 use super::counters::{parse_dump_ports, parse_hayate_pmd_cycles, put_ports, Reading};
-use super::proc::{self, Spawn};
 use super::testpmd::{Telemetry, Vms};
 use super::window::{self, Measured};
 use super::{Ctx, Topology};
+use crate::sys::proc::{self, Spawn};
 
 /// The bridge's name.
 const BRIDGE: &str = "vbr";

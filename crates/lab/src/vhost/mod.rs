@@ -13,20 +13,17 @@
 //! gets fresh processes and sockets; the switches take turns over `--repeat` runs and the
 //! table shows medians, with ratios to Open vSwitch with DPDK and to the floor.
 //!
-//! Files: [`args`](VhostArgs) here; [`hayate`], [`ovs`], [`floor`]: the three switches;
-//! [`testpmd`]: the VMs and telemetry; [`window`] and [`counters`]: the measurement;
-//! [`report`]: table, JSON, SVG; [`guard`], [`proc`], [`host`]: children and host changes,
-//! always undone; [`needs`]: packages; [`frame`]: the test frame.
+//! Files: [`args`](VhostArgs) here; [`hayate`], [`ovs`], [`floor`]: the three switches (Open
+//! vSwitch's private instance is [`crate::ovs_dpdk`]'s); [`testpmd`]: the VMs and telemetry;
+//! [`window`] and [`counters`]: the measurement; [`report`]: table, JSON, SVG; [`needs`]:
+//! packages. Children and host changes, always undone, are [`crate::sys`]'s; the test frame
+//! [`crate::frame`]'s.
 
-mod counters;
+pub(crate) mod counters;
 mod floor;
-mod frame;
-mod guard;
 pub mod hayate;
-mod host;
 mod needs;
 mod ovs;
-mod proc;
 mod report;
 mod testpmd;
 mod window;
@@ -37,6 +34,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use crate::frame;
+use crate::sys::{guard, host};
 use report::{Report, Run};
 use window::Measured;
 
@@ -251,7 +250,7 @@ pub fn main(args: VhostArgs) -> Result<()> {
     };
     std::fs::create_dir_all(&dir)?;
     let pcap = dir.join("udp64.pcap");
-    frame::write_pcap(&pcap)?;
+    frame::write_pcap(&pcap, &[frame::frame()])?;
     let vm_huge = args.vm_memory == "huge";
     let need_huge = vm_huge || switches.iter().any(|s| *s != Sw::Hayate);
     // OVS: 1 GiB of socket memory; the floor 512 MiB; VMs on huge pages 512 MiB more.

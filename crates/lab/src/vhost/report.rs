@@ -3,12 +3,12 @@
 //! JSON, and an SVG bar chart of Mpps per switch and topology.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{anyhow, Result};
-use plotters::prelude::*;
+use anyhow::Result;
 use serde::Serialize;
+
+use crate::report::{bars, median, opt, ratio, Align, Bars, Table};
 
 /// The reference every ratio is taken to.
 pub const OVS: &str = "ovs-dpdk";
@@ -94,17 +94,6 @@ pub struct Report {
     pub runs: Vec<Run>,
 }
 
-/// The median of a figure's runs: one home for it, `bench compare`'s.
-pub(crate) use crate::compare::median::median;
-
-/// `a / b` when both are there and `b > 0`.
-pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    }
-}
-
 /// Rows in the order (topology, switch) first appear in `runs`, each the median of its ok
 /// runs, with ratios to ovs-dpdk and the floor of the same topology.
 pub fn summarize(runs: &[Run]) -> Vec<Row> {
@@ -155,40 +144,35 @@ pub fn summarize(runs: &[Run]) -> Vec<Row> {
     rows
 }
 
-fn opt(v: Option<f64>, digits: usize, suffix: &str) -> String {
-    v.map(|x| format!("{x:.digits$}{suffix}"))
-        .unwrap_or_else(|| "-".into())
-}
-
 impl Report {
     /// The terminal table, with the issue's targets checked.
     pub fn table(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{:<5} {:<11} {:>8} {:>9} {:>6} {:>10} {:>12}  status",
-            "topo", "switch", "Mpps", "cyc/pkt", "busy", "÷ovs-dpdk", "÷dpdk-vhost"
-        );
+        let mut t = Table::new()
+            .col("topo", 5, Align::Left)
+            .col("switch", 11, Align::Left)
+            .col("Mpps", 8, Align::Right)
+            .col("cyc/pkt", 9, Align::Right)
+            .col("busy", 6, Align::Right)
+            .col("÷ovs-dpdk", 10, Align::Right)
+            .col("÷dpdk-vhost", 12, Align::Right)
+            .col(" status", 0, Align::Left);
         for r in &self.rows {
             let cyc = match (r.cycles_per_packet, r.busy_share) {
                 (Some(c), None) => format!("{c:.0}*"),
                 (c, _) => opt(c, 0, ""),
             };
-            let _ = writeln!(
-                s,
-                "{:<5} {:<11} {:>8} {:>9} {:>6} {:>10} {:>12}  {}",
-                r.topology,
-                r.switch,
+            t.row(vec![
+                r.topology.clone(),
+                r.switch.clone(),
                 opt(r.mpps, 2, ""),
                 cyc,
                 opt(r.busy_share.map(|b| b * 100.0), 1, "%"),
                 opt(r.vs_ovs_dpdk, 2, "x"),
                 opt(r.vs_floor, 2, "x"),
-                r.status
-            );
+                format!(" {}", r.status),
+            ]);
         }
-        let _ = writeln!(
-            s,
+        t.text(format!(
             "({} B frames; switch on CPU {}, VMs on CPU {}; virtio queues of {}; VM memory {}; \
              {} s windows after {} s warm-up; median of {} run(s); TSC {:.0} MHz)",
             self.frame_bytes,
@@ -200,19 +184,17 @@ impl Report {
             self.warmup_s,
             self.repeat,
             self.tsc_hz / 1e6
-        );
-        let _ = writeln!(
-            s,
+        ));
+        t.text(
             "cyc/pkt: TSC Hz × busy share / rate; * = busy share not reported (TSC Hz / rate \
-             of a busy-polling core: an upper bound)"
+             of a busy-polling core: an upper bound)",
         );
-        let _ = writeln!(s, "{}", self.targets());
-        let _ = writeln!(
-            s,
+        t.text(self.targets());
+        t.text(format!(
             "load average at start: {}; at end: {}",
             self.load_start, self.load_end
-        );
-        s
+        ));
+        t.render()
     }
 
     /// The issue's targets against this run: Hayate ≥ 1.5 × ovs-dpdk in PVP and V2V, ≈ 95 %
@@ -250,100 +232,43 @@ impl Report {
 
     /// Writes an SVG bar chart: Mpps per switch, grouped by topology.
     pub fn plot(&self, path: &Path) -> Result<()> {
-        let topos: Vec<String> = self.rows.iter().fold(Vec::new(), |mut v, r| {
-            if !v.contains(&r.topology) {
-                v.push(r.topology.clone());
-            }
-            v
-        });
-        let switches: Vec<String> = self.rows.iter().fold(Vec::new(), |mut v, r| {
-            if !v.contains(&r.switch) {
-                v.push(r.switch.clone());
-            }
-            v
-        });
-        let max_y = self
-            .rows
-            .iter()
-            .filter_map(|r| r.mpps)
-            .fold(1.0f64, f64::max)
-            * 1.2;
-        let err = |e: &dyn std::fmt::Display| anyhow!("plotting {}: {e}", path.display());
-        let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
-        let n = topos.len().max(1) as f64;
-        let names = topos.clone();
-        let label = move |x: &f64| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 1e-9 {
-                names.get(i).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
+        let firsts = |f: fn(&Row) -> &String| {
+            self.rows.iter().fold(Vec::<String>::new(), |mut v, r| {
+                if !v.contains(f(r)) {
+                    v.push(f(r).clone());
+                }
+                v
+            })
         };
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!(
+        let topos = firsts(|r| &r.topology);
+        let series = firsts(|r| &r.switch)
+            .into_iter()
+            .map(|sw| {
+                let v = topos
+                    .iter()
+                    .map(|t| {
+                        self.rows
+                            .iter()
+                            .find(|r| &r.topology == t && r.switch == sw)
+                            .and_then(|r| r.mpps)
+                    })
+                    .collect();
+                (sw, v)
+            })
+            .collect();
+        bars(
+            path,
+            &Bars {
+                caption: format!(
                     "vhost-user, {} B frames, one switch core: Mpps",
                     self.frame_bytes
                 ),
-                ("sans-serif", 20),
-            )
-            .margin(15)
-            .x_label_area_size(35)
-            .y_label_area_size(55)
-            .build_cartesian_2d(0f64..n, 0f64..max_y)
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(topos.len() * 2 + 1)
-            .x_label_formatter(&label)
-            .y_desc("Mpps")
-            .draw()
-            .map_err(|e| err(&e))?;
-        let width = 0.8 / switches.len().max(1) as f64;
-        for (si, sw) in switches.iter().enumerate() {
-            let color = Palette99::pick(si).to_rgba();
-            let bars: Vec<(f64, f64)> = topos
-                .iter()
-                .enumerate()
-                .filter_map(|(ti, t)| {
-                    let r = self
-                        .rows
-                        .iter()
-                        .find(|r| &r.topology == t && &r.switch == sw)?;
-                    Some((ti as f64 + 0.1 + si as f64 * width, r.mpps?))
-                })
-                .collect();
-            chart
-                .draw_series(bars.iter().map(|&(x, y)| {
-                    Rectangle::new([(x, 0.0), (x + width * 0.9, y)], color.filled())
-                }))
-                .map_err(|e| err(&e))?
-                .label(sw.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                });
-            chart
-                .draw_series(bars.iter().map(|&(x, y)| {
-                    Text::new(
-                        format!("{y:.2}"),
-                        (x + width * 0.1, y + max_y * 0.03),
-                        ("sans-serif", 13),
-                    )
-                }))
-                .map_err(|e| err(&e))?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
-        Ok(())
+                y_desc: "Mpps".into(),
+                groups: topos,
+                series,
+                digits: 2,
+            },
+        )
     }
 }
 
@@ -393,10 +318,6 @@ mod tests {
 
     #[test]
     fn medians_and_ratios_per_topology() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
-        assert_eq!(median(vec![]), None);
-        assert_eq!(ratio(Some(1.0), Some(0.0)), None);
         let r = sample();
         let row = |t: &str, s: &str| {
             r.rows
@@ -450,6 +371,7 @@ mod tests {
         }
         // 5 bars (the skipped floor has none) + 3 legend swatches, in the switches' colors.
         let colored = |i: usize| {
+            use plotters::style::{Color, Palette, Palette99};
             let c = Palette99::pick(i).to_rgba();
             svg.matches(&format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2))
                 .count()

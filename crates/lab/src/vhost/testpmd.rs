@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::counters::parse_ethdev_stats;
-use super::guard;
-use super::proc::{Proc, Spawn};
 use super::{Ctx, Topology};
+use crate::sys::guard;
+use crate::sys::proc::{Proc, Spawn};
 
 /// A virtio-user vdev on `sock` (`server`: testpmd owns the socket).
 pub fn virtio(i: usize, sock: &Path, vq: u32, server: bool) -> String {
@@ -178,7 +178,7 @@ impl Vms {
 impl Drop for Vms {
     fn drop(&mut self) {
         self.proc.stop();
-        super::host::remove_dpdk_runtime(&self.prefix);
+        crate::sys::host::remove_dpdk_runtime(&self.prefix);
         for s in &self.socks {
             let _ = std::fs::remove_file(s);
         }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::counters::{rates, Reading};
-use super::guard::nap;
 use super::Ctx;
+use crate::sys::guard::nap;
 
 /// What one measurement gives.
 #[derive(Debug, Clone, Default)]

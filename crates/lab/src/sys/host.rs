@@ -1,4 +1,4 @@
-//! The host changes `hayate bench vhost` makes, each a guard that undoes it: huge pages added
+//! The host changes a bench (`vhost`, `churn-compare`) makes, each a guard that undoes it: huge pages added
 //! to `vm.nr_hugepages` (and only those given back), a private hugetlbfs mount, a network
 //! namespace for Open vSwitch's bridge device.
 
@@ -157,24 +157,33 @@ pub fn remove_dpdk_runtime(prefix: &str) {
     let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(prefix));
 }
 
-/// The process id in a name this bench gives to a namespace (`hv<pid>r<rep>S`) or a default
+/// The tags of the benches whose leftovers [`remove_stale`] knows: `bench vhost`'s (`hv`) and
+/// `bench churn-compare`'s (`hc`), and their default work folders.
+const TAGS: [(&str, &str); 2] = [("hv", "hayate-vhost-"), ("hc", "hayate-churn-")];
+
+/// The process id in a name a bench gives to a namespace (`hv<pid>r<rep>S`) or a default
 /// work folder (`hayate-vhost-<pid>`).
 fn owner(name: &str) -> Option<u32> {
-    if let Some(rest) = name.strip_prefix("hv").and_then(|r| r.strip_suffix('S')) {
-        let (pid, rep) = rest.split_once('r')?;
-        rep.parse::<u32>().ok()?;
-        return pid.parse().ok();
+    for (tag, folder) in TAGS {
+        if let Some(rest) = name.strip_prefix(tag).and_then(|r| r.strip_suffix('S')) {
+            let (pid, rep) = rest.split_once('r')?;
+            rep.parse::<u32>().ok()?;
+            return pid.parse().ok();
+        }
+        if let Some(pid) = name.strip_prefix(folder) {
+            return pid.parse().ok();
+        }
     }
-    name.strip_prefix("hayate-vhost-")?.parse().ok()
+    None
 }
 
 fn dead(pid: u32) -> bool {
     !Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// The process id in a DPDK file prefix this bench gives (`hv<pid>r<rep><name>`).
+/// The process id in a DPDK file prefix a bench gives (`hv<pid>r<rep><name>`).
 fn dpdk_owner(prefix: &str) -> Option<u32> {
-    let rest = prefix.strip_prefix("hv")?;
+    let rest = TAGS.iter().find_map(|(tag, _)| prefix.strip_prefix(tag))?;
     let (pid, rest) = rest.split_at(rest.find(|c: char| !c.is_ascii_digit())?);
     let rest = rest.strip_prefix('r')?;
     let name = rest.trim_start_matches(|c: char| c.is_ascii_digit());
@@ -234,6 +243,9 @@ mod tests {
         assert_eq!(owner("hv12345r0S"), Some(12345));
         assert_eq!(owner("hayate-vhost-77"), Some(77));
         assert_eq!(owner("hcS"), None);
+        assert_eq!(owner("hc99r1S"), Some(99));
+        assert_eq!(owner("hayate-churn-5"), Some(5));
+        assert_eq!(dpdk_owner("hc4242r0ovs"), Some(4242));
         assert_eq!(owner("hvxr0S"), None);
         assert_eq!(owner("pvpS"), None);
         assert_eq!(dpdk_owner("hv21292r0ovs"), Some(21292));

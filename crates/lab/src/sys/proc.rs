@@ -1,4 +1,4 @@
-//! Child processes of `hayate bench vhost`: pinned, bounded in time, logged, and stopped when
+//! Child processes of a bench (`vhost`, `churn-compare`): pinned, bounded in time, logged, and stopped when
 //! their guard drops; short helper commands (ovs-vsctl, ovs-ofctl, hayate ctl) with a timeout.
 
 use std::fs::File;

@@ -1,4 +1,4 @@
-//! What `hayate bench vhost` must undo whatever happens: children to kill, a hugetlbfs mount,
+//! What a bench (`vhost`, `churn-compare`) must undo whatever happens: children to kill, a hugetlbfs mount,
 //! reserved huge pages, a network namespace.
 //!
 //! Every guard ([`super::proc::Proc`], [`super::host`]) undoes its change when dropped and
