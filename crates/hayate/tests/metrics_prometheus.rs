@@ -134,7 +134,8 @@ impl Prometheus {
             "GET",
             &format!("/api/v1/query?query={}", encode(q)),
         );
-        if status != "HTTP/1.1 200 OK" {
+        // Go's server answers an HTTP/1.0 request in HTTP/1.0.
+        if !status.ends_with(" 200 OK") {
             return None;
         }
         let v: serde_json::Value = serde_json::from_str(&body).ok()?;

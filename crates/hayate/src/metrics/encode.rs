@@ -57,14 +57,37 @@ type PortField = fn(&port::PortStats) -> u64;
 
 /// The port counters, as `dump-ports` shows them.
 const PORT_COUNTERS: [(&str, &str, PortField); 9] = [
-    ("rx_packets", "Packets the port received, those the switch then dropped included.", |s| s.rx_packets),
+    (
+        "rx_packets",
+        "Packets the port received, those the switch then dropped included.",
+        |s| s.rx_packets,
+    ),
     ("rx_bytes", "Bytes the port received.", |s| s.rx_bytes),
-    ("rx_dropped", "Packets lost on receive for lack of resources: the port's own (ring or socket full, no buffer) plus misses the switch had no time to translate (upcall_shed), as dump-ports shows.", |s| s.rx_dropped),
-    ("rx_errors", "Bad frames on receive: the port's own plus truncated or malformed headers (drop_malformed), as dump-ports shows.", |s| s.rx_errors),
-    ("rx_priority_packets", "Of the packets received, those read from a priority queue (control frames).", |s| s.rx_priority),
+    (
+        "rx_dropped",
+        "Packets lost on receive for lack of resources: the port's own (ring or socket \
+         full, no buffer) plus misses the switch had no time to translate \
+         (upcall_shed), as dump-ports shows.",
+        |s| s.rx_dropped,
+    ),
+    (
+        "rx_errors",
+        "Bad frames on receive: the port's own plus truncated or malformed headers \
+         (drop_malformed), as dump-ports shows.",
+        |s| s.rx_errors,
+    ),
+    (
+        "rx_priority_packets",
+        "Of the packets received, those read from a priority queue (control frames).",
+        |s| s.rx_priority,
+    ),
     ("tx_packets", "Packets the port sent.", |s| s.tx_packets),
     ("tx_bytes", "Bytes the port sent.", |s| s.tx_bytes),
-    ("tx_dropped", "Packets the port could not send (a full ring among them).", |s| s.tx_dropped),
+    (
+        "tx_dropped",
+        "Packets the port could not send (a full ring among them).",
+        |s| s.tx_dropped,
+    ),
     ("tx_errors", "Errors on send.", |s| s.tx_errors),
 ];
 

@@ -2,8 +2,8 @@
 //! another path 404, another method on /metrics 405 (with `Allow: GET`), a request line that
 //! does not parse 400. One request per connection (`Connection: close`); a client that sends
 //! no complete head within [`HEAD_TIMEOUT`], or more than [`HEAD_MAX`] bytes of it, is
-//! dropped or refused. The scrape itself runs on tokio's blocking pool, off the agent's one
-//! worker thread.
+//! dropped or refused; past [`MAX_CLIENTS`] at once, a new connection is closed. The
+//! scrape itself runs on tokio's blocking pool, off the agent's one worker thread.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +15,9 @@ use tokio::net::{TcpListener, TcpStream};
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest request head accepted.
 pub const HEAD_MAX: usize = 8192;
+/// Clients served at once; more are closed at once, so that a flood of connections cannot
+/// take the descriptors the controllers' listeners budget on.
+pub const MAX_CLIENTS: usize = 16;
 /// The path the exposition is served on.
 pub const PATH: &str = "/metrics";
 
@@ -23,10 +26,18 @@ pub type Scraper = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// Accepts connections on `listener` until the task is aborted.
 pub async fn serve(listener: TcpListener, scrape: Scraper) {
+    let clients = Arc::new(tokio::sync::Semaphore::new(MAX_CLIENTS));
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tokio::spawn(answer(stream, scrape.clone()));
+                let Ok(permit) = clients.clone().try_acquire_owned() else {
+                    continue;
+                };
+                let scrape = scrape.clone();
+                tokio::spawn(async move {
+                    answer(stream, scrape).await;
+                    drop(permit);
+                });
             }
             Err(e) => {
                 // Out of descriptors, most likely: back off rather than spin.
