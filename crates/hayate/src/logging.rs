@@ -1,7 +1,8 @@
 //! Where log lines go: stderr, filtered by `RUST_LOG` (default `info`), as text for a
 //! terminal or, with `--log-format json`, one JSON object a line for journald or a log
 //! shipper (tracing-subscriber's JSON formatter: `timestamp`, `level`, `fields.message`,
-//! `target`).
+//! `target`). The start-up lines `hayate run` prints itself (`hayate: bridge … running`,
+//! warnings about ports) are plain text on stderr in either format.
 
 use clap::ValueEnum;
 

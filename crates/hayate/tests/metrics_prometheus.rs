@@ -1,7 +1,8 @@
 //! `hayate run --metrics ADDR` seen from outside: a real Prometheus server (Debian's
 //! `prometheus`, installed by scripts/setup.sh) scrapes a switch whose in-memory ports carry
-//! traffic, and its query API must show the target up and the port counters moving. Also
-//! the HTTP side's refusals and a bad address's error, without Prometheus.
+//! traffic, and its query API must show the target up and the port counters moving. Also,
+//! without Prometheus: the HTTP side's refusals, a connected controller's series, and a bad
+//! address's error.
 
 mod ofctl_common;
 
@@ -50,12 +51,60 @@ fn metrics_endpoint_answers_the_exposition_and_refuses_the_rest() {
         assert!(body.lines().any(|l| l == line), "no {line:?} in\n{body}");
     }
     let sink = r#"hayate_port_tx_packets_total{bridge="br0",ofport="2",port="null:sink"}"#;
-    assert!(body.contains(sink), "{body}");
+    assert!(value(&body, sink).is_some(), "{body}");
     assert_eq!(get(&addr, "GET", "/").0, "HTTP/1.1 404 Not Found");
     assert_eq!(
         get(&addr, "POST", "/metrics").0,
         "HTTP/1.1 405 Method Not Allowed"
     );
+}
+
+/// A controller on `port` that said HELLO and got its barrier reply.
+fn controller(port: u16) -> TcpStream {
+    use openflow::{Hello, Message};
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut out = Vec::new();
+    openflow::encode(1, &Message::Hello(Hello::default()), &mut out).unwrap();
+    openflow::encode(2, &Message::BarrierRequest, &mut out).unwrap();
+    s.write_all(&out).unwrap();
+    loop {
+        let mut h = [0u8; 8];
+        s.read_exact(&mut h).expect("a message from the switch");
+        let mut msg = h.to_vec();
+        msg.resize(u16::from_be_bytes([h[2], h[3]]) as usize, 0);
+        s.read_exact(&mut msg[8..]).unwrap();
+        if let (h, Message::BarrierReply) = openflow::decode(&msg).unwrap() {
+            assert_eq!(h.xid, 2);
+            return s;
+        }
+    }
+}
+
+/// The value of the series `series` (name and labels, exactly) in an exposition.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn a_connected_controller_shows_with_its_messages() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let h = switch(&addr);
+    let connections = r#"hayate_controller_connections{bridge="br0"}"#;
+    let c = controller(h.port);
+    let body = get(&addr, "GET", "/metrics").1;
+    assert_eq!(value(&body, connections), Some(1.0), "{body}");
+    let rx = body
+        .lines()
+        .find(|l| l.starts_with(r#"hayate_controller_rx_messages_total{bridge="br0","#))
+        .unwrap_or_else(|| panic!("no controller series in\n{body}"));
+    assert!(rx.contains(r#"role="equal""#), "{rx}");
+    let n: f64 = rx.rsplit(' ').next().unwrap().parse().unwrap();
+    // The BARRIER_REQUEST; the HELLO came before the connection was registered.
+    assert_eq!(n, 1.0, "{rx}");
+    drop(c);
 }
 
 #[test]
