@@ -13,11 +13,13 @@ need_apt=()
 # qemu-system-x86, busybox-static, cpio: the QEMU guests on vhost-user ports
 # (crates/hayate/tests/vhost_qemu.rs; scripts/guest/build.sh makes their initramfs and
 # fetches Debian's kernel package with apt-get download, never installing it).
+# prometheus: the Prometheus server that scrapes `hayate run --metrics`
+# (crates/hayate/tests/metrics_prometheus.rs).
 # python3-venv, python3-dev: the controllers' venv below (Faucet's pytricia has no wheel for
 # Debian 12's Python 3.11 and is compiled, which needs Python.h).
 for pkg in build-essential pkg-config tcpdump iproute2 ethtool iperf3 iputils-ping python3 python3-venv python3-dev linux-perf clang libbpf-dev \
     openvswitch-common nftables qemu-system-x86 busybox-static cpio \
-    dpdk-dev librte-net-virtio23 librte-mempool-ring23; do
+    dpdk-dev librte-net-virtio23 librte-mempool-ring23 prometheus; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -11,6 +11,8 @@ mod config;
 mod ctl;
 mod fdlimit;
 mod gen;
+mod logging;
+mod metrics;
 mod nudge;
 mod openflow_side;
 mod plug;
@@ -28,6 +30,10 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log lines on stderr as text, or as one JSON object a line (for journald or a log
+    /// shipper). `RUST_LOG` filters them.
+    #[arg(long, global = true, value_enum, default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
 }
 
 #[derive(Subcommand, Debug)]
@@ -52,13 +58,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Log lines from the crates (e.g. which XDP mode a port uses) on stderr; RUST_LOG filters.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    logging::init(cli.log_format);
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::main(args),

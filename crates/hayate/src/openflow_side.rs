@@ -59,7 +59,7 @@ pub struct OpenFlowSide {
     /// The bridge (its ports change while it runs).
     bridge: Arc<OfBridge>,
     /// The controllers' agent (held: dropping it closes the connections).
-    _agent: Arc<Agent>,
+    agent: Arc<Agent>,
     /// The management socket's agent (held likewise).
     _mgmt: Option<Arc<Agent>>,
     /// Where the management socket is (removed on drop).
@@ -71,6 +71,11 @@ impl OpenFlowSide {
     /// The OpenFlow bridge (e.g. for its current ports).
     pub fn bridge(&self) -> Arc<OfBridge> {
         self.bridge.clone()
+    }
+
+    /// The controllers' agent (e.g. for its connections).
+    pub fn agent(&self) -> &Arc<Agent> {
+        &self.agent
     }
 }
 
@@ -199,7 +204,7 @@ pub fn start(
     ));
     Ok(OpenFlowSide {
         bridge,
-        _agent: agent,
+        agent,
         _mgmt: mgmt,
         mgmt_path,
         pump,

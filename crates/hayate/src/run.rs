@@ -85,6 +85,10 @@ pub struct RunArgs {
     /// /run/hayate as root, else $XDG_RUNTIME_DIR/hayate).
     #[arg(long)]
     pub run_dir: Option<PathBuf>,
+    /// Serve the switch's counters (ports, drops by reason, poll threads, tables, controllers)
+    /// to Prometheus over HTTP on ADDR/metrics, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -204,6 +208,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         eprintln!("warning: cannot raise the descriptor limit: {e}");
     }
     let bridges = bridges_from(&args)?;
+    let metrics = args
+        .metrics
+        .as_deref()
+        .map(crate::metrics::bind)
+        .transpose()?;
+    let mut metric_sources = Vec::new();
     let nbridges = bridges.len();
     let last_core = cpu::available_cores().saturating_sub(1);
     // Before any other thread starts (they inherit this thread's cores): housekeeping —
@@ -310,12 +320,21 @@ pub fn run(args: RunArgs) -> Result<()> {
         let name = sw.name.clone();
         let mut slot = Some(sw);
         let side = crate::openflow_side::start(&rt, &mut slot, handle.clone(), &settings)?;
+        metric_sources.push(crate::metrics::BridgeSource {
+            name: name.clone(),
+            bridge: side.bridge(),
+            datapath: Arc::downgrade(&handle),
+            agent: Arc::downgrade(side.agent()),
+        });
         let stats = StatsView {
             name,
             bridge: side.bridge(),
         };
         running.push((stats, handle, side));
     }
+    let metrics = metrics
+        .map(|l| crate::metrics::serve(&rt, l, metric_sources))
+        .transpose()?;
     // SAFETY: installing a handler that only stores to an atomic.
     unsafe {
         let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -337,6 +356,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             last_print = Instant::now();
         }
     }
+    drop(metrics);
     let mut finals = Vec::new();
     for (view, handle, side) in running {
         // The pump holds the datapath too: stop it first, then the poll threads; read the

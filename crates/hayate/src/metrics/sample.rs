@@ -1,0 +1,145 @@
+//! One scrape's reading of a bridge: the same sources the management socket's dumps read
+//! (`dump-ports` and `dump-drops`: [`agent::ofproto::OfBridge::port_counters`]; `dump-pmd`:
+//! [`datapath::Running::threads`]; `dump-tables`: [`pipeline::Control::table_stats`]) and the
+//! controllers' agent's connections. Nothing here touches the fast path: the poll threads'
+//! counters are plain per-thread values any thread may read.
+
+use std::sync::{Arc, Weak};
+
+use agent::ofproto::OfBridge;
+use agent::Agent;
+use datapath::{Snapshot, ThreadStats};
+use pipeline::TableStatsView;
+
+/// What the metrics server reads of one running bridge. It holds the datapath and the agent
+/// weakly, so that it never keeps either alive at exit.
+#[derive(Clone)]
+pub struct BridgeSource {
+    /// The bridge's name (the `bridge` label).
+    pub name: String,
+    /// The OpenFlow bridge: ports, their counters, the switch's drops, tables.
+    pub bridge: Arc<OfBridge>,
+    /// The poll threads' counters.
+    pub datapath: Weak<datapath::Running>,
+    /// The controllers' connections.
+    pub agent: Weak<Agent>,
+}
+
+/// One port as a scrape saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSample {
+    /// OpenFlow port number.
+    pub ofport: u32,
+    /// Port name.
+    pub name: String,
+    /// Whether its link is up.
+    pub link_up: bool,
+    /// Its counters as `dump-ports` shows them (the switch's receive drops folded in:
+    /// [`agent::ofproto::merged`]).
+    pub stats: port::PortStats,
+    /// The switch's drops of its packets by reason (`dump-drops`; the
+    /// [`datapath::IN_PORT_DROPS`] fields).
+    pub drops: Snapshot,
+}
+
+/// One controller connection as a scrape saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerSample {
+    /// The target it came from or through (`tcp:…`, `ptcp:…`).
+    pub target: String,
+    /// The peer's address.
+    pub peer: String,
+    /// Its role (`equal`, `master`, `slave`).
+    pub role: &'static str,
+    /// Messages received.
+    pub rx_messages: u64,
+    /// Asynchronous messages (packet-ins among them) queued for it.
+    pub async_queued: u64,
+    /// Packet-ins not sent because its rate limit was spent.
+    pub rate_limited: u64,
+    /// Asynchronous messages dropped on its full queue.
+    pub queue_full: u64,
+    /// Inactivity probes sent.
+    pub probes: u64,
+}
+
+/// Everything one scrape reads of one bridge.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BridgeSample {
+    /// The bridge's name.
+    pub bridge: String,
+    /// Whether the bridge forwards on its own because no controller is connected (standalone
+    /// fail mode).
+    pub fail_open: bool,
+    /// Its ports, by number.
+    pub ports: Vec<PortSample>,
+    /// Its poll threads (empty once the datapath stopped).
+    pub threads: Vec<ThreadStats>,
+    /// Tables that hold flows or were ever looked up.
+    pub tables: Vec<TableStatsView>,
+    /// Its controller connections (not the management socket's).
+    pub controllers: Vec<ControllerSample>,
+}
+
+impl BridgeSource {
+    /// Reads the bridge now.
+    pub fn read(&self) -> BridgeSample {
+        let ports = self
+            .bridge
+            .port_counters()
+            .into_iter()
+            .map(|(p, own, drops)| PortSample {
+                ofport: p.no,
+                link_up: p.port.link_up(),
+                name: p.name,
+                stats: agent::ofproto::merged(own, &drops),
+                drops,
+            })
+            .collect();
+        let threads = self
+            .datapath
+            .upgrade()
+            .map(|d| d.threads())
+            .unwrap_or_default();
+        let tables = self
+            .bridge
+            .with_control(|c| c.table_stats())
+            .into_iter()
+            .filter(|t| t.active > 0 || t.lookups > 0)
+            .collect();
+        let controllers = self
+            .agent
+            .upgrade()
+            .map(|a| a.connections())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| ControllerSample {
+                target: c.target.to_string(),
+                peer: c.peer,
+                role: role_name(c.role),
+                rx_messages: c.rx_messages,
+                async_queued: c.async_queued,
+                rate_limited: c.rate_limited,
+                queue_full: c.queue_full,
+                probes: c.probes,
+            })
+            .collect();
+        BridgeSample {
+            bridge: self.name.clone(),
+            fail_open: self.bridge.fail_open_active(),
+            ports,
+            threads,
+            tables,
+            controllers,
+        }
+    }
+}
+
+/// The `role` label of a controller connection.
+fn role_name(r: agent::Role) -> &'static str {
+    match r {
+        agent::Role::Equal => "equal",
+        agent::Role::Master => "master",
+        agent::Role::Slave => "slave",
+    }
+}
