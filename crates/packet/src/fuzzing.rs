@@ -7,6 +7,7 @@ use std::cell::RefCell;
 
 use crate::extract::{extract, extract_packet};
 use crate::key::{Field, FlowKey};
+use crate::mpls::{copy_ttl_in, copy_ttl_out, dec_mpls_ttl, pop_mpls, push_mpls};
 use crate::pool::{Pool, PoolCache, FRAME_SIZE, HEADROOM};
 use crate::rewrite::{dec_ttl, pop_vlan, push_vlan, set_field, set_ttl};
 
@@ -61,6 +62,18 @@ pub fn fuzz_extract_and_rewrite(data: &[u8]) {
         let _ = pop_vlan(&mut pkt);
         let _ = pop_vlan(&mut pkt);
         let _ = dec_ttl(&mut pkt);
+        extract_packet(&mut pkt, &mut key);
+        // MPLS on the bytes as they are (an MPLS frame pops first), then on a pushed stack.
+        let _ = copy_ttl_out(&mut pkt);
+        let _ = copy_ttl_in(&mut pkt);
+        let _ = dec_mpls_ttl(&mut pkt);
+        let _ = pop_mpls(&mut pkt, seed as u16);
+        let _ = push_mpls(&mut pkt, 0x8847, seed as u32);
+        let _ = copy_ttl_out(&mut pkt);
+        let _ = copy_ttl_in(&mut pkt);
+        let _ = dec_mpls_ttl(&mut pkt);
+        extract_packet(&mut pkt, &mut key);
+        let _ = pop_mpls(&mut pkt, 0x0800);
         extract_packet(&mut pkt, &mut key);
         cache.free(pkt);
     });
