@@ -66,6 +66,26 @@ pub const SUPPORTED_ACTIONS: &[u16] = &[
     at::POP_MPLS,
 ];
 
+/// The `ofp_action_type` an action is written with.
+pub fn action_type(a: &Action) -> u16 {
+    match a {
+        Action::Output { .. } => at::OUTPUT,
+        Action::Group(_) => at::GROUP,
+        Action::SetQueue(_) => at::SET_QUEUE,
+        Action::SetField { .. } => at::SET_FIELD,
+        Action::PushVlan(_) => at::PUSH_VLAN,
+        Action::PopVlan => at::POP_VLAN,
+        Action::DecNwTtl => at::DEC_NW_TTL,
+        Action::SetNwTtl(_) => at::SET_NW_TTL,
+        Action::PushMpls(_) => at::PUSH_MPLS,
+        Action::PopMpls(_) => at::POP_MPLS,
+        Action::SetMplsTtl(_) => at::SET_MPLS_TTL,
+        Action::DecMplsTtl => at::DEC_MPLS_TTL,
+        Action::CopyTtlOut => at::COPY_TTL_OUT,
+        Action::CopyTtlIn => at::COPY_TTL_IN,
+    }
+}
+
 /// Whether `port` may be the port of an output action (a real port or a reserved port other
 /// than ANY).
 pub fn valid_output_port(port: u32) -> bool {
