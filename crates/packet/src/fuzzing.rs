@@ -105,9 +105,14 @@ mod tests {
         let mut runner = TestRunner::new(Config::default());
         let strat = arb::spec();
         let mut seeds = Vec::new();
-        for _ in 0..64 {
+        for i in 0..64 {
             let s = strat.new_tree(&mut runner).expect("spec").current();
             seeds.push(s.build());
+            // Some behind an MPLS label stack of one to three entries.
+            if i % 4 == 0 {
+                let stack = [0x0001_0040u32, 0x0002_0040, 0x0003_0140];
+                seeds.push(s.build_mpls(0x8847, &stack[3 - (1 + i % 3)..]));
+            }
         }
         let iters: usize = std::env::var("HAYATE_FUZZ_ITERS")
             .ok()
