@@ -452,15 +452,26 @@ fn mpls_flows_install_dump_and_label_packets() {
         "packet-out",
         &[&format!("in_port=1 packet={} actions=table", frame_hex())],
     );
+    // The packet-out's own actions: the new entry takes the IP TTL (64).
+    h.ofctl(
+        "packet-out",
+        &[&format!(
+            "in_port=1 packet={} actions=push_mpls:0x8848,set_mpls_label:5,output:2",
+            frame_hex()
+        )],
+    );
     std::thread::sleep(Duration::from_millis(300));
     let pcap = h.file("out.pcap");
     h.stop();
     let pkts = pcap_packets(&pcap);
     let orig = hex(&frame_hex());
-    assert_eq!(pkts.len(), 1, "{}", pcap.display());
-    let p = &pkts[0];
-    assert_eq!(p.len(), orig.len() + 4);
+    assert_eq!(pkts.len(), 2, "{}", pcap.display());
+    for p in &pkts {
+        assert_eq!(p.len(), orig.len() + 4);
+        assert_eq!(&p[18..], &orig[14..]);
+    }
     // Ethertype 0x8847, then label 16 · TC 2 · bottom of stack · TTL 9 - 1.
-    assert_eq!(&p[12..18], &[0x88, 0x47, 0x00, 0x01, 0x05, 0x08]);
-    assert_eq!(&p[18..], &orig[14..]);
+    assert_eq!(&pkts[0][12..18], &[0x88, 0x47, 0x00, 0x01, 0x05, 0x08]);
+    // Ethertype 0x8848, label 5 · TC 0 · bottom of stack · TTL 64.
+    assert_eq!(&pkts[1][12..18], &[0x88, 0x48, 0x00, 0x00, 0x51, 0x40]);
 }
