@@ -398,3 +398,129 @@ fn flow_checks_follow_the_ethertype_through_push_and_pop() {
     m.set_exact(Field::MplsLabel, 3);
     assert_eq!(try_add(&mut c, m, vec![]).unwrap_err().ofp_error(), (4, 9));
 }
+
+mod soundness {
+    use super::*;
+    use packet::KEY_WORDS;
+    use proptest::prelude::*;
+
+    fn action() -> impl Strategy<Value = Action> {
+        prop_oneof![
+            (1u32..5).prop_map(out),
+            Just(Action::PushMpls(0x8847)),
+            Just(Action::PopMpls(0x0800)),
+            Just(Action::PopMpls(0x8847)),
+            (0u128..3).prop_map(|v| set(Field::MplsLabel, v)),
+            (0u8..3).prop_map(Action::SetMplsTtl),
+            Just(Action::DecMplsTtl),
+            Just(Action::DecNwTtl),
+            Just(Action::CopyTtlOut),
+            (1u32..3).prop_map(Action::Group),
+        ]
+    }
+
+    fn instructions() -> impl Strategy<Value = Vec<Instruction>> {
+        (
+            prop::collection::vec(action(), 0..4),
+            prop::option::of(prop::collection::vec(action(), 0..3)),
+            prop::option::of(1u8..3),
+        )
+            .prop_map(|(apply, write, goto)| {
+                let mut v = vec![Instruction::ApplyActions(apply)];
+                v.extend(write.map(Instruction::WriteActions));
+                v.extend(goto.map(Instruction::GotoTable));
+                v
+            })
+    }
+
+    fn matcher() -> impl Strategy<Value = Match> {
+        (
+            prop_oneof![Just(None), Just(Some(0x0800u128)), Just(Some(0x8847))],
+            prop::option::weighted(0.4, 0u128..3),
+            prop::option::weighted(0.3, 0u128..3),
+            prop::option::weighted(0.3, 0u128..2),
+            prop::option::weighted(0.3, 1u128..4),
+        )
+            .prop_map(|(eth, label, ttl, bos, inp)| {
+                let mut m = Match::ANY;
+                if let Some(e) = eth {
+                    m.set_exact(Field::EthType, e);
+                    if e == 0x8847 {
+                        let fields = [
+                            (Field::MplsLabel, label),
+                            (Field::MplsTtl, ttl),
+                            (Field::MplsBos, bos),
+                        ];
+                        for (f, v) in fields {
+                            if let Some(v) = v {
+                                m.set_exact(f, v);
+                            }
+                        }
+                    }
+                }
+                if let Some(v) = inp {
+                    m.set_exact(Field::InPort, v);
+                }
+                m
+            })
+    }
+
+    fn key() -> impl Strategy<Value = FlowKey> {
+        (
+            any::<bool>(),
+            (0u32..3, 0u8..3, any::<bool>(), 0u8..4),
+            (1u128..5, 0u128..4, 0u128..3),
+        )
+            .prop_map(|(labelled, (label, tc, bos, ttl), (inp, ip_ttl, dscp))| {
+                let mut k = if labelled {
+                    mpls_key(1, lse(label, tc, bos, ttl))
+                } else {
+                    ip_key(1)
+                };
+                k.set(Field::InPort, inp);
+                if !labelled {
+                    k.set(Field::IpTtl, ip_ttl);
+                    k.set(Field::IpDscp, dscp);
+                }
+                k
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Any key equal to a translated one under the mask gets the same actions, on random
+        /// pipelines of MPLS matches, pushes, pops, TTL actions and groups whose buckets push
+        /// and pop.
+        #[test]
+        fn mpls_translations_keep_the_mask_sound(
+            rules in prop::collection::vec((0u8..3, 0u16..4, matcher(), instructions()), 0..20),
+            keys in prop::collection::vec((key(), any::<[u64; KEY_WORDS]>()), 1..10),
+        ) {
+            let mut c = control(4);
+            group(&mut c, 1, GroupType::All, vec![
+                bucket(vec![Action::PushMpls(0x8847), out(2)]),
+                bucket(vec![out(3)]),
+            ]);
+            group(&mut c, 2, GroupType::All, vec![
+                bucket(vec![Action::PopMpls(0x0800), out(2)]),
+                bucket(vec![set(Field::MplsLabel, 7), out(3)]),
+                bucket(vec![out(4)]),
+            ]);
+            for (table, prio, m, ins) in rules {
+                let _ = c.flow_mod(&FlowMod::add(table, prio, m, ins));
+            }
+            c.publish();
+            let p = c.published();
+            let (mut t1, mut t2) = (Translation::default(), Translation::default());
+            for (k, noise) in keys {
+                p.translate(&k, &mut t1);
+                let mut k2 = k;
+                for (i, n) in noise.iter().enumerate() {
+                    k2.w[i] = (k.w[i] & t1.mask.w[i]) | (n & !t1.mask.w[i]);
+                }
+                p.translate(&k2, &mut t2);
+                prop_assert_eq!(&t1.actions, &t2.actions, "key {:?} key2 {:?} mask {:?}", k, k2, t1.mask);
+            }
+        }
+    }
+}
