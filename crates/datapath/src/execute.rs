@@ -22,7 +22,7 @@
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
-use packet::{Batch, Field, Packet, PoolCache};
+use packet::{mpls, Batch, Field, Packet, PoolCache};
 use pipeline::PacketInReason;
 use port::TxQueue;
 
@@ -309,6 +309,11 @@ impl Executor {
             Op::PushVlan { tpid, tci } => rewrite::push_vlan(pkt, *tpid, *tci).is_ok(),
             Op::PopVlan => rewrite::pop_vlan(pkt).is_ok(),
             Op::DecTtl => rewrite::dec_ttl(pkt).is_ok(),
+            Op::PushMpls { ethertype, lse } => mpls::push_mpls(pkt, *ethertype, *lse).is_ok(),
+            Op::PopMpls(t) => mpls::pop_mpls(pkt, *t).is_ok(),
+            Op::DecMplsTtl => mpls::dec_mpls_ttl(pkt).is_ok(),
+            Op::CopyTtlOut => mpls::copy_ttl_out(pkt).is_ok(),
+            Op::CopyTtlIn => mpls::copy_ttl_in(pkt).is_ok(),
             Op::SetQueue(q) => {
                 pkt.meta.user = *q;
                 true

@@ -92,6 +92,21 @@ pub enum Op {
     PopVlan,
     /// Decrement the TTL / hop limit.
     DecTtl,
+    /// Push an MPLS label stack entry.
+    PushMpls {
+        /// The new Ethernet type.
+        ethertype: u16,
+        /// The entry.
+        lse: u32,
+    },
+    /// Pop the top MPLS entry, setting the Ethernet type.
+    PopMpls(u16),
+    /// Decrement the top MPLS entry's TTL.
+    DecMplsTtl,
+    /// Copy the inner TTL out to the top MPLS entry.
+    CopyTtlOut,
+    /// Copy the top MPLS entry's TTL in.
+    CopyTtlIn,
     /// Set the egress queue (stored in `Meta::user`).
     SetQueue(u32),
     /// Police through a meter.
@@ -117,6 +132,11 @@ impl std::fmt::Debug for Op {
             Op::PushVlan { tpid, tci } => write!(f, "push_vlan({tpid:#06x},{tci:#06x})"),
             Op::PopVlan => f.write_str("pop_vlan"),
             Op::DecTtl => f.write_str("dec_ttl"),
+            Op::PushMpls { ethertype, lse } => write!(f, "push_mpls({ethertype:#06x},{lse:#010x})"),
+            Op::PopMpls(t) => write!(f, "pop_mpls({t:#06x})"),
+            Op::DecMplsTtl => f.write_str("dec_mpls_ttl"),
+            Op::CopyTtlOut => f.write_str("copy_ttl_out"),
+            Op::CopyTtlIn => f.write_str("copy_ttl_in"),
             Op::SetQueue(q) => write!(f, "set_queue({q})"),
             Op::Meter(_) => f.write_str("meter"),
             Op::Controller { reason, .. } => write!(f, "controller({reason:?})"),
@@ -230,6 +250,11 @@ impl Actions {
                 DpAction::PushVlan { tpid, tci } => Op::PushVlan { tpid, tci },
                 DpAction::PopVlan => Op::PopVlan,
                 DpAction::DecTtl => Op::DecTtl,
+                DpAction::PushMpls { ethertype, lse } => Op::PushMpls { ethertype, lse },
+                DpAction::PopMpls(t) => Op::PopMpls(t),
+                DpAction::DecMplsTtl => Op::DecMplsTtl,
+                DpAction::CopyTtlOut => Op::CopyTtlOut,
+                DpAction::CopyTtlIn => Op::CopyTtlIn,
                 DpAction::SetQueue(q) => Op::SetQueue(q),
                 DpAction::Meter(id) => match meter(id) {
                     Some(m) => Op::Meter(m),

@@ -258,3 +258,85 @@ fn set_field_ip_proto_and_eth_type_leave_with_the_new_values() {
     assert!(out.iter().all(|f| f[12..14] == [0x88, 0xb5]));
     assert_eq!(r.pmd.stats().drop_rewrite, 0);
 }
+
+fn add_flows(control: &mut Control, flows: &[&str]) {
+    for f in flows {
+        control
+            .flow_mod(&pipeline::ofctl::parse_flow(f).unwrap())
+            .unwrap();
+    }
+    control.publish();
+}
+
+/// A label edge router and the far end in one bridge: port 1's IPv4 packets get a label and
+/// leave port 2; labelled packets coming back on port 2 lose it and leave port 3 as they
+/// were; the MPLS TTL is checked on the way.
+#[test]
+fn mpls_push_then_pop_gives_back_the_packet() {
+    use packet::mpls::lse;
+    let (mut control, cell) = Control::new(PipelineConfig::default());
+    add_flows(
+        &mut control,
+        &[
+            "priority=10,in_port=1,ip,actions=push_mpls:0x8847,set_mpls_label:16,\
+             set_mpls_tc:2,dec_mpls_ttl,output:2",
+            "priority=10,in_port=2,mpls,mpls_label=16,mpls_bos=1,\
+             actions=dec_mpls_ttl,pop_mpls:0x0800,output:3",
+        ],
+    );
+    let mut r = rig(cell);
+    let orig = udp(7, [10, 0, 0, 1]);
+    r.send(1, &vec![orig.clone(); 3]);
+    let labelled = r.received_frames(2);
+    assert_eq!(labelled.len(), 3, "{:?}", r.pmd.stats());
+    for f in &labelled {
+        assert_eq!(f.len(), orig.len() + 4);
+        assert_eq!(&f[..12], &orig[..12]);
+        assert_eq!(&f[12..14], &[0x88, 0x47]);
+        // Label 16, TC 2, bottom of stack, TTL 64 (the IP TTL) - 1.
+        assert_eq!(&f[14..18], &lse(16, 2, true, 63).to_be_bytes());
+        assert_eq!(&f[18..], &orig[14..]);
+    }
+    r.send(2, &labelled);
+    let back = r.received_frames(3);
+    assert_eq!(back.len(), 3, "{:?}", r.pmd.stats());
+    assert!(
+        back.iter().all(|f| *f == orig),
+        "the original frame comes back"
+    );
+    // Another label, or an MPLS TTL of 1, is not forwarded.
+    let mut other = labelled[0].clone();
+    other[14..18].copy_from_slice(&lse(17, 2, true, 63).to_be_bytes());
+    let mut expired = labelled[0].clone();
+    expired[14..18].copy_from_slice(&lse(16, 2, true, 1).to_be_bytes());
+    r.send(2, &[other, expired]);
+    assert_eq!(r.received(3), 0);
+    assert_eq!(r.pmd.stats().drop_rewrite, 0);
+}
+
+/// Each push takes 4 bytes of the frame's headroom: a flow that pushes more labels than fit
+/// has its packets dropped and counted, never sent half-written.
+#[test]
+fn a_push_beyond_the_headroom_is_dropped_and_counted() {
+    let (mut control, cell) = Control::new(PipelineConfig::default());
+    let fits = packet::HEADROOM / 4;
+    let pushes = |n: usize| vec!["push_mpls:0x8847"; n].join(",");
+    add_flows(
+        &mut control,
+        &[
+            &format!("priority=10,in_port=1,actions={},output:2", pushes(fits)),
+            &format!(
+                "priority=10,in_port=3,actions={},output:2",
+                pushes(fits + 1)
+            ),
+        ],
+    );
+    let mut r = rig(cell);
+    r.send(1, &[udp(7, [10, 0, 0, 1])]);
+    let out = r.received_frames(2);
+    assert_eq!(out.len(), 1, "{fits} labels fit");
+    assert_eq!(out[0].len(), udp(7, [10, 0, 0, 1]).len() + 4 * fits);
+    r.send(3, &vec![udp(7, [10, 0, 0, 1]); 2]);
+    assert_eq!(r.received(2), 0);
+    assert_eq!(r.pmd.stats().drop_rewrite, 2);
+}

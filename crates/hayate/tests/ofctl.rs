@@ -402,3 +402,76 @@ fn a_big_table_dumps_whole() {
     );
     assert_eq!(flows(&String::from_utf8_lossy(&out.stdout)).len(), n);
 }
+
+/// MPLS through the wire: `ovs-ofctl` installs a label push and a label match with pop,
+/// dumps them back in its own words, and a packet-out through the tables leaves labelled.
+#[test]
+fn mpls_flows_install_dump_and_label_packets() {
+    if !have_ofctl("mpls_flows_install_dump_and_label_packets") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.pcap");
+    let spec = format!("pcap:out={}", out.display());
+    let mut h = Hayate::start_in(
+        dir,
+        &[
+            "--fail-mode",
+            "secure",
+            "--port",
+            "null:sink",
+            "--port",
+            &spec,
+        ],
+    );
+    h.ofctl(
+        "add-flow",
+        &[
+            "priority=10,in_port=1,ip,actions=push_mpls:0x8847,set_mpls_label:16,\
+           set_mpls_tc:2,set_mpls_ttl:9,dec_mpls_ttl,output:2",
+        ],
+    );
+    h.ofctl(
+        "add-flow",
+        &[
+            "priority=11,mpls,mpls_label=16,mpls_tc=2,mpls_bos=1,mpls_ttl=9,\
+           actions=pop_mpls:0x0800,output:2",
+        ],
+    );
+    assert_eq!(
+        flows(&h.ofctl("dump-flows", &[])),
+        [
+            "cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=10,ip,in_port=1 \
+             actions=push_mpls:0x8847,set_field:16->mpls_label,set_field:2->mpls_tc,\
+             set_mpls_ttl(9),dec_mpls_ttl,output:2",
+            "cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=11,mpls,mpls_label=16,\
+             mpls_tc=2,mpls_ttl=9,mpls_bos=1 actions=pop_mpls:0x0800,output:2",
+        ]
+    );
+    h.ofctl(
+        "packet-out",
+        &[&format!("in_port=1 packet={} actions=table", frame_hex())],
+    );
+    // The packet-out's own actions: the new entry takes the IP TTL (64).
+    h.ofctl(
+        "packet-out",
+        &[&format!(
+            "in_port=1 packet={} actions=push_mpls:0x8848,set_mpls_label:5,output:2",
+            frame_hex()
+        )],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let pcap = h.file("out.pcap");
+    h.stop();
+    let pkts = pcap_packets(&pcap);
+    let orig = hex(&frame_hex());
+    assert_eq!(pkts.len(), 2, "{}", pcap.display());
+    for p in &pkts {
+        assert_eq!(p.len(), orig.len() + 4);
+        assert_eq!(&p[18..], &orig[14..]);
+    }
+    // Ethertype 0x8847, then label 16 · TC 2 · bottom of stack · TTL 9 - 1.
+    assert_eq!(&pkts[0][12..18], &[0x88, 0x47, 0x00, 0x01, 0x05, 0x08]);
+    // Ethertype 0x8848, label 5 · TC 0 · bottom of stack · TTL 64.
+    assert_eq!(&pkts[1][12..18], &[0x88, 0x48, 0x00, 0x00, 0x51, 0x40]);
+}

@@ -295,3 +295,92 @@ fn a_prerequisite_after_the_field_that_needs_it_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// FLOW_MOD ADD priority 1, no match, apply_actions(push_pbb:0x88e7) (xid 0x41).
+const PUSH_PBB: &str =
+    "04 0e 0048 00000041  0000000000000000 0000000000000000  00 00 0000 0000 0001
+    ffffffff ffffffff ffffffff 0000 0000
+    0001 0004 00000000
+    0004 0010 00000000  001a 0008 88e7 0000";
+
+/// FLOW_MOD ADD priority 1, match pbb_isid=5 (OXM_OF_PBB_ISID, 3 bytes), no instructions
+/// (xid 0x42).
+const MATCH_PBB_ISID: &str =
+    "04 0e 0040 00000042  0000000000000000 0000000000000000  00 00 0000 0000 0001
+    ffffffff ffffffff ffffffff 0000 0000
+    0001 000b 80004a03 000005 0000000000";
+
+/// FLOW_MOD ADD priority 2, match eth_type=0x8847, apply_actions(copy_ttl_out, output:2)
+/// (xid 0x43): OpenFlow 1.3's copy_ttl_out, which `ovs-ofctl` cannot write.
+const COPY_TTL_OUT: &str =
+    "04 0e 0060 00000043  0000000000000000 0000000000000000  00 00 0000 0000 0002
+    ffffffff ffffffff ffffffff 0000 0000
+    0001 000a 80000a02 8847 000000000000
+    0004 0020 00000000  000b 0008 00000000  0000 0010 00000002 ffff 000000000000";
+
+/// FLOW_MOD ADD priority 3, match eth_type=0x86dd, ipv6_exthdr=0x40/0x1c0 (hop-by-hop, in
+/// order, no repeats), no instructions (xid 0x44).
+const EXTHDR: &str = "04 0e 0048 00000044  0000000000000000 0000000000000000  00 00 0000 0000 0003
+    ffffffff ffffffff ffffffff 0000 0000
+    0001 0012 80000a02 86dd 80004f04 0040 01c0 000000000000";
+
+/// PBB is refused as the specification names it (Hayate has no PBB); copy_ttl_out and
+/// ipv6_exthdr, which `ovs-ofctl` cannot send, are taken.
+#[test]
+fn pbb_is_refused_and_copy_ttl_and_ipv6_exthdr_are_taken() {
+    let h = Hayate::start(&[
+        "--fail-mode",
+        "secure",
+        "--port",
+        "null:sink",
+        "--port",
+        "null:sink",
+    ]);
+    let mut c = Conn::open(h.port);
+    for (hex, xid, code) in [
+        (PUSH_PBB, 0x41, ErrorCode::BAC_BAD_TYPE),
+        (MATCH_PBB_ISID, 0x42, ErrorCode::BMC_BAD_FIELD),
+    ] {
+        c.send_raw(&unhex(hex));
+        match c.next() {
+            (x, Message::Error(e)) if x == xid => assert_eq!(e.code, code, "{e:?}"),
+            other => panic!("expected {code:?} for xid {xid:#x}, got {other:?}"),
+        }
+    }
+    c.send_raw(&unhex(COPY_TTL_OUT));
+    c.send_raw(&unhex(EXTHDR));
+    c.send(0x45, &Message::BarrierRequest);
+    assert_eq!(
+        c.next(),
+        (0x45, Message::BarrierReply),
+        "no error for 0x43, 0x44"
+    );
+    c.send(
+        0x46,
+        &Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: MultipartRequestBody::Flow(FlowStatsRequest::default()),
+        }),
+    );
+    match c.next() {
+        (0x46, Message::MultipartReply(r)) => match r.body {
+            MultipartReplyBody::Flow(mut v) => {
+                v.sort_by_key(|f| f.priority);
+                assert_eq!(v.len(), 2, "{v:?}");
+                assert_eq!(
+                    v[0].instructions,
+                    [Instruction::ApplyActions(vec![
+                        Action::CopyTtlOut,
+                        Action::Output {
+                            port: 2,
+                            max_len: 0xffff
+                        }
+                    ])]
+                );
+                assert_eq!(v[1].matcher.get(packet::Field::Ipv6Exthdr), (0x40, 0x1c0));
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,6 +1,6 @@
 //! Actions (`ofp_action_*`): decode into the model's [`Action`], encode back. Action types the
-//! model has no variant for (copy-TTL, MPLS, PBB) and experimenter actions decode to the error
-//! a switch answers with (`OFPBAC_BAD_TYPE`, `OFPBAC_BAD_EXPERIMENTER`).
+//! model has no variant for (PBB) and experimenter actions decode to the error a switch
+//! answers with (`OFPBAC_BAD_TYPE`, `OFPBAC_BAD_EXPERIMENTER`).
 
 use pipeline::model::{ports, Action, Match, GROUP_MAX};
 
@@ -58,7 +58,33 @@ pub const SUPPORTED_ACTIONS: &[u16] = &[
     at::SET_NW_TTL,
     at::DEC_NW_TTL,
     at::SET_FIELD,
+    at::COPY_TTL_OUT,
+    at::COPY_TTL_IN,
+    at::SET_MPLS_TTL,
+    at::DEC_MPLS_TTL,
+    at::PUSH_MPLS,
+    at::POP_MPLS,
 ];
+
+/// The `ofp_action_type` an action is written with.
+pub fn action_type(a: &Action) -> u16 {
+    match a {
+        Action::Output { .. } => at::OUTPUT,
+        Action::Group(_) => at::GROUP,
+        Action::SetQueue(_) => at::SET_QUEUE,
+        Action::SetField { .. } => at::SET_FIELD,
+        Action::PushVlan(_) => at::PUSH_VLAN,
+        Action::PopVlan => at::POP_VLAN,
+        Action::DecNwTtl => at::DEC_NW_TTL,
+        Action::SetNwTtl(_) => at::SET_NW_TTL,
+        Action::PushMpls(_) => at::PUSH_MPLS,
+        Action::PopMpls(_) => at::POP_MPLS,
+        Action::SetMplsTtl(_) => at::SET_MPLS_TTL,
+        Action::DecMplsTtl => at::DEC_MPLS_TTL,
+        Action::CopyTtlOut => at::COPY_TTL_OUT,
+        Action::CopyTtlIn => at::COPY_TTL_IN,
+    }
+}
 
 /// Whether `port` may be the port of an output action (a real port or a reserved port other
 /// than ANY).
@@ -183,12 +209,37 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
                 value: tlv.value,
             }
         }
-        at::COPY_TTL_OUT => return Err(unsupported("copy_ttl_out")),
-        at::COPY_TTL_IN => return Err(unsupported("copy_ttl_in")),
-        at::SET_MPLS_TTL => return Err(unsupported("set_mpls_ttl")),
-        at::DEC_MPLS_TTL => return Err(unsupported("dec_mpls_ttl")),
-        at::PUSH_MPLS => return Err(unsupported("push_mpls")),
-        at::POP_MPLS => return Err(unsupported("pop_mpls")),
+        at::COPY_TTL_OUT => {
+            fixed(8)?;
+            Action::CopyTtlOut
+        }
+        at::COPY_TTL_IN => {
+            fixed(8)?;
+            Action::CopyTtlIn
+        }
+        at::SET_MPLS_TTL => {
+            fixed(8)?;
+            Action::SetMplsTtl(b.u8()?)
+        }
+        at::DEC_MPLS_TTL => {
+            fixed(8)?;
+            Action::DecMplsTtl
+        }
+        at::PUSH_MPLS => {
+            fixed(8)?;
+            let t = b.u16()?;
+            if t != 0x8847 && t != 0x8848 {
+                return Err(DecodeError::new(
+                    ErrorCode::BAC_BAD_ARGUMENT,
+                    format!("push_mpls ethertype {t:#06x} is not 0x8847 or 0x8848"),
+                ));
+            }
+            Action::PushMpls(t)
+        }
+        at::POP_MPLS => {
+            fixed(8)?;
+            Action::PopMpls(b.u16()?)
+        }
         at::PUSH_PBB => return Err(unsupported("push_pbb")),
         at::POP_PBB => return Err(unsupported("pop_pbb")),
         at::EXPERIMENTER => {
@@ -231,12 +282,7 @@ pub fn encode_action(a: &Action, ctx: &Match, buf: &mut Vec<u8>) -> Result<(), E
         }
         Action::Group(g) => simple_u32(buf, at::GROUP, g),
         Action::SetQueue(q) => simple_u32(buf, at::SET_QUEUE, q),
-        Action::PushVlan(tpid) => {
-            buf.put_u16(at::PUSH_VLAN);
-            buf.put_u16(8);
-            buf.put_u16(tpid);
-            buf.put_zeros(2);
-        }
+        Action::PushVlan(tpid) => ethertype_action(buf, at::PUSH_VLAN, tpid),
         Action::PopVlan => simple_u32(buf, at::POP_VLAN, 0),
         Action::DecNwTtl => simple_u32(buf, at::DEC_NW_TTL, 0),
         Action::SetNwTtl(t) => {
@@ -245,6 +291,17 @@ pub fn encode_action(a: &Action, ctx: &Match, buf: &mut Vec<u8>) -> Result<(), E
             buf.put_u8(t);
             buf.put_zeros(3);
         }
+        Action::PushMpls(t) => ethertype_action(buf, at::PUSH_MPLS, t),
+        Action::PopMpls(t) => ethertype_action(buf, at::POP_MPLS, t),
+        Action::SetMplsTtl(t) => {
+            buf.put_u16(at::SET_MPLS_TTL);
+            buf.put_u16(8);
+            buf.put_u8(t);
+            buf.put_zeros(3);
+        }
+        Action::DecMplsTtl => simple_u32(buf, at::DEC_MPLS_TTL, 0),
+        Action::CopyTtlOut => simple_u32(buf, at::COPY_TTL_OUT, 0),
+        Action::CopyTtlIn => simple_u32(buf, at::COPY_TTL_IN, 0),
         Action::SetField { field, value } => {
             let def = oxm::def_for(field, ctx).ok_or_else(|| {
                 EncodeError::Unencodable(format!("set_field of {}", field.name()))
@@ -264,6 +321,14 @@ pub fn encode_action(a: &Action, ctx: &Match, buf: &mut Vec<u8>) -> Result<(), E
         }
     }
     Ok(())
+}
+
+/// push_vlan, push_mpls, pop_mpls: an ethertype and 2 bytes of padding.
+fn ethertype_action(buf: &mut Vec<u8>, kind: u16, ethertype: u16) {
+    buf.put_u16(kind);
+    buf.put_u16(8);
+    buf.put_u16(ethertype);
+    buf.put_zeros(2);
 }
 
 fn simple_u32(buf: &mut Vec<u8>, kind: u16, v: u32) {
@@ -330,6 +395,37 @@ mod tests {
         assert_eq!(decode_actions(&b).unwrap(), [a]);
     }
 
+    /// The MPLS and TTL-copy actions as Open vSwitch 3.1's `ovs-ofctl -O OpenFlow13` writes
+    /// them (`push_mpls:0x8847,pop_mpls:0x0800,set_mpls_ttl:9,dec_mpls_ttl`; copy_ttl_out
+    /// and copy_ttl_in, which it has no syntax for, by the specification's layout).
+    #[test]
+    fn mpls_actions_golden_bytes() {
+        let cases: [(&[u8], Action); 6] = [
+            (&[0, 19, 0, 8, 0x88, 0x47, 0, 0], Action::PushMpls(0x8847)),
+            (&[0, 20, 0, 8, 0x08, 0x00, 0, 0], Action::PopMpls(0x0800)),
+            (&[0, 15, 0, 8, 9, 0, 0, 0], Action::SetMplsTtl(9)),
+            (&[0, 16, 0, 8, 0, 0, 0, 0], Action::DecMplsTtl),
+            (&[0, 11, 0, 8, 0, 0, 0, 0], Action::CopyTtlOut),
+            (&[0, 12, 0, 8, 0, 0, 0, 0], Action::CopyTtlIn),
+        ];
+        for (bytes, a) in cases {
+            assert_eq!(
+                decode_actions(bytes).unwrap(),
+                std::slice::from_ref(&a),
+                "{bytes:?}"
+            );
+            assert_eq!(enc(&a, &Match::ANY), bytes, "{a:?}");
+        }
+        // set_mpls_label:16 is a set-field of OXM_OF_MPLS_LABEL (0x8000 << 16 | 34 << 9 | 4).
+        let label = Action::SetField {
+            field: Field::MplsLabel,
+            value: 16,
+        };
+        let b = enc(&label, &Match::ANY);
+        assert_eq!(b, [0, 25, 0, 16, 0x80, 0, 0x44, 4, 0, 0, 0, 16, 0, 0, 0, 0]);
+        assert_eq!(decode_actions(&b).unwrap(), [label]);
+    }
+
     #[test]
     fn errors_name_the_ofp_code() {
         let code = |b: &[u8]| decode_actions(b).unwrap_err().code;
@@ -347,20 +443,24 @@ mod tests {
         );
         // Longer than the list.
         assert_eq!(code(&[0, 24, 0, 16, 0, 0, 0, 0]), ErrorCode::BAC_BAD_LEN);
-        // Push MPLS, copy TTL out, unknown, experimenter.
+        // Push MPLS with a non-MPLS ethertype, push PBB, unknown, experimenter.
         assert_eq!(
-            code(&[0, 19, 0, 8, 0x88, 0x47, 0, 0]),
+            code(&[0, 19, 0, 8, 0x08, 0x00, 0, 0]),
+            ErrorCode::BAC_BAD_ARGUMENT
+        );
+        assert_eq!(
+            code(&[0, 26, 0, 8, 0x88, 0xe7, 0, 0]),
             ErrorCode::BAC_BAD_TYPE
         );
-        assert_eq!(code(&[0, 11, 0, 8, 0, 0, 0, 0]), ErrorCode::BAC_BAD_TYPE);
+        assert_eq!(code(&[0, 27, 0, 8, 0, 0, 0, 0]), ErrorCode::BAC_BAD_TYPE);
         assert_eq!(code(&[0, 99, 0, 8, 0, 0, 0, 0]), ErrorCode::BAC_BAD_TYPE);
         assert_eq!(
             code(&[0xff, 0xff, 0, 8, 0, 0, 0x23, 0x20]),
             ErrorCode::BAC_BAD_EXPERIMENTER
         );
-        // Set-field of an unknown OXM field (basic 39, ipv6_exthdr), and with a mask.
+        // Set-field of an unknown OXM field (basic 37, pbb_isid), and with a mask.
         assert_eq!(
-            code(&[0, 25, 0, 16, 0x80, 0, 39 << 1, 2, 0, 0, 0, 0, 0, 0, 0, 0]),
+            code(&[0, 25, 0, 16, 0x80, 0, 37 << 1, 3, 0, 0, 0, 0, 0, 0, 0, 0]),
             ErrorCode::BAC_BAD_SET_TYPE
         );
         assert_eq!(

@@ -35,7 +35,9 @@ pub fn arb_match() -> impl Strategy<Value = Match> {
             Just(Some(0x0800u128)),
             Just(Some(0x86dd)),
             Just(Some(0x0806)),
-            Just(Some(0x88cc))
+            Just(Some(0x88cc)),
+            Just(Some(0x8847)),
+            Just(Some(0x8848))
         ],
         prop_oneof![
             Just(None),
@@ -123,7 +125,7 @@ pub fn arb_action() -> impl Strategy<Value = Action> {
     let settable: Vec<Field> = Field::ALL
         .iter()
         .copied()
-        .filter(|f| !matches!(f, Field::Parsed | Field::CvlanTci))
+        .filter(|f| !matches!(f, Field::Parsed | Field::CvlanTci | Field::MplsLse))
         .collect();
     prop_oneof![
         (arb_port(), any::<u16>()).prop_map(|(port, max_len)| Action::Output { port, max_len }),
@@ -144,6 +146,12 @@ pub fn arb_action() -> impl Strategy<Value = Action> {
         Just(Action::PopVlan),
         Just(Action::DecNwTtl),
         any::<u8>().prop_map(Action::SetNwTtl),
+        prop_oneof![Just(0x8847u16), Just(0x8848)].prop_map(Action::PushMpls),
+        any::<u16>().prop_map(Action::PopMpls),
+        any::<u8>().prop_map(Action::SetMplsTtl),
+        Just(Action::DecMplsTtl),
+        Just(Action::CopyTtlOut),
+        Just(Action::CopyTtlIn),
     ]
 }
 

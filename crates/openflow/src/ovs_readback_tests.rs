@@ -50,6 +50,13 @@ fn random_messages_read_back_by_ovs() {
         if format!("{m:?}").contains("ArpOp") || format!("{m:?}").contains("arp_op") {
             continue; // OVS keeps ARP opcodes in 8 bits; OpenFlow's field has 16
         }
+        let text = format!("{m:?}");
+        if ["CopyTtl", "Ipv6Exthdr", "ipv6_exthdr"]
+            .iter()
+            .any(|x| text.contains(x))
+        {
+            continue; // OpenFlow 1.3 has them; OVS does not (OFPBAC_BAD_TYPE, OFPBMC_BAD_FIELD)
+        }
         let mut b = Vec::new();
         crate::encode(1, &m, &mut b).expect("encodes");
         let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();

@@ -51,6 +51,8 @@ pub enum Prereq {
     NdTarget,
     /// ICMPv6 with `icmpv6_type` this value (135 for SLL, 136 for TLL).
     NdType(u8),
+    /// `eth_type` is 0x8847 or 0x8848 (MPLS).
+    Mpls,
 }
 
 impl Prereq {
@@ -80,6 +82,7 @@ impl Prereq {
             Prereq::NdType(t) => {
                 Prereq::Icmp6.holds(m) && exact(Field::IcmpType) == Some(t as u128)
             }
+            Prereq::Mpls => matches!(eth, Some(0x8847 | 0x8848)),
         }
     }
 
@@ -95,6 +98,7 @@ impl Prereq {
             Prereq::Icmp6 => "eth_type=0x86dd and ip_proto=58".into(),
             Prereq::NdTarget => "eth_type=0x86dd, ip_proto=58 and icmpv6_type=135 or 136".into(),
             Prereq::NdType(t) => format!("eth_type=0x86dd, ip_proto=58 and icmpv6_type={t}"),
+            Prereq::Mpls => "eth_type=0x8847 or 0x8848".into(),
         }
     }
 }
@@ -220,10 +224,15 @@ pub const OXM_FIELDS: &[OxmDef] = &[
     basic(31, 16, true, F::NdTarget, P::NdTarget, "OXM_OF_IPV6_ND_TARGET"),
     basic(32, 6, true, F::ArpSha, P::NdType(135), "OXM_OF_IPV6_ND_SLL"),
     basic(33, 6, true, F::ArpTha, P::NdType(136), "OXM_OF_IPV6_ND_TLL"),
+    basic(34, 4, false, F::MplsLabel, P::Mpls, "OXM_OF_MPLS_LABEL"),
+    basic(35, 1, false, F::MplsTc, P::Mpls, "OXM_OF_MPLS_TC"),
+    basic(36, 1, false, F::MplsBos, P::Mpls, "OXM_OF_MPLS_BOS"),
     basic(38, 8, true, F::TunnelId, P::None, "OXM_OF_TUNNEL_ID"),
+    basic(39, 2, true, F::Ipv6Exthdr, P::Eth(0x86dd), "OXM_OF_IPV6_EXTHDR"),
     ext(oxm_class::NXM_0, 4, 2, true, F::VlanTci, P::None, "NXM_OF_VLAN_TCI"),
     ext(oxm_class::NXM_1, 26, 1, true, F::IpFrag, P::Ip, "NXM_NX_IP_FRAG"),
     ext(oxm_class::NXM_1, 29, 1, false, F::IpTtl, P::Ip, "NXM_NX_IP_TTL"),
+    ext(oxm_class::NXM_1, 30, 1, false, F::MplsTtl, P::Mpls, "NXM_NX_MPLS_TTL"),
     ext(oxm_class::NXM_1, 34, 2, true, F::TcpFlags, P::Proto(6), "NXM_NX_TCP_FLAGS"),
     OxmDef {
         experimenter: Some(ONF_EXPERIMENTER),
@@ -273,7 +282,7 @@ pub fn def_for(field: Field, ctx: &Match) -> Option<&'static OxmDef> {
         F::ArpSha if eth == Some(0x86dd) => "OXM_OF_IPV6_ND_SLL",
         F::ArpTha if eth == Some(0x86dd) => "OXM_OF_IPV6_ND_TLL",
         F::TcpFlags => "ONFOXM_ET_TCP_FLAGS",
-        F::Parsed | F::CvlanTci => return None,
+        F::Parsed | F::CvlanTci | F::MplsLse => return None,
         _ => {
             return OXM_FIELDS
                 .iter()
@@ -547,7 +556,8 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
     for f in [F::InPort, F::EthSrc, F::EthDst, F::EthType] {
         emit(f, by_key(f), buf)?;
     }
-    // VLAN: OXM vid (+ pcp when a tag is required), else the whole TCI as NXM.
+    // VLAN: OXM vid (+ pcp when a tag is required), else the whole TCI as NXM. Then MPLS
+    // (Open vSwitch's order: tc, bos, label, ttl).
     let (tci, tci_mask) = m.get(F::VlanTci);
     let pcp_mask = tci_mask & 0xe000;
     let tagged = tci & tci_mask & 0x1000 != 0;
@@ -556,6 +566,9 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
         emit(F::VlanPcp, def_named("OXM_OF_VLAN_PCP"), buf)?;
     } else {
         emit(F::VlanTci, def_named("NXM_OF_VLAN_TCI"), buf)?;
+    }
+    for f in [F::MplsTc, F::MplsBos, F::MplsLabel, F::MplsTtl] {
+        emit(f, by_key(f), buf)?;
     }
     if eth == Some(0x0806) {
         for f in [F::ArpOp, F::Ipv4Src, F::Ipv4Dst, F::ArpSha, F::ArpTha] {
@@ -568,6 +581,7 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
         F::Ipv6Src,
         F::Ipv6Dst,
         F::Ipv6Label,
+        F::Ipv6Exthdr,
         F::IpFrag,
         F::IpDscp,
         F::IpEcn,

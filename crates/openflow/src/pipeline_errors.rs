@@ -21,11 +21,13 @@ impl From<&FlowModError> for ErrorCode {
             UnknownMeter(_) => ErrorCode::MMFC_UNKNOWN_METER,
             BadPrerequisite { .. } => ErrorCode::BMC_BAD_PREREQ,
             BadWildcards(_) => ErrorCode::BMC_BAD_WILDCARDS,
-            SetFieldInconsistent { .. } => ErrorCode::BAC_MATCH_INCONSISTENT,
+            SetFieldInconsistent { .. } | ActionInconsistent { .. } => {
+                ErrorCode::BAC_MATCH_INCONSISTENT
+            }
             FieldNotWritable(_) => ErrorCode::BAC_BAD_SET_TYPE,
             BadSetFieldValue { .. } => ErrorCode::BAC_BAD_SET_ARGUMENT,
             BadOutPort(_) => ErrorCode::BAC_BAD_OUT_PORT,
-            BadPushVlanEthertype(_) => ErrorCode::BAC_BAD_ARGUMENT,
+            BadPushVlanEthertype(_) | BadPushMplsEthertype(_) => ErrorCode::BAC_BAD_ARGUMENT,
         }
     }
 }
@@ -84,6 +86,11 @@ mod tests {
             FlowModError::FieldNotWritable("x"),
             FlowModError::BadOutPort(0),
             FlowModError::BadPushVlanEthertype(1),
+            FlowModError::BadPushMplsEthertype(1),
+            FlowModError::ActionInconsistent {
+                action: "x",
+                needs: "y",
+            },
         ];
         for e in &flow {
             assert_eq!(ErrorCode::from(e), ErrorCode::from(e.ofp_error()), "{e:?}");

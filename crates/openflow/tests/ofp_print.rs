@@ -497,7 +497,7 @@ fn table_features_reply_read_back_by_ovs() {
             "max_entries=1000000",
             "next tables: 1-2",
             "instructions: meter apply_actions clear_actions write_actions write_metadata goto_table",
-            "actions: output group set_field strip_vlan push_vlan mod_nw_ttl dec_ttl set_queue",
+            "actions: output group set_field strip_vlan push_vlan mod_nw_ttl dec_ttl set_mpls_ttl dec_mpls_ttl push_mpls pop_mpls set_queue",
             "arp_{op,spa,tpa,sha,tha}",
             "table 1 (\"table1\"):",
         ],

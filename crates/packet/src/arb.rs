@@ -131,7 +131,7 @@ pub(crate) fn spec() -> impl Strategy<Value = PacketSpec> {
         ),
         1 => (0x0600u16..0xffff)
             .prop_filter("not a parsed type", |t| {
-                ![0x0800, 0x0806, 0x86dd, 0x8100, 0x88a8, 0x9100].contains(t)
+                ![0x0800, 0x0806, 0x86dd, 0x8100, 0x88a8, 0x9100, 0x8847, 0x8848].contains(t)
             })
             .prop_map(|ethertype| (L3Spec::Raw { ethertype }, L4Spec::None)),
     ];
@@ -159,6 +159,58 @@ pub(crate) fn spec() -> impl Strategy<Value = PacketSpec> {
                 }
             },
         )
+}
+
+/// `ipv6_exthdr` of a chain, from RFC 8200's rules as written there: each header present,
+/// repeats (destination options may come twice), out-of-order headers; nothing past a later
+/// fragment is seen, and an upper layer of 59 is "no next header".
+fn expected_exthdr(ext: &[Ipv6Ext], l4_proto: u8) -> u16 {
+    use crate::key::exthdr::*;
+    let mut seen = Vec::new();
+    let mut later = false;
+    for e in ext {
+        seen.push(*e);
+        if let Ipv6Ext::Fragment { offset, .. } = e {
+            if *offset != 0 {
+                later = true;
+                break;
+            }
+        }
+    }
+    let bit = |e: &Ipv6Ext| match e {
+        Ipv6Ext::HopByHop => HOP,
+        Ipv6Ext::DestOpts => DEST,
+        Ipv6Ext::Routing => ROUTER,
+        Ipv6Ext::Fragment { .. } => FRAG,
+        Ipv6Ext::Ah => AUTH,
+    };
+    let mut f = seen.iter().fold(0, |f, e| f | bit(e));
+    let count = |b: u16| seen.iter().filter(|e| bit(e) == b).count();
+    if [HOP, ROUTER, FRAG, AUTH].iter().any(|&b| count(b) > 1) || count(DEST) > 2 {
+        f |= UNREP;
+    }
+    // The recommended order: hop-by-hop, destination options, routing, fragment, AH, then
+    // destination options for the final destination.
+    let mut rank = Vec::new();
+    for e in &seen {
+        let r = match e {
+            Ipv6Ext::HopByHop => 0,
+            Ipv6Ext::DestOpts if rank.iter().all(|&r| r <= 1) => 1,
+            Ipv6Ext::DestOpts => 6,
+            Ipv6Ext::Routing => 2,
+            Ipv6Ext::Fragment { .. } => 3,
+            Ipv6Ext::Ah => 4,
+        };
+        rank.push(r);
+    }
+    let hop_late = seen.iter().skip(1).any(|e| matches!(e, Ipv6Ext::HopByHop));
+    if hop_late || rank.windows(2).any(|w| w[1] < w[0]) && !rank.is_empty() {
+        f |= UNSEQ;
+    }
+    if !later && l4_proto == 59 {
+        f |= NONEXT;
+    }
+    f
 }
 
 fn mac_u(m: &[u8; 6]) -> u128 {
@@ -254,6 +306,10 @@ pub(crate) fn expected_key(s: &PacketSpec, in_port: u32) -> FlowKey {
             }
             k.set(Field::IpProto, proto as u128);
             k.set(Field::IpFrag, f as u128);
+            k.set(
+                Field::Ipv6Exthdr,
+                expected_exthdr(&ip.ext, l4_proto) as u128,
+            );
             if !ip.ext.is_empty() {
                 p |= parsed::IPV6_EXT;
             }

@@ -296,6 +296,18 @@ impl PacketSpec {
         }
     }
 
+    /// The frame's bytes with an MPLS label stack (`entries`, top first, as on the wire)
+    /// between the Ethernet type (after the VLAN tags), which becomes `ethertype`, and the
+    /// L3 header this spec describes.
+    pub fn build_mpls(&self, ethertype: u16, entries: &[u32]) -> Vec<u8> {
+        let mut f = self.build();
+        let at = 12 + 4 * self.vlans.len();
+        f[at..at + 2].copy_from_slice(&ethertype.to_be_bytes());
+        let stack: Vec<u8> = entries.iter().flat_map(|e| e.to_be_bytes()).collect();
+        f.splice(at + 2..at + 2, stack);
+        f
+    }
+
     /// The frame's bytes.
     pub fn build(&self) -> Vec<u8> {
         let mut f = Vec::with_capacity(self.frame_len.max(64));

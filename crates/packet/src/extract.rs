@@ -21,8 +21,14 @@
 //! - ICMP/ICMPv6 type and code go in the low bytes of `tp_src`/`tp_dst`; neighbour
 //!   solicitations and advertisements also fill `nd_target`, `arp_sha` (source link-layer
 //!   option) and `arp_tha` (target link-layer option).
+//! - MPLS (0x8847, 0x8848): the top label stack entry goes in the key's MPLS fields and
+//!   parsing stops there (an MPLS header does not say what it carries, so nothing below the
+//!   stack is read, as in Open vSwitch); `l3_off` stays 0. [`crate::mpls`] finds the stack
+//!   again from the Ethernet header when an action needs it.
+//! - IPv6 extension headers set `ipv6_exthdr` (see [`crate::key::exthdr`]) from the headers
+//!   the chain walk passes, and from the header where it stops (ESP, no next header).
 
-use crate::key::{frag, parsed, FlowKey};
+use crate::key::{exthdr, frag, parsed, FlowKey};
 use crate::wire::{at, be16, be32, ethernet, ipv4, ipv6, tcp};
 
 /// Length of an Ethernet II header.
@@ -52,6 +58,10 @@ pub mod ethertype {
     pub const QINQ: u16 = 0x88a8;
     /// Pre-standard QinQ tag.
     pub const QINQ_OLD: u16 = 0x9100;
+    /// MPLS unicast.
+    pub const MPLS: u16 = 0x8847;
+    /// MPLS multicast.
+    pub const MPLS_MC: u16 = 0x8848;
     /// What `eth_type` is set to for an 802.3 frame (a length field instead of a type).
     pub const NONE: u16 = 0x05ff;
 
@@ -59,6 +69,12 @@ pub mod ethertype {
     #[inline(always)]
     pub fn is_vlan(t: u16) -> bool {
         t == VLAN || t == QINQ || t == QINQ_OLD
+    }
+
+    /// Whether `t` is an MPLS ethertype.
+    #[inline(always)]
+    pub fn is_mpls(t: u16) -> bool {
+        t == MPLS || t == MPLS_MC
     }
 }
 
@@ -84,6 +100,10 @@ pub mod ipproto {
     pub const AH: u8 = 51;
     /// IPv6 destination options.
     pub const DSTOPTS: u8 = 60;
+    /// IPv6 encapsulating security payload.
+    pub const ESP: u8 = 50;
+    /// IPv6 no next header.
+    pub const NONXT: u8 = 59;
 }
 
 /// Most IPv6 extension headers walked before giving up (the chain is then left unparsed).
@@ -128,6 +148,53 @@ pub(crate) struct Ipv6Walk {
     pub routed: bool,
     /// `parsed::TRUNCATED` / `parsed::MALFORMED` when the walk failed.
     pub error: u16,
+    /// The `ipv6_exthdr` bits (see [`exthdr`]) of the headers passed and of the header
+    /// where the walk stopped (ESP, whose content is encrypted, or no next header).
+    pub exthdr: u16,
+}
+
+/// The order RFC 8200 §4.1 recommends, as a rank per extension header: hop-by-hop first,
+/// destination options (before a routing header), routing, fragment, authentication,
+/// ESP, destination options (for the final destination). A header ranked below one seen
+/// before it is out of sequence.
+#[inline]
+fn exthdr_step(flags: u16, last: &mut u8, dest: &mut u8, nh: u8) -> u16 {
+    let (bit, rank) = match nh {
+        ipproto::HOPOPTS => (exthdr::HOP, 0),
+        ipproto::DSTOPTS => {
+            *dest += 1;
+            // Before a routing header it is the first kind; after anything ranked later, the
+            // final destination's.
+            (
+                exthdr::DEST,
+                if *last <= 1 || *last == u8::MAX { 1 } else { 6 },
+            )
+        }
+        ipproto::ROUTING => (exthdr::ROUTER, 2),
+        ipproto::FRAGMENT => (exthdr::FRAG, 3),
+        ipproto::AH => (exthdr::AUTH, 4),
+        ipproto::ESP => (exthdr::ESP, 5),
+        ipproto::NONXT => return flags | exthdr::NONEXT,
+        _ => return flags,
+    };
+    let mut f = flags | bit;
+    let repeated = if nh == ipproto::DSTOPTS {
+        *dest > 2
+    } else {
+        flags & bit != 0
+    };
+    if repeated {
+        f |= exthdr::UNREP;
+    }
+    if *last != u8::MAX && (rank < *last || nh == ipproto::HOPOPTS) {
+        f |= exthdr::UNSEQ;
+    }
+    *last = if *last == u8::MAX {
+        rank
+    } else {
+        rank.max(*last)
+    };
+    f
 }
 
 /// Walks IPv6 extension headers from `off` (just after the fixed header) with first next
@@ -142,7 +209,10 @@ pub(crate) fn walk_ipv6_ext(data: &[u8], mut off: usize, mut nh: u8, end: usize)
         ext: false,
         routed: false,
         error: 0,
+        exthdr: 0,
     };
+    // Rank of the last header (u8::MAX: none yet) and destination options seen.
+    let (mut last, mut dest) = (u8::MAX, 0u8);
     for _ in 0..MAX_IPV6_EXT {
         let len = match nh {
             ipproto::HOPOPTS | ipproto::ROUTING | ipproto::DSTOPTS => {
@@ -165,6 +235,7 @@ pub(crate) fn walk_ipv6_ext(data: &[u8], mut off: usize, mut nh: u8, end: usize)
                     return w;
                 };
                 let offlg = be16(h, 2);
+                w.exthdr = exthdr_step(w.exthdr, &mut last, &mut dest, nh);
                 w.frag = frag::ANY;
                 if offlg & 0xfff8 != 0 {
                     w.frag |= frag::LATER;
@@ -179,13 +250,17 @@ pub(crate) fn walk_ipv6_ext(data: &[u8], mut off: usize, mut nh: u8, end: usize)
                 }
                 continue;
             }
-            _ => return w,
+            _ => {
+                w.exthdr = exthdr_step(w.exthdr, &mut last, &mut dest, nh);
+                return w;
+            }
         };
         if off + len > data.len() {
             w.error = parsed::TRUNCATED;
             return w;
         }
         w.ext = true;
+        w.exthdr = exthdr_step(w.exthdr, &mut last, &mut dest, nh);
         if nh == ipproto::ROUTING && data[off + 3] != 0 {
             w.routed = true;
         }
@@ -345,8 +420,19 @@ fn parse(data: &[u8], key: &mut FlowKey, layers: &mut Layers) -> u16 {
         ethertype::IPV4 => flags | parse_ipv4(data, off, key, layers),
         ethertype::IPV6 => flags | parse_ipv6(data, off, key, layers),
         ethertype::ARP => flags | parse_arp(data, off, key, layers),
+        ethertype::MPLS | ethertype::MPLS_MC => flags | parse_mpls(data, off, key),
         _ => flags,
     }
+}
+
+/// The top MPLS label stack entry into the key's word 15 (nothing below the stack is read).
+#[inline(always)]
+fn parse_mpls(data: &[u8], off: usize, key: &mut FlowKey) -> u16 {
+    let Some(l) = hdr::<4>(data, off) else {
+        return parsed::TRUNCATED;
+    };
+    key.w[15] = (u32::from_be_bytes(*l) as u64) << 32;
+    0
 }
 
 #[inline(always)]
@@ -465,9 +551,15 @@ fn parse_ipv6(data: &[u8], off: usize, key: &mut FlowKey, layers: &mut Layers) -
             ext: false,
             routed: false,
             error: 0,
+            exthdr: match nh {
+                ipproto::NONXT => exthdr::NONEXT,
+                ipproto::ESP => exthdr::ESP,
+                _ => 0,
+            },
         }
     };
     key.w[6] = ((w.proto as u64) << 56) | tos_ttl | ((w.frag as u64) << 32);
+    key.w[15] |= (w.exthdr as u64) << 20;
     if w.ext {
         flags |= parsed::IPV6_EXT;
     }

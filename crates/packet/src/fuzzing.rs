@@ -7,6 +7,7 @@ use std::cell::RefCell;
 
 use crate::extract::{extract, extract_packet};
 use crate::key::{Field, FlowKey};
+use crate::mpls::{copy_ttl_in, copy_ttl_out, dec_mpls_ttl, pop_mpls, push_mpls};
 use crate::pool::{Pool, PoolCache, FRAME_SIZE, HEADROOM};
 use crate::rewrite::{dec_ttl, pop_vlan, push_vlan, set_field, set_ttl};
 
@@ -62,6 +63,18 @@ pub fn fuzz_extract_and_rewrite(data: &[u8]) {
         let _ = pop_vlan(&mut pkt);
         let _ = dec_ttl(&mut pkt);
         extract_packet(&mut pkt, &mut key);
+        // MPLS on the bytes as they are (an MPLS frame pops first), then on a pushed stack.
+        let _ = copy_ttl_out(&mut pkt);
+        let _ = copy_ttl_in(&mut pkt);
+        let _ = dec_mpls_ttl(&mut pkt);
+        let _ = pop_mpls(&mut pkt, seed as u16);
+        let _ = push_mpls(&mut pkt, 0x8847, seed as u32);
+        let _ = copy_ttl_out(&mut pkt);
+        let _ = copy_ttl_in(&mut pkt);
+        let _ = dec_mpls_ttl(&mut pkt);
+        extract_packet(&mut pkt, &mut key);
+        let _ = pop_mpls(&mut pkt, 0x0800);
+        extract_packet(&mut pkt, &mut key);
         cache.free(pkt);
     });
 }
@@ -92,9 +105,14 @@ mod tests {
         let mut runner = TestRunner::new(Config::default());
         let strat = arb::spec();
         let mut seeds = Vec::new();
-        for _ in 0..64 {
+        for i in 0..64 {
             let s = strat.new_tree(&mut runner).expect("spec").current();
             seeds.push(s.build());
+            // Some behind an MPLS label stack of one to three entries.
+            if i % 4 == 0 {
+                let stack = [0x0001_0040u32, 0x0002_0040, 0x0003_0140];
+                seeds.push(s.build_mpls(0x8847, &stack[3 - (1 + i % 3)..]));
+            }
         }
         let iters: usize = std::env::var("HAYATE_FUZZ_ITERS")
             .ok()

@@ -20,10 +20,16 @@
 //! | 11 | `arp_sha` / `nd_sll` (48) · `arp_op` (16) |
 //! | 12 | `arp_tha` / `nd_tll` (48) · `tcp_flags` (16) |
 //! | 13–14 | `nd_target` |
-//! | 15 | unused (32) · `ipv6_label` (20 of 32) |
+//! | 15 | MPLS top label stack entry (32: `mpls_label` 20 · `mpls_tc` 3 · `mpls_bos` 1 · `mpls_ttl` 8) · unused (3) · `ipv6_exthdr` (9) · `ipv6_label` (20) |
 //!
 //! ICMP and ICMPv6 type and code live in the low bytes of `tp_src` and `tp_dst`, as in Open
 //! vSwitch, so that an L4 mask covers them.
+//!
+//! Room: the key stays 128 bytes (two cache lines, the size every cache tier and the
+//! `const` assertions assume). The MPLS entry and `ipv6_exthdr` fill the last free bits of
+//! word 15, so the key holds the *top* MPLS label stack entry only (Open vSwitch keeps three):
+//! a label below it is reached by popping, not by matching. PBB's `pbb_isid` (24 bits) has no
+//! room left and is not supported.
 
 /// Number of `u64` words in a key.
 pub const KEY_WORDS: usize = 16;
@@ -138,6 +144,29 @@ pub mod frag {
     pub const LATER: u8 = 2;
 }
 
+/// Bits of the `ipv6_exthdr` field (OpenFlow 1.3 `ofp_ipv6exthdr_flags`): which IPv6
+/// extension headers the packet has, and whether they broke RFC 8200's order or repeated.
+pub mod exthdr {
+    /// A "no next header" (59) was reached.
+    pub const NONEXT: u16 = 1 << 0;
+    /// An encapsulating security payload header is present.
+    pub const ESP: u16 = 1 << 1;
+    /// An authentication header is present.
+    pub const AUTH: u16 = 1 << 2;
+    /// One or two destination options headers are present.
+    pub const DEST: u16 = 1 << 3;
+    /// A fragment header is present.
+    pub const FRAG: u16 = 1 << 4;
+    /// A routing header is present.
+    pub const ROUTER: u16 = 1 << 5;
+    /// A hop-by-hop options header is present.
+    pub const HOP: u16 = 1 << 6;
+    /// A header appeared more often than allowed.
+    pub const UNREP: u16 = 1 << 7;
+    /// Headers came out of the recommended order.
+    pub const UNSEQ: u16 = 1 << 8;
+}
+
 /// Where a field lives in the key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FieldSpec {
@@ -240,6 +269,18 @@ fields! {
     NdTarget = (13, 0, 128, "nd_target");
     /// IPv6 flow label (20 bits).
     Ipv6Label = (15, 0, 20, "ipv6_label");
+    /// IPv6 extension-header pseudo-field (9 bits, see [`exthdr`]).
+    Ipv6Exthdr = (15, 20, 9, "ipv6_exthdr");
+    /// The top MPLS label stack entry as on the wire (label · tc · bos · ttl).
+    MplsLse = (15, 32, 32, "mpls_lse");
+    /// MPLS label of the top entry (20 bits).
+    MplsLabel = (15, 44, 20, "mpls_label");
+    /// MPLS traffic class of the top entry (3 bits).
+    MplsTc = (15, 41, 3, "mpls_tc");
+    /// MPLS bottom-of-stack bit of the top entry.
+    MplsBos = (15, 40, 1, "mpls_bos");
+    /// MPLS TTL of the top entry.
+    MplsTtl = (15, 32, 8, "mpls_ttl");
 }
 
 impl Field {
@@ -487,6 +528,10 @@ mod tests {
         let aliases = [
             Field::VlanVid,
             Field::VlanPcp,
+            Field::MplsLabel,
+            Field::MplsTc,
+            Field::MplsBos,
+            Field::MplsTtl,
             Field::IcmpType,
             Field::IcmpCode,
         ];
@@ -528,6 +573,18 @@ mod tests {
         k.set(Field::VlanTci, 0xa000 | 0x1000 | 100);
         assert_eq!(k.get(Field::VlanVid), 0x1000 | 100);
         assert_eq!(k.get(Field::VlanPcp), 5);
+    }
+
+    #[test]
+    fn mpls_fields_line_up_with_the_wire_entry() {
+        let mut k = FlowKey::ZERO;
+        // label 0x12345, tc 5, bos 1, ttl 64.
+        k.set(Field::MplsLse, 0x1234_5b40);
+        assert_eq!(k.get(Field::MplsLabel), 0x12345);
+        assert_eq!(k.get(Field::MplsTc), 5);
+        assert_eq!(k.get(Field::MplsBos), 1);
+        assert_eq!(k.get(Field::MplsTtl), 64);
+        assert_eq!(k.get(Field::Ipv6Label) | k.get(Field::Ipv6Exthdr), 0);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! | [`key`] | the flow key layout | yes |
 //! | [`mod@extract`] | bytes → flow key and header offsets | yes (the hot path) |
 //! | [`rewrite`] | set-field, push/pop VLAN, TTL, with checksums kept right | yes |
+//! | [`mpls`] | MPLS label stacks: push/pop, top-entry fields, TTL decrement and copies | yes |
 //! | [`checksum`] | internet checksum, RFC 1624 updates, pseudo-headers, CRC32c | yes |
 //! | [`wire`] | zero-copy header views with checked construction | no (tools, tests) |
 //! | [`builder`] | [`builder::PacketSpec`] → frame bytes | no (tests, generator) |
@@ -28,6 +29,7 @@ pub mod extract;
 pub mod fuzzing;
 pub mod gso;
 pub mod key;
+pub mod mpls;
 pub mod pool;
 pub mod rewrite;
 pub mod wire;

@@ -1,5 +1,5 @@
 //! What datapath actions do to a packet's bytes: set-field, push/pop VLAN, decrement and
-//! set TTL. Every rewrite keeps every checksum right: the IPv4 header checksum, TCP/UDP
+//! set TTL (MPLS label stacks are [`crate::mpls`]'s; set-field of an MPLS field goes there). Every rewrite keeps every checksum right: the IPv4 header checksum, TCP/UDP
 //! checksums (including their pseudo-header when an IP address changes), ICMP and ICMPv6
 //! checksums, and SCTP's CRC32c.
 //!
@@ -38,7 +38,7 @@ pub enum RewriteError {
     },
     /// There is no VLAN tag to rewrite or pop.
     NoVlanTag,
-    /// Not enough headroom in the frame to push a tag.
+    /// Not enough headroom in the frame to push a VLAN tag or an MPLS label.
     NoHeadroom,
     /// The frame is shorter than an Ethernet header.
     TooShort,
@@ -76,8 +76,8 @@ impl std::fmt::Display for RewriteError {
             }
             RewriteError::NoHeadroom => write!(
                 f,
-                "no headroom left in the frame to push a VLAN tag; receive into frames with \
-                 headroom"
+                "no headroom left in the frame to push a VLAN tag or MPLS label; receive into \
+                 frames with headroom"
             ),
             RewriteError::TooShort => write!(f, "frame is shorter than an Ethernet header"),
             RewriteError::TtlExpired => {
@@ -207,7 +207,7 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
     }
     match field {
         Field::InPort | Field::Metadata | Field::TunnelId => return Ok(()),
-        Field::Parsed | Field::CvlanTci | Field::IpFrag | Field::TcpFlags => {
+        Field::Parsed | Field::CvlanTci | Field::IpFrag | Field::TcpFlags | Field::Ipv6Exthdr => {
             return Err(RewriteError::ReadOnly(field))
         }
         _ => {}
@@ -217,6 +217,12 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
     }
     if field == Field::EthType {
         return set_eth_type(pkt.data_mut(), value as u16);
+    }
+    if matches!(
+        field,
+        Field::MplsLse | Field::MplsLabel | Field::MplsTc | Field::MplsBos | Field::MplsTtl
+    ) {
+        return crate::mpls::set_field(pkt.data_mut(), field, value);
     }
     if matches!(
         field,
@@ -361,7 +367,13 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
         | Field::Parsed
         | Field::CvlanTci
         | Field::IpFrag
-        | Field::TcpFlags => {}
+        | Field::TcpFlags
+        | Field::MplsLse
+        | Field::MplsLabel
+        | Field::MplsTc
+        | Field::MplsBos
+        | Field::MplsTtl => {}
+        Field::Ipv6Exthdr => return Err(RewriteError::ReadOnly(field)),
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ pub enum PacketInReason {
     NoMatch,
     /// An output:CONTROLLER action.
     Action,
-    /// dec-TTL found a TTL of 0 or 1.
+    /// dec-TTL or dec-MPLS-TTL found a TTL of 0 or 1.
     InvalidTtl,
 }
 
@@ -47,6 +47,21 @@ pub enum DpAction {
     PopVlan,
     /// Decrement IPv4 TTL / IPv6 hop limit (translation has already checked it is > 1).
     DecTtl,
+    /// Push this MPLS label stack entry (computed by translation) and set the Ethernet type.
+    PushMpls {
+        /// The new Ethernet type (0x8847 or 0x8848).
+        ethertype: u16,
+        /// The new top entry as on the wire.
+        lse: u32,
+    },
+    /// Pop the top MPLS entry and set the Ethernet type to this.
+    PopMpls(u16),
+    /// Decrement the top MPLS entry's TTL (translation has already checked it is > 1).
+    DecMplsTtl,
+    /// Copy the TTL of the header below the top MPLS entry out to it.
+    CopyTtlOut,
+    /// Copy the top MPLS entry's TTL in to the header below it.
+    CopyTtlIn,
     /// Select the egress queue for following outputs.
     SetQueue(u32),
     /// Pass the packet through meter `id`; a packet over the rate is dropped (or remarked).

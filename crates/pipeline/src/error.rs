@@ -92,6 +92,17 @@ pub enum FlowModError {
     /// push_vlan with an ethertype other than 0x8100 / 0x88a8.
     #[error("push_vlan ethertype {0:#06x} is not a VLAN ethertype; use 0x8100 or 0x88a8")]
     BadPushVlanEthertype(u16),
+    /// push_mpls with an ethertype other than 0x8847 / 0x8848.
+    #[error("push_mpls ethertype {0:#06x} is not an MPLS ethertype; use 0x8847 or 0x8848")]
+    BadPushMplsEthertype(u16),
+    /// An action that needs a header the match (and the actions before it) do not guarantee.
+    #[error("{action} needs {needs} in the match (or a push before it); add it")]
+    ActionInconsistent {
+        /// The action.
+        action: &'static str,
+        /// What the match must contain.
+        needs: &'static str,
+    },
 }
 
 impl FlowModError {
@@ -113,7 +124,8 @@ impl FlowModError {
             FieldNotWritable(_) => (2, 13),
             BadSetFieldValue { .. } => (2, 15),
             BadOutPort(_) => (2, 4),
-            BadPushVlanEthertype(_) => (2, 5),
+            BadPushVlanEthertype(_) | BadPushMplsEthertype(_) => (2, 5),
+            ActionInconsistent { .. } => (2, 10),
         }
     }
 }

@@ -132,6 +132,9 @@ impl FlowEntry {
 const ETH_IPV4: u128 = 0x0800;
 const ETH_IPV6: u128 = 0x86dd;
 const ETH_ARP: u128 = 0x0806;
+const ETH_MPLS: u128 = 0x8847;
+const ETH_MPLS_MC: u128 = 0x8848;
+const NEEDS_MPLS: &str = "eth_type=0x8847 or eth_type=0x8848";
 
 /// The exact value a match pins `field` to, if its mask covers the whole field.
 fn exact(m: &Match, field: Field) -> Option<u128> {
@@ -171,6 +174,8 @@ fn prerequisite(field: Field, m: &Match, vlan_pushed: bool) -> Result<(), &'stat
         ArpSha | ArpTha => eth_is(m, &[ETH_ARP]) || (eth_is(m, &[ETH_IPV6]) && proto_is(m, &[58])),
         TcpFlags => eth_is(m, &[ETH_IPV4, ETH_IPV6]) && proto_is(m, &[6]),
         NdTarget => eth_is(m, &[ETH_IPV6]) && proto_is(m, &[58]),
+        Ipv6Exthdr => eth_is(m, &[ETH_IPV6]),
+        MplsLse | MplsLabel | MplsTc | MplsBos | MplsTtl => eth_is(m, &[ETH_MPLS, ETH_MPLS_MC]),
     };
     if ok {
         return Ok(());
@@ -182,7 +187,8 @@ fn prerequisite(field: Field, m: &Match, vlan_pushed: bool) -> Result<(), &'stat
         TpSrc | TpDst | IcmpType | IcmpCode => {
             "eth_type=0x0800 or 0x86dd and ip_proto=6, 17, 132 (ports) or 1, 58 (ICMP)"
         }
-        Ipv6Src | Ipv6Dst | Ipv6Label => "eth_type=0x86dd",
+        Ipv6Src | Ipv6Dst | Ipv6Label | Ipv6Exthdr => "eth_type=0x86dd",
+        MplsLse | MplsLabel | MplsTc | MplsBos | MplsTtl => NEEDS_MPLS,
         ArpOp => "eth_type=0x0806",
         ArpSha | ArpTha => "eth_type=0x0806 (or eth_type=0x86dd,ip_proto=58 for ND)",
         TcpFlags => "eth_type=0x0800 or 0x86dd and ip_proto=6",
@@ -208,7 +214,8 @@ pub fn check_match(m: &Match) -> Result<(), FlowModError> {
     Ok(())
 }
 
-/// Whether set-field may write `f`.
+/// Whether set-field may write `f`. `mpls_bos` is read-only, as in Open vSwitch (which
+/// refuses `set_field:1->mpls_bos`): the bottom-of-stack bit follows from push and pop.
 pub fn writable(f: Field) -> bool {
     !matches!(
         f,
@@ -218,17 +225,31 @@ pub fn writable(f: Field) -> bool {
             | Field::IpFrag
             | Field::TcpFlags
             | Field::CvlanTci
+            | Field::Ipv6Exthdr
+            | Field::MplsBos
+            | Field::MplsLse
     )
 }
 
 /// Checks an action list. `m`: the flow's match, for set-field prerequisites (`None` in a
 /// group bucket, where no match is known). `group_exists` answers for group actions.
+/// push_mpls and pop_mpls change the Ethernet type later actions see (as Open vSwitch
+/// tracks it): after `pop_mpls:0x0800`, IPv4 fields may be set; MPLS actions need MPLS.
 pub fn check_actions(
     actions: &[Action],
     m: Option<&Match>,
     group_exists: &dyn Fn(u32) -> bool,
 ) -> Result<(), FlowModError> {
     let mut vlan_pushed = false;
+    let mut cur = m.copied();
+    let m = &mut cur;
+    let mpls_needed = |m: &Option<Match>, action: &'static str| match m {
+        Some(m) if !eth_is(m, &[ETH_MPLS, ETH_MPLS_MC]) => Err(FlowModError::ActionInconsistent {
+            action,
+            needs: NEEDS_MPLS,
+        }),
+        _ => Ok(()),
+    };
     for a in actions {
         match *a {
             Action::Output { port, .. } => {
@@ -261,7 +282,7 @@ pub fn check_actions(
                         bits: field.spec().bits,
                     });
                 }
-                if let Some(m) = m {
+                if let Some(m) = m.as_ref() {
                     prerequisite(field, m, vlan_pushed).map_err(|needs| {
                         FlowModError::SetFieldInconsistent {
                             field: field.name(),
@@ -276,6 +297,24 @@ pub fn check_actions(
                 }
                 vlan_pushed = true;
             }
+            Action::PushMpls(t) => {
+                if t as u128 != ETH_MPLS && t as u128 != ETH_MPLS_MC {
+                    return Err(FlowModError::BadPushMplsEthertype(t));
+                }
+                if let Some(m) = m.as_mut() {
+                    m.set_exact(Field::EthType, t as u128);
+                }
+            }
+            Action::PopMpls(t) => {
+                mpls_needed(m, "pop_mpls")?;
+                if let Some(m) = m.as_mut() {
+                    m.set_exact(Field::EthType, t as u128);
+                }
+            }
+            Action::SetMplsTtl(_) => mpls_needed(m, "set_mpls_ttl")?,
+            Action::DecMplsTtl => mpls_needed(m, "dec_mpls_ttl")?,
+            Action::CopyTtlOut => mpls_needed(m, "copy_ttl_out")?,
+            Action::CopyTtlIn => mpls_needed(m, "copy_ttl_in")?,
             Action::PopVlan | Action::DecNwTtl | Action::SetNwTtl(_) | Action::SetQueue(_) => {}
         }
     }

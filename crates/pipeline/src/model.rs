@@ -117,6 +117,18 @@ pub enum Action {
     DecNwTtl,
     /// Set the IP TTL.
     SetNwTtl(u8),
+    /// Push an MPLS label stack entry; the Ethernet type becomes this (0x8847 or 0x8848).
+    PushMpls(u16),
+    /// Pop the top MPLS label stack entry; the Ethernet type becomes this (what is below).
+    PopMpls(u16),
+    /// Set the TTL of the top MPLS label stack entry.
+    SetMplsTtl(u8),
+    /// Decrement the TTL of the top MPLS label stack entry.
+    DecMplsTtl,
+    /// Copy the TTL from the header below the top MPLS entry out to it.
+    CopyTtlOut,
+    /// Copy the top MPLS entry's TTL in to the header below it.
+    CopyTtlIn,
 }
 
 /// One OpenFlow instruction.

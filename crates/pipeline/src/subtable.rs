@@ -28,17 +28,18 @@ use crate::classifier::{better, Rule};
 use crate::paged::Paged;
 use crate::prefix::{self, PrefixSet, TRACKED};
 
-/// The cumulative stage masks: port/metadata, +L2, +L3 (the last stage is the full mask).
+/// The cumulative stage masks: port/metadata, +L2 (with the MPLS top entry), +L3 (the last
+/// stage is the full mask).
 fn stage_masks() -> &'static [FlowKey; 3] {
     static MASKS: OnceLock<[FlowKey; 3]> = OnceLock::new();
     MASKS.get_or_init(|| {
         use Field::*;
         let stages: [&[Field]; 3] = [
             &[InPort, Parsed, Metadata, TunnelId],
-            &[EthType, EthDst, VlanTci, EthSrc, CvlanTci],
+            &[EthType, EthDst, VlanTci, EthSrc, CvlanTci, MplsLse],
             &[
                 Ipv4Src, Ipv4Dst, IpProto, IpDscp, IpEcn, IpTtl, IpFrag, Ipv6Src, Ipv6Dst,
-                Ipv6Label,
+                Ipv6Label, Ipv6Exthdr,
             ],
         ];
         let mut out = [FlowKey::ZERO; 3];

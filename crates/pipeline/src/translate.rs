@@ -3,22 +3,35 @@
 //!
 //! Tables are walked from 0 following goto-table. Apply-actions act at once on a working copy
 //! of the key, so a set-field changes what later tables match; write-actions accumulate in an
-//! action set executed when no goto-table follows, in OpenFlow's order (pop VLAN, push VLAN,
-//! dec TTL, set TTL, set-fields, set-queue, then the group or else the output). No matching
+//! action set executed when no goto-table follows, in OpenFlow's order (copy TTL in, pop
+//! VLAN, pop MPLS, push MPLS, push VLAN, copy TTL out, dec TTL, dec MPLS TTL, set TTL, set
+//! MPLS TTL, set-fields, set-queue, then the group or else the output). No matching
 //! entry and no table-miss entry means drop (OpenFlow 1.3 has no implicit packet-in).
 //!
 //! The mask is kept sound by three rules: every lookup ORs in the masks of the subtables it
 //! visited; every action that depends on a key value (output checks in_port, dec-TTL reads
 //! the TTL, select groups hash L2–L4, NORMAL reads in_port/eth_src/eth_dst/vlan) adds those
-//! fields; and every action that moves bits from one place to another (push/pop VLAN) adds
-//! the source bits in full.
+//! fields; and every action that moves bits from one place to another (push/pop VLAN, push
+//! MPLS from the IP header or the old top entry) adds the source bits in full.
+//!
+//! MPLS: push_mpls sets the working key's `eth_type` and top entry (what a new extraction
+//! would give); pop_mpls sets `eth_type` and clears the entry. Nothing below the top entry
+//! is in the key, so after a pop the next entry or the payload's L3/L4 fields are not known
+//! to later tables in the same pass (they read as 0; Open vSwitch re-parses such a packet by
+//! recirculating it, Hayate does not), and copy_ttl_out/in leave the key's TTLs as they were.
+//! The datapath actions themselves work on the packet's bytes and are right either way: a
+//! push onto a packet that has a stack copies its real top entry, and dec_mpls_ttl on an
+//! entry the key does not hold is checked by the datapath (TTL 0 or 1: dropped and counted,
+//! without the packet-in a known TTL would give).
 //!
 //! Groups: each bucket acts on a copy of the packet. As datapath actions are one sequence on
 //! one packet, a bucket's header changes are undone after it by compensating actions:
 //! `SetField` with the value from before the bucket for every changed field (those fields
 //! join the mask, since the restored value comes from the key), and pop/push for VLAN tag
 //! changes (a re-pushed tag uses TPID 0x8100, or 0x88a8 for the outer tag of two: the key does
-//! not record the original TPID).
+//! not record the original TPID). MPLS entries a bucket pushed are popped; one entry it
+//! popped is pushed back from the key; a bucket that pops two or more cannot be undone (the
+//! key holds only the top entry) and the packet is dropped.
 //!
 //! The translation also records its [`crate::changes::Trail`]: each table looked up, the
 //! priority of the entry that decided there, and whether the key had been rewritten by then,
@@ -45,10 +58,16 @@ use crate::pipeline::{select_hash_mask, Pipeline};
 /// The write-actions action set: at most one action of each kind (one set-field per field).
 #[derive(Debug, Default)]
 struct ActionSet {
+    copy_ttl_in: bool,
     pop_vlan: bool,
+    pop_mpls: Option<u16>,
+    push_mpls: Option<u16>,
     push_vlan: Option<u16>,
+    copy_ttl_out: bool,
     dec_ttl: bool,
+    dec_mpls_ttl: bool,
     set_ttl: Option<u8>,
+    set_mpls_ttl: Option<u8>,
     set_fields: ArrayVec<(Field, u128), 32>,
     queue: Option<u32>,
     group: Option<u32>,
@@ -77,6 +96,12 @@ impl ActionSet {
                 Action::PopVlan => self.pop_vlan = true,
                 Action::DecNwTtl => self.dec_ttl = true,
                 Action::SetNwTtl(t) => self.set_ttl = Some(t),
+                Action::PushMpls(t) => self.push_mpls = Some(t),
+                Action::PopMpls(t) => self.pop_mpls = Some(t),
+                Action::SetMplsTtl(t) => self.set_mpls_ttl = Some(t),
+                Action::DecMplsTtl => self.dec_mpls_ttl = true,
+                Action::CopyTtlOut => self.copy_ttl_out = true,
+                Action::CopyTtlIn => self.copy_ttl_in = true,
             }
         }
     }
@@ -85,6 +110,8 @@ impl ActionSet {
 /// Fields a bucket may change that restoration compares (VLAN tags are handled apart).
 const RESTORABLE: &[Field] = &[
     Field::TunnelId,
+    Field::EthType,
+    Field::MplsLse,
     Field::EthDst,
     Field::EthSrc,
     Field::Ipv4Src,
@@ -106,6 +133,11 @@ const RESTORABLE: &[Field] = &[
 
 const VLAN_PRESENT: u128 = 0x1000;
 
+/// Whether an Ethernet type is MPLS's.
+fn is_mpls_type(t: u128) -> bool {
+    t == 0x8847 || t == 0x8848
+}
+
 struct Ctx<'a> {
     p: &'a Pipeline,
     key: FlowKey,
@@ -121,6 +153,12 @@ struct Ctx<'a> {
     /// The key differs from the packet's own by an action run so far (outside group
     /// buckets, which undo theirs): later lookups are marked as such on the trail.
     rewritten: bool,
+    /// MPLS entries pushed minus popped so far (a group bucket undoes its own).
+    mpls_depth: i32,
+    /// A pop left an MPLS entry on top that the key does not hold (the key has only the
+    /// entry the packet arrived with): dec_mpls_ttl then cannot check the TTL here and leaves
+    /// it to the datapath, which drops the packet (counted) when the TTL is 0 or 1.
+    mpls_unknown: bool,
 }
 
 impl Pipeline {
@@ -137,6 +175,8 @@ impl Pipeline {
             ttl_stop: false,
             overflow: false,
             rewritten: false,
+            mpls_depth: 0,
+            mpls_unknown: false,
         };
         let mut set = ActionSet::default();
         let mut table = 0u8;
@@ -214,17 +254,35 @@ impl Ctx<'_> {
     }
 
     fn action_set(&mut self, set: &ActionSet) {
+        if set.copy_ttl_in {
+            self.action(&Action::CopyTtlIn, 0);
+        }
         if set.pop_vlan {
             self.action(&Action::PopVlan, 0);
+        }
+        if let Some(t) = set.pop_mpls {
+            self.action(&Action::PopMpls(t), 0);
+        }
+        if let Some(t) = set.push_mpls {
+            self.action(&Action::PushMpls(t), 0);
         }
         if let Some(t) = set.push_vlan {
             self.action(&Action::PushVlan(t), 0);
         }
+        if set.copy_ttl_out {
+            self.action(&Action::CopyTtlOut, 0);
+        }
         if set.dec_ttl {
             self.action(&Action::DecNwTtl, 0);
         }
+        if set.dec_mpls_ttl {
+            self.action(&Action::DecMplsTtl, 0);
+        }
         if let Some(t) = set.set_ttl {
             self.action(&Action::SetNwTtl(t), 0);
+        }
+        if let Some(t) = set.set_mpls_ttl {
+            self.action(&Action::SetMplsTtl(t), 0);
         }
         for &(field, value) in &set.set_fields {
             self.action(&Action::SetField { field, value }, 0);
@@ -260,21 +318,30 @@ impl Ctx<'_> {
             Action::PushVlan(tpid) => self.push_vlan(tpid),
             Action::PopVlan => self.pop_vlan(),
             Action::DecNwTtl => {
-                if !self.is_ip() {
-                    return;
+                if self.is_ip() {
+                    self.dec_ttl(Field::IpTtl, DpAction::DecTtl);
                 }
-                self.unwildcard(Field::IpTtl);
-                let ttl = self.key.get(Field::IpTtl);
-                if ttl <= 1 {
-                    self.ttl_stop = true;
-                    if self.p.config.invalid_ttl_to_controller {
-                        self.controller(PacketInReason::InvalidTtl, CONTROLLER_MAX_LEN_ALL);
-                    }
-                    return;
+            }
+            Action::DecMplsTtl => {
+                if self.is_mpls() && self.mpls_unknown {
+                    self.rewritten = true;
+                    self.emit(DpAction::DecMplsTtl);
+                } else if self.is_mpls() {
+                    self.dec_ttl(Field::MplsTtl, DpAction::DecMplsTtl);
                 }
-                self.key.set(Field::IpTtl, ttl - 1);
-                self.rewritten = true;
-                self.emit(DpAction::DecTtl);
+            }
+            Action::SetMplsTtl(t) => self.set_field(Field::MplsTtl, u128::from(t)),
+            Action::PushMpls(t) => self.push_mpls(t),
+            Action::PopMpls(t) => self.pop_mpls(t),
+            Action::CopyTtlOut | Action::CopyTtlIn => {
+                if self.is_mpls() {
+                    self.rewritten = true;
+                    self.emit(if *a == Action::CopyTtlOut {
+                        DpAction::CopyTtlOut
+                    } else {
+                        DpAction::CopyTtlIn
+                    });
+                }
             }
             Action::SetNwTtl(t) => {
                 if self.is_ip() {
@@ -294,6 +361,56 @@ impl Ctx<'_> {
         matches!(self.key.get(Field::EthType), 0x0800 | 0x86dd)
     }
 
+    fn is_mpls(&mut self) -> bool {
+        self.unwildcard(Field::EthType);
+        is_mpls_type(self.key.get(Field::EthType))
+    }
+
+    /// dec_ttl / dec_mpls_ttl: a TTL of 0 or 1 stops the actions (and, when configured, sends
+    /// the packet to the controller with reason INVALID_TTL), as Open vSwitch does.
+    fn dec_ttl(&mut self, field: Field, action: DpAction) {
+        self.unwildcard(field);
+        let ttl = self.key.get(field);
+        if ttl <= 1 {
+            self.ttl_stop = true;
+            if self.p.config.invalid_ttl_to_controller {
+                self.controller(PacketInReason::InvalidTtl, CONTROLLER_MAX_LEN_ALL);
+            }
+            return;
+        }
+        self.key.set(field, ttl - 1);
+        self.rewritten = true;
+        self.emit(action);
+    }
+
+    /// The new entry is [`packet::mpls::push_entry`]'s; the fields it reads join the mask.
+    fn push_mpls(&mut self, ethertype: u16) {
+        if self.is_mpls() {
+            self.unwildcard(Field::MplsLse);
+        } else if self.is_ip() {
+            self.unwildcard(Field::IpDscp);
+            self.unwildcard(Field::IpTtl);
+        }
+        let lse = packet::mpls::push_entry(&self.key);
+        self.key.set(Field::EthType, u128::from(ethertype));
+        self.key.set(Field::MplsLse, u128::from(lse));
+        self.rewritten = true;
+        self.mpls_depth += 1;
+        self.emit(DpAction::PushMpls { ethertype, lse });
+    }
+
+    fn pop_mpls(&mut self, ethertype: u16) {
+        if !self.is_mpls() {
+            return;
+        }
+        self.key.set(Field::EthType, u128::from(ethertype));
+        self.key.set(Field::MplsLse, 0);
+        self.mpls_unknown = is_mpls_type(u128::from(ethertype));
+        self.rewritten = true;
+        self.mpls_depth -= 1;
+        self.emit(DpAction::PopMpls(ethertype));
+    }
+
     fn vlan_present(&mut self) -> bool {
         self.out.mask.w[Field::VlanTci.spec().word as usize] |= 0x1000;
         self.key.get(Field::VlanTci) & VLAN_PRESENT != 0
@@ -309,6 +426,12 @@ impl Ctx<'_> {
             }
             Field::VlanPcp => {
                 if !self.vlan_present() {
+                    return;
+                }
+                value
+            }
+            Field::MplsLse | Field::MplsLabel | Field::MplsTc | Field::MplsBos | Field::MplsTtl => {
+                if !self.is_mpls() {
                     return;
                 }
                 value
@@ -507,15 +630,48 @@ impl Ctx<'_> {
     /// compensating actions undo the bucket's header changes.
     fn bucket(&mut self, b: &Bucket, depth: usize) {
         let saved = self.key;
-        let rewritten = self.rewritten;
+        let (rewritten, mpls_depth, unknown) = (self.rewritten, self.mpls_depth, self.mpls_unknown);
         self.actions(&b.actions, depth + 1);
         self.ttl_stop = false;
         if self.overflow {
             return;
         }
+        self.restore_mpls(&saved, self.mpls_depth - mpls_depth);
         self.restore(&saved);
         self.key = saved;
         self.rewritten = rewritten;
+        self.mpls_depth = mpls_depth;
+        self.mpls_unknown = unknown;
+    }
+
+    /// Undoes a bucket's MPLS pushes (`delta` > 0) or its one pop (`delta` = -1); leaves the
+    /// key's `eth_type` and top entry as the packet now has them, for [`Ctx::restore`] to
+    /// compare. Two or more pops cannot be undone: the packet is dropped.
+    fn restore_mpls(&mut self, saved: &FlowKey, delta: i32) {
+        if delta == 0 {
+            return;
+        }
+        self.unwildcard(Field::EthType);
+        let eth = saved.get(Field::EthType) as u16;
+        if delta > 0 {
+            for i in 0..delta {
+                let t = if i + 1 == delta { eth } else { 0x8847 };
+                self.emit(DpAction::PopMpls(t));
+            }
+            self.key.set(Field::EthType, u128::from(eth));
+            self.key.set(Field::MplsLse, saved.get(Field::MplsLse));
+        } else if delta == -1 {
+            self.unwildcard(Field::MplsLse);
+            let lse = saved.get(Field::MplsLse) as u32;
+            self.emit(DpAction::PushMpls {
+                ethertype: eth,
+                lse,
+            });
+            self.key.set(Field::EthType, u128::from(eth));
+            self.key.set(Field::MplsLse, u128::from(lse));
+        } else {
+            self.overflow = true;
+        }
     }
 
     fn restore(&mut self, saved: &FlowKey) {
@@ -567,3 +723,7 @@ pub(crate) mod tests;
 #[cfg(test)]
 #[path = "translate_mask_tests.rs"]
 pub(crate) mod mask_tests;
+
+#[cfg(test)]
+#[path = "translate_mpls_tests.rs"]
+mod mpls_tests;

@@ -9,7 +9,12 @@ use openflow::multipart::{
 use openflow::oxm::{oxm_class, OXM_FIELDS};
 use openflow::port::{port_config, port_features, port_state};
 use openflow::{ErrorCode, PortDesc};
-use pipeline::model::{GROUP_MAX, MAX_TABLE, METER_MAX};
+use std::collections::HashMap;
+
+use packet::Field;
+use pipeline::model::{
+    Action, FlowMod, FlowModCommand, Instruction, Match, GROUP_MAX, MAX_TABLE, METER_MAX,
+};
 
 use super::PortState;
 
@@ -70,17 +75,8 @@ pub(super) fn port_stats(p: &PortState, drops: &datapath::Snapshot) -> PortStats
     }
 }
 
-/// Action types (`ofp_action_type`) the pipeline executes.
-const ACTIONS: &[u16] = &[
-    0,  // OUTPUT
-    17, // PUSH_VLAN
-    18, // POP_VLAN
-    21, // SET_QUEUE
-    22, // GROUP
-    23, // SET_NW_TTL
-    24, // DEC_NW_TTL
-    25, // SET_FIELD
-];
+/// Action types (`ofp_action_type`) the pipeline executes: every one the codec decodes.
+const ACTIONS: &[u16] = openflow::action::SUPPORTED_ACTIONS;
 
 /// Instruction types: GOTO_TABLE 1, WRITE_METADATA 2, WRITE_ACTIONS 3, APPLY_ACTIONS 4,
 /// CLEAR_ACTIONS 5, METER 6.
@@ -234,4 +230,251 @@ pub(super) fn check_table_config(
         }
     }
     Ok(())
+}
+
+/// The key field an OXM header (of any class) stands for, with the VLAN fields as one (a
+/// match on `vlan_vid` and `vlan_pcp` may be written as `NXM_OF_VLAN_TCI`).
+fn oxm_key(header: u32) -> Option<Field> {
+    let (class, field) = ((header >> 16) as u16, ((header >> 9) & 0x7f) as u8);
+    OXM_FIELDS
+        .iter()
+        .find(|d| d.class == class && d.field == field)
+        .map(|d| family(d.key))
+}
+
+fn family(f: Field) -> Field {
+    match f {
+        Field::VlanVid | Field::VlanPcp => Field::VlanTci,
+        f => f,
+    }
+}
+
+/// A property of a configured table; the table-miss variant for a table-miss flow when the
+/// request gave one.
+fn layout_prop(t: &TableFeatures, kind: u16, miss: bool) -> Option<&PropValue> {
+    let find = |k: u16| {
+        t.properties
+            .iter()
+            .find(|p| p.prop_type == k)
+            .map(|p| &p.value)
+    };
+    let has_miss = !matches!(kind, pt::MATCH | pt::WILDCARDS);
+    miss.then(|| find(kind + 1))
+        .flatten()
+        .filter(|_| has_miss)
+        .or_else(|| find(kind))
+}
+
+/// Checks an add or modify of a flow into a table a table-features set request configured
+/// (`layout`) against what the request declared for it, so a configured layout is enforced,
+/// not only reported: every matched field in its MATCH property (OFPBMC_BAD_FIELD), every
+/// instruction in INSTRUCTIONS (OFPBIC_UNSUP_INST), a goto to one of NEXT_TABLES
+/// (OFPBIC_BAD_TABLE_ID), every action in APPLY_ACTIONS / WRITE_ACTIONS (OFPBAC_BAD_TYPE) and
+/// every set-field in APPLY_SETFIELD / WRITE_SETFIELD (OFPBAC_BAD_SET_TYPE). A table-miss
+/// flow (priority 0, empty match) is held to the `_MISS` properties where given. A property
+/// the request left out does not restrict; `max_entries` is checked against the capacity when
+/// the request is made (the table's own bound stays what it is).
+pub(super) fn check_layout(
+    layout: &HashMap<u8, TableFeatures>,
+    fm: &FlowMod,
+) -> Result<(), (ErrorCode, String)> {
+    use FlowModCommand::*;
+    let Some(t) = layout.get(&fm.table_id) else {
+        return Ok(());
+    };
+    if !matches!(fm.command, Add | Modify | ModifyStrict) {
+        return Ok(());
+    }
+    let id = t.table_id;
+    let miss = fm.priority == 0 && fm.matcher == Match::ANY;
+    let prop = |kind| layout_prop(t, kind, miss);
+    if let Some(PropValue::Oxms(list)) = prop(pt::MATCH) {
+        let allowed: Vec<Field> = list.iter().filter_map(|&h| oxm_key(h)).collect();
+        let mut wire = Vec::new();
+        // A match that cannot be written in OXM was refused by the codec already.
+        let _ = openflow::oxm::encode_oxm_fields(&fm.matcher, &mut wire);
+        let mut i = 0;
+        while i + 4 <= wire.len() {
+            let h = u32::from_be_bytes([wire[i], wire[i + 1], wire[i + 2], wire[i + 3]]);
+            if let Some(k) = oxm_key(h).filter(|k| !allowed.contains(k)) {
+                return Err((
+                    ErrorCode::BMC_BAD_FIELD,
+                    format!("table {id} was configured without a match on {}", k.name()),
+                ));
+            }
+            i += 4 + (h & 0xff) as usize;
+        }
+    }
+    for ins in &fm.instructions {
+        let (kind, actions, setfield) = match ins {
+            Instruction::GotoTable(to) => {
+                if let Some(PropValue::Tables(next)) = prop(pt::NEXT_TABLES) {
+                    if !next.contains(to) {
+                        return Err((
+                            ErrorCode::BIC_BAD_TABLE_ID,
+                            format!("table {id} was configured without goto_table:{to}"),
+                        ));
+                    }
+                }
+                (1, None, None)
+            }
+            Instruction::WriteMetadata { .. } => (2, None, None),
+            Instruction::WriteActions(a) => {
+                (3, Some((a, pt::WRITE_ACTIONS)), Some(pt::WRITE_SETFIELD))
+            }
+            Instruction::ApplyActions(a) => {
+                (4, Some((a, pt::APPLY_ACTIONS)), Some(pt::APPLY_SETFIELD))
+            }
+            Instruction::ClearActions => (5, None, None),
+            Instruction::Meter(_) => (6, None, None),
+        };
+        if let Some(PropValue::Instructions(list)) = prop(pt::INSTRUCTIONS) {
+            if !list.contains(&kind) {
+                return Err((
+                    ErrorCode::BIC_UNSUP_INST,
+                    format!("table {id} was configured without instruction type {kind}"),
+                ));
+            }
+        }
+        if let (Some((actions, kinds)), Some(fields)) = (actions, setfield) {
+            check_actions(id, actions, prop(kinds), prop(fields))?;
+        }
+    }
+    Ok(())
+}
+
+fn check_actions(
+    id: u8,
+    actions: &[Action],
+    kinds: Option<&PropValue>,
+    fields: Option<&PropValue>,
+) -> Result<(), (ErrorCode, String)> {
+    for a in actions {
+        let kind = openflow::action::action_type(a);
+        if let Some(PropValue::Actions(list)) = kinds {
+            if !list.contains(&kind) {
+                return Err((
+                    ErrorCode::BAC_BAD_TYPE,
+                    format!("table {id} was configured without action type {kind}"),
+                ));
+            }
+        }
+        if let (Action::SetField { field, .. }, Some(PropValue::Oxms(list))) = (a, fields) {
+            if !list.iter().any(|&h| oxm_key(h) == Some(family(*field))) {
+                return Err((
+                    ErrorCode::BAC_BAD_SET_TYPE,
+                    format!(
+                        "table {id} was configured without set_field of {}",
+                        field.name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    fn table(props: Vec<TableFeatureProp>) -> HashMap<u8, TableFeatures> {
+        let mut t = table_features(1, 100);
+        t.properties = props;
+        HashMap::from([(1, t)])
+    }
+
+    fn p(kind: u16, v: PropValue) -> TableFeatureProp {
+        TableFeatureProp::new(kind, v).unwrap()
+    }
+
+    fn fm(m: Match, ins: Vec<Instruction>) -> FlowMod {
+        FlowMod::add(1, 10, m, ins)
+    }
+
+    fn out(port: u32) -> Action {
+        Action::Output { port, max_len: 0 }
+    }
+
+    #[test]
+    fn a_configured_table_takes_only_what_it_declared() {
+        let eth_dst_masked = 0x8000_0700 | 0x100 | 12;
+        let vlan_vid = 0x8000_0c02;
+        let layout = table(vec![
+            p(pt::MATCH, PropValue::Oxms(vec![eth_dst_masked, vlan_vid])),
+            p(pt::INSTRUCTIONS, PropValue::Instructions(vec![1, 4])),
+            p(pt::NEXT_TABLES, PropValue::Tables(vec![2])),
+            p(pt::APPLY_ACTIONS, PropValue::Actions(vec![0, 25])),
+            p(pt::APPLY_SETFIELD, PropValue::Oxms(vec![vlan_vid])),
+        ]);
+        let code = |f: FlowMod| check_layout(&layout, &f).err().map(|e| e.0);
+        let mut m = Match::ANY;
+        m.set_masked(Field::EthDst, 0x0100_0000_0000, 0x0100_0000_0000);
+        m.set_exact(Field::VlanVid, 0x1005);
+        let ok = vec![
+            Instruction::ApplyActions(vec![
+                Action::SetField {
+                    field: Field::VlanVid,
+                    value: 0x1007,
+                },
+                out(1),
+            ]),
+            Instruction::GotoTable(2),
+        ];
+        assert_eq!(code(fm(m, ok.clone())), None);
+        // Other tables, and deletes, are not held to it.
+        let mut other = fm(m, vec![Instruction::WriteActions(vec![])]);
+        other.table_id = 3;
+        assert_eq!(check_layout(&layout, &other), Ok(()));
+        let mut del = fm(m, vec![Instruction::ClearActions]);
+        del.command = FlowModCommand::Delete;
+        assert_eq!(check_layout(&layout, &del), Ok(()));
+        // A field it did not declare.
+        let mut m2 = m;
+        m2.set_exact(Field::EthType, 0x0800);
+        assert_eq!(code(fm(m2, ok.clone())), Some(ErrorCode::BMC_BAD_FIELD));
+        // An instruction, a goto, an action, a set-field it did not declare.
+        assert_eq!(
+            code(fm(m, vec![Instruction::ClearActions])),
+            Some(ErrorCode::BIC_UNSUP_INST)
+        );
+        assert_eq!(
+            code(fm(m, vec![Instruction::GotoTable(3)])),
+            Some(ErrorCode::BIC_BAD_TABLE_ID)
+        );
+        assert_eq!(
+            code(fm(
+                m,
+                vec![Instruction::ApplyActions(vec![Action::PopVlan])]
+            )),
+            Some(ErrorCode::BAC_BAD_TYPE)
+        );
+        let set_src = Action::SetField {
+            field: Field::EthSrc,
+            value: 1,
+        };
+        assert_eq!(
+            code(fm(m, vec![Instruction::ApplyActions(vec![set_src])])),
+            Some(ErrorCode::BAC_BAD_SET_TYPE)
+        );
+    }
+
+    #[test]
+    fn a_table_miss_flow_is_held_to_the_miss_properties() {
+        let layout = table(vec![
+            p(pt::INSTRUCTIONS, PropValue::Instructions(vec![4])),
+            p(pt::INSTRUCTIONS_MISS, PropValue::Instructions(vec![1])),
+            p(pt::NEXT_TABLES_MISS, PropValue::Tables(vec![5])),
+        ]);
+        let mut miss = fm(Match::ANY, vec![Instruction::GotoTable(5)]);
+        miss.priority = 0;
+        assert_eq!(check_layout(&layout, &miss), Ok(()));
+        let apply = fm(Match::ANY, vec![Instruction::ApplyActions(vec![out(1)])]);
+        assert_eq!(check_layout(&layout, &apply), Ok(()));
+        miss.instructions = apply.instructions.clone();
+        assert_eq!(
+            check_layout(&layout, &miss).unwrap_err().0,
+            ErrorCode::BIC_UNSUP_INST
+        );
+    }
 }

@@ -98,6 +98,11 @@ pub(super) fn handle(
             b.miss_send_len.store(c.miss_send_len, Relaxed);
         }
         M::FlowMod(fm) => {
+            if let Err((code, why)) = features::check_layout(&b.lock().table_layout, &fm.flow_mod) {
+                tracing::debug!(conn = conn.0, "flow-mod refused: {why}");
+                error(out, msg, code);
+                return None;
+            }
             let mut st = b.lock();
             match st.control.flow_mod(&fm.flow_mod) {
                 Ok(()) => {

@@ -143,8 +143,10 @@ struct State {
     last_tick: Instant,
     /// When the pump last looked at the ports' links.
     last_links: Instant,
-    /// Table names a table-features set request gave (the others are `table<N>`).
-    table_names: HashMap<u8, String>,
+    /// The tables a table-features set request configured, as it asked for them (names,
+    /// properties): what a table-features request reports for them and what their flow-mods
+    /// are held to ([`features::check_layout`]). The others are Hayate's own, `table<N>`.
+    table_layout: HashMap<u8, openflow::multipart::TableFeatures>,
 }
 
 /// The OpenFlow side of one bridge (see the module docs).
@@ -232,7 +234,7 @@ impl OfBridge {
             removed: Vec::new(),
             last_tick: now,
             last_links: now,
-            table_names: HashMap::new(),
+            table_layout: HashMap::new(),
         };
         st.ports.sort_by_key(|p| p.port.no);
         let down: Vec<u32> = st

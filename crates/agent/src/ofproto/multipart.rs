@@ -205,26 +205,23 @@ pub(super) fn reply_to(
             let mut st = b.lock();
             let cap = st.control.config().table_capacity;
             if !set.is_empty() {
-                // A set request: Hayate's tables do everything, so it is accepted when it
-                // asks for no more than that; the names are kept, the reply is the new
-                // pipeline's features.
+                // A set request: accepted when each table asks for no more than Hayate's
+                // tables do; from then on the listed tables report what was asked and their
+                // flow-mods are held to it (features::check_layout).
                 if let Err((code, why)) = features::check_table_config(set, cap) {
                     drop(st);
                     tracing::info!(bridge = %b.cfg.name, "table-features request refused: {why}");
                     error(out, msg, code);
                     return None;
                 }
-                st.table_names = set.iter().map(|t| (t.table_id, t.name.clone())).collect();
+                st.table_layout = set.iter().map(|t| (t.table_id, t.clone())).collect();
             }
-            let names = st.table_names.clone();
+            let layout = st.table_layout.clone();
             drop(st);
             let all: Vec<_> = (0..=MAX_TABLE)
-                .map(|t| {
-                    let mut f = features::table_features(t, cap);
-                    if let Some(name) = names.get(&t) {
-                        f.name.clone_from(name);
-                    }
-                    f
+                .map(|t| match layout.get(&t) {
+                    Some(asked) => asked.clone(),
+                    None => features::table_features(t, cap),
                 })
                 .collect();
             split(out, xid, &all, B::TableFeatures);

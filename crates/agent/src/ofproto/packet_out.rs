@@ -91,6 +91,27 @@ impl Resolver<'_> {
                 self.out.push(DpAction::PopVlan);
             }
             Action::DecNwTtl => self.out.push(DpAction::DecTtl),
+            Action::PushMpls(ethertype) => {
+                let lse = packet::mpls::push_entry(&self.key);
+                self.key.set(Field::EthType, u128::from(ethertype));
+                self.key.set(Field::MplsLse, u128::from(lse));
+                self.out.push(DpAction::PushMpls { ethertype, lse });
+            }
+            Action::PopMpls(t) => {
+                self.key.set(Field::EthType, u128::from(t));
+                self.key.set(Field::MplsLse, 0);
+                self.out.push(DpAction::PopMpls(t));
+            }
+            Action::SetMplsTtl(t) => {
+                self.key.set(Field::MplsTtl, u128::from(t));
+                self.out.push(DpAction::SetField {
+                    field: Field::MplsTtl,
+                    value: u128::from(t),
+                });
+            }
+            Action::DecMplsTtl => self.out.push(DpAction::DecMplsTtl),
+            Action::CopyTtlOut => self.out.push(DpAction::CopyTtlOut),
+            Action::CopyTtlIn => self.out.push(DpAction::CopyTtlIn),
             Action::SetNwTtl(t) => {
                 self.key.set(Field::IpTtl, u128::from(t));
                 self.out.push(DpAction::SetField {

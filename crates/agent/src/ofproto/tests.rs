@@ -341,6 +341,19 @@ fn table_features_set_request() {
     assert_eq!(tables[1].name, "eth_src");
     assert_eq!(tables[3].name, "flood");
     assert_eq!(tables[4].name, "table4");
+    // The configured tables report what was asked, and their flow-mods are held to it:
+    // table 1 matches eth_dst and vlan_vid only.
+    assert_eq!(tables[1], faucet_like_tables()[1]);
+    let mut m = Match::ANY;
+    m.set_exact(packet::Field::EthType, 0x0800);
+    let fm = |m| flow_mod(FlowMod::add(1, 5, m, vec![]));
+    assert_eq!(
+        error_code(&ask(&b, 50, &fm(m))),
+        Some(ErrorCode::BMC_BAD_FIELD)
+    );
+    let mut m = Match::ANY;
+    m.set_exact(packet::Field::VlanVid, 0x1005);
+    assert_eq!(error_code(&ask(&b, 51, &fm(m))), None);
     // A later get reports the names too.
     let r = ask(&b, 46, &set(Vec::new()));
     assert_eq!(table_features_reply(&r)[0].name, "vlan");

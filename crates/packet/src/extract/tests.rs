@@ -306,3 +306,71 @@ fn extract_speed() {
     let ns = t.elapsed().as_nanos() as f64 / n as f64;
     println!("extract Eth/IPv4/UDP: {ns:.2} ns/packet (checksum {acc:#x})");
 }
+
+#[test]
+fn ipv6_exthdr_flags_follow_the_chain() {
+    use crate::builder::{Ipv6Ext as E, Ipv6Spec, L3Spec, L4Spec, PacketSpec};
+    use crate::key::exthdr::*;
+    let flags = |ext: Vec<E>, l4: L4Spec| {
+        let mut ip = Ipv6Spec::new("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap());
+        ip.ext = ext;
+        let s = PacketSpec {
+            l3: L3Spec::Ipv6(ip),
+            l4,
+            frame_len: 0,
+            ..PacketSpec::default()
+        };
+        let mut k = FlowKey::ZERO;
+        extract(&s.build(), 1, &mut k);
+        k.get(Field::Ipv6Exthdr) as u16
+    };
+    let udp = || L4Spec::Udp { sp: 1, dp: 2 };
+    let frag = E::Fragment {
+        offset: 0,
+        more: true,
+        ident: 1,
+    };
+    assert_eq!(flags(vec![], udp()), 0);
+    assert_eq!(flags(vec![], L4Spec::None), NONEXT);
+    assert_eq!(
+        flags(
+            vec![E::HopByHop, E::DestOpts, E::Routing, frag, E::Ah],
+            udp()
+        ),
+        HOP | DEST | ROUTER | FRAG | AUTH
+    );
+    // Destination options for the final destination, after the routing header: in order.
+    assert_eq!(
+        flags(vec![E::Routing, E::DestOpts], L4Spec::None),
+        ROUTER | DEST | NONEXT
+    );
+    assert_eq!(
+        flags(vec![E::Routing, E::HopByHop], udp()),
+        ROUTER | HOP | UNSEQ
+    );
+    assert_eq!(flags(vec![E::Ah, E::Routing], udp()), AUTH | ROUTER | UNSEQ);
+    assert_eq!(flags(vec![frag, frag], udp()), FRAG | UNREP);
+    assert_eq!(
+        flags(vec![E::DestOpts, E::Routing, E::DestOpts], udp()),
+        DEST | ROUTER
+    );
+    assert_eq!(
+        flags(vec![E::DestOpts, E::DestOpts, E::DestOpts], udp()),
+        DEST | UNREP
+    );
+    // ESP: where the walk stops (its content is encrypted). Next header 59 patched to 50.
+    let mut ip = Ipv6Spec::new("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap());
+    ip.ext = vec![E::HopByHop];
+    let s = PacketSpec {
+        l3: L3Spec::Ipv6(ip),
+        l4: L4Spec::None,
+        frame_len: 0,
+        ..PacketSpec::default()
+    };
+    let mut b = s.build();
+    assert_eq!(b[54], 59, "hop-by-hop's next header");
+    b[54] = 50;
+    let mut k = FlowKey::ZERO;
+    extract(&b, 1, &mut k);
+    assert_eq!(k.get(Field::Ipv6Exthdr) as u16, HOP | ESP);
+}

@@ -23,7 +23,8 @@ pub(crate) const ACTION_NAMES: &str = "output, drop, normal, flood, all, control
      in_port, mod_vlan_vid, mod_vlan_pcp, strip_vlan, pop_vlan, push_vlan, set_field, \
      mod_dl_src, mod_dl_dst, mod_nw_src, mod_nw_dst, mod_nw_tos, mod_nw_ecn, mod_tp_src, \
      mod_tp_dst, mod_nw_ttl, dec_ttl, set_tunnel, set_queue, group, meter, goto_table, \
-     write_metadata, clear_actions, write_actions";
+     write_metadata, clear_actions, write_actions, push_mpls, pop_mpls, set_mpls_label, \
+     set_mpls_tc, set_mpls_ttl, dec_mpls_ttl, copy_ttl_out, copy_ttl_in";
 
 /// Highest group id (`OFPG_MAX`).
 pub(crate) const GROUP_MAX: u32 = 0xffff_ff00;
@@ -232,6 +233,37 @@ fn parse_item(word: &str) -> PResult<Item> {
             parse_num(n, need_arg(n, arg, "mod_nw_ttl:64")?, 0xff)? as u8,
         )),
         "dec_ttl" => no_arg(n, arg).map(|_| Item::Action(Action::DecNwTtl)),
+        "push_mpls" => {
+            let t = parse_num(n, need_arg(n, arg, "push_mpls:0x8847")?, 0xffff)? as u16;
+            if t != 0x8847 && t != 0x8848 {
+                return Err(Problem::new(
+                    ErrorKind::BadValue,
+                    word,
+                    format!("push_mpls ethertype {t:#06x} is not an MPLS ethertype"),
+                    "expected 0x8847 (unicast) or 0x8848 (multicast)",
+                ));
+            }
+            a(Action::PushMpls(t))
+        }
+        "pop_mpls" => a(Action::PopMpls(
+            parse_num(n, need_arg(n, arg, "pop_mpls:0x0800")?, 0xffff)? as u16,
+        )),
+        "set_mpls_label" => a(set(
+            Field::MplsLabel,
+            parse_num(n, need_arg(n, arg, "set_mpls_label:16")?, 0xf_ffff)?,
+        )),
+        "set_mpls_tc" => a(set(
+            Field::MplsTc,
+            parse_num(n, need_arg(n, arg, "set_mpls_tc:3")?, 7)?,
+        )),
+        "set_mpls_ttl" => {
+            a(Action::SetMplsTtl(
+                parse_num(n, need_arg(n, arg, "set_mpls_ttl:64")?, 0xff)? as u8,
+            ))
+        }
+        "dec_mpls_ttl" => no_arg(n, arg).map(|_| Item::Action(Action::DecMplsTtl)),
+        "copy_ttl_out" => no_arg(n, arg).map(|_| Item::Action(Action::CopyTtlOut)),
+        "copy_ttl_in" => no_arg(n, arg).map(|_| Item::Action(Action::CopyTtlIn)),
         "set_queue" => {
             a(Action::SetQueue(
                 parse_num(n, need_arg(n, arg, "set_queue:1")?, u32::MAX as u128)? as u32,

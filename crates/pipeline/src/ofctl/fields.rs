@@ -49,6 +49,8 @@ pub(crate) enum Prereq {
     NdSll,
     /// ICMPv6 neighbour advertisement.
     NdTll,
+    /// MPLS (unicast or multicast).
+    Mpls,
 }
 
 /// One match field of the syntax.
@@ -134,6 +136,11 @@ pub(crate) const FIELDS: &[FieldDef] = &[
     def(&["metadata"], T::Field(Field::Metadata), S::Num, true, P::None, false),
     def(&["tun_id", "tunnel_id"], T::Field(Field::TunnelId), S::Num, true, P::None, true),
     def(&["tcp_flags"], T::Field(Field::TcpFlags), S::Num, true, P::Tcp, false),
+    def(&["mpls_label"], T::Field(Field::MplsLabel), S::Num, false, P::Mpls, true),
+    def(&["mpls_tc"], T::Field(Field::MplsTc), S::Num, false, P::Mpls, true),
+    def(&["mpls_ttl"], T::Field(Field::MplsTtl), S::Num, false, P::Mpls, true),
+    def(&["mpls_bos"], T::Field(Field::MplsBos), S::Num, false, P::Mpls, false),
+    def(&["ipv6_exthdr"], T::Field(Field::Ipv6Exthdr), S::Num, true, P::Ipv6, false),
 ];
 
 /// Looks a field up by any of its names (case-insensitive); returns its index in [`FIELDS`].
@@ -360,6 +367,7 @@ impl Prereq {
             P::NdTarget => icmp6_type(&[135, 136]),
             P::NdSll => icmp6_type(&[135]),
             P::NdTll => icmp6_type(&[136]),
+            P::Mpls => eth == Some(0x8847) || eth == Some(0x8848),
         }
     }
 
@@ -394,6 +402,7 @@ impl Prereq {
                 "an ICMPv6 neighbour advertisement",
                 "add icmp6,icmp_type=136 before it",
             ),
+            P::Mpls => ("MPLS", "add mpls or mplsm before it"),
         }
     }
 }
@@ -411,6 +420,8 @@ pub(crate) const SHORTHANDS: &[(&str, u16, Option<u8>)] = &[
     ("udp6", 0x86dd, Some(17)),
     ("sctp6", 0x86dd, Some(132)),
     ("icmp6", 0x86dd, Some(58)),
+    ("mpls", 0x8847, None),
+    ("mplsm", 0x8848, None),
 ];
 
 #[cfg(test)]

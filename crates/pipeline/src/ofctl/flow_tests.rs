@@ -481,3 +481,56 @@ fn dump_flows_with_counters_reads_back() {
     want.cookie = 0x7;
     assert_eq!(parse_flow(&text), Ok(want));
 }
+
+/// MPLS words in `ovs-ofctl` syntax, and the text `ovs-ofctl dump-flows` prints for them
+/// (Open vSwitch 3.1: `set_field:16->mpls_label`, `set_mpls_ttl(9)`), which parses back.
+#[test]
+fn mpls_words_parse_and_print_as_ovs_ofctl() {
+    let text = "priority=5,mpls,in_port=1,mpls_label=16,mpls_tc=2,mpls_ttl=3,mpls_bos=1,\
+                actions=pop_mpls:0x0800,output:2";
+    let fm = parse_flow(text).unwrap();
+    assert_eq!(fm.matcher.get(Field::EthType), (0x8847, 0xffff));
+    assert_eq!(fm.matcher.get(Field::MplsLabel), (16, 0xf_ffff));
+    assert_eq!(fm.matcher.get(Field::MplsBos), (1, 1));
+    assert_eq!(
+        crate::ofctl::format_flow_mod(&fm),
+        "cookie=0x0, table=0, priority=5,mpls,in_port=1,mpls_label=16,mpls_tc=2,mpls_ttl=3,mpls_bos=1 \
+         actions=pop_mpls:0x0800,output:2"
+    );
+    let push = "priority=5,ip,actions=push_mpls:0x8847,set_mpls_label:16,set_mpls_tc:2,\
+                set_mpls_ttl:9,dec_mpls_ttl,copy_ttl_out,copy_ttl_in,output:2";
+    let fm = parse_flow(push).unwrap();
+    assert_eq!(
+        fm.instructions,
+        apply(vec![
+            Action::PushMpls(0x8847),
+            Action::SetField {
+                field: Field::MplsLabel,
+                value: 16
+            },
+            Action::SetField {
+                field: Field::MplsTc,
+                value: 2
+            },
+            Action::SetMplsTtl(9),
+            Action::DecMplsTtl,
+            Action::CopyTtlOut,
+            Action::CopyTtlIn,
+            out(2),
+        ])
+    );
+    let printed = crate::ofctl::format_flow_mod(&fm);
+    assert_eq!(
+        printed,
+        "cookie=0x0, table=0, priority=5,ip actions=push_mpls:0x8847,set_field:16->mpls_label,\
+         set_field:2->mpls_tc,set_mpls_ttl(9),dec_mpls_ttl,copy_ttl_out,copy_ttl_in,output:2"
+    );
+    assert_eq!(parse_flow(&printed).unwrap(), fm);
+    let m = parse_flow("mplsm,ipv6_exthdr=0x40,actions=drop");
+    assert!(m.is_err(), "ipv6_exthdr needs ipv6");
+    let v6 = parse_flow("ipv6,ipv6_exthdr=0x40/0x1c0,actions=drop").unwrap();
+    assert_eq!(v6.matcher.get(Field::Ipv6Exthdr), (0x40, 0x1c0));
+    assert!(err("actions=push_mpls:0x0800").contains("not an MPLS ethertype"));
+    assert!(err("actions=set_mpls_label:0x100000").contains("out of range"));
+    assert!(err("mpls,actions=set_field:1->mpls_bos").contains("cannot write mpls_bos"));
+}

@@ -36,6 +36,8 @@ fn shorthand(m: &Match) -> Option<(&'static str, bool)> {
             "ipv6",
         )),
         0x0806 => Some(("arp", false)),
+        0x8847 => Some(("mpls", false)),
+        0x8848 => Some(("mplsm", false)),
         _ => None,
     }
 }
@@ -147,6 +149,14 @@ pub fn format_match(m: &Match) -> String {
             ));
         }
     }
+    for (name, f) in [
+        ("mpls_label", Field::MplsLabel),
+        ("mpls_tc", Field::MplsTc),
+        ("mpls_ttl", Field::MplsTtl),
+        ("mpls_bos", Field::MplsBos),
+    ] {
+        field(&mut out, m, name, f, Syntax::Num, false);
+    }
     let (src, dst) = if is_arp {
         ("arp_spa", "arp_tpa")
     } else {
@@ -166,6 +176,14 @@ pub fn format_match(m: &Match) -> String {
         m,
         "ipv6_label",
         Field::Ipv6Label,
+        Syntax::Num,
+        true,
+    );
+    field(
+        &mut out,
+        m,
+        "ipv6_exthdr",
+        Field::Ipv6Exthdr,
         Syntax::Num,
         true,
     );
@@ -260,6 +278,12 @@ pub fn format_action(a: &Action) -> String {
         Action::PopVlan => "pop_vlan".to_string(),
         Action::DecNwTtl => "dec_ttl".to_string(),
         Action::SetNwTtl(t) => format!("mod_nw_ttl:{t}"),
+        Action::PushMpls(t) => format!("push_mpls:{t:#06x}"),
+        Action::PopMpls(t) => format!("pop_mpls:{t:#06x}"),
+        Action::SetMplsTtl(t) => format!("set_mpls_ttl({t})"),
+        Action::DecMplsTtl => "dec_mpls_ttl".to_string(),
+        Action::CopyTtlOut => "copy_ttl_out".to_string(),
+        Action::CopyTtlIn => "copy_ttl_in".to_string(),
     }
 }
 
