@@ -524,21 +524,23 @@ impl Arena {
         }
     }
 
-    /// Ids of the megaflows in slots `start..start + n` (wrapping), for incremental sweeps.
-    /// Returns the slot to start the next sweep at.
+    /// Ids of the megaflows in slots `start..start + n`, stopping at the last slot, for
+    /// incremental sweeps. Returns the slot to start the next sweep at: 0 once the last slot
+    /// was passed, so that the sweeps from one 0 to the next see every slot exactly once.
     pub fn sweep(&self, start: usize, n: usize, mut f: impl FnMut(MegaflowId, &Megaflow)) -> usize {
         let len = self.slots.len();
-        if len == 0 {
-            return 0;
-        }
-        let mut i = start % len;
-        for _ in 0..n.min(len) {
+        let start = if start < len { start } else { 0 };
+        let end = start.saturating_add(n).min(len);
+        for i in start..end {
             let h = &self.hot[i];
             if h.live {
                 f(MegaflowId::new(i as u32, h.gen), &self.slots[i]);
             }
-            i = (i + 1) % len;
         }
-        i
+        if end >= len {
+            0
+        } else {
+            end
+        }
     }
 }

@@ -33,10 +33,15 @@
 //!   its packet takes an upcall, so a packet sent after a barrier meets the new tables exactly
 //!   as with a flush.
 //! - Epochs: a publish opens a new epoch (and so a check on the next hit of every megaflow)
-//!   only when one of its changes may reach some megaflow the thread installed since its last
-//!   flush: per table, the lowest priority that decided a megaflow there
-//!   ([`Revalidator::note_install`]). Changes below every megaflow's rule (a controller adding
-//!   rules under established traffic's) cost one comparison per change and nothing per hit.
+//!   only when one of its changes may reach some live megaflow of the thread: per table, the
+//!   lowest priority that decided a megaflow there ([`Revalidator::note_install`]). Changes
+//!   below every megaflow's rule (a controller adding rules under established traffic's)
+//!   cost one comparison per change and nothing per hit. The bound is kept tight as
+//!   megaflows die: the maintenance sweep notes every live megaflow it passes
+//!   ([`Revalidator::note_live`]) and, each time it has passed them all, the bound becomes
+//!   what it saw plus what was installed meanwhile ([`Revalidator::end_sweep`]). Without
+//!   that, megaflows a catch-all decided before the controller's rules arrived kept every
+//!   later change reaching every megaflow until the next flush.
 //! - A megaflow older than the ring (not hit during the last [`RING`] epochs) is dropped when
 //!   next hit. Stamps are 16 bits: every 2^14 epochs the thread walks its megaflows once and
 //!   drops those older than the ring, so a stamp never aliases (between two walks no live
@@ -58,8 +63,11 @@ use crate::megaflow::Megaflow;
 use crate::upcall::Upcall;
 
 /// Relevant publishes a thread remembers: a megaflow not hit during more is dropped when
-/// next hit.
-pub const RING: usize = 1024;
+/// next hit. At 10,000 relevant publishes a second that is 0.2 s: shorter (0.1 s at 1,024)
+/// let a hiccup of the thread age out megaflows whose upcalls then slowed it further. Half
+/// the pipeline's log ([`pipeline::changes::LOG_LEN`]), so that a megaflow can age out of
+/// the ring before its thread falls behind the log (which empties every cache).
+pub const RING: usize = 2048;
 
 /// Epochs between two walks that drop megaflows older than the ring (see the module docs:
 /// keeps 16-bit stamps from aliasing).
@@ -103,6 +111,10 @@ pub struct Revalidator {
     reach: Vec<u32>,
     /// Some megaflow's trail overflowed: every change may reach it.
     reach_all: bool,
+    /// `reach` and `reach_all` of the live megaflows the current sweep passed and of those
+    /// installed since it began (see [`Revalidator::end_sweep`]).
+    next_reach: Vec<u32>,
+    next_reach_all: bool,
     /// The ring's changes by table and mask.
     classes: Vec<Class>,
     /// Records taken by the last [`Revalidator::take`], reused.
@@ -137,6 +149,8 @@ impl Revalidator {
             stairs: (0..=u8::MAX).map(|_| Vec::new()).collect(),
             reach: vec![UNREACHED; 256],
             reach_all: false,
+            next_reach: vec![UNREACHED; 256],
+            next_reach_all: false,
             classes: Vec::new(),
             fresh: Vec::with_capacity(64),
         }
@@ -164,6 +178,8 @@ impl Revalidator {
         }
         self.reach.fill(UNREACHED);
         self.reach_all = false;
+        self.next_reach.fill(UNREACHED);
+        self.next_reach_all = false;
         self.classes.clear();
     }
 
@@ -171,13 +187,23 @@ impl Revalidator {
     /// that reach none of the thread's megaflows cost nothing (see [`Revalidator::take`]).
     #[inline]
     pub fn note_install(&mut self, trail: &Trail) {
-        if trail.is_overflow() {
-            self.reach_all = true;
-        }
-        for (t, p, _) in trail.lookups() {
-            let r = &mut self.reach[t as usize];
-            *r = (*r).min(u32::from(p));
-        }
+        fold(&mut self.reach, &mut self.reach_all, trail);
+        fold(&mut self.next_reach, &mut self.next_reach_all, trail);
+    }
+
+    /// Notes a live megaflow the maintenance sweep passed (see [`Revalidator::end_sweep`]).
+    #[inline]
+    pub fn note_live(&mut self, trail: &Trail) {
+        fold(&mut self.next_reach, &mut self.next_reach_all, trail);
+    }
+
+    /// The sweep has passed every slot since it last began: every live megaflow was either
+    /// passed or installed since, so what was noted bounds them all and becomes the bound.
+    pub fn end_sweep(&mut self) {
+        std::mem::swap(&mut self.reach, &mut self.next_reach);
+        self.reach_all = self.next_reach_all;
+        self.next_reach.fill(UNREACHED);
+        self.next_reach_all = false;
     }
 
     /// Takes the records published since the last call (after a generation change). A record
@@ -357,6 +383,18 @@ impl Revalidator {
     }
 }
 
+/// Lowers the per-table bounds `reach` (and sets `all` on overflow) to cover `trail`.
+#[inline]
+fn fold(reach: &mut [u32], all: &mut bool, trail: &Trail) {
+    if trail.is_overflow() {
+        *all = true;
+    }
+    for (t, p, _) in trail.lookups() {
+        let r = &mut reach[t as usize];
+        *r = (*r).min(u32::from(p));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,6 +502,66 @@ mod tests {
         .unwrap();
         c.publish();
         assert_eq!(r.take(&up), Verdict::Flush);
+    }
+
+    #[test]
+    fn once_the_sweep_has_passed_every_megaflow_the_bound_rises_to_what_still_lives() {
+        let (mut c, cell) = Control::new(PipelineConfig::default());
+        let up: Arc<PipelineCell> = cell.clone();
+        let mut r = Revalidator::new();
+        r.sync(&up);
+        // Before the rules came, a catch-all at priority 0 decided a megaflow; then a rule
+        // at 100 decided another.
+        let mut low = Trail::EMPTY;
+        low.push(0, 0, false);
+        let mut high = Trail::EMPTY;
+        high.push(0, 100, false);
+        r.note_install(&low);
+        r.note_install(&high);
+        let change = |c: &mut Control, src: u128| {
+            c.flow_mod(&FlowMod::add(0, 50, udp_src(src), out(3)))
+                .unwrap();
+            c.publish();
+        };
+        change(&mut c, 1);
+        let e = r.epoch;
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert_eq!(
+            r.epoch,
+            e + 1,
+            "a change at 50 may reach the megaflow decided at 0"
+        );
+        // The sweep under way when they were installed ends: both still count.
+        r.end_sweep();
+        change(&mut c, 9);
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert_eq!(r.epoch, e + 2);
+        // The low one died; the next sweep passes the other, and one is installed meanwhile.
+        r.note_live(&high);
+        let mut other = Trail::EMPTY;
+        other.push(1, 7, false);
+        r.note_install(&other);
+        // Mid-sweep nothing changes yet.
+        change(&mut c, 2);
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert_eq!(r.epoch, e + 3);
+        r.end_sweep();
+        change(&mut c, 3);
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert_eq!(r.epoch, e + 3, "below every live megaflow's rule: no epoch");
+        // What was installed during the sweep is still covered.
+        c.flow_mod(&FlowMod::add(1, 7, udp_src(4), out(3))).unwrap();
+        c.publish();
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert_eq!(r.epoch, e + 4);
+        // A sweep that saw nothing live and no install leaves nothing to reach.
+        r.end_sweep();
+        r.end_sweep();
+        c.flow_mod(&FlowMod::add(0, 200, udp_src(5), out(3)))
+            .unwrap();
+        c.publish();
+        assert_eq!(r.take(&up), Verdict::Lazy);
+        assert_eq!(r.epoch, e + 4);
     }
 
     #[test]

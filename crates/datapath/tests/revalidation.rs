@@ -44,6 +44,12 @@ struct Rig {
 
 impl Rig {
     fn new(cell: Arc<PipelineCell>) -> Rig {
+        Rig::with_maintenance_ms(cell, DpConfig::default().maintenance_ms)
+    }
+
+    /// A rig whose thread runs its maintenance pass at most every `maintenance_ms` (0: after
+    /// every batch).
+    fn with_maintenance_ms(cell: Arc<PipelineCell>, maintenance_ms: u64) -> Rig {
         let pool = Pool::with_frames(2048);
         // Every miss translated and every megaflow kept while the test looks: no upcall
         // shedding (a slow, loaded machine would otherwise shed the refills after a flush)
@@ -51,6 +57,7 @@ impl Rig {
         let cfg = DpConfig {
             min_upcalls_per_batch: BATCH_SIZE as u32,
             megaflow_idle_ms: u64::MAX / 4,
+            maintenance_ms,
             ..DpConfig::default()
         };
         let mut builder = Datapath::builder()
@@ -165,6 +172,46 @@ fn a_change_keeps_the_megaflows_it_cannot_affect_and_removes_the_others() {
     let s4 = r.stats();
     assert_eq!(s4.cache_flushes, 1);
     assert_eq!(s4.upcalls, s3.upcalls + FLOWS as u64);
+}
+
+/// Traffic that met only the catch-all before the controller's rules came: once those
+/// megaflows are gone and the maintenance sweep has passed the live ones, a change below the
+/// rules' priority (but above the catch-all's) costs the megaflows nothing — no check on
+/// their next hit. Before, the catch-all's megaflows kept every such change reaching every
+/// megaflow until the next flush.
+#[test]
+fn megaflows_decided_by_a_catch_all_stop_counting_once_gone() {
+    let (mut c, cell) = Control::new(PipelineConfig::default());
+    c.flow_mod(&FlowMod::add(0, 0, Match::ANY, to(3))).unwrap();
+    c.publish();
+    let mut r = Rig::with_maintenance_ms(cell, 0);
+    let all = 2 * FLOWS as usize;
+    assert_eq!(r.round(), (0, all));
+    // The controller's rules arrive: the catch-all's megaflows go, new ones are decided at 100.
+    for d in 1..=FLOWS {
+        c.flow_mod(&FlowMod::add(0, 100, udp_dst([10, 0, 0, d]), to(2)))
+            .unwrap();
+    }
+    c.publish();
+    assert_eq!(r.round(), (all, 0));
+    // A few passes of the sweep (one after each batch here).
+    for _ in 0..3 {
+        assert_eq!(r.round(), (all, 0));
+    }
+    let before = r.stats();
+    // Below every live megaflow's rule, above the catch-all's.
+    for i in 0..4u8 {
+        c.flow_mod(&FlowMod::add(0, 50, udp_dst([192, 168, 0, i]), vec![]))
+            .unwrap();
+        c.publish();
+        assert_eq!(r.round(), (all, 0));
+    }
+    let after = r.stats();
+    assert_eq!(after.upcalls, before.upcalls, "no megaflow lost");
+    assert_eq!(
+        after.megaflow_revalidated, before.megaflow_revalidated,
+        "no megaflow even checked"
+    );
 }
 
 #[test]

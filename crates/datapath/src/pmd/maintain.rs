@@ -9,6 +9,12 @@
 //! ago (and at least [`FLUSH_MIN`]), so a flow entry's counters and idle time lag its packets
 //! by at most `FLUSH_SHARE` passes (500 ms by default) however many megaflows are busy, and
 //! by one pass when at most `FLUSH_MIN` are.
+//!
+//! The sweep also tells revalidation which priorities still decide some megaflow: each live
+//! megaflow it passes is noted, and when it has passed the last slot the lowest deciding
+//! priority per table becomes what it saw (with what was installed meanwhile), so a table
+//! that once decided megaflows at a low priority (a catch-all, before the controller's rules
+//! came) stops making every later change reach them ([`crate::revalidate`]).
 
 use super::time::pipeline_ms;
 use super::Pmd;
@@ -37,12 +43,17 @@ impl Pmd {
         let idle = &mut self.s.idle;
         idle.clear();
         let arena = &self.arena;
+        let reval = &mut self.reval;
         self.sweep_at = arena.sweep(self.sweep_at, SWEEP_SLOTS, |id, mf| {
+            reval.note_live(&mf.trail);
             let (p, _) = arena.unflushed(id);
             if p == 0 && now_ms.saturating_sub(mf.last_used_ms) > idle_ms {
                 idle.push(id);
             }
         });
+        if self.sweep_at == 0 {
+            self.reval.end_sweep();
+        }
         for &id in idle.iter() {
             if let Some(mf) = self.arena.remove(id, now_ms) {
                 self.cls.remove(&mf.key, &mf.mask);
