@@ -81,6 +81,10 @@ pub struct Soak {
     pub churn_rounds: u64,
     /// Whole-table dumps completed.
     pub dumps: u64,
+    /// Dumps whose connection the switch closed before any reply (a newcomer from the
+    /// flood's address while the listener is at its caps), tried again a second later. A
+    /// dump cut after its reply began is a failure.
+    pub dumps_refused: u64,
     /// Flood connections opened, and stray HELLOs sent.
     pub flood_conns: (u64, u64),
     /// Malformed frames sent, and what the switch counted as `drop_malformed`.
@@ -137,7 +141,7 @@ fn table(s: &Soak) -> String {
         "soak: {:.1} min over {} flow entries\n\
          ping A→B          {} sent, {} answered\n\
          churn rounds      {} (50 adds + their delete, with barriers)\n\
-         whole-table dumps {}\n\
+         whole-table dumps {} ({} refused before any reply during floods, and tried again)\n\
          flood             {} held connections, {} stray HELLOs\n\
          malformed frames  {} sent, {} counted as drop_malformed\n\
          ports             {} added and removed\n\
@@ -150,6 +154,7 @@ fn table(s: &Soak) -> String {
         s.pings.1,
         s.churn_rounds,
         s.dumps,
+        s.dumps_refused,
         s.flood_conns.0,
         s.flood_conns.1,
         s.malformed.0,
@@ -336,6 +341,7 @@ fn soak(args: &SoakArgs, dir: &Path) -> Result<Soak> {
     let stop = Arc::new(AtomicBool::new(false));
     let churn = Arc::new(AtomicU64::new(0));
     let dumps = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
     let held = Arc::new(AtomicU64::new(0));
     let strays = Arc::new(AtomicU64::new(0));
     let bad = Arc::new(AtomicU64::new(0));
@@ -368,40 +374,24 @@ fn soak(args: &SoakArgs, dir: &Path) -> Result<Soak> {
         }));
     }
     {
-        let (stop, n, errors, ns) = (
+        let (stop, n, refused, errors, ns) = (
             stop.clone(),
             dumps.clone(),
+            refused.clone(),
             errors.clone(),
             topo.ns_s.clone(),
         );
         threads.push(std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let target = format!("tcp:127.0.0.1:{LISTENER}");
-                let r = in_ns(
-                    &ns,
-                    &[
-                        "ovs-ofctl",
-                        "-O",
-                        "OpenFlow13",
-                        "--timeout=120",
-                        "dump-flows",
-                        &target,
-                    ],
-                )
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .output();
-                match r {
-                    Ok(o) if o.status.success() => {
+                match dump(&ns, &target) {
+                    Ok(()) => {
                         n.fetch_add(1, Ordering::Relaxed);
                     }
-                    Ok(o) => {
-                        let e = String::from_utf8_lossy(&o.stderr).into_owned();
-                        errors.lock().unwrap().push(format!("dump: {}", e.trim()));
-                        return;
+                    Err(DumpEnd::Refused) => {
+                        refused.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(e) => {
+                    Err(DumpEnd::Failed(e)) => {
                         errors.lock().unwrap().push(format!("dump: {e}"));
                         return;
                     }
@@ -468,6 +458,7 @@ fn soak(args: &SoakArgs, dir: &Path) -> Result<Soak> {
     s.pings = ping_counts(&String::from_utf8_lossy(&out.stdout));
     s.churn_rounds = churn.load(Ordering::Relaxed);
     s.dumps = dumps.load(Ordering::Relaxed);
+    s.dumps_refused = refused.load(Ordering::Relaxed);
     s.flood_conns = (held.load(Ordering::Relaxed), strays.load(Ordering::Relaxed));
     s.port_cycles = ports.load(Ordering::Relaxed);
     s.failures = errors.lock().unwrap().clone();
@@ -563,6 +554,64 @@ fn pmd_total(sw: &Switch, name: &str) -> Result<u64> {
         .find_map(|l| l.trim().strip_prefix(&format!("{name}:")))
         .and_then(|v| v.trim().parse().ok())
         .with_context(|| format!("no {name} in dump-pmd's total"))
+}
+
+/// How a dump that did not complete ended.
+#[derive(Debug)]
+enum DumpEnd {
+    /// Closed before any reply: what a newcomer from a flooding address may meet.
+    Refused,
+    /// Anything else, a reply cut short above all.
+    Failed(String),
+}
+
+/// One `ovs-ofctl dump-flows` of the whole table through the listener, its output counted
+/// (not kept): whether any of the reply came tells a refused connection from a cut reply.
+fn dump(ns: &str, target: &str) -> Result<(), DumpEnd> {
+    use std::io::Read;
+    let mut child = in_ns(
+        ns,
+        &[
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "--timeout=120",
+            "dump-flows",
+            target,
+        ],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .map_err(|e| DumpEnd::Failed(e.to_string()))?;
+    let mut out = child.stdout.take().expect("piped");
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    while let Ok(n) = out.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    let o = child
+        .wait_with_output()
+        .map_err(|e| DumpEnd::Failed(e.to_string()))?;
+    if o.status.success() {
+        return Ok(());
+    }
+    let e = String::from_utf8_lossy(&o.stderr);
+    let e = e
+        .lines()
+        .filter(|l| !l.contains("|timeval|") && !l.contains("|coverage|"));
+    let e = e.collect::<Vec<_>>().join("; ");
+    if got == 0 {
+        Err(DumpEnd::Refused)
+    } else {
+        Err(DumpEnd::Failed(format!(
+            "cut after {got} bytes of reply: {e}"
+        )))
+    }
 }
 
 /// (transmitted, received) of `ping -q`'s summary.
