@@ -229,7 +229,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         })
         .collect();
     match cpu::keep_off(&poll_cores) {
-        Ok(left) => eprintln!("hayate: housekeeping threads on cores {left:?}"),
+        Ok(left) => {
+            tracing::info!(cores = ?left, "housekeeping threads off the poll threads' cores")
+        }
         Err(e) => eprintln!("warning: housekeeping threads may share the poll threads' cores: {e}"),
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
