@@ -264,8 +264,11 @@ impl Frame {
     #[inline(always)]
     pub fn rewrite(&self, out: &mut [u8], flow: u32, probe: &Probe) {
         let mut sums = Sums::default();
-        self.slot
-            .write(out, self.base.wrapping_add(flow), &mut sums);
+        // Flow 0 is the template's own value.
+        if flow != 0 {
+            self.slot
+                .write(out, self.base.wrapping_add(flow), &mut sums);
+        }
         if self.probe {
             let end = self.template.len();
             if let Ok(p) = <&mut [u8; PROBE_LEN]>::try_from(&mut out[end - PROBE_LEN..end]) {

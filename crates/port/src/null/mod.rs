@@ -206,9 +206,7 @@ impl TxQueue for NullTx {
             bytes += pkt.len();
             self.cache.free(pkt);
         }
-        if n > 0 {
-            self.counters.add(n as u64, bytes as u64);
-        }
+        self.counters.add_batch(n, bytes as u64, 0);
         n
     }
 }
