@@ -225,4 +225,35 @@ mod tests {
             assert!(src.flow() < 10);
         }
     }
+
+    /// Not a check: how fast a source makes 64-byte frames (one flow, and 1,000 flows in
+    /// turn), the best of 5 rounds of 10 million.
+    /// `cargo test --release -p hayate-gen --lib source::tests::fill_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore = "benchmark: run with --release -- --ignored --nocapture"]
+    fn fill_speed() {
+        for flows in [1, 1000] {
+            let traffic = Traffic {
+                flows,
+                ..Traffic::default()
+            };
+            let t = traffic.compile().unwrap();
+            let mut src = Source::new(&traffic, &t, 0);
+            let pool = Pool::with_frames(4096);
+            let mut cache = pool.cache();
+            let mut batch = Batch::new();
+            let n = 10_000_000;
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let start = std::time::Instant::now();
+                let mut made = 0;
+                while made < n {
+                    made += src.fill(&mut cache, &mut batch, 32, made as u64).0;
+                    batch.free_into(&mut cache);
+                }
+                best = best.min(start.elapsed().as_secs_f64() * 1e9 / made as f64);
+            }
+            println!("generator source, {flows} flow(s): {best:.2} ns per packet");
+        }
+    }
 }

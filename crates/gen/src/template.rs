@@ -214,6 +214,8 @@ pub struct Frame {
     base: u32,
     /// The checksums the field and the probe are under.
     upkeep: Upkeep,
+    /// The checksum the probe alone is under (flow 0: the field keeps the template's value).
+    upkeep_first: Upkeep,
     /// Whether the frame is long enough to carry a probe (it then always does).
     pub probe: bool,
     /// Whether the probe starts at an odd offset.
@@ -264,11 +266,15 @@ impl Frame {
     #[inline(always)]
     pub fn rewrite(&self, out: &mut [u8], flow: u32, probe: &Probe) {
         let mut sums = Sums::default();
-        // Flow 0 is the template's own value.
-        if flow != 0 {
+        // Flow 0 is the template's own value: nothing to write, and only the probe's
+        // checksum to update.
+        let upkeep = if flow == 0 {
+            &self.upkeep_first
+        } else {
             self.slot
                 .write(out, self.base.wrapping_add(flow), &mut sums);
-        }
+            &self.upkeep
+        };
         if self.probe {
             let end = self.template.len();
             if let Ok(p) = <&mut [u8; PROBE_LEN]>::try_from(&mut out[end - PROBE_LEN..end]) {
@@ -279,7 +285,7 @@ impl Frame {
             debug_assert!(s < 1 << 32);
             sums.add_l4(fold32(s as u32), self.probe_odd);
         }
-        self.upkeep.finish(out, sums);
+        upkeep.finish(out, sums);
     }
 }
 
@@ -452,6 +458,7 @@ impl Traffic {
         let slot = Slot::new(&bytes, &layout, off, width)?;
         let probe = size >= self.probe_size();
         let upkeep = Upkeep::new(&bytes, &layout, slot.under_ip(), slot.under_l4() || probe);
+        let upkeep_first = Upkeep::new(&bytes, &layout, false, probe);
         let template = Template::new(&bytes);
         Ok(Frame {
             max_shift: max_data.saturating_sub(template.padded()),
@@ -459,6 +466,7 @@ impl Traffic {
             slot,
             base: self.vary_base(),
             upkeep,
+            upkeep_first,
             probe,
             probe_odd: (len - PROBE_LEN) % 2 == 1,
         })
