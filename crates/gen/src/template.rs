@@ -5,6 +5,8 @@
 //! 64-byte chunks and rewrites in place the varied field (the flow) and the probe, updating
 //! the IPv4 header checksum and the L4 checksum incrementally (RFC 1624): the sum of the
 //! changed words is added to the template's checksum, nothing is summed over the payload.
+//! The copy, the field and the checksums are [`packet::vary`]'s, as for the `null` port's
+//! source; the probe is this crate's.
 //!
 //! Frame sizes count the 4-byte FCS, as RFC 2544 does: a 64-byte frame is 60 bytes in the
 //! buffer.
@@ -12,7 +14,10 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use packet::builder::{Ipv4Spec, Ipv6Spec, L3Spec, L4Spec, PacketSpec};
-use packet::{frame_size_for, FRAME_SIZE, HEADROOM, MAX_FRAME_SIZE};
+use packet::checksum::fold32;
+use packet::vary::{Layout, Slot, Sums, Template, Upkeep};
+use packet::wire::{ipv4, ipv6, udp};
+use packet::{frame_size_for, Packet, FRAME_SIZE, HEADROOM, MAX_FRAME_SIZE};
 
 use crate::probe::{Probe, MAX_FLOWS, PROBE_LEN};
 
@@ -27,8 +32,6 @@ pub const MAX_STD_FRAME: usize = FRAME_SIZE - HEADROOM + FCS;
 pub const MAX_FRAME: usize = MAX_FRAME_SIZE - HEADROOM + FCS;
 /// IMIX sizes (FCS included) and their weights: 7:4:1 of 64, 570 and 1518 bytes.
 pub const IMIX: [(usize, u32); 3] = [(64, 7), (570, 4), (1518, 1)];
-/// Bytes copied at once into a frame.
-const CHUNK: usize = 64;
 
 /// The protocol stack of generated frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -204,112 +207,86 @@ impl Default for Traffic {
 /// One compiled template: bytes, where the checksums and fields are, how to rewrite them.
 #[derive(Debug, Clone)]
 pub struct Frame {
-    chunks: Box<[[u8; CHUNK]]>,
-    len: usize,
-    /// The varied field: offset, 2 or 4 bytes, first value, covered by the IPv4 header
-    /// checksum, covered by the L4 checksum.
-    vary: (usize, u8, u32, bool, bool),
-    ip_csum: Option<usize>,
-    /// The template's IPv4 header checksum, complemented (RFC 1624's `~HC`).
-    ip_csum_inv: u64,
-    /// The template's L4 checksum, complemented.
-    l4_csum_inv: u64,
-    /// L4 checksum offset and whether it is UDP (a computed 0 is sent as 0xffff).
-    l4_csum: Option<(usize, bool)>,
+    template: Template,
+    /// The field that tells flows apart.
+    slot: Slot,
+    /// Its value in flow 0.
+    base: u32,
+    /// The checksums the field and the probe are under.
+    upkeep: Upkeep,
+    /// The checksum the probe alone is under (flow 0: the field keeps the template's value).
+    upkeep_first: Upkeep,
     /// Whether the frame is long enough to carry a probe (it then always does).
     pub probe: bool,
-    /// Whether the probe starts an odd number of bytes after the L4 header.
+    /// Whether the probe starts at an odd offset.
     probe_odd: bool,
-    /// The length rounded up to whole 64-byte chunks (what [`Frame::write`] writes).
-    pub padded: usize,
-    /// The most bytes a new pool frame's data may start later and still hold `padded`.
+    /// The most bytes a new pool frame's data may start later and still hold the template
+    /// rounded up to whole 64-byte chunks.
     pub max_shift: usize,
 }
 
 impl Frame {
     /// Frame size in bytes, FCS included.
     pub fn size(&self) -> usize {
-        self.len + FCS
+        self.template.len() + FCS
     }
 
     /// Bytes in the buffer.
     pub fn len(&self) -> usize {
-        self.len
+        self.template.len()
     }
 
     /// Always false (a frame has its headers); for the `len` convention.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.template.is_empty()
     }
 
     /// The template's bytes (probe area zero, first flow).
     pub fn bytes(&self) -> Vec<u8> {
-        self.chunks
-            .iter()
-            .flatten()
-            .take(self.len)
-            .copied()
-            .collect()
+        self.template.bytes()
+    }
+
+    /// Makes `pkt` (a new packet) a copy of the template, `shift` bytes after its headroom
+    /// (at most [`Frame::max_shift`]); false when its frame is too small.
+    #[inline(always)]
+    pub fn fill(&self, pkt: &mut Packet, shift: usize) -> bool {
+        self.template.fill(pkt, shift)
     }
 
     /// Writes the template into `out` (at least the template's length rounded up to 64
     /// bytes: the overhang is scratch) with flow `flow` and `probe`, checksums kept right.
     #[inline(always)]
     pub fn write(&self, out: &mut [u8], flow: u32, probe: &Probe) {
-        for (dst, c) in out.chunks_exact_mut(CHUNK).zip(self.chunks.iter()) {
-            if let Ok(dst) = <&mut [u8; CHUNK]>::try_from(dst) {
-                *dst = *c;
-            }
-        }
-        let (off, width, base, in_ip, in_l4) = self.vary;
-        let mut ip_delta = 0u64;
-        let mut l4_delta = 0u64;
-        if flow != 0 {
-            let new = base.wrapping_add(flow);
-            // RFC 1624: add ~old + new, as 16-bit words (sums stay below 2^32).
-            let d = if width == 4 {
-                out[off..off + 4].copy_from_slice(&new.to_be_bytes());
-                let w = |v: u32| u64::from(v >> 16) + u64::from(v & 0xffff);
-                w(!base) + w(new)
-            } else {
-                out[off..off + 2].copy_from_slice(&(new as u16).to_be_bytes());
-                u64::from(!(base as u16)) + u64::from(new as u16)
-            };
-            ip_delta = if in_ip { d } else { 0 };
-            l4_delta = if in_l4 { d } else { 0 };
-        }
-        let mut ps = 0u16;
+        self.template.copy_into(out);
+        self.rewrite(out, flow, probe);
+    }
+
+    /// Turns `out`, a copy of the template, into flow `flow`'s frame carrying `probe`,
+    /// checksums kept right.
+    #[inline(always)]
+    pub fn rewrite(&self, out: &mut [u8], flow: u32, probe: &Probe) {
+        let mut sums = Sums::default();
+        // Flow 0 is the template's own value: nothing to write, and only the probe's
+        // checksum to update.
+        let upkeep = if flow == 0 {
+            &self.upkeep_first
+        } else {
+            self.slot
+                .write(out, self.base.wrapping_add(flow), &mut sums);
+            &self.upkeep
+        };
         if self.probe {
-            let at = self.len - PROBE_LEN;
-            if let Ok(p) = <&mut [u8; PROBE_LEN]>::try_from(&mut out[at..self.len]) {
+            let end = self.template.len();
+            if let Ok(p) = <&mut [u8; PROBE_LEN]>::try_from(&mut out[end - PROBE_LEN..end]) {
                 probe.write(p);
             }
-            ps = fold32(probe.sum_small());
-            if self.probe_odd {
-                ps = ps.swap_bytes();
-            }
+            // The template's probe area is zero: the probe's sum is the whole change.
+            let s = probe.sum_small();
+            debug_assert!(s < 1 << 32);
+            sums.add_l4(fold32(s as u32), self.probe_odd);
         }
-        if let Some(c) = self.ip_csum {
-            if ip_delta != 0 {
-                let new = !fold32(self.ip_csum_inv + ip_delta);
-                out[c..c + 2].copy_from_slice(&new.to_be_bytes());
-            }
-        }
-        if let Some((c, udp)) = self.l4_csum {
-            let mut new = !fold32(self.l4_csum_inv + l4_delta + u64::from(ps));
-            if new == 0 && udp {
-                new = 0xffff;
-            }
-            out[c..c + 2].copy_from_slice(&new.to_be_bytes());
-        }
+        upkeep.finish(out, sums);
     }
-}
-
-/// Folds a ones'-complement sum below 2^32 to 16 bits ([`packet::checksum::fold32`]).
-#[inline(always)]
-fn fold32(s: u64) -> u16 {
-    debug_assert!(s < 1 << 32);
-    packet::checksum::fold32(s as u32)
 }
 
 /// The templates of one [`Traffic`], one per frame size, and the size pattern.
@@ -460,49 +437,38 @@ impl Traffic {
             payload_fill: 0,
         };
         let bytes = spec.build();
-        let l3_off = 14 + spec.vlans.len() * 4;
-        let (l4_off, ip_csum) = match self.proto {
-            Proto::Udp6 => (l3_off + 40, None),
-            _ => (l3_off + 20, Some(l3_off + 10)),
-        };
-        let l4_csum = match self.proto {
-            Proto::Udp4 | Proto::Udp6 => Some((l4_off + 6, true)),
-            Proto::Tcp4 => Some((l4_off + 16, false)),
-            Proto::Icmp4 => Some((l4_off + 2, false)),
-        };
-        let pseudo = self.proto != Proto::Icmp4;
-        let vary = match (self.vary, self.proto) {
-            (VaryField::SrcIp, Proto::Udp6) => (l3_off + 8 + 12, 4, true),
-            (VaryField::DstIp, Proto::Udp6) => (l3_off + 24 + 12, 4, true),
-            (VaryField::SrcIp, _) => (l3_off + 12, 4, true),
-            (VaryField::DstIp, _) => (l3_off + 16, 4, true),
-            (VaryField::SrcPort, _) => (l4_off, 2, false),
-            (VaryField::DstPort, _) => (l4_off + 2, 2, false),
-        };
-        let (off, width, is_addr) = vary;
-        let in_ip = is_addr && ip_csum.is_some();
-        let in_l4 = !is_addr || pseudo;
-        let mut chunks = vec![[0u8; CHUNK]; len.div_ceil(CHUNK)].into_boxed_slice();
-        for (c, src) in chunks.iter_mut().zip(bytes.chunks(CHUNK)) {
-            c[..src.len()].copy_from_slice(src);
+        let layout = Layout::of(&bytes);
+        let (l3, l4) = (layout.l3, layout.l4);
+        if l3 == 0 || l4 == 0 {
+            return Err(format!(
+                "{:?} template of {len} bytes has no L4 header",
+                self.proto
+            ));
         }
-        let inv = |at: Option<usize>| {
-            at.map_or(0, |c| {
-                u64::from(!u16::from_be_bytes([bytes[c], bytes[c + 1]]))
-            })
+        let v6 = self.proto == Proto::Udp6;
+        // The low 32 bits of an IPv6 address.
+        let (off, width) = match self.vary {
+            VaryField::SrcIp if v6 => (l3 + ipv6::field::SRC.end - 4, 4),
+            VaryField::DstIp if v6 => (l3 + ipv6::field::DST.end - 4, 4),
+            VaryField::SrcIp => (l3 + ipv4::field::SRC.start, 4),
+            VaryField::DstIp => (l3 + ipv4::field::DST.start, 4),
+            VaryField::SrcPort => (l4 + udp::field::SRC_PORT.start, 2),
+            VaryField::DstPort => (l4 + udp::field::DST_PORT.start, 2),
         };
+        let slot = Slot::new(&bytes, &layout, off, width)?;
+        let probe = size >= self.probe_size();
+        let upkeep = Upkeep::new(&bytes, &layout, slot.under_ip(), slot.under_l4() || probe);
+        let upkeep_first = Upkeep::new(&bytes, &layout, false, probe);
+        let template = Template::new(&bytes);
         Ok(Frame {
-            ip_csum_inv: inv(ip_csum),
-            l4_csum_inv: inv(l4_csum.map(|x| x.0)),
-            chunks,
-            len,
-            vary: (off, width, self.vary_base(), in_ip, in_l4),
-            ip_csum,
-            l4_csum,
-            probe: size >= self.probe_size(),
-            probe_odd: len.saturating_sub(PROBE_LEN + l4_off) % 2 == 1,
-            padded: len.div_ceil(CHUNK) * CHUNK,
-            max_shift: max_data.saturating_sub(len.div_ceil(CHUNK) * CHUNK),
+            max_shift: max_data.saturating_sub(template.padded()),
+            template,
+            slot,
+            base: self.vary_base(),
+            upkeep,
+            upkeep_first,
+            probe,
+            probe_odd: (len - PROBE_LEN) % 2 == 1,
         })
     }
 }

@@ -57,22 +57,12 @@ impl Switch {
                     .map_err(|e| anyhow!("{e}"))?,
             );
         }
-        Self::build(name, pool, ports, mods, config)
+        Self::with_exact_flow_mods(name, pool, ports, mods, config)
     }
 
     /// Builds a bridge with exactly `mods` installed (none: empty tables; the OpenFlow
     /// bridge's fail mode decides what happens without a controller).
     pub fn with_exact_flow_mods(
-        name: &str,
-        pool: Pool,
-        ports: Vec<SwitchPort>,
-        mods: Vec<pipeline::FlowMod>,
-        config: PipelineConfig,
-    ) -> Result<Switch> {
-        Self::build(name, pool, ports, mods, config)
-    }
-
-    fn build(
         name: &str,
         pool: Pool,
         ports: Vec<SwitchPort>,

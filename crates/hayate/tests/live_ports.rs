@@ -5,25 +5,19 @@
 
 mod ofctl_common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ofctl_common::Hayate;
+use ofctl_common::{Hayate, Session};
 use openflow::port::port_state;
-use openflow::{Hello, Message, PortReason};
+use openflow::{Message, PortReason};
 
 /// A switch running one bridge `name` (secure fail mode) with ports `a` (null:sink) and `b`
 /// (a ring of its own).
 fn switch(name: &str) -> Hayate {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("br.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            r#"
+    Hayate::with_config(&format!(
+        r#"
 [[bridge]]
 name = "{name}"
 fail_mode = "secure"
@@ -36,10 +30,7 @@ spec = "null:sink"
 name = "b"
 spec = "ring:{name}-b"
 "#
-        ),
-    )
-    .unwrap();
-    Hayate::start_in(dir, &["--config", cfg.to_str().unwrap()])
+    ))
 }
 
 /// `hayate ctl --run-dir DIR BRIDGE ARGS…`: (success, stdout, stderr).
@@ -90,54 +81,18 @@ fn descs(h: &Hayate, bridge: &str) -> Vec<String> {
         .collect()
 }
 
-/// A raw OpenFlow controller connection.
-struct Controller(TcpStream);
+/// A raw OpenFlow controller connection, known to the switch (a barrier answered).
+fn controller(h: &Hayate) -> Session {
+    let mut c = h.session(Duration::from_secs(10));
+    c.barrier(2);
+    c
+}
 
-impl Controller {
-    /// Connects, exchanges HELLO, and waits for a barrier so the switch knows it.
-    fn connect(port: u16) -> Controller {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut c = Controller(s);
-        c.send(1, &Message::Hello(Hello::default()));
-        c.send(2, &Message::BarrierRequest);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !matches!(c.next(), (2, Message::BarrierReply)) {
-            assert!(Instant::now() < deadline, "no barrier reply");
-        }
-        c
-    }
-
-    fn send(&mut self, xid: u32, m: &Message) {
-        let mut b = Vec::new();
-        openflow::encode(xid, m, &mut b).unwrap();
-        self.0.write_all(&b).unwrap();
-    }
-
-    /// The next message that is not an echo request (answering those).
-    fn next(&mut self) -> (u32, Message) {
-        loop {
-            let mut h = [0u8; 8];
-            self.0
-                .read_exact(&mut h)
-                .expect("a message from the switch");
-            let len = u16::from_be_bytes([h[2], h[3]]) as usize;
-            let mut msg = h.to_vec();
-            msg.resize(len, 0);
-            self.0.read_exact(&mut msg[8..]).unwrap();
-            match openflow::decode(&msg).unwrap() {
-                (h, Message::EchoRequest(d)) => self.send(h.xid, &Message::EchoReply(d)),
-                (h, m) => return (h.xid, m),
-            }
-        }
-    }
-
-    /// The next PORT_STATUS: reason, port number, name, state.
-    fn port_status(&mut self) -> (PortReason, u32, String, u32) {
-        loop {
-            if let (_, Message::PortStatus(s)) = self.next() {
-                return (s.reason, s.desc.port_no, s.desc.name, s.desc.state);
-            }
+/// The next PORT_STATUS on `c`: reason, port number, name, state.
+fn port_status(c: &mut Session) -> (PortReason, u32, String, u32) {
+    loop {
+        if let (_, Message::PortStatus(s)) = c.next() {
+            return (s.reason, s.desc.port_no, s.desc.name, s.desc.state);
         }
     }
 }
@@ -154,7 +109,7 @@ fn is_root() -> bool {
 #[test]
 fn ports_come_and_go_on_a_running_bridge() {
     let h = switch("lpa");
-    let mut c = Controller::connect(h.port);
+    let mut c = controller(&h);
     assert_eq!(descs(&h, "lpa"), ["1(a)", "2(b)"]);
 
     let out = ok(&h, "lpa", &["add-port", "ring:lpa-x"]);
@@ -163,7 +118,7 @@ fn ports_come_and_go_on_a_running_bridge() {
         "added port lpa-x.a (ring:lpa-x) to bridge lpa as OpenFlow port 3"
     );
     assert_eq!(
-        c.port_status(),
+        port_status(&mut c),
         (PortReason::Add, 3, "lpa-x.a".into(), port_state::LIVE)
     );
     let out = ok(
@@ -172,11 +127,11 @@ fn ports_come_and_go_on_a_running_bridge() {
         &["add-port", "null:sink", "ofport=9", "name=lpa-sink"],
     );
     assert!(out.contains("as OpenFlow port 9"), "{out}");
-    assert_eq!(c.port_status().0, PortReason::Add);
+    assert_eq!(port_status(&mut c).0, PortReason::Add);
     let tap = is_root();
     if tap {
         ok(&h, "lpa", &["add-port", "tap:lpa-tap0", "name=lpa-tap0"]);
-        assert_eq!(c.port_status().1, 4, "the lowest free number");
+        assert_eq!(port_status(&mut c).1, 4, "the lowest free number");
         assert!(
             link_exists("lpa-tap0"),
             "the TAP device exists while the port does"
@@ -201,16 +156,16 @@ fn ports_come_and_go_on_a_running_bridge() {
         out.trim(),
         "removed port lpa-x.a (OpenFlow port 3) from bridge lpa"
     );
-    assert_eq!(c.port_status().0, PortReason::Delete);
+    assert_eq!(port_status(&mut c).0, PortReason::Delete);
     ok(&h, "lpa", &["del-port", "9"]);
-    let (reason, no, name, _) = c.port_status();
+    let (reason, no, name, _) = port_status(&mut c);
     assert_eq!(
         (reason, no, name.as_str()),
         (PortReason::Delete, 9, "lpa-sink")
     );
     if tap {
         ok(&h, "lpa", &["del-port", "lpa-tap0"]);
-        assert_eq!(c.port_status().1, 4);
+        assert_eq!(port_status(&mut c).1, 4);
         assert!(
             !link_exists("lpa-tap0"),
             "the TAP device went with its port"
@@ -219,14 +174,14 @@ fn ports_come_and_go_on_a_running_bridge() {
     assert_eq!(descs(&h, "lpa"), ["1(a)", "2(b)"]);
     // A port configured at start goes the same way.
     ok(&h, "lpa", &["del-port", "b"]);
-    assert_eq!(c.port_status().1, 2);
+    assert_eq!(port_status(&mut c).1, 2);
     assert_eq!(descs(&h, "lpa"), ["1(a)"]);
 }
 
 #[test]
 fn a_vhost_user_port_is_down_until_its_vm_comes_and_its_socket_goes_with_it() {
     let h = switch("lpv");
-    let mut c = Controller::connect(h.port);
+    let mut c = controller(&h);
     let sock = h.file("vm1.sock");
     let spec = format!("vhostuser:{},mode=server", sock.display());
     let out = ok(&h, "lpv", &["add-port", &spec, "ofport=7"]);
@@ -235,7 +190,7 @@ fn a_vhost_user_port_is_down_until_its_vm_comes_and_its_socket_goes_with_it() {
         "{out}"
     );
     assert_eq!(
-        c.port_status(),
+        port_status(&mut c),
         (PortReason::Add, 7, "vm1".into(), port_state::LINK_DOWN)
     );
     assert!(sock.exists(), "the switch listens on the socket");
@@ -243,7 +198,7 @@ fn a_vhost_user_port_is_down_until_its_vm_comes_and_its_socket_goes_with_it() {
     assert!(desc.contains(" 7(vm1): addr:"), "{desc}");
     assert!(desc.contains("LINK_DOWN"), "{desc}");
     ok(&h, "lpv", &["del-port", "vm1"]);
-    assert_eq!(c.port_status().0, PortReason::Delete);
+    assert_eq!(port_status(&mut c).0, PortReason::Delete);
     assert!(!sock.exists(), "the socket went with the port");
     // The same spec opens again.
     ok(&h, "lpv", &["add-port", &spec]);

@@ -8,28 +8,14 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ofctl_common::{flows, have_ofctl, pcap_packets, Hayate};
-
-/// A 60-byte UDP frame 10.0.0.1:1024 → 10.0.0.2:1024 (no FCS), as hex.
-const FRAME: &str = "00000000000200000000000108004500002e00000000401166bd0a0000010a00000204000400001a0000000000000000000000000000000000000000";
-
-fn frame_hex() -> String {
-    FRAME.chars().filter(|c| !c.is_whitespace()).collect()
-}
+use ofctl_common::{flows, have_ofctl, pcap_packets, unhex, Hayate, UDP_FRAME_HEX};
 
 #[test]
 fn add_mod_del_and_dump_flows() {
     if !have_ofctl("add_mod_del_and_dump_flows") {
         return;
     }
-    let h = Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ]);
+    let h = Hayate::secure_sinks();
     h.ofctl("add-flow", &["priority=10,in_port=1,actions=output:2"]);
     let file = h.file("flows.txt");
     std::fs::write(
@@ -77,10 +63,7 @@ fn counters_ports_and_tables() {
     if !have_ofctl("counters_ports_and_tables") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("br.toml");
-    std::fs::write(
-        &cfg,
+    let h = Hayate::with_config(
         r#"
 [[bridge]]
 name = "brc"
@@ -95,9 +78,7 @@ spec = "null:limit=50"
 name = "dst"
 spec = "null:sink"
 "#,
-    )
-    .unwrap();
-    let h = Hayate::start_in(dir, &["--config", cfg.to_str().unwrap()]);
+    );
     // Flow counters reach the tables every ~100 ms.
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut dump = String::new();
@@ -141,14 +122,7 @@ fn groups_and_meters() {
     if !have_ofctl("groups_and_meters") {
         return;
     }
-    let h = Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ]);
+    let h = Hayate::secure_sinks();
     h.ofctl(
         "add-group",
         &["group_id=1,type=all,bucket=output:1,bucket=output:2"],
@@ -209,13 +183,12 @@ fn packet_out_reaches_a_pcap_port() {
     h.ofctl(
         "packet-out",
         &[&format!(
-            "in_port=1 packet={} actions=output:2",
-            frame_hex()
+            "in_port=1 packet={UDP_FRAME_HEX} actions=output:2"
         )],
     );
     h.ofctl(
         "packet-out",
-        &[&format!("in_port=1 packet={} actions=table", frame_hex())],
+        &[&format!("in_port=1 packet={UDP_FRAME_HEX} actions=table")],
     );
     let dump = flows(&h.ofctl("dump-flows", &[]));
     assert_eq!(
@@ -226,7 +199,7 @@ fn packet_out_reaches_a_pcap_port() {
     let pcap = h.file("out.pcap");
     h.stop();
     let pkts = pcap_packets(&pcap);
-    let want = hex(&frame_hex());
+    let want = unhex(UDP_FRAME_HEX);
     assert_eq!(pkts.len(), 2, "two packets in {}", pcap.display());
     assert!(pkts.iter().all(|p| *p == want));
 }
@@ -236,14 +209,7 @@ fn monitor_sees_packet_ins() {
     if !have_ofctl("monitor_sees_packet_ins") {
         return;
     }
-    let h = Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ]);
+    let h = Hayate::secure_sinks();
     h.ofctl("add-flow", &["priority=9,in_port=1,udp,actions=controller"]);
     // ovs-ofctl monitor prints what it receives on stderr.
     let mut mon = Command::new("ovs-ofctl")
@@ -271,7 +237,7 @@ fn monitor_sees_packet_ins() {
     while !found && Instant::now() < deadline {
         h.ofctl(
             "packet-out",
-            &[&format!("in_port=1 packet={} actions=table", frame_hex())],
+            &[&format!("in_port=1 packet={UDP_FRAME_HEX} actions=table")],
         );
         while let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
             found |= line.contains("OFPT_PACKET_IN") && line.contains("(via action)");
@@ -316,19 +282,7 @@ fn a_dump_leaves_standalone_alone_and_a_flow_mod_takes_charge() {
     }
     let h = Hayate::start(&["--port", "null:sink", "--port", "null:sink"]);
     // The management socket is not a controller: it sees the fail-open NORMAL flow.
-    let ctl = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
-            .args(["ctl", h.file("br0.mgmt").to_str().unwrap()])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let ctl = |args: &[&str]| h.ctl("br0", args);
     let before = flows(&ctl(&["dump-flows"]));
     assert_eq!(before.len(), 1, "{before:?}");
     assert!(
@@ -347,13 +301,6 @@ fn a_dump_leaves_standalone_alone_and_a_flow_mod_takes_charge() {
     assert!(after[0].contains("priority=5,in_port=1"), "{after:?}");
 }
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 /// A table bigger than one piece of a streamed reply (1,024 flows): `ovs-ofctl dump-flows`
 /// and `dump-aggregate` and `hayate ctl dump-flows` read every flow back.
 #[test]
@@ -361,14 +308,7 @@ fn a_big_table_dumps_whole() {
     if !have_ofctl("a_big_table_dumps_whole") {
         return;
     }
-    let h = Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ]);
+    let h = Hayate::secure_sinks();
     let n = 5000;
     let text: String = (0..n)
         .map(|i| {
@@ -391,16 +331,7 @@ fn a_big_table_dumps_whole() {
     );
     let agg = h.ofctl("dump-aggregate", &[]);
     assert!(agg.contains(&format!("flow_count={n}")), "{agg}");
-    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(["ctl", h.file("br0.mgmt").to_str().unwrap(), "dump-flows"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(flows(&String::from_utf8_lossy(&out.stdout)).len(), n);
+    assert_eq!(flows(&h.ctl("br0", &["dump-flows"])).len(), n);
 }
 
 /// MPLS through the wire: `ovs-ofctl` installs a label push and a label match with pop,

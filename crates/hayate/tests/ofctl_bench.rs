@@ -10,70 +10,18 @@
 
 mod ofctl_common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use ofctl_common::Hayate;
+use ofctl_common::{Hayate, Session};
 use openflow::messages::mods::FlowModMsg;
-use openflow::{Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody};
+use openflow::{Message, MultipartReplyBody, MultipartRequestBody};
 use packet::Field;
 use pipeline::model::{Action, FlowMod, Instruction, Match};
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-fn read_msg(s: &mut TcpStream) -> (u32, Message) {
-    let mut h = [0u8; 8];
-    s.read_exact(&mut h).unwrap();
-    let len = u16::from_be_bytes([h[2], h[3]]) as usize;
-    let mut m = h.to_vec();
-    m.resize(len, 0);
-    s.read_exact(&mut m[8..]).unwrap();
-    let (hdr, msg) = openflow::decode(&m).unwrap();
-    (hdr.xid, msg)
-}
-
-/// Reads until the reply to `xid`, answering echo requests; panics on an error.
-fn wait_for(s: &mut TcpStream, xid: u32) -> Message {
-    loop {
-        match read_msg(s) {
-            (x, Message::EchoRequest(d)) => {
-                let mut b = Vec::new();
-                openflow::encode(x, &Message::EchoReply(d), &mut b).unwrap();
-                s.write_all(&b).unwrap();
-            }
-            (x, Message::Error(e)) => panic!("the switch refused request {x}: {e:?}"),
-            (x, m) if x == xid => return m,
-            _ => {}
-        }
-    }
-}
-
-fn tx_packets(s: &mut TcpStream, xid: u32) -> u64 {
-    let mut b = Vec::new();
-    openflow::encode(
-        xid,
-        &Message::MultipartRequest(MultipartRequest {
-            flags: 0,
-            body: MultipartRequestBody::PortStats { port_no: 2 },
-        }),
-        &mut b,
-    )
-    .unwrap();
-    s.write_all(&b).unwrap();
-    match wait_for(s, xid) {
-        Message::MultipartReply(r) => match r.body {
-            MultipartReplyBody::PortStats(v) => v.iter().map(|p| p.tx_packets).sum(),
-            other => panic!("{other:?}"),
-        },
+/// Packets the switch sent on port 2.
+fn tx_packets(s: &mut Session, xid: u32) -> u64 {
+    match s.multipart(xid, MultipartRequestBody::PortStats { port_no: 2 }) {
+        MultipartReplyBody::PortStats(v) => v.iter().map(|p| p.tx_packets).sum(),
         other => panic!("{other:?}"),
     }
 }
@@ -85,10 +33,7 @@ fn million_flows_through_openflow() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("br.toml");
-    std::fs::write(
-        &cfg,
+    let h = Hayate::with_config(
         r#"
 [[bridge]]
 name = "brb"
@@ -103,19 +48,10 @@ spec = "null:flows=64"
 name = "dst"
 spec = "null:sink"
 "#,
-    )
-    .unwrap();
-    let h = Hayate::start_in(dir, &["--config", cfg.to_str().unwrap()]);
-    let pid = h.pid();
-    let mut s = TcpStream::connect(("127.0.0.1", h.port)).unwrap();
-    s.set_nodelay(true).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let mut b = Vec::new();
-    openflow::encode(1, &Message::Hello(Hello::default()), &mut b).unwrap();
-    s.write_all(&b).unwrap();
-    assert!(matches!(read_msg(&mut s), (_, Message::Hello(_))));
+    );
+    let mut s = h.session(Duration::from_secs(120));
     std::thread::sleep(Duration::from_millis(500));
-    let rss0 = rss_kib(pid);
+    let rss0 = h.status_kib("VmRSS:");
     let tx0 = tx_packets(&mut s, 2);
     let t0 = Instant::now();
     // Batches of 1000 flow-mods per write: exact IPv4 destinations 11.x.y.z, one table.
@@ -143,18 +79,14 @@ spec = "null:sink"
         )
         .unwrap();
         if (i + 1) % 1000 == 0 || i + 1 == n {
-            s.write_all(&buf).unwrap();
+            s.send_raw(&buf);
             buf.clear();
         }
     }
-    let barrier = u32::MAX - 1;
-    b.clear();
-    openflow::encode(barrier, &Message::BarrierRequest, &mut b).unwrap();
-    s.write_all(&b).unwrap();
-    assert_eq!(wait_for(&mut s, barrier), Message::BarrierReply);
+    s.barrier(u32::MAX - 1);
     let secs = t0.elapsed().as_secs_f64();
     let tx1 = tx_packets(&mut s, 3);
-    let rss1 = rss_kib(pid);
+    let rss1 = h.status_kib("VmRSS:");
     let per_entry = (rss1.saturating_sub(rss0) as f64 * 1024.0) / f64::from(n);
     println!(
         "flows: {n} installed in {secs:.2} s = {:.0} flow-mods/s; RSS {} MiB -> {} MiB, {per_entry:.0} B per entry; datapath forwarded {} packets meanwhile ({:.2} Mpps)",

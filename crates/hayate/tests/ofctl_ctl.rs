@@ -3,33 +3,15 @@
 
 mod ofctl_common;
 
-use std::process::Command;
-
 use ofctl_common::{flows, have_ofctl, Hayate};
 
 fn ctl(h: &Hayate, args: &[&str]) -> String {
-    let sock = h.file("brx.mgmt");
-    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .arg("ctl")
-        .arg(&sock)
-        .args(args)
-        .output()
-        .expect("run hayate ctl");
-    assert!(
-        out.status.success(),
-        "hayate ctl {args:?} failed: {}\nswitch log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        h.log()
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    h.ctl("brx", args)
 }
 
 #[test]
 fn ctl_speaks_ofctl_syntax() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("br.toml");
-    std::fs::write(
-        &cfg,
+    let h = Hayate::with_config(
         r#"
 [[bridge]]
 name = "brx"
@@ -43,9 +25,7 @@ spec = "null:sink"
 name = "b"
 spec = "null:sink"
 "#,
-    )
-    .unwrap();
-    let h = Hayate::start_in(dir, &["--config", cfg.to_str().unwrap()]);
+    );
     ctl(&h, &["add-flow", "priority=10,in_port=1,actions=output:2"]);
     let file = h.file("flows.txt");
     std::fs::write(

@@ -260,10 +260,8 @@ fn a_big_dump_does_not_stall_other_sessions() {
     let bin = std::env::var_os("HAYATE_BENCH_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_hayate")));
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("br.toml");
-    std::fs::write(
-        &cfg,
+    let h = Hayate::with_config_binary(
+        &bin,
         r#"
 [[bridge]]
 name = "brd"
@@ -277,9 +275,8 @@ spec = "null:sink"
 name = "b"
 spec = "null:sink"
 "#,
-    )
-    .unwrap();
-    let h = Hayate::start_binary(&bin, dir, &["--config", cfg.to_str().unwrap()], 900);
+        900,
+    );
     let pid = h.pid();
     let mut a = session(h.port);
     let t = Instant::now();

@@ -5,63 +5,16 @@
 
 mod ofctl_common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
-use ofctl_common::Hayate;
+use ofctl_common::{unhex, Hayate, Session};
 use openflow::messages::mods::FlowModMsg;
-use openflow::multipart::FlowStatsRequest;
-use openflow::{
-    ErrorCode, Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody,
-    NO_BUFFER,
-};
+use openflow::{ErrorCode, Message, NO_BUFFER};
 use pipeline::model::{Action, FlowMod, Instruction, Match};
 
-struct Conn(TcpStream);
-
-impl Conn {
-    fn open(port: u16) -> Conn {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut c = Conn(s);
-        c.send(1, &Message::Hello(Hello::default()));
-        match c.recv() {
-            (_, Message::Hello(_)) => c,
-            other => panic!("expected HELLO, got {other:?}"),
-        }
-    }
-
-    fn send_raw(&mut self, bytes: &[u8]) {
-        self.0.write_all(bytes).unwrap();
-    }
-
-    fn send(&mut self, xid: u32, m: &Message) {
-        let mut b = Vec::new();
-        openflow::encode(xid, m, &mut b).unwrap();
-        self.send_raw(&b);
-    }
-
-    fn recv(&mut self) -> (u32, Message) {
-        let mut h = [0u8; 8];
-        self.0.read_exact(&mut h).unwrap();
-        let len = u16::from_be_bytes([h[2], h[3]]) as usize;
-        let mut msg = h.to_vec();
-        msg.resize(len, 0);
-        self.0.read_exact(&mut msg[8..]).unwrap();
-        let (hdr, m) = openflow::decode(&msg).unwrap();
-        (hdr.xid, m)
-    }
-
-    /// The next message that is not an echo request (answering those).
-    fn next(&mut self) -> (u32, Message) {
-        loop {
-            match self.recv() {
-                (xid, Message::EchoRequest(d)) => self.send(xid, &Message::EchoReply(d)),
-                other => return other,
-            }
-        }
-    }
+/// A session with `h`, reads waiting at most 5 s.
+fn session(h: &Hayate) -> Session {
+    h.session(Duration::from_secs(5))
 }
 
 fn add(priority: u16, port: u32) -> Message {
@@ -91,7 +44,7 @@ fn malformed_message_gets_an_error_and_the_session_lives_on() {
         "--port",
         "null:sink",
     ]);
-    let mut c = Conn::open(h.port);
+    let mut c = session(&h);
     // A flow-mod whose header claims 20 bytes: too short for its body.
     let mut bad = Vec::new();
     openflow::encode(0x77, &add(1, 1), &mut bad).unwrap();
@@ -126,48 +79,21 @@ fn malformed_message_gets_an_error_and_the_session_lives_on() {
 
 #[test]
 fn barrier_follows_the_flow_mods_before_it() {
-    let h = Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ]);
-    let mut c = Conn::open(h.port);
+    let h = Hayate::secure_sinks();
+    let mut c = session(&h);
     for i in 0..100u16 {
         c.send(u32::from(i) + 1, &add(i + 1, 1 + u32::from(i % 2)));
     }
     c.send(1000, &Message::BarrierRequest);
     // Nothing but the barrier reply comes back: every flow-mod succeeded before it.
     assert_eq!(c.next(), (1000, Message::BarrierReply));
-    c.send(
-        1001,
-        &Message::MultipartRequest(MultipartRequest {
-            flags: 0,
-            body: MultipartRequestBody::Flow(FlowStatsRequest::default()),
-        }),
-    );
-    match c.next() {
-        (1001, Message::MultipartReply(r)) => match r.body {
-            MultipartReplyBody::Flow(v) => assert_eq!(v.len(), 100),
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(c.flow_stats(1001).len(), 100);
 }
 
 #[test]
 fn packet_out_to_packet_in_round_trip() {
-    let h = Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ]);
-    let mut c = Conn::open(h.port);
+    let h = Hayate::secure_sinks();
+    let mut c = session(&h);
     let mut m = Match::ANY;
     m.set_exact(packet::Field::InPort, 1);
     let to_controller = Message::FlowMod(FlowModMsg {
@@ -224,15 +150,6 @@ fn packet_out_to_packet_in_round_trip() {
     );
 }
 
-/// Hex with spaces → bytes.
-fn unhex(s: &str) -> Vec<u8> {
-    let s: String = s.split_whitespace().collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 /// FLOW_MOD ADD table 0 priority 100, `tcp_dst=80` written before `eth_type=0x0800` and
 /// `ip_proto=6`, actions=output:2 (xid 0x31). Open vSwitch 3.1 answers it with
 /// OFPBMC_BAD_PREREQ too.
@@ -251,15 +168,8 @@ const PREREQ_FIRST: &str =
 
 #[test]
 fn a_prerequisite_after_the_field_that_needs_it_is_refused() {
-    let h = Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ]);
-    let mut c = Conn::open(h.port);
+    let h = Hayate::secure_sinks();
+    let mut c = session(&h);
     let late = unhex(LATE_PREREQ);
     c.send_raw(&late);
     match c.next() {
@@ -276,24 +186,10 @@ fn a_prerequisite_after_the_field_that_needs_it_is_refused() {
         (0x33, Message::BarrierReply),
         "no error for xid 0x32"
     );
-    c.send(
-        0x34,
-        &Message::MultipartRequest(MultipartRequest {
-            flags: 0,
-            body: MultipartRequestBody::Flow(FlowStatsRequest::default()),
-        }),
-    );
-    match c.next() {
-        (0x34, Message::MultipartReply(r)) => match r.body {
-            MultipartReplyBody::Flow(v) => {
-                assert_eq!(v.len(), 1, "{v:?}");
-                assert_eq!(v[0].priority, 100);
-                assert_eq!(v[0].matcher.get(packet::Field::TpDst), (80, 0xffff));
-            }
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
+    let v = c.flow_stats(0x34);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].priority, 100);
+    assert_eq!(v[0].matcher.get(packet::Field::TpDst), (80, 0xffff));
 }
 
 /// FLOW_MOD ADD priority 1, no match, apply_actions(push_pbb:0x88e7) (xid 0x41).

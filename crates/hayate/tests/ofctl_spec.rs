@@ -8,28 +8,14 @@ mod ofctl_common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ofctl_common::{flows, have_ofctl, pcap_packets, Hayate};
-
-/// A 60-byte UDP frame 10.0.0.1:1024 → 10.0.0.2:1024 (no FCS), as hex.
-const FRAME: &str = "00000000000200000000000108004500002e00000000401166bd0a0000010a00000204000400001a0000000000000000000000000000000000000000";
-
-fn secure_switch() -> Hayate {
-    Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ])
-}
+use ofctl_common::{flows, have_ofctl, pcap_packets, Hayate, UDP_FRAME_HEX};
 
 #[test]
 fn every_table_features_reply_counts_takes_flows() {
     if !have_ofctl("every_table_features_reply_counts_takes_flows") {
         return;
     }
-    let h = secure_switch();
+    let h = Hayate::secure_sinks();
     let show = h.ofctl("show", &[]);
     assert!(show.contains("n_tables:255,"), "{show}");
     // The last table (OFPTT_MAX, 254) takes flows and is a goto target.
@@ -80,10 +66,10 @@ fn output_to_a_port_that_does_not_exist_is_accepted_and_forwards_once_it_does() 
     if !have_ofctl("output_to_a_port_that_does_not_exist_is_accepted_and_forwards_once_it_does") {
         return;
     }
-    let mut h = secure_switch();
+    let mut h = Hayate::secure_sinks();
     // Accepted (as Open vSwitch accepts it): port 9 does not exist.
     h.ofctl("add-flow", &["priority=7,udp,actions=output:9"]);
-    let packet_out = format!("in_port=1 packet={FRAME} actions=table");
+    let packet_out = format!("in_port=1 packet={UDP_FRAME_HEX} actions=table");
     h.ofctl("packet-out", &[&packet_out]);
     // The flow matched; its only output went nowhere.
     assert_eq!(

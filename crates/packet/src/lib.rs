@@ -13,6 +13,7 @@
 //! | [`mod@extract`] | bytes → flow key and header offsets | yes (the hot path) |
 //! | [`rewrite`] | set-field, push/pop VLAN, TTL, with checksums kept right | yes |
 //! | [`mpls`] | MPLS label stacks: push/pop, top-entry fields, TTL decrement and copies | yes |
+//! | [`vary`] | template frames with fields rewritten per packet, checksums kept | yes (sources) |
 //! | [`checksum`] | internet checksum, RFC 1624 updates, pseudo-headers, CRC32c | yes |
 //! | [`wire`] | zero-copy header views with checked construction | no (tools, tests) |
 //! | [`builder`] | [`builder::PacketSpec`] → frame bytes | no (tests, generator) |
@@ -32,6 +33,7 @@ pub mod key;
 pub mod mpls;
 pub mod pool;
 pub mod rewrite;
+pub mod vary;
 pub mod wire;
 
 pub use batch::{Batch, BATCH_SIZE};

@@ -32,6 +32,26 @@ impl QueueSlot {
     }
 }
 
+/// Claims queue `queue` among `slots` (one per queue of that kind the port has); `kind`
+/// ("rx", "tx", "priority rx") names it in errors, which say when there is no such queue.
+pub(crate) fn claim_queue(
+    slots: &[QueueSlot],
+    port: &str,
+    kind: &str,
+    queue: u16,
+) -> Result<QueueClaim, PortError> {
+    let slot = slots.get(usize::from(queue)).ok_or_else(|| {
+        PortError::new(
+            port,
+            format!(
+                "{kind} queue {queue} does not exist: the port has {} (queues=N for more)",
+                slots.len()
+            ),
+        )
+    })?;
+    slot.claim(port, &format!("{kind} queue {queue}"))
+}
+
 /// Proof that the holder owns a queue. Dropping it releases the queue.
 #[derive(Debug)]
 pub(crate) struct QueueClaim(Arc<AtomicBool>);
@@ -57,5 +77,18 @@ mod tests {
         );
         drop(first);
         assert!(slot.claim("p", "rx queue 0").is_ok());
+    }
+
+    #[test]
+    fn a_queue_past_the_slots_does_not_exist() {
+        let slots = vec![QueueSlot::default(); 2];
+        let _q1 = claim_queue(&slots, "p", "tx", 1).unwrap();
+        let err = claim_queue(&slots, "p", "tx", 1).unwrap_err().to_string();
+        assert!(err.contains("tx queue 1 is already open"), "{err}");
+        let err = claim_queue(&slots, "p", "tx", 2).unwrap_err().to_string();
+        assert!(
+            err.contains("tx queue 2 does not exist: the port has 2"),
+            "{err}"
+        );
     }
 }

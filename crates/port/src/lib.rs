@@ -255,6 +255,18 @@ impl QueueCounters {
             .store(self.errors.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }
 
+    /// Adds what one call of a queue moved: `packets` of `bytes` in all, and `errors`
+    /// (owning thread only; nothing is stored for zeros).
+    #[inline(always)]
+    pub fn add_batch(&self, packets: usize, bytes: u64, errors: u64) {
+        if packets > 0 {
+            self.add(packets as u64, bytes);
+        }
+        if errors > 0 {
+            self.add_errors(errors);
+        }
+    }
+
     /// Reads (packets, bytes, dropped, errors).
     pub fn read(&self) -> (u64, u64, u64, u64) {
         (

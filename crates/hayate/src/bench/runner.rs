@@ -169,7 +169,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         prefix_tracking: sc.prefix_tracking && opts.prefix_tracking,
         ..pipeline::PipelineConfig::default()
     };
-    let mut sw = Switch::new(&sc.name, pool, ports, &sc.flows, cfg)
+    let mut sw = Switch::new(&sc.name, pool, ports, &sc.rules.flows(), cfg)
         .with_context(|| format!("setting up scenario {}", sc.name))?;
     sw.config.revalidate = opts.revalidate;
     let mut pmds = sw.build_pmds(&[Some(opts.core)])?;

@@ -32,8 +32,8 @@ pub struct Scenario {
     pub about: String,
     /// Traffic each port produces (ports are numbered 1..; `None` = a pure sink).
     pub sources: Vec<Option<Traffic>>,
-    /// Flows in ovs-ofctl syntax.
-    pub flows: Vec<String>,
+    /// The flows the switch runs.
+    pub rules: Rules,
     /// Whether the figure depends on frame size (then all [`FRAME_SIZES`] run by default).
     pub size_sensitive: bool,
     /// Report flow setups per second (upcalls that installed a megaflow) as the main figure.
@@ -42,6 +42,26 @@ pub struct Scenario {
     pub prefix_tracking: bool,
     /// Flow changes a control thread makes during the measured window.
     pub churn: Option<Churn>,
+}
+
+/// The flows a scenario's switch runs, in ovs-ofctl syntax. The big sets are made only for a
+/// scenario that runs ([`Rules::flows`]), not when the scenarios are listed or looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rules {
+    /// These flows.
+    Listed(Vec<String>),
+    /// [`churn_flows`]: a rule per source of the `churn-*` traffic.
+    PerChurnSource,
+}
+
+impl Rules {
+    /// The flows.
+    pub fn flows(&self) -> Vec<String> {
+        match self {
+            Rules::Listed(v) => v.clone(),
+            Rules::PerChurnSource => churn_flows(),
+        }
+    }
 }
 
 /// Flow changes made while the traffic runs (the `churn-*` scenarios): a control thread
@@ -128,7 +148,7 @@ fn sc(name: &str, about: &str, sources: Vec<Option<Traffic>>, flows: Vec<String>
         name: name.to_string(),
         about: about.to_string(),
         sources,
-        flows,
+        rules: Rules::Listed(flows),
         size_sensitive: false,
         setups: false,
         prefix_tracking: true,
@@ -264,8 +284,9 @@ pub fn all() -> Vec<Scenario> {
                 }
             ),
             vec![Some(Traffic::Flows(CHURN_FLOWS)), None],
-            churn_flows(),
+            Vec::new(),
         );
+        c.rules = Rules::PerChurnSource;
         c.churn = (per_sec > 0).then_some(Churn {
             per_sec,
             matching_every,
@@ -350,6 +371,21 @@ mod tests {
         assert_eq!(mods.len(), 2000);
         let rewrites = mods.iter().filter(|m| m.priority == 100).count();
         assert_eq!(rewrites, 20);
+    }
+
+    #[test]
+    fn listing_builds_no_big_rule_set() {
+        let every = all();
+        let churn: Vec<&Scenario> = every
+            .iter()
+            .filter(|s| s.rules == Rules::PerChurnSource)
+            .collect();
+        assert_eq!(churn.len(), 5, "churn-0, -100, -1k, -10k, -1k-1pct");
+        assert!(every.iter().all(|s| match &s.rules {
+            Rules::Listed(v) => v.len() <= 65,
+            Rules::PerChurnSource => s.name.starts_with("churn-"),
+        }));
+        assert_eq!(churn[0].rules.flows().len(), CHURN_FLOWS as usize + 1);
     }
 
     #[test]

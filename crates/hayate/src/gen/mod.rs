@@ -189,12 +189,7 @@ pub fn main(args: GenArgs) -> Result<()> {
             let traffic = traffic.traffic()?;
             let pool = pool(&out, traffic.sizes.largest())?;
             let cfg = rate.config(traffic)?;
-            let ports = Ports {
-                tx: Some(open(&port, &pool)?),
-                rx: None,
-            };
-            let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
-            emit_run(&rep, &out)
+            run_ports(&cfg, Some(&port), None, &pool, tsc, &out)
         }
         GenCommand::Recv {
             port,
@@ -218,12 +213,7 @@ pub fn main(args: GenArgs) -> Result<()> {
                 latency_kind: "one-way (valid when the sender runs on this host)".into(),
                 ..Default::default()
             };
-            let ports = Ports {
-                tx: None,
-                rx: Some(open(&port, &pool)?),
-            };
-            let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
-            emit_run(&rep, &out)
+            run_ports(&cfg, None, Some(&port), &pool, tsc, &out)
         }
         GenCommand::Run {
             tx,
@@ -239,12 +229,7 @@ pub fn main(args: GenArgs) -> Result<()> {
             if round_trip {
                 cfg.latency_kind = "round-trip".into();
             }
-            let ports = Ports {
-                tx: Some(open(&tx, &pool)?),
-                rx: Some(open(&rx, &pool)?),
-            };
-            let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
-            emit_run(&rep, &out)
+            run_ports(&cfg, Some(&tx), Some(&rx), &pool, tsc, &out)
         }
         GenCommand::Reflect {
             port,
@@ -290,12 +275,7 @@ pub fn main(args: GenArgs) -> Result<()> {
             };
             let cfg = rate_args.config(traffic)?;
             let name = format!("ring:gen-loopback-{}", std::process::id());
-            let ports = Ports {
-                tx: Some(open(&name, &pool)?),
-                rx: Some(open(&name, &pool)?),
-            };
-            let rep = run_with_progress(&cfg, &ports, &pool, tsc, &out)?;
-            emit_run(&rep, &out)
+            run_ports(&cfg, Some(&name), Some(&name), &pool, tsc, &out)
         }
         GenCommand::Rfc2544 {
             tx,
@@ -358,17 +338,10 @@ pub fn main(args: GenArgs) -> Result<()> {
                 tsc,
                 base,
             );
-            let show = !out.quiet && std::io::stderr().is_terminal();
-            let results = rfc2544::run(&cfg, &mut dut, &mut |line| {
-                if show {
-                    eprint!("\r{line:<100}");
-                    let _ = std::io::stderr().flush();
-                }
-            })
-            .map_err(anyhow::Error::msg)?;
-            if show {
-                eprint!("\r{:<100}\r", "");
-            }
+            let progress = Progress::new(&out);
+            let results = rfc2544::run(&cfg, &mut dut, &mut |line| progress.line(line))
+                .map_err(anyhow::Error::msg)?;
+            progress.done();
             let rep = Rfc2544Report {
                 tx_port: tx,
                 rx_port: rx,
@@ -427,34 +400,67 @@ fn without_priority_path(spec: &str) -> String {
     }
 }
 
-fn run_with_progress(
+/// What a long run prints as it goes: one line on stderr, written over, when stderr is a
+/// terminal and `--quiet` is not given.
+struct Progress {
+    show: bool,
+}
+
+impl Progress {
+    fn new(out: &OutputArgs) -> Progress {
+        Progress {
+            show: !out.quiet && std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Shows `text` in place of the last line.
+    fn line(&self, text: &str) {
+        if self.show {
+            eprint!("\r{text:<100}");
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    /// Clears the line.
+    fn done(&self) {
+        if self.show {
+            eprint!("\r{:<100}\r", "");
+        }
+    }
+}
+
+/// Sends on `tx` and receives on `rx` (either may be absent) as `cfg` says, showing the
+/// rates as it goes, then prints or writes the report.
+fn run_ports(
     cfg: &engine::RunConfig,
-    ports: &Ports,
+    tx: Option<&str>,
+    rx: Option<&str>,
     pool: &Pool,
     tsc: Tsc,
     out: &OutputArgs,
-) -> Result<RunReport> {
-    let show = !out.quiet && std::io::stderr().is_terminal();
+) -> Result<()> {
+    let ports = Ports {
+        tx: tx.map(|spec| open(spec, pool)).transpose()?,
+        rx: rx.map(|spec| open(spec, pool)).transpose()?,
+    };
+    let progress = Progress::new(out);
     let mut last_print = 0.0;
-    let rep = engine::run(cfg, ports, pool, tsc, &mut |s: &Sample| {
-        if show && s.t - last_print >= 0.25 {
+    let rep = engine::run(cfg, &ports, pool, tsc, &mut |s: &Sample| {
+        if s.t - last_print >= 0.25 {
             last_print = s.t;
-            eprint!(
-                "\r{:>6.1} s  tx {:>9.3} Mpps {:>7.3} Gbit/s   rx {:>9.3} Mpps {:>7.3} Gbit/s   ",
+            progress.line(&format!(
+                "{:>6.1} s  tx {:>9.3} Mpps {:>7.3} Gbit/s   rx {:>9.3} Mpps {:>7.3} Gbit/s",
                 s.t,
                 s.tx_pps / 1e6,
                 s.tx_gbps,
                 s.rx_pps / 1e6,
                 s.rx_gbps
-            );
-            let _ = std::io::stderr().flush();
+            ));
         }
     })
     .map_err(anyhow::Error::msg)?;
-    if show {
-        eprint!("\r{:<100}\r", "");
-    }
-    Ok(rep)
+    progress.done();
+    emit_run(&rep, out)
 }
 
 fn write_json<T: serde::Serialize>(v: &T, dest: &str) -> Result<()> {

@@ -1,12 +1,29 @@
-//! A `hayate run` child listening for OpenFlow on a free loopback port, and `ovs-ofctl`
-//! driving it. The child is killed when the guard drops, even when a test fails.
+//! A `hayate run` child listening for OpenFlow on a free loopback port, and `ovs-ofctl`,
+//! `hayate ctl` or a raw OpenFlow [`Session`] driving it. The child is killed when the guard
+//! drops, even when a test fails.
 #![allow(dead_code)]
+
+mod session;
+
+pub use session::Session;
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// A 60-byte UDP frame 10.0.0.1:1024 → 10.0.0.2:1024 (no FCS), as hex.
+pub const UDP_FRAME_HEX: &str = "00000000000200000000000108004500002e00000000401166bd0a0000010a00000204000400001a0000000000000000000000000000000000000000";
+
+/// Hex, spaces and line breaks allowed anywhere, as bytes.
+pub fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
 
 /// Whether `ovs-ofctl` can run here; says so loudly when not.
 pub fn have_ofctl(test: &str) -> bool {
@@ -48,6 +65,33 @@ impl Hayate {
     pub fn start(args: &[&str]) -> Hayate {
         let dir = tempfile::tempdir().expect("temp dir");
         Self::start_in(dir, args)
+    }
+
+    /// Bridge `br0` in secure fail mode with two `null:sink` ports (1 and 2): a switch whose
+    /// tables only a test fills.
+    pub fn secure_sinks() -> Hayate {
+        Self::start(&[
+            "--fail-mode",
+            "secure",
+            "--port",
+            "null:sink",
+            "--port",
+            "null:sink",
+        ])
+    }
+
+    /// Starts `hayate run --config` on `toml`, written to `br.toml` in the run dir.
+    pub fn with_config(toml: &str) -> Hayate {
+        Self::with_config_binary(Path::new(env!("CARGO_BIN_EXE_hayate")), toml, 60)
+    }
+
+    /// As [`Hayate::with_config`], running the `hayate` at `bin` for at most `seconds`.
+    pub fn with_config_binary(bin: &Path, toml: &str, seconds: u32) -> Hayate {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cfg = dir.path().join("br.toml");
+        std::fs::write(&cfg, toml).expect("write br.toml");
+        let cfg = cfg.to_str().expect("utf-8 temp path").to_string();
+        Self::start_binary(bin, dir, &["--config", &cfg], seconds)
     }
 
     /// As [`Hayate::start`], with files already placed in `dir`.
@@ -151,6 +195,41 @@ impl Hayate {
             self.log()
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs `hayate ctl RUN_DIR/BRIDGE.mgmt ARGS…`, which must succeed; its stdout.
+    pub fn ctl(&self, bridge: &str, args: &[&str]) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
+            .arg("ctl")
+            .arg(self.file(&format!("{bridge}.mgmt")))
+            .args(args)
+            .output()
+            .expect("run hayate ctl");
+        assert!(
+            out.status.success(),
+            "hayate ctl {args:?} failed: {}\nswitch log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A raw OpenFlow session with the switch (HELLO done); reads wait at most `timeout`.
+    pub fn session(&self, timeout: Duration) -> Session {
+        Session::open(self.port, timeout)
+    }
+
+    /// A field of the switch's `/proc/PID/status` in KiB (`"VmRSS:"`, `"VmHWM:"`); 0 when
+    /// it cannot be read.
+    pub fn status_kib(&self, field: &str) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
     }
 
     /// Stops the switch politely (SIGTERM) and waits for it.

@@ -331,12 +331,7 @@ impl RxQueue for AfPacketMmsgRx {
         if restocked < filled {
             self.aimed = restocked;
         }
-        if packets > 0 {
-            self.sock.counters.add(packets as u64, bytes as u64);
-        }
-        if errors > 0 {
-            self.sock.counters.add_errors(errors);
-        }
+        self.sock.counters.add_batch(packets, bytes as u64, errors);
         packets
     }
 

@@ -55,7 +55,7 @@ use std::sync::Arc;
 
 use packet::Pool;
 
-use crate::claim::QueueSlot;
+use crate::claim::{claim_queue, QueueSlot};
 use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
 
 use mmsg::AfPacketMmsgRx;
@@ -189,20 +189,6 @@ impl AfPacketPort {
             prio_slots: (0..n).map(|_| QueueSlot::default()).collect(),
         })
     }
-
-    fn check_queue(&self, kind: &str, queue: u16) -> Result<(), PortError> {
-        if queue < self.cfg.queues {
-            Ok(())
-        } else {
-            Err(PortError::new(
-                &self.name,
-                format!(
-                    "{kind} queue {queue} does not exist: the port has {} (queues=N for more)",
-                    self.cfg.queues
-                ),
-            ))
-        }
-    }
 }
 
 impl Port for AfPacketPort {
@@ -220,9 +206,8 @@ impl Port for AfPacketPort {
     }
 
     fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
-        self.check_queue("rx", queue)?;
+        let claim = claim_queue(&self.rx_slots, &self.name, "rx", queue)?;
         let q = usize::from(queue);
-        let claim = self.rx_slots[q].claim(&self.name, &format!("rx queue {queue}"))?;
         let (sock, cache, vnet_hdr) = (self.rx[q].clone(), self.pool.cache(), self.cfg.vnet_hdr);
         Ok(if sock.ring.is_some() {
             Box::new(AfPacketRx::new(sock, cache, vnet_hdr, claim))
@@ -236,9 +221,8 @@ impl Port for AfPacketPort {
     }
 
     fn open_priority_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
-        self.check_queue("priority rx", queue)?;
+        let claim = claim_queue(&self.prio_slots, &self.name, "priority rx", queue)?;
         let q = usize::from(queue);
-        let claim = self.prio_slots[q].claim(&self.name, &format!("priority rx queue {queue}"))?;
         Ok(Box::new(AfPacketMmsgRx::new(
             self.prio[q].clone(),
             self.pool.cache(),
@@ -249,17 +233,8 @@ impl Port for AfPacketPort {
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
         // With prio=on there is one more transmit queue than queues: the priority lane's.
+        let claim = claim_queue(&self.tx_slots, &self.name, "tx", queue)?;
         let q = usize::from(queue);
-        if q >= self.tx.len() {
-            return Err(PortError::new(
-                &self.name,
-                format!(
-                    "tx queue {queue} does not exist: the port has {} (queues=N for more)",
-                    self.tx.len()
-                ),
-            ));
-        }
-        let claim = self.tx_slots[q].claim(&self.name, &format!("tx queue {queue}"))?;
         Ok(Box::new(AfPacketTx::new(
             self.tx[q].clone(),
             self.pool.cache(),

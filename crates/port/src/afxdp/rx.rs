@@ -144,12 +144,7 @@ impl RxQueue for AfXdpRx {
         if self.fill_target.saturating_sub(self.rings.in_kernel) >= BATCH_SIZE as u32 {
             self.refill();
         }
-        if got > 0 {
-            self.counters.add(got as u64, bytes);
-        }
-        if bad > 0 {
-            self.counters.add_errors(bad);
-        }
+        self.counters.add_batch(got, bytes, bad);
         got
     }
 

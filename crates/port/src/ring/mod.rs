@@ -152,9 +152,7 @@ impl RxQueue for RingRx {
     #[inline]
     fn recv(&mut self, batch: &mut Batch) -> usize {
         let (n, bytes) = self.ring.dequeue(batch);
-        if n > 0 {
-            self.counters.add(n as u64, bytes as u64);
-        }
+        self.counters.add_batch(n, bytes as u64, 0);
         n
     }
 }
@@ -174,9 +172,7 @@ impl TxQueue for RingTx {
     #[inline]
     fn send(&mut self, batch: &mut Batch) -> usize {
         let (n, bytes) = self.ring.enqueue(batch);
-        if n > 0 {
-            self.counters.add(n as u64, bytes as u64);
-        }
+        self.counters.add_batch(n, bytes as u64, 0);
         n
     }
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use packet::Pool;
 
-use crate::claim::QueueSlot;
+use crate::claim::{claim_queue, QueueSlot};
 use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
 
 use queue::{TapRx, TapTx};
@@ -229,20 +229,6 @@ impl TapPort {
             cfg,
         })
     }
-
-    fn check_queue(&self, kind: &str, queue: u16) -> Result<usize, PortError> {
-        if queue < self.cfg.queues {
-            Ok(usize::from(queue))
-        } else {
-            Err(PortError::new(
-                &self.name,
-                format!(
-                    "{kind} queue {queue} does not exist: the port has {} (queues=N for more)",
-                    self.cfg.queues
-                ),
-            ))
-        }
-    }
 }
 
 impl Port for TapPort {
@@ -260,8 +246,8 @@ impl Port for TapPort {
     }
 
     fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
-        let q = self.check_queue("rx", queue)?;
-        let claim = self.rx_slots[q].claim(&self.name, &format!("rx queue {queue}"))?;
+        let claim = claim_queue(&self.rx_slots, &self.name, "rx", queue)?;
+        let q = usize::from(queue);
         Ok(Box::new(TapRx::new(
             self.queues[q].clone(),
             self.pool.cache(),
@@ -270,8 +256,8 @@ impl Port for TapPort {
     }
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        let q = self.check_queue("tx", queue)?;
-        let claim = self.tx_slots[q].claim(&self.name, &format!("tx queue {queue}"))?;
+        let claim = claim_queue(&self.tx_slots, &self.name, "tx", queue)?;
+        let q = usize::from(queue);
         Ok(Box::new(TapTx::new(
             self.queues[q].clone(),
             self.pool.cache(),

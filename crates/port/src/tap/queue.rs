@@ -93,12 +93,7 @@ impl RxQueue for TapRx {
                 Delivered::Dropped => errors += 1,
             }
         }
-        if packets > 0 {
-            self.q.rx.add(packets as u64, bytes as u64);
-        }
-        if errors > 0 {
-            self.q.rx.add_errors(errors);
-        }
+        self.q.rx.add_batch(packets, bytes as u64, errors);
         packets
     }
 
@@ -182,12 +177,7 @@ impl TxQueue for TapTx {
         for p in batch.drain_front(done) {
             self.cache.free(p);
         }
-        if sent > 0 {
-            self.q.tx.add(sent as u64, bytes as u64);
-        }
-        if errors > 0 {
-            self.q.tx.add_errors(errors);
-        }
+        self.q.tx.add_batch(sent, bytes as u64, errors);
         sent
     }
 }

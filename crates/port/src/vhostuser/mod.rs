@@ -50,7 +50,7 @@ use std::thread::JoinHandle;
 
 use packet::Pool;
 
-use crate::claim::QueueSlot;
+use crate::claim::{claim_queue, QueueSlot};
 use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
 
 use live::VringSlot;
@@ -226,25 +226,6 @@ impl VhostUserPort {
     pub fn config(&self) -> &VhostUserConfig {
         &self.cfg
     }
-
-    /// Claims `kind` queue `queue` of `slots`, or says why not.
-    fn claim(
-        &self,
-        slots: &[QueueSlot],
-        kind: &str,
-        queue: u16,
-    ) -> Result<crate::claim::QueueClaim, PortError> {
-        let slot = slots.get(usize::from(queue)).ok_or_else(|| {
-            PortError::new(
-                &self.name,
-                format!(
-                    "has {} {kind} queues; no queue {queue} (queues=N for more)",
-                    self.cfg.queues
-                ),
-            )
-        })?;
-        slot.claim(&self.name, &format!("{kind} queue {queue}"))
-    }
 }
 
 /// Creates the listening socket of a server-mode port at `path`. A socket file nobody
@@ -316,7 +297,7 @@ impl Port for VhostUserPort {
     }
 
     fn open_rx(&self, queue: u16) -> Result<Box<dyn RxQueue>, PortError> {
-        let claim = self.claim(&self.rx_slots, "rx", queue)?;
+        let claim = claim_queue(&self.rx_slots, &self.name, "rx", queue)?;
         Ok(Box::new(rx::VhostRx::new(
             self.shared.clone(),
             usize::from(queue),
@@ -326,7 +307,7 @@ impl Port for VhostUserPort {
     }
 
     fn open_tx(&self, queue: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        let claim = self.claim(&self.tx_slots, "tx", queue)?;
+        let claim = claim_queue(&self.tx_slots, &self.name, "tx", queue)?;
         Ok(Box::new(tx::VhostTx::new(
             self.shared.clone(),
             usize::from(queue),

@@ -363,11 +363,6 @@ impl VhostRx {
     #[inline]
     fn account(&self, packets: usize, bytes: usize, errors: u64) {
         let c = &self.shared.rx[self.queue];
-        if packets > 0 {
-            c.add(packets as u64, bytes as u64);
-        }
-        if errors > 0 {
-            c.add_errors(errors);
-        }
+        c.add_batch(packets, bytes as u64, errors);
     }
 }
