@@ -195,7 +195,7 @@ fn packet_out_reaches_a_pcap_port() {
         dump,
         ["cookie=0x0, table=0, n_packets=1, n_bytes=60, priority=7,udp actions=output:2"]
     );
-    std::thread::sleep(Duration::from_millis(300));
+    wait_tx(&h, 2, 2);
     let pcap = h.file("out.pcap");
     h.stop();
     let pkts = pcap_packets(&pcap);
@@ -381,21 +381,20 @@ fn mpls_flows_install_dump_and_label_packets() {
     );
     h.ofctl(
         "packet-out",
-        &[&format!("in_port=1 packet={} actions=table", frame_hex())],
+        &[&format!("in_port=1 packet={UDP_FRAME_HEX} actions=table")],
     );
     // The packet-out's own actions: the new entry takes the IP TTL (64).
     h.ofctl(
         "packet-out",
         &[&format!(
-            "in_port=1 packet={} actions=push_mpls:0x8848,set_mpls_label:5,output:2",
-            frame_hex()
+            "in_port=1 packet={UDP_FRAME_HEX} actions=push_mpls:0x8848,set_mpls_label:5,output:2"
         )],
     );
-    std::thread::sleep(Duration::from_millis(300));
+    wait_tx(&h, 2, 2);
     let pcap = h.file("out.pcap");
     h.stop();
     let pkts = pcap_packets(&pcap);
-    let orig = hex(&frame_hex());
+    let orig = unhex(UDP_FRAME_HEX);
     assert_eq!(pkts.len(), 2, "{}", pcap.display());
     for p in &pkts {
         assert_eq!(p.len(), orig.len() + 4);
@@ -405,4 +404,26 @@ fn mpls_flows_install_dump_and_label_packets() {
     assert_eq!(&pkts[0][12..18], &[0x88, 0x47, 0x00, 0x01, 0x05, 0x08]);
     // Ethertype 0x8848, label 5 · TC 0 · bottom of stack · TTL 64.
     assert_eq!(&pkts[1][12..18], &[0x88, 0x48, 0x00, 0x00, 0x51, 0x40]);
+}
+
+/// Waits (at most 10 s) until port `port` of `h` has sent `n` packets by `dump-ports`, so
+/// that what a packet-out sent is in the port's file before the switch stops.
+fn wait_tx(h: &Hayate, port: u32, n: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = h.ofctl("dump-ports", &[&port.to_string()]);
+        let sent = text
+            .split("tx pkts=")
+            .nth(1)
+            .and_then(|t| t.split(',').next())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if sent.is_some_and(|s| s >= n) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "port {port} sent {sent:?} of {n} packets:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

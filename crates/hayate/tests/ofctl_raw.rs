@@ -232,7 +232,7 @@ fn pbb_is_refused_and_copy_ttl_and_ipv6_exthdr_are_taken() {
         "--port",
         "null:sink",
     ]);
-    let mut c = Conn::open(h.port);
+    let mut c = session(&h);
     for (hex, xid, code) in [
         (PUSH_PBB, 0x41, ErrorCode::BAC_BAD_TYPE),
         (MATCH_PBB_ISID, 0x42, ErrorCode::BMC_BAD_FIELD),
@@ -251,32 +251,18 @@ fn pbb_is_refused_and_copy_ttl_and_ipv6_exthdr_are_taken() {
         (0x45, Message::BarrierReply),
         "no error for 0x43, 0x44"
     );
-    c.send(
-        0x46,
-        &Message::MultipartRequest(MultipartRequest {
-            flags: 0,
-            body: MultipartRequestBody::Flow(FlowStatsRequest::default()),
-        }),
-    );
-    match c.next() {
-        (0x46, Message::MultipartReply(r)) => match r.body {
-            MultipartReplyBody::Flow(mut v) => {
-                v.sort_by_key(|f| f.priority);
-                assert_eq!(v.len(), 2, "{v:?}");
-                assert_eq!(
-                    v[0].instructions,
-                    [Instruction::ApplyActions(vec![
-                        Action::CopyTtlOut,
-                        Action::Output {
-                            port: 2,
-                            max_len: 0xffff
-                        }
-                    ])]
-                );
-                assert_eq!(v[1].matcher.get(packet::Field::Ipv6Exthdr), (0x40, 0x1c0));
+    let mut v = c.flow_stats(0x46);
+    v.sort_by_key(|f| f.priority);
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert_eq!(
+        v[0].instructions,
+        [Instruction::ApplyActions(vec![
+            Action::CopyTtlOut,
+            Action::Output {
+                port: 2,
+                max_len: 0xffff
             }
-            other => panic!("{other:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
+        ])]
+    );
+    assert_eq!(v[1].matcher.get(packet::Field::Ipv6Exthdr), (0x40, 0x1c0));
 }
