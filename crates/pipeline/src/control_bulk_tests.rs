@@ -21,14 +21,14 @@ fn out(p: u32) -> Vec<Instruction> {
 fn flow(i: u32) -> FlowMod {
     let mut m = Match::ANY;
     m.set_exact(Field::InPort, u128::from(i % 50 + 1));
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         m.set_exact(Field::EthType, 0x0800);
         m.set_exact(Field::Ipv4Src, u128::from(0x0a00_0000 + i));
     } else {
         m.set_exact(Field::EthType, 0x0806);
     }
     let mut fm = FlowMod::add((i % 4 / 2) as u8, (i % 7) as u16, m, out(2));
-    fm.flags.send_flow_rem = i % 3 == 0;
+    fm.flags.send_flow_rem = i.is_multiple_of(3);
     fm
 }
 

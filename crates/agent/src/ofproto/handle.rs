@@ -11,7 +11,7 @@ use openflow::{
 };
 use pipeline::model::{ports, MAX_TABLE, N_TABLES};
 
-use super::{features, multipart, packet_out, OfBridge, State};
+use super::{bulk, features, multipart, packet_out, OfBridge, State};
 use crate::reply_stream::Producer;
 use crate::role::Role;
 use crate::ConnId;
@@ -99,6 +99,29 @@ pub(super) fn handle(
         }
         M::FlowMod(fm) => {
             let mut st = b.lock();
+            if st.control.is_bulk(&fm.flow_mod) {
+                match st.control.plan_bulk(&fm.flow_mod) {
+                    Ok(plan) => {
+                        drop(st);
+                        return Some(bulk::producer(
+                            b.state.clone(),
+                            b.pump_wake
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .clone(),
+                            plan,
+                            fm.flow_mod,
+                            fm.buffer_id,
+                            msg.to_vec(),
+                        ));
+                    }
+                    Err(e) => {
+                        tracing::debug!(conn = conn.0, "flow-mod refused: {e}");
+                        error(out, msg, code_of(e.ofp_error()));
+                        return None;
+                    }
+                }
+            }
             match st.control.flow_mod(&fm.flow_mod) {
                 Ok(()) => {
                     st.dirty = true;
