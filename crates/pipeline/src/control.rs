@@ -515,6 +515,17 @@ impl Control {
         &self.groups
     }
 
+    /// The groups of the working copy, shared: a snapshot to walk without the control side
+    /// (copy-on-write keeps it as it is while group-mods go on).
+    pub fn groups_snapshot(&self) -> Arc<GroupTable> {
+        self.groups.clone()
+    }
+
+    /// The meters of the working copy, shared (as [`Control::groups_snapshot`]).
+    pub fn meters_snapshot(&self) -> Arc<HashMap<u32, Arc<MeterState>>> {
+        self.meters.clone()
+    }
+
     /// The meters of the working copy with their live state and counters (for
     /// dump-meters), in no particular order.
     pub fn meters(&self) -> impl Iterator<Item = &Arc<MeterState>> + '_ {

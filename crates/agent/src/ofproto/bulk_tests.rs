@@ -38,7 +38,10 @@ fn bridge() -> (std::sync::Arc<OfBridge>, usize) {
     for i in 0..FLOWS {
         let mut m = Match::ANY;
         m.set_exact(Field::InPort, u128::from(i % 4 + 1));
-        m.set_exact(Field::EthType, if i.is_multiple_of(3) { 0x0800 } else { 0x0806 });
+        m.set_exact(
+            Field::EthType,
+            if i.is_multiple_of(3) { 0x0800 } else { 0x0806 },
+        );
         m.set_exact(Field::EthSrc, u128::from(i));
         let mut fm = FlowMod::add(0, 10, m, out(2));
         fm.flags.send_flow_rem = i.is_multiple_of(3);
