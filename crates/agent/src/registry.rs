@@ -307,7 +307,7 @@ impl Drop for Registration {
 mod tests {
     use super::*;
     use crate::testing::{bridge, message};
-    use crate::wire::msg_type as mt;
+    use openflow::msg_type as mt;
 
     #[tokio::test]
     async fn a_listener_s_connection_counts_for_the_fail_mode_only_once_it_takes_charge() {

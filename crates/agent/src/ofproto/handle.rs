@@ -32,14 +32,7 @@ pub(super) fn reply(out: &mut Vec<u8>, xid: u32, msg: &Message) {
 
 /// Appends the error `code` answering `request`.
 pub(super) fn error(out: &mut Vec<u8>, request: &[u8], code: ErrorCode) {
-    let xid = request
-        .get(4..8)
-        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-    reply(
-        out,
-        xid,
-        &Message::Error(ErrorMsg::for_request(code, request)),
-    );
+    openflow::encode_error_for(request, code, out);
 }
 
 fn code_of((kind, code): (u16, u16)) -> ErrorCode {

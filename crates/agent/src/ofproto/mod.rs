@@ -270,7 +270,7 @@ impl OfBridge {
     /// while the datapath's packet-out queue is full (the session then waits for it to drain
     /// rather than answer with an error).
     fn packet_out_room(&self, msg_type: u8) -> bool {
-        msg_type != crate::wire::msg_type::PACKET_OUT
+        msg_type != openflow::msg_type::PACKET_OUT
             || self
                 .injector
                 .lock()
