@@ -575,7 +575,11 @@ impl Control {
     pub fn tick(&mut self, now_ms: u64) -> Vec<RemovedFlow> {
         if self.trim_at.is_some_and(|t| now_ms >= t) {
             self.trim_at = None;
-            give_back_memory();
+            // On a thread of its own: a trim walks the whole heap (a second for a few GiB),
+            // which must not hold up the control side. (When no thread can start, no trim.)
+            let _ = std::thread::Builder::new()
+                .name("hayate-trim".into())
+                .spawn(give_back_memory);
         }
         let mut out = Vec::new();
         let timed = match self.timed_tables.take() {

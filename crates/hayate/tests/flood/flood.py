@@ -6,9 +6,9 @@ client that trickles a partial message instead is closed by the switch's message
 and the descriptors such clients free together let a waiting `hayate ctl` in: a flood of
 them does not lock out even a switch without caps for long.)
 Connections are opened on a thread of their own, so a connect that waits (a full accept
-queue) never holds up the echoes, sent from the start. Connections the switch closes are replaced, at most 5 * N
-in all. Prints "flooding" once the first N were attempted, and at the end:
-attempts=A opened=O closed=C."""
+queue) never holds up the echoes, sent from the start. Connections the switch closed are
+replaced together once a second, at most 5 * N in all. Prints "flooding" once the first N
+were attempted, and at the end: attempts=A opened=O closed=C."""
 
 import resource
 import socket
@@ -25,6 +25,8 @@ lock = threading.Lock()
 conns = []
 attempts = opened = closed = 0
 first_round = threading.Event()
+# Set by the echo loop once a second: the closed connections are replaced then, together.
+tick = threading.Event()
 end = time.time() + seconds
 
 
@@ -38,7 +40,8 @@ def top_up():
             if attempts >= n:
                 first_round.set()
         if not want:
-            time.sleep(0.05)
+            tick.wait(0.5)
+            tick.clear()
             continue
         try:
             s = socket.create_connection(("127.0.0.1", port), timeout=0.2)
@@ -75,5 +78,6 @@ while time.time() < end:
                 closed += 1
                 conns.remove(s)
             s.close()
+    tick.set()
 with lock:
     print(f"attempts={attempts} opened={opened} closed={closed}", flush=True)
