@@ -14,7 +14,8 @@
 //!   for a role) is never closed for a newcomer; when only such connections hold the cap,
 //!   the newcomer is refused.
 //! - Activity is a whole message, not a byte: a session records the time of each message it
-//!   handles ([`Activity::touch`]), so trickling bytes does not make a connection look busy
+//!   handles and of each piece of a long reply it sends ([`Activity::touch`]), so trickling
+//!   bytes does not make a connection look busy, and a dump under way does not look idle
 //!   (and the session itself closes a connection whose partial message does not complete
 //!   within the probe interval).
 
@@ -71,7 +72,7 @@ impl Activity {
         }
     }
 
-    /// The session handled a whole message.
+    /// The session handled a whole message (or sent a piece of a long reply).
     pub(crate) fn touch(&self) {
         self.last_ms.store(now_ms(), Relaxed);
     }

@@ -341,7 +341,14 @@ impl Session<'_> {
         loop {
             tokio::select! {
                 piece = pieces.next() => match piece {
-                    Some(piece) => self.out.extend_from_slice(&piece),
+                    Some(piece) => {
+                        // A connection taking a long reply is not idle: a connection cap
+                        // must not close it as the idle one in the middle of its dump.
+                        if let Some(a) = self.activity {
+                            a.touch();
+                        }
+                        self.out.extend_from_slice(&piece);
+                    }
                     None => return Ok(()),
                 },
                 Some(msg) = recv(&mut self.queue) => self.out.extend_from_slice(&msg),

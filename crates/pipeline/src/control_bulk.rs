@@ -32,8 +32,10 @@ use crate::model::{FlowMod, FlowModCommand, Match, ALL_TABLES, MAX_TABLE};
 use crate::table::{FlowFilter, FlowTable};
 
 /// A modify or delete is done in bulk when the tables it reads hold more entries than this;
-/// below, walking them in place is quicker than a snapshot and a swap.
-pub const BULK_MIN: usize = 8_192;
+/// below, walking them in place takes a few milliseconds, less than a snapshot, a thread
+/// and a swap (and such flow-mods, frequent in churn, then take no reply-producer slot from
+/// the dumps).
+pub const BULK_MIN: usize = 65_536;
 
 /// Most changed keys a bulk flow-mod takes into account at its swap; past them it plans
 /// again.

@@ -199,8 +199,16 @@ fn a_bulk_modify_refuses_what_in_place_refuses() {
 fn only_big_non_strict_modifies_and_filtered_deletes_are_bulk() {
     let small = filled(100);
     assert!(!small.is_bulk(&del_ip(ALL_TABLES)));
-    let big = filled(4 * BULK_MIN as u32 + 400);
+    // Table 0 just past the threshold.
+    let mut big = filled(0);
+    for i in 0..=BULK_MIN as u32 {
+        let mut m = ip_match();
+        m.set_exact(Field::Ipv4Src, u128::from(i));
+        big.flow_mod(&FlowMod::add(0, 1, m, out(2))).unwrap();
+    }
     assert!(big.is_bulk(&del_ip(ALL_TABLES)));
+    assert!(big.is_bulk(&del_ip(0)));
+    assert!(!big.is_bulk(&del_ip(1)), "table 1 is empty");
     assert!(big.is_bulk(&mod_ip(0)));
     let everything = FlowMod {
         command: FlowModCommand::Delete,
