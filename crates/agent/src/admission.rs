@@ -62,7 +62,7 @@ fn now_ms() -> u64 {
 }
 
 impl Activity {
-    fn new() -> Activity {
+    pub(crate) fn new() -> Activity {
         let now = now_ms();
         Activity {
             opened_ms: now,
@@ -70,6 +70,13 @@ impl Activity {
             negotiated: AtomicBool::new(false),
             in_charge: AtomicBool::new(false),
         }
+    }
+
+    /// When the session last handled a whole message or sent a piece of a long reply (ms on
+    /// this module's clock).
+    #[cfg(test)]
+    pub(crate) fn last_ms(&self) -> u64 {
+        self.last_ms.load(Relaxed)
     }
 
     /// The session handled a whole message (or sent a piece of a long reply).

@@ -91,3 +91,37 @@ async fn a_reply_in_pieces_holds_up_only_its_own_session() {
         "A's request, B's features, then A's features"
     );
 }
+
+/// A connection taking a long reply is active for the connection caps: each piece sent
+/// moves its activity on, so a cap does not close it as the idle one in the middle of a dump.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn each_piece_of_a_long_reply_is_activity() {
+    let bridge = bridge();
+    let (gate, gate_rx) = std::sync::mpsc::channel();
+    *bridge.pieces.lock().unwrap() = Some(Pieces {
+        count: 2,
+        gate: gate_rx,
+    });
+    let (registry, _connected) = Registry::new(bridge.clone(), RateLimit::default(), 8);
+    let activity = Arc::new(crate::admission::Activity::new());
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (r, a) = (registry.clone(), activity.clone());
+    tokio::spawn(async move {
+        session::run(&r, ours, &Target::Unix("t".into()), "t", PROBE, Some(&a)).await
+    });
+    let mut c = FakeController::handshake(theirs).await;
+    c.send(&message(MULTIPART_REQUEST, 1, &[])).await;
+    gate.send(()).unwrap();
+    c.expect(MULTIPART_REPLY).await;
+    let after_first = activity.last_ms();
+    // Later than the first piece on the activity clock (milliseconds), whatever the load.
+    std::thread::sleep(Duration::from_millis(5));
+    gate.send(()).unwrap();
+    c.expect(MULTIPART_REPLY).await;
+    assert!(
+        activity.last_ms() > after_first,
+        "the second piece was activity: {} then {}",
+        after_first,
+        activity.last_ms()
+    );
+}
