@@ -70,7 +70,7 @@ fn now_ms() -> u64 {
 }
 
 impl Activity {
-    fn new() -> Activity {
+    pub(crate) fn new() -> Activity {
         let now = now_ms();
         Activity {
             opened_ms: now,

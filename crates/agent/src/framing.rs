@@ -6,7 +6,8 @@
 //! next message start?), so it is an error that ends the connection; the caller answers it with
 //! OFPBRC_BAD_LEN. The buffer never holds more than one maximal message (64 KiB) plus one read.
 
-use crate::wire::{Header, HEADER_LEN};
+use openflow::header::HEADER_LEN;
+use openflow::Header;
 
 /// A header declared a length shorter than the header itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -60,7 +61,7 @@ impl Framer {
     /// The next whole message, `Ok(None)` when more bytes are needed.
     pub fn next_message(&mut self) -> Result<Option<&[u8]>, BadLength> {
         let unread = &self.buf[self.start..];
-        let Some(header) = Header::parse(unread) else {
+        let Ok(header) = Header::parse(unread) else {
             return Ok(None);
         };
         let len = usize::from(header.length);
@@ -85,9 +86,9 @@ impl Framer {
     /// out next), without consuming it.
     pub fn peek_type(&self) -> Option<u8> {
         let unread = &self.buf[self.start..];
-        let header = Header::parse(unread)?;
+        let header = Header::parse(unread).ok()?;
         let len = usize::from(header.length);
-        (len >= HEADER_LEN && unread.len() >= len).then_some(header.msg_type)
+        (len >= HEADER_LEN && unread.len() >= len).then_some(header.kind)
     }
 
     /// Whether a message has begun but is not whole yet (bytes wait, and the next message
@@ -95,8 +96,8 @@ impl Framer {
     pub fn partial(&self) -> bool {
         let unread = &self.buf[self.start..];
         match Header::parse(unread) {
-            None => !unread.is_empty(),
-            Some(h) => unread.len() < usize::from(h.length),
+            Err(_) => !unread.is_empty(),
+            Ok(h) => unread.len() < usize::from(h.length),
         }
     }
 
@@ -120,7 +121,7 @@ mod tests {
         let mut m = vec![];
         Header {
             version: 4,
-            msg_type: ty,
+            kind: ty,
             length: (8 + body.len()) as u16,
             xid,
         }

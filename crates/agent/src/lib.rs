@@ -33,7 +33,6 @@ pub mod session;
 pub mod target;
 pub mod tls;
 pub mod transport;
-pub mod wire;
 
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;

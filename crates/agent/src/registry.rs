@@ -53,6 +53,8 @@ pub struct ConnInfo {
     pub queue_full: u64,
     /// Inactivity probes sent.
     pub probes: u64,
+    /// Asynchronous messages its queue can take now.
+    pub queue_room: usize,
 }
 
 /// Where one asynchronous message went.
@@ -273,6 +275,7 @@ impl Registry {
                 rate_limited: e.counters.rate_limited.load(Relaxed),
                 queue_full: e.counters.queue_full.load(Relaxed),
                 probes: e.counters.probes.load(Relaxed),
+                queue_room: e.tx.capacity(),
             })
             .collect()
     }
@@ -304,7 +307,7 @@ impl Drop for Registration {
 mod tests {
     use super::*;
     use crate::testing::{bridge, message};
-    use crate::wire::msg_type as mt;
+    use openflow::msg_type as mt;
 
     #[tokio::test]
     async fn a_listener_s_connection_counts_for_the_fail_mode_only_once_it_takes_charge() {

@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use openflow::{ControllerRole, ErrorCode};
+
 use crate::ConnId;
 
 /// The role of one controller connection.
@@ -50,6 +52,16 @@ impl Role {
     }
 }
 
+impl From<Role> for ControllerRole {
+    fn from(r: Role) -> ControllerRole {
+        match r {
+            Role::Equal => ControllerRole::Equal,
+            Role::Master => ControllerRole::Master,
+            Role::Slave => ControllerRole::Slave,
+        }
+    }
+}
+
 /// Why a role request was refused (maps to OFPET_ROLE_REQUEST_FAILED codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RoleError {
@@ -70,13 +82,12 @@ pub enum RoleError {
 }
 
 impl RoleError {
-    /// The OFPET_ROLE_REQUEST_FAILED code for this error.
-    pub fn wire_code(&self) -> u16 {
-        use crate::wire::error_code::*;
+    /// The OFPET_ROLE_REQUEST_FAILED error for this refusal.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            RoleError::Stale { .. } => ROLE_REQUEST_FAILED_STALE,
-            RoleError::BadRole(_) => ROLE_REQUEST_FAILED_BAD_ROLE,
-            RoleError::UnknownConn(_) => ROLE_REQUEST_FAILED_UNSUP,
+            RoleError::Stale { .. } => ErrorCode::RRFC_STALE,
+            RoleError::BadRole(_) => ErrorCode::RRFC_BAD_ROLE,
+            RoleError::UnknownConn(_) => ErrorCode::RRFC_UNSUP,
         }
     }
 }
@@ -235,10 +246,7 @@ mod tests {
         t.request(ConnId(0), MASTER, 10).unwrap();
         let e = t.request(ConnId(1), MASTER, 9).unwrap_err();
         assert_eq!(e, RoleError::Stale { got: 9, newest: 10 });
-        assert_eq!(
-            e.wire_code(),
-            crate::wire::error_code::ROLE_REQUEST_FAILED_STALE
-        );
+        assert_eq!(e.error_code(), ErrorCode::RRFC_STALE);
         assert_eq!(t.role(ConnId(0)), Some(Role::Master));
         assert_eq!(t.role(ConnId(1)), Some(Role::Equal));
         // Slave requests are checked too; equal and nochange are not.
@@ -263,10 +271,7 @@ mod tests {
         let mut t = table(1);
         let e = t.request(ConnId(0), 4, 0).unwrap_err();
         assert_eq!(e, RoleError::BadRole(4));
-        assert_eq!(
-            e.wire_code(),
-            crate::wire::error_code::ROLE_REQUEST_FAILED_BAD_ROLE
-        );
+        assert_eq!(e.error_code(), ErrorCode::RRFC_BAD_ROLE);
         assert_eq!(
             t.request(ConnId(7), MASTER, 0),
             Err(RoleError::UnknownConn(ConnId(7)))

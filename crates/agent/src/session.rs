@@ -36,8 +36,12 @@ use crate::registry::{Registration, Registry};
 use crate::reply_stream::ReplyStream;
 use crate::role::Role;
 use crate::target::Target;
-use crate::wire::{self, error_code as ec, msg_type as mt, Header, HelloOffer, RoleMessage};
 use crate::ConnId;
+use openflow::header::HEADER_LEN;
+use openflow::{
+    encode_error_for, msg_type as mt, ControllerRole, ErrorCode, ErrorMsg, Header, Hello, Message,
+    RoleRequest, OFP_VERSION,
+};
 
 /// Why a session ended.
 #[derive(Debug, thiserror::Error)]
@@ -164,6 +168,14 @@ async fn recv(queue: &mut Option<mpsc::Receiver<Arc<[u8]>>>) -> Option<Arc<[u8]>
     }
 }
 
+/// Appends `msg` under `xid`. What the session itself says (HELLO, echo, errors, role
+/// replies) always encodes.
+fn put(out: &mut Vec<u8>, xid: u32, msg: &Message) {
+    if let Err(e) = openflow::encode(xid, msg, out) {
+        tracing::error!("cannot encode a {} message: {e}", msg.kind());
+    }
+}
+
 /// Most queued asynchronous messages gathered into one write.
 const ASYNC_BATCH: usize = 64;
 
@@ -179,7 +191,7 @@ impl Session<'_> {
         probe: Duration,
     ) -> SessionEnd {
         let xid = self.xid();
-        wire::hello(&mut self.out, xid);
+        put(&mut self.out, xid, &Message::Hello(Hello::default()));
         if let Err(end) = self.flush(stream, probe).await {
             return end;
         }
@@ -286,7 +298,7 @@ impl Session<'_> {
                         r.counters.probes.fetch_add(1, Relaxed);
                     }
                     let xid = self.xid();
-                    wire::echo_request(&mut self.out, xid);
+                    put(&mut self.out, xid, &Message::EchoRequest(Vec::new()));
                     if let Err(end) = self.flush(stream, probe).await {
                         return end;
                     }
@@ -408,12 +420,7 @@ impl Session<'_> {
                 }
                 Ok(None) => return Next::Continue,
                 Err(bad) => {
-                    wire::error_for(
-                        &mut self.out,
-                        &bad.header,
-                        ec::BAD_REQUEST,
-                        ec::BAD_REQUEST_BAD_LEN,
-                    );
+                    encode_error_for(&bad.header, ErrorCode::BRC_BAD_LEN, &mut self.out);
                     return Next::Close(SessionEnd::BadLength(bad.declared));
                 }
             }
@@ -432,25 +439,25 @@ impl Session<'_> {
             a.touch();
         }
         // The framer hands out only messages of at least 8 bytes.
-        let Some(h) = Header::parse(msg) else {
+        let Ok(h) = Header::parse(msg) else {
             return Next::Continue;
         };
         let Some(registration) = &self.registration else {
             return self.on_hello(h, msg);
         };
         registration.counters.rx_messages.fetch_add(1, Relaxed);
-        if h.version != wire::OFP_VERSION {
-            wire::error_for(
-                &mut self.out,
-                msg,
-                ec::BAD_REQUEST,
-                ec::BAD_REQUEST_BAD_VERSION,
-            );
+        if h.version != OFP_VERSION {
+            encode_error_for(msg, ErrorCode::BRC_BAD_VERSION, &mut self.out);
             return Next::Continue;
         }
-        match h.msg_type {
+        match h.kind {
             mt::HELLO | mt::ECHO_REPLY => {}
-            mt::ECHO_REQUEST => wire::echo_reply(&mut self.out, msg),
+            // The framer hands out whole messages: the body is what follows the header.
+            mt::ECHO_REQUEST => put(
+                &mut self.out,
+                h.xid,
+                &Message::EchoReply(msg[HEADER_LEN..].to_vec()),
+            ),
             mt::ROLE_REQUEST => {
                 self.take_charge();
                 self.on_role_request(h, msg)
@@ -461,12 +468,7 @@ impl Session<'_> {
                 }
                 let role = self.registry.role(self.id);
                 if role == Role::Slave && changes_state(ty) {
-                    wire::error_for(
-                        &mut self.out,
-                        msg,
-                        ec::BAD_REQUEST,
-                        ec::BAD_REQUEST_IS_SLAVE,
-                    );
+                    encode_error_for(msg, ErrorCode::BRC_IS_SLAVE, &mut self.out);
                 } else {
                     self.streaming =
                         self.registry
@@ -479,53 +481,75 @@ impl Session<'_> {
     }
 
     fn on_hello(&mut self, h: Header, msg: &[u8]) -> Next {
-        let (code, why) = match HelloOffer::parse(msg) {
-            None => (ec::HELLO_FAILED_EPERM, format!("first message has type {}, not HELLO", h.msg_type)),
-            Some(offer) if !offer.accepts_1_3() => (
-                ec::HELLO_FAILED_INCOMPATIBLE,
-                format!(
-                    "the controller offers version 0x{:02x} (bitmap {:?}); Hayate speaks only OpenFlow 1.3 (0x04)",
-                    offer.header_version, offer.bitmap
-                ),
-            ),
-            Some(_) => {
-                let (registration, queue) = self.registry.register(self.id, self.target, self.peer);
-                self.registration = Some(registration);
-                self.queue = Some(queue);
-                if let Some(a) = self.activity {
-                    a.negotiated();
-                }
-                tracing::info!(
-                    dpid = format_args!("{:016x}", self.registry.bridge.datapath_id()),
-                    conn = self.id.0,
-                    target = %self.target,
-                    peer = self.peer,
-                    "controller connected (OpenFlow 1.3)"
-                );
-                return Next::Continue;
-            }
+        let offer = match openflow::decode(msg) {
+            Ok((_, Message::Hello(hello))) => Some(hello),
+            // A HELLO whose element list is malformed: its header version still counts, as
+            // OpenFlow asks.
+            Err(_) if h.kind == mt::HELLO => Some(Hello {
+                version: h.version,
+                versions: None,
+            }),
+            _ => None,
         };
-        // Answer in a version the peer can read: its own when lower than ours.
-        let version = h.version.min(wire::OFP_VERSION);
-        wire::error(
-            &mut self.out,
-            version,
-            h.xid,
-            ec::HELLO_FAILED,
+        let (code, why) = match offer {
+            None => (
+                ErrorCode::HFC_EPERM,
+                format!("first message has type {}, not HELLO", h.kind),
+            ),
+            Some(hello) => match openflow::negotiate(&hello) {
+                Err(e) => (
+                    e.code,
+                    format!(
+                        "the controller offers version 0x{:02x} (bitmap {:?}); Hayate speaks only OpenFlow 1.3 (0x04)",
+                        hello.version, hello.versions
+                    ),
+                ),
+                Ok(_) => {
+                    let (registration, queue) =
+                        self.registry.register(self.id, self.target, self.peer);
+                    self.registration = Some(registration);
+                    self.queue = Some(queue);
+                    if let Some(a) = self.activity {
+                        a.negotiated();
+                    }
+                    tracing::info!(
+                        dpid = format_args!("{:016x}", self.registry.bridge.datapath_id()),
+                        conn = self.id.0,
+                        target = %self.target,
+                        peer = self.peer,
+                        "controller connected (OpenFlow 1.3)"
+                    );
+                    return Next::Continue;
+                }
+            },
+        };
+        let start = self.out.len();
+        let error = ErrorMsg {
             code,
-            why.as_bytes(),
-        );
+            experimenter: 0,
+            data: why.clone().into_bytes(),
+        };
+        put(&mut self.out, h.xid, &Message::Error(error));
+        // Answer in a version the peer can read: its own when lower than ours.
+        if let Some(v) = self.out.get_mut(start) {
+            *v = h.version.min(OFP_VERSION);
+        }
         Next::Close(SessionEnd::HelloFailed(why))
     }
 
     fn on_role_request(&mut self, h: Header, msg: &[u8]) {
-        let Some(req) = RoleMessage::parse(msg) else {
-            wire::error_for(&mut self.out, msg, ec::BAD_REQUEST, ec::BAD_REQUEST_BAD_LEN);
-            return;
+        let req = match openflow::decode(msg) {
+            Ok((_, Message::RoleRequest(req))) => req,
+            Ok(_) => return,
+            Err(e) => {
+                // A wrong length (OFPBRC_BAD_LEN) or an unknown role (OFPRRFC_BAD_ROLE).
+                encode_error_for(msg, e.code, &mut self.out);
+                return;
+            }
         };
         match self
             .registry
-            .role_request(self.id, req.role, req.generation_id)
+            .role_request(self.id, req.role.to_wire(), req.generation_id)
         {
             Ok(reply) => {
                 if let Some(old) = reply.demoted {
@@ -535,15 +559,15 @@ impl Session<'_> {
                         "master demoted to slave"
                     );
                 }
-                let m = RoleMessage {
-                    role: reply.role.to_wire(),
+                let m = RoleRequest {
+                    role: ControllerRole::from(reply.role),
                     generation_id: reply.generation_id,
                 };
-                m.write(&mut self.out, mt::ROLE_REPLY, h.xid);
+                put(&mut self.out, h.xid, &Message::RoleReply(m));
             }
             Err(e) => {
                 tracing::debug!(conn = self.id.0, "role request refused: {e}");
-                wire::error_for(&mut self.out, msg, ec::ROLE_REQUEST_FAILED, e.wire_code());
+                encode_error_for(msg, e.error_code(), &mut self.out);
             }
         }
     }

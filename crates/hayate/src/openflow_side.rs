@@ -170,6 +170,8 @@ pub fn start(
         targets.push(Target::parse(t).with_context(|| format!("bridge {name}"))?);
     }
     let nudge = Arc::new(Notify::new());
+    // A flow-mod applied on a thread of its own (a bulk one) wakes the pump when done.
+    bridge.set_pump_wake(nudge.clone());
     let agent = {
         let cfg = AgentConfig {
             targets,

@@ -69,7 +69,7 @@ mod wire;
 
 pub use error::{error_type, DecodeError, EncodeError, ErrorCode};
 pub use header::{frame_len, msg_type, Header, OFP_VERSION};
-pub use message::{decode, encode, Message};
+pub use message::{decode, encode, encode_error_for, Message};
 pub use messages::controller::{AsyncConfig, ControllerRole, Experimenter, RoleRequest};
 pub use messages::error_msg::ErrorMsg;
 pub use messages::hello::{negotiate, Hello};

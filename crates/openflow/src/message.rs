@@ -204,6 +204,16 @@ pub fn decode(bytes: &[u8]) -> Result<(Header, Message), DecodeError> {
     Ok((header, msg))
 }
 
+/// Appends the ERROR `code` answering `request` (the offending bytes, header first): under
+/// its xid (0 when not even a header came), quoting its first
+/// [`ERROR_DATA_MAX`](crate::messages::error_msg::ERROR_DATA_MAX) bytes.
+pub fn encode_error_for(request: &[u8], code: ErrorCode, buf: &mut Vec<u8>) {
+    let xid = Header::parse(request).map_or(0, |h| h.xid);
+    let msg = Message::Error(ErrorMsg::for_request(code, request));
+    // An error quoting at most 64 bytes is far below any limit: it always encodes.
+    let _ = encode(xid, &msg, buf);
+}
+
 /// Appends `msg` with transaction id `xid` to `buf`. On error `buf` is left as it was.
 pub fn encode(xid: u32, msg: &Message, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
     let start = buf.len();

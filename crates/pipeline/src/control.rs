@@ -15,7 +15,7 @@
 //! check_overlap scan the table (only subtables whose mask covers the filter's, for the
 //! former); `tick` scans the tables that hold entries with timeouts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -34,6 +34,23 @@ use crate::pipeline::{Pipeline, PipelineCell, PipelineConfig, PortInfo, Shared};
 use crate::stats::{FlowView, RemovedFlow, TableStatsView};
 use crate::table::{FlowFilter, FlowTable};
 
+/// A flow removed by a delete, waiting for its FLOW_REMOVED.
+#[derive(Debug)]
+struct Removal {
+    entry: Arc<FlowEntry>,
+    reason: RemovedReason,
+    at_ms: u64,
+}
+
+impl Removal {
+    fn view(&self) -> RemovedFlow {
+        RemovedFlow {
+            reason: self.reason,
+            flow: FlowView::of(&self.entry, self.at_ms),
+        }
+    }
+}
+
 /// A delete that removes at least this many entries gives memory back afterwards.
 const TRIM_AFTER_DELETES: usize = 10_000;
 /// How long after such a delete (ms): time for the datapath threads to drop the old tables.
@@ -50,8 +67,13 @@ pub struct Control {
     ports: Arc<Vec<PortInfo>>,
     config: PipelineConfig,
     seq: u64,
-    /// Flows removed by deletes (with send_flow_rem) not yet taken.
-    removed: Vec<RemovedFlow>,
+    /// Flows removed by deletes (with send_flow_rem) not yet taken: the entries themselves
+    /// (a pointer each, whatever the instructions), made views only when taken, so a delete of
+    /// millions holds no million views.
+    removed: VecDeque<Removal>,
+    /// Bulk flow-mods walking a snapshot off the lock ([`bulk`]), each with the keys changed
+    /// since its snapshot.
+    watches: Vec<bulk::Watch>,
     /// Tables holding flows with timeouts, as of the last [`Control::tick`] (`None`: a table
     /// changed since). A tick walks only these, so an idle bridge's tick touches no table: a
     /// thousand bridges' ticks would otherwise walk 255 tables each.
@@ -93,7 +115,8 @@ impl Control {
             ports: Arc::default(),
             config,
             seq: 0,
-            removed: Vec::new(),
+            removed: VecDeque::new(),
+            watches: Vec::new(),
             timed_tables: None,
             trim_at: None,
             pending: Pending::default(),
@@ -249,6 +272,7 @@ impl Control {
             counters,
         };
         self.pending.entry(m.table_id, m.priority, &m.matcher);
+        self.touch(m.table_id, &m.matcher, m.priority);
         self.table_mut(t).insert(Arc::new(e));
         Ok(())
     }
@@ -261,28 +285,12 @@ impl Control {
         let mut replacements = Vec::with_capacity(selected.len());
         for e in &selected {
             let instructions = self.check_instructions(e.table_id, &e.matcher, &m.instructions)?;
-            let counters = if m.flags.reset_counts {
-                Arc::new(FlowCounters::default())
-            } else {
-                e.counters.clone()
-            };
-            replacements.push(FlowEntry {
-                seq: e.seq,
-                table_id: e.table_id,
-                priority: e.priority,
-                matcher: e.matcher,
-                instructions,
-                cookie: e.cookie,
-                flags: e.flags,
-                idle_timeout: e.idle_timeout,
-                hard_timeout: e.hard_timeout,
-                install_ms: e.install_ms,
-                counters,
-            });
+            replacements.push(modified(e, m, instructions));
         }
         if !replacements.is_empty() {
             for r in &replacements {
                 self.pending.entry(r.table_id, r.priority, &r.matcher);
+                self.touch(r.table_id, &r.matcher, r.priority);
             }
             let table = self.table_mut(t);
             for r in replacements {
@@ -328,14 +336,16 @@ impl Control {
                 self.timed_tables = None;
                 // Every megaflow may be affected: the next publish asks for a full flush.
                 self.pending.full();
+                self.touch_all(t as u8);
                 let empty = Arc::new(FlowTable::new(self.config.prefix_tracking));
                 let old = std::mem::replace(&mut self.tables[t], empty);
                 n += old.len();
                 if old.notify > 0 {
                     let noticed = old.classifier.iter().filter(|e| e.flags.send_flow_rem);
-                    self.removed.extend(noticed.map(|e| RemovedFlow {
+                    self.removed.extend(noticed.map(|e| Removal {
+                        entry: e.clone(),
                         reason,
-                        flow: FlowView::of(e, now),
+                        at_ms: now,
                     }));
                 }
                 self.emptied.push(old);
@@ -348,15 +358,17 @@ impl Control {
             self.timed_tables = None;
             for e in &selected {
                 self.pending.entry(e.table_id, e.priority, &e.matcher);
+                self.touch(e.table_id, &e.matcher, e.priority);
             }
             let tbl = Arc::make_mut(&mut self.tables[t]);
             for e in selected {
                 tbl.remove(&e);
                 n += 1;
                 if e.flags.send_flow_rem {
-                    self.removed.push(RemovedFlow {
+                    self.removed.push_back(Removal {
+                        entry: e,
                         reason,
-                        flow: FlowView::of(&e, now),
+                        at_ms: now,
                     });
                 }
             }
@@ -367,7 +379,19 @@ impl Control {
     /// Flows removed by deletes (flow-mod, group or meter delete) that asked for a
     /// FLOW_REMOVED notice, since the last call.
     pub fn take_removed(&mut self) -> Vec<RemovedFlow> {
-        std::mem::take(&mut self.removed)
+        self.take_removed_at_most(usize::MAX)
+    }
+
+    /// As [`Control::take_removed`], the oldest `max` at most (a delete of millions is
+    /// reported a part at a time, as the controllers take them).
+    pub fn take_removed_at_most(&mut self, max: usize) -> Vec<RemovedFlow> {
+        let n = max.min(self.removed.len());
+        self.removed.drain(..n).map(|r| r.view()).collect()
+    }
+
+    /// How many removed flows wait for [`Control::take_removed`].
+    pub fn removed_waiting(&self) -> usize {
+        self.removed.len()
     }
 
     /// Applies a group-mod (not published). Deleting a group also deletes the flows that
@@ -432,13 +456,17 @@ impl Control {
                 continue;
             }
             self.timed_tables = None;
+            for e in &hits {
+                self.touch(e.table_id, &e.matcher, e.priority);
+            }
             let tbl = Arc::make_mut(&mut self.tables[t]);
             for e in hits {
                 tbl.remove(&e);
                 if e.flags.send_flow_rem {
-                    self.removed.push(RemovedFlow {
+                    self.removed.push_back(Removal {
+                        entry: e,
                         reason: RemovedReason::MeterDelete,
-                        flow: FlowView::of(&e, now),
+                        at_ms: now,
                     });
                 }
             }
@@ -485,6 +513,17 @@ impl Control {
     /// The groups of the working copy (for dump-groups).
     pub fn groups(&self) -> &GroupTable {
         &self.groups
+    }
+
+    /// The groups of the working copy, shared: a snapshot to walk without the control side
+    /// (copy-on-write keeps it as it is while group-mods go on).
+    pub fn groups_snapshot(&self) -> Arc<GroupTable> {
+        self.groups.clone()
+    }
+
+    /// The meters of the working copy, shared (as [`Control::groups_snapshot`]).
+    pub fn meters_snapshot(&self) -> Arc<HashMap<u32, Arc<MeterState>>> {
+        self.meters.clone()
     }
 
     /// The meters of the working copy with their live state and counters (for
@@ -536,7 +575,11 @@ impl Control {
     pub fn tick(&mut self, now_ms: u64) -> Vec<RemovedFlow> {
         if self.trim_at.is_some_and(|t| now_ms >= t) {
             self.trim_at = None;
-            give_back_memory();
+            // On a thread of its own: a trim walks the whole heap (a second for a few GiB),
+            // which must not hold up the control side. (When no thread can start, no trim.)
+            let _ = std::thread::Builder::new()
+                .name("hayate-trim".into())
+                .spawn(give_back_memory);
         }
         let mut out = Vec::new();
         let timed = match self.timed_tables.take() {
@@ -559,6 +602,7 @@ impl Control {
             }
             for (e, _) in &expired {
                 self.pending.entry(e.table_id, e.priority, &e.matcher);
+                self.touch(e.table_id, &e.matcher, e.priority);
             }
             let tbl = self.table_mut(t);
             for (e, reason) in expired {
@@ -614,6 +658,31 @@ fn give_back_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// `e` with the instructions (and counters, unless kept) a modify flow-mod `m` gives it.
+fn modified(e: &FlowEntry, m: &FlowMod, instructions: Vec<crate::model::Instruction>) -> FlowEntry {
+    let counters = if m.flags.reset_counts {
+        Arc::new(FlowCounters::default())
+    } else {
+        e.counters.clone()
+    };
+    FlowEntry {
+        seq: e.seq,
+        table_id: e.table_id,
+        priority: e.priority,
+        matcher: e.matcher,
+        instructions,
+        cookie: e.cookie,
+        flags: e.flags,
+        idle_timeout: e.idle_timeout,
+        hard_timeout: e.hard_timeout,
+        install_ms: e.install_ms,
+        counters,
+    }
+}
+
+#[path = "control_bulk.rs"]
+pub mod bulk;
 
 #[cfg(test)]
 #[path = "control_tests.rs"]

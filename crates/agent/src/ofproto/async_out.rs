@@ -3,6 +3,14 @@
 //! `Control::take_removed`), PORT_STATUS after a port changed — sent to the controllers
 //! whose role and asynchronous configuration (SET_ASYNC) want them.
 //!
+//! FLOW_REMOVED goes out as fast as the controllers take it: a pump sends no more than the
+//! fullest queue among the connections that want them has room for (and
+//! [`REMOVED_PER_PUMP`] at most), the rest waits on the control side as entry pointers
+//! ([`PumpReport::backlog`] keeps the pump busy meanwhile). So a delete of millions of
+//! flows that asked for it neither builds millions of messages at once nor drops any on a
+//! full queue; a controller that stops reading holds them up until its session ends (a
+//! write stalled for the probe interval).
+//!
 //! While every controller has the default configuration (the usual case), a message goes
 //! through [`crate::AsyncSender::send`] once: the agent picks controllers by role and applies
 //! its packet-in rate limit. Once one controller set its own masks, each message is checked
@@ -29,13 +37,36 @@ use super::OfBridge;
 use crate::bridge::AsyncKind;
 use crate::rate_limit::TokenBucket;
 use crate::role::Role;
-use crate::{Agent, ConnId};
+use crate::{Agent, ConnId, ConnInfo};
+
+/// How many FLOW_REMOVED messages every connection that wants some can take now (`conns`:
+/// each agent's connections with the mark of its ids); unbounded when none wants any.
+fn removed_room(st: &super::State, conns: &[(u64, Vec<ConnInfo>)]) -> usize {
+    let mut room = usize::MAX;
+    for (mark, list) in conns {
+        for c in list {
+            let cfg = st
+                .async_cfg
+                .get(&ConnId(c.id.0 | mark))
+                .copied()
+                .unwrap_or(AsyncConfig::DEFAULT);
+            let wants_some = (0..4).any(|bit| wants(&cfg, c.role, AsyncKind::FlowRemoved, bit));
+            if wants_some {
+                room = room.min(c.queue_room);
+            }
+        }
+    }
+    room
+}
 
 /// How often flow timeouts run and pending changes are published by the pump.
 pub const TICK: Duration = Duration::from_millis(100);
 
 /// Most packet-ins taken from the datapath per pump.
 const PACKET_INS_PER_PUMP: usize = 1024;
+
+/// Most FLOW_REMOVED messages made per pump.
+pub const REMOVED_PER_PUMP: usize = 1024;
 
 /// What one pump sent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,10 +77,12 @@ pub struct PumpReport {
     pub flow_removed: usize,
     /// PORT_STATUS messages.
     pub port_status: usize,
+    /// FLOW_REMOVED messages still waiting for room in the controllers' queues.
+    pub backlog: usize,
 }
 
 impl PumpReport {
-    /// Whether anything happened.
+    /// Whether nothing happened and nothing waits (the pump may sleep long).
     pub fn is_empty(&self) -> bool {
         *self == PumpReport::default()
     }
@@ -127,6 +160,16 @@ impl OfBridge {
                 self.deliver(agents, AsyncKind::PacketIn, packet_in_bit(pi.reason), &buf);
             });
         }
+        let conns: Vec<(u64, Vec<ConnInfo>)> = agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                (
+                    if i == 0 { 0 } else { super::SECONDARY_BIT },
+                    a.connections(),
+                )
+            })
+            .collect();
         let (removed, statuses) = {
             let mut st = self.lock();
             if st.last_tick.elapsed() >= TICK {
@@ -142,12 +185,12 @@ impl OfBridge {
                     self.watch_links.store(true, Relaxed);
                 }
             }
-            let deleted = st.control.take_removed();
-            st.removed.extend(deleted);
-            (
-                std::mem::take(&mut st.removed),
-                std::mem::take(&mut st.port_status),
-            )
+            let budget = removed_room(&st, &conns).min(REMOVED_PER_PUMP);
+            let first = budget.min(st.removed.len());
+            let mut removed: Vec<_> = st.removed.drain(..first).collect();
+            removed.extend(st.control.take_removed_at_most(budget - first));
+            rep.backlog = st.removed.len() + st.control.removed_waiting();
+            (removed, std::mem::take(&mut st.port_status))
         };
         for r in removed {
             let msg = FlowRemoved::from(&r);

@@ -1,4 +1,5 @@
-//! Flow and aggregate statistics from a snapshot of the tables ([`pipeline::FlowDump`]), so
+//! Flow and aggregate statistics from a snapshot of the tables ([`pipeline::FlowDump`]), and
+//! group and meter statistics and descriptions from a snapshot of the groups or meters, so
 //! the bridge's lock is held only to take the snapshot (a pointer per table).
 //!
 //! A dump that may select at most [`INLINE_MAX`] flows is answered at once. A bigger one is a
@@ -77,4 +78,41 @@ fn inline_or(produce: Producer, max_flows: usize, out: &mut Vec<u8>) -> Option<P
     } else {
         Some(produce)
     }
+}
+
+/// A reply listing what `ids` gives of `snapshot` (a snapshot of the groups or meters, taken
+/// under the lock as one pointer), by ascending id, `make` turning an id into its entry
+/// (`None`: skipped): into `out` when `len` (the snapshot's size) is small, else its
+/// producer, which lists and sorts the ids and makes the entries [`PIECE`] at a time.
+pub(super) fn by_id<S, T>(
+    snapshot: S,
+    len: usize,
+    xid: u32,
+    ids: impl Fn(&S) -> Vec<u32> + Send + 'static,
+    make: impl Fn(&S, u32) -> Option<T> + Send + 'static,
+    wrap: fn(Vec<T>) -> B,
+    out: &mut Vec<u8>,
+) -> Option<Producer>
+where
+    S: Send + 'static,
+    T: Clone + 'static,
+{
+    let produce: Producer = Box::new(move |sink: &mut Sink<'_>| {
+        let mut ids = ids(&snapshot);
+        ids.sort_unstable();
+        let pieces = ids.len().div_ceil(PIECE).max(1);
+        for (k, part) in ids
+            .chunks(PIECE)
+            .chain(ids.is_empty().then_some(&[][..]))
+            .enumerate()
+        {
+            let items: Vec<T> = part.iter().filter_map(|&id| make(&snapshot, id)).collect();
+            let mut piece = Vec::new();
+            split_parts(&mut piece, xid, &items, wrap, k + 1 == pieces);
+            if !piece.is_empty() && !sink(piece) {
+                return;
+            }
+        }
+    });
+    inline_or(produce, len, out)
 }

@@ -11,7 +11,7 @@ use openflow::{
 };
 use pipeline::model::{ports, MAX_TABLE, N_TABLES};
 
-use super::{features, multipart, packet_out, OfBridge, State};
+use super::{bulk, features, multipart, packet_out, OfBridge, State};
 use crate::reply_stream::Producer;
 use crate::role::Role;
 use crate::ConnId;
@@ -32,14 +32,7 @@ pub(super) fn reply(out: &mut Vec<u8>, xid: u32, msg: &Message) {
 
 /// Appends the error `code` answering `request`.
 pub(super) fn error(out: &mut Vec<u8>, request: &[u8], code: ErrorCode) {
-    let xid = request
-        .get(4..8)
-        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-    reply(
-        out,
-        xid,
-        &Message::Error(ErrorMsg::for_request(code, request)),
-    );
+    openflow::encode_error_for(request, code, out);
 }
 
 fn code_of((kind, code): (u16, u16)) -> ErrorCode {
@@ -104,6 +97,29 @@ pub(super) fn handle(
                 return None;
             }
             let mut st = b.lock();
+            if st.control.is_bulk(&fm.flow_mod) {
+                match st.control.plan_bulk(&fm.flow_mod) {
+                    Ok(plan) => {
+                        drop(st);
+                        return Some(bulk::producer(
+                            b.state.clone(),
+                            b.pump_wake
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .clone(),
+                            plan,
+                            fm.flow_mod,
+                            fm.buffer_id,
+                            msg.to_vec(),
+                        ));
+                    }
+                    Err(e) => {
+                        tracing::debug!(conn = conn.0, "flow-mod refused: {e}");
+                        error(out, msg, code_of(e.ofp_error()));
+                        return None;
+                    }
+                }
+            }
             match st.control.flow_mod(&fm.flow_mod) {
                 Ok(()) => {
                     st.dirty = true;

@@ -16,6 +16,7 @@
 //! | `handle.rs` | one OpenFlow request → replies or an error |
 //! | `multipart.rs` | multipart (statistics) replies, split to fit 64 KiB messages |
 //! | `dump.rs` | flow and aggregate statistics from a snapshot, a big table's in pieces |
+//! | `bulk.rs` | a non-strict modify or filtered delete over a big table, worked out off the lock |
 //! | `features.rs` | what the switch says about itself: desc, table/group/meter features, ports |
 //! | `packet_out.rs` | packet-out actions → datapath actions |
 //! | `async_out.rs` | the pump: packet-in, flow-removed, port-status, per-connection filters |
@@ -32,9 +33,11 @@
 //! Locking: one mutex over the bridge's state, taken by `handle` and by the pump — both on
 //! the control side. The datapath never takes it. A flow or aggregate statistics request
 //! holds it only to take a snapshot of the tables (a pointer per table); the walk runs
-//! without it, for a big table on a thread of its own, in pieces ([`Bridge::handle_streamed`]).
+//! without it, for a big table on a thread of its own, in pieces ([`Bridge::handle_streamed`]);
+//! a bulk flow-mod holds it to take a snapshot and to swap the new tables in (`bulk.rs`).
 
 mod async_out;
+mod bulk;
 mod counters;
 mod dump;
 mod features;
@@ -138,8 +141,8 @@ struct State {
     fail_open: bool,
     /// Port-status messages to send.
     port_status: Vec<PortStatus>,
-    /// Removed flows (timeouts, deletes) to report.
-    removed: Vec<RemovedFlow>,
+    /// Removed flows (timeouts) to report, before the control side's (deletes).
+    removed: std::collections::VecDeque<RemovedFlow>,
     last_tick: Instant,
     /// When the pump last looked at the ports' links.
     last_links: Instant,
@@ -152,7 +155,9 @@ struct State {
 /// The OpenFlow side of one bridge (see the module docs).
 pub struct OfBridge {
     cfg: OfBridgeConfig,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
+    /// Told when a bulk flow-mod is applied after its message was handled (the pump).
+    pump_wake: Mutex<Option<Arc<tokio::sync::Notify>>>,
     injector: Mutex<Option<Injector>>,
     /// How add-port and del-port reach the datapath.
     plug: Mutex<Option<Arc<dyn PortPlug>>>,
@@ -231,7 +236,7 @@ impl OfBridge {
             dirty: false,
             fail_open: false,
             port_status: Vec::new(),
-            removed: Vec::new(),
+            removed: std::collections::VecDeque::new(),
             last_tick: now,
             last_links: now,
             table_layout: HashMap::new(),
@@ -252,7 +257,8 @@ impl OfBridge {
         }
         Arc::new(OfBridge {
             cfg,
-            state: Mutex::new(st),
+            state: Arc::new(Mutex::new(st)),
+            pump_wake: Mutex::new(None),
             injector: Mutex::new(None),
             plug: Mutex::new(None),
             counters: Mutex::new(None),
@@ -266,13 +272,19 @@ impl OfBridge {
     /// while the datapath's packet-out queue is full (the session then waits for it to drain
     /// rather than answer with an error).
     fn packet_out_room(&self, msg_type: u8) -> bool {
-        msg_type != crate::wire::msg_type::PACKET_OUT
+        msg_type != openflow::msg_type::PACKET_OUT
             || self
                 .injector
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .as_ref()
                 .is_none_or(Injector::has_room)
+    }
+
+    /// Who to tell when a flow-mod finished on a thread of its own (a bulk flow-mod) has
+    /// changes to publish and FLOW_REMOVED to send: the pump's wake-up.
+    pub fn set_pump_wake(&self, wake: Arc<tokio::sync::Notify>) {
+        *self.pump_wake.lock().unwrap_or_else(|e| e.into_inner()) = Some(wake);
     }
 
     /// Connects packet-outs to a started datapath.

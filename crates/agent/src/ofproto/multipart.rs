@@ -1,7 +1,8 @@
 //! Multipart (statistics and description) replies. A reply that does not fit one 64 KiB
 //! message is split into several, all but the last flagged MORE. Flow and aggregate
-//! statistics are built from a snapshot of the tables, off the bridge's lock, and a big
-//! table's come in pieces ([`super::dump`]).
+//! statistics are built from a snapshot of the tables, group and meter statistics and
+//! descriptions from a snapshot of the groups or meters, off the bridge's lock, and a big
+//! one's come in pieces ([`super::dump`]).
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -64,6 +65,31 @@ pub(super) fn split_parts<T: Clone>(
                 i = end;
             }
         }
+    }
+}
+
+/// The ids of `all` a request for `want` (or every one: `every`) selects.
+fn selected(all: impl Iterator<Item = u32>, want: u32, every: u32) -> Vec<u32> {
+    all.filter(|&id| want == every || id == want).collect()
+}
+
+/// A meter's statistics.
+fn meter_stats(m: &pipeline::MeterState) -> MeterStats {
+    MeterStats {
+        meter_id: m.meter.id,
+        flow_count: 0,
+        packet_in_count: m.packets.load(Relaxed),
+        byte_in_count: m.bytes.load(Relaxed),
+        duration_sec: 0,
+        duration_nsec: 0,
+        band_stats: (0..m.meter.bands.len())
+            .map(|i| {
+                m.band_counters(i).map_or(Counter::default(), |c| Counter {
+                    packet_count: c.packets.load(Relaxed),
+                    byte_count: c.bytes.load(Relaxed),
+                })
+            })
+            .collect(),
     }
 }
 
@@ -132,73 +158,70 @@ pub(super) fn reply_to(
         }
         R::Queue { .. } => one(out, B::Queue(Vec::new())),
         R::Group { group_id } => {
-            let st = b.lock();
-            let stats: Vec<GroupStats> = st
-                .control
-                .groups()
-                .iter()
-                .filter(|g| *group_id == GROUP_ALL || g.id == *group_id)
-                .map(|g| GroupStats {
-                    group_id: g.id,
-                    bucket_stats: vec![Counter::default(); g.buckets.len()],
-                    ..GroupStats::default()
-                })
-                .collect();
-            drop(st);
-            split(out, xid, &stats, B::Group);
+            let groups = b.lock().control.groups_snapshot();
+            let len = groups.len();
+            let want = *group_id;
+            return dump::by_id(
+                groups,
+                len,
+                xid,
+                move |g| selected(g.iter().map(|g| g.id), want, GROUP_ALL),
+                |g, id| {
+                    g.get(id).map(|g| GroupStats {
+                        group_id: g.id,
+                        bucket_stats: vec![Counter::default(); g.buckets.len()],
+                        ..GroupStats::default()
+                    })
+                },
+                B::Group,
+                out,
+            );
         }
         R::GroupDesc => {
-            let mut groups: Vec<_> = b
-                .lock()
-                .control
-                .groups()
-                .iter()
-                .map(|g| (**g).clone())
-                .collect();
-            groups.sort_by_key(|g| g.id);
-            split(out, xid, &groups, B::GroupDesc);
+            let groups = b.lock().control.groups_snapshot();
+            let len = groups.len();
+            return dump::by_id(
+                groups,
+                len,
+                xid,
+                |g| g.iter().map(|g| g.id).collect(),
+                |g, id| g.get(id).map(|g| (**g).clone()),
+                B::GroupDesc,
+                out,
+            );
         }
         R::GroupFeatures => one(out, B::GroupFeatures(features::group_features())),
         R::Meter { meter_id } => {
-            let st = b.lock();
-            let mut stats: Vec<MeterStats> = st
-                .control
-                .meters()
-                .filter(|m| *meter_id == METER_ALL || m.meter.id == *meter_id)
-                .map(|m| MeterStats {
-                    meter_id: m.meter.id,
-                    flow_count: 0,
-                    packet_in_count: m.packets.load(Relaxed),
-                    byte_in_count: m.bytes.load(Relaxed),
-                    duration_sec: 0,
-                    duration_nsec: 0,
-                    band_stats: (0..m.meter.bands.len())
-                        .map(|i| {
-                            m.band_counters(i).map_or(Counter::default(), |c| Counter {
-                                packet_count: c.packets.load(Relaxed),
-                                byte_count: c.bytes.load(Relaxed),
-                            })
-                        })
-                        .collect(),
-                })
-                .collect();
-            drop(st);
-            stats.sort_by_key(|m| m.meter_id);
-            split(out, xid, &stats, B::Meter);
+            let meters = b.lock().control.meters_snapshot();
+            let len = meters.len();
+            let want = *meter_id;
+            return dump::by_id(
+                meters,
+                len,
+                xid,
+                move |m| selected(m.keys().copied(), want, METER_ALL),
+                |m, id| m.get(&id).map(|m| meter_stats(m)),
+                B::Meter,
+                out,
+            );
         }
         R::MeterConfig { meter_id } => {
-            let st = b.lock();
-            let mut cfgs: Vec<MeterConfig> = st
-                .control
-                .meters()
-                .filter(|m| *meter_id == METER_ALL || m.meter.id == *meter_id)
-                .map(|m| MeterConfig {
-                    meter: m.meter.clone(),
-                })
-                .collect();
-            drop(st);
-            cfgs.sort_by_key(|m| m.meter.id);
-            split(out, xid, &cfgs, B::MeterConfig);
+            let meters = b.lock().control.meters_snapshot();
+            let len = meters.len();
+            let want = *meter_id;
+            return dump::by_id(
+                meters,
+                len,
+                xid,
+                move |m| selected(m.keys().copied(), want, METER_ALL),
+                |m, id| {
+                    m.get(&id).map(|m| MeterConfig {
+                        meter: m.meter.clone(),
+                    })
+                },
+                B::MeterConfig,
+                out,
+            );
         }
         R::MeterFeatures => one(out, B::MeterFeatures(features::meter_features())),
         R::TableFeatures(set) => {

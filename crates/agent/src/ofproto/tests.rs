@@ -704,3 +704,115 @@ async fn a_big_dump_comes_in_pieces() {
         .is_none());
     assert_eq!(decode_all(&out).len(), 1);
 }
+
+/// Many groups' and meters' statistics and descriptions come in pieces built off the lock,
+/// every id once and in ascending order, MORE on every message but the last; a request for
+/// one id gets just it.
+#[tokio::test]
+async fn many_groups_and_meters_come_in_pieces() {
+    use pipeline::model::{
+        Bucket, Group, GroupMod, GroupModCommand, GroupType, Meter, MeterBand, MeterMod,
+        MeterModCommand, GROUP_ALL, GROUP_ANY, METER_ALL,
+    };
+    let b = bridge(FailMode::Secure);
+    let n = 2 * super::dump::PIECE + 9;
+    b.with_control(|c| {
+        // Added in descending order: the replies sort them.
+        for id in (1..=n as u32).rev() {
+            c.group_mod(&GroupMod {
+                command: GroupModCommand::Add,
+                group: Group {
+                    id,
+                    kind: GroupType::All,
+                    buckets: vec![Bucket {
+                        weight: 0,
+                        watch_port: ports::ANY,
+                        watch_group: GROUP_ANY,
+                        actions: vec![Action::Output {
+                            port: 1,
+                            max_len: 0,
+                        }],
+                    }],
+                },
+            })
+            .unwrap();
+            c.meter_mod(&MeterMod {
+                command: MeterModCommand::Add,
+                meter: Meter {
+                    id,
+                    pktps: true,
+                    burst: false,
+                    stats: true,
+                    bands: vec![MeterBand::Drop {
+                        rate: 100,
+                        burst: 0,
+                    }],
+                },
+            })
+            .unwrap();
+        }
+    });
+    let ids_of = |body: &B| -> Vec<u32> {
+        match body {
+            B::Group(v) => v.iter().map(|g| g.group_id).collect(),
+            B::GroupDesc(v) => v.iter().map(|g| g.id).collect(),
+            B::Meter(v) => v.iter().map(|m| m.meter_id).collect(),
+            B::MeterConfig(v) => v.iter().map(|m| m.meter.id).collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    for body in [
+        R::Group {
+            group_id: GROUP_ALL,
+        },
+        R::GroupDesc,
+        R::Meter {
+            meter_id: METER_ALL,
+        },
+        R::MeterConfig {
+            meter_id: METER_ALL,
+        },
+    ] {
+        let mut bytes = Vec::new();
+        openflow::encode(
+            4,
+            &Message::MultipartRequest(MultipartRequest { flags: 0, body }),
+            &mut bytes,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let mut stream = b
+            .handle_streamed(ConnId(1), Role::Equal, &bytes, &mut out)
+            .expect("streamed");
+        assert!(out.is_empty());
+        let mut pieces = 0;
+        while let Some(p) = stream.next().await {
+            pieces += 1;
+            out.extend(p);
+        }
+        assert!(pieces > 1);
+        let replies = decode_all(&out);
+        let mut ids = Vec::new();
+        for (i, (_, m)) in replies.iter().enumerate() {
+            let Message::MultipartReply(r) = m else {
+                panic!("{m:?}")
+            };
+            assert_eq!(r.flags & MORE != 0, i + 1 < replies.len(), "message {i}");
+            ids.extend(ids_of(&r.body));
+        }
+        assert_eq!(ids, (1..=n as u32).collect::<Vec<_>>());
+    }
+    // One group asked for by id.
+    let r = ask(
+        &b,
+        5,
+        &Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: R::Group { group_id: 7 },
+        }),
+    );
+    match &r[..] {
+        [(5, Message::MultipartReply(rep))] => assert_eq!(ids_of(&rep.body), [7]),
+        other => panic!("{other:?}"),
+    }
+}

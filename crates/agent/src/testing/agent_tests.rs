@@ -5,9 +5,8 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream, UnixStream};
 
 use super::*;
-use crate::role::wire_role;
-use crate::wire::{error_code as ec, RoleMessage};
 use crate::{Agent, AgentConfig, AsyncKind, Backoff, Target};
+use openflow::{ControllerRole, ErrorCode};
 
 fn config(targets: &[&str]) -> AgentConfig {
     AgentConfig {
@@ -86,16 +85,6 @@ async fn unreachable_controller_backs_off_and_fails_open() {
     assert_eq!(b.events.lock().unwrap()[1], Connectivity::Connected);
 }
 
-fn role_request(role: u32, generation_id: u64, xid: u32) -> Vec<u8> {
-    let mut m = vec![];
-    RoleMessage {
-        role,
-        generation_id,
-    }
-    .write(&mut m, mt::ROLE_REQUEST, xid);
-    m
-}
-
 #[tokio::test]
 async fn passive_target_serves_two_controllers_with_roles() {
     let b = bridge();
@@ -119,26 +108,20 @@ async fn passive_target_serves_two_controllers_with_roles() {
     assert_eq!(z.expect(mt::PACKET_IN).await, pin);
 
     // a becomes master, then z takes over: a is demoted to slave.
-    a.send(&role_request(wire_role::MASTER, 1, 1)).await;
+    a.send(&role_request(ControllerRole::Master, 1, 1)).await;
     assert_eq!(
-        RoleMessage::parse(&a.expect(mt::ROLE_REPLY).await)
-            .unwrap()
-            .role,
-        wire_role::MASTER
+        role_reply_of(&a.expect(mt::ROLE_REPLY).await).role,
+        ControllerRole::Master
     );
-    z.send(&role_request(wire_role::MASTER, 2, 1)).await;
+    z.send(&role_request(ControllerRole::Master, 2, 1)).await;
     assert_eq!(
-        RoleMessage::parse(&z.expect(mt::ROLE_REPLY).await)
-            .unwrap()
-            .role,
-        wire_role::MASTER
+        role_reply_of(&z.expect(mt::ROLE_REPLY).await).role,
+        ControllerRole::Master
     );
-    a.send(&role_request(wire_role::NOCHANGE, 0, 2)).await;
+    a.send(&role_request(ControllerRole::NoChange, 0, 2)).await;
     assert_eq!(
-        RoleMessage::parse(&a.expect(mt::ROLE_REPLY).await)
-            .unwrap()
-            .role,
-        wire_role::SLAVE
+        role_reply_of(&a.expect(mt::ROLE_REPLY).await).role,
+        ControllerRole::Slave
     );
     let roles: Vec<Role> = agent.connections().iter().map(|c| c.role).collect();
     assert_eq!(roles, [Role::Slave, Role::Master]);
@@ -147,7 +130,7 @@ async fn passive_target_serves_two_controllers_with_roles() {
     a.send(&message(mt::FLOW_MOD, 3, &[0; 48])).await;
     assert_eq!(
         error_of(&a.expect(mt::ERROR).await),
-        (ec::BAD_REQUEST, ec::BAD_REQUEST_IS_SLAVE)
+        ErrorCode::BRC_IS_SLAVE
     );
     let d = sender.send(AsyncKind::PacketIn, &pin);
     assert_eq!((d.queued, d.ineligible), (1, 1));
@@ -162,12 +145,9 @@ async fn passive_target_serves_two_controllers_with_roles() {
     );
 
     // A stale master request from the slave is refused.
-    a.send(&role_request(wire_role::MASTER, 1, 4)).await;
+    a.send(&role_request(ControllerRole::Master, 1, 4)).await;
     let err = a.expect(mt::ERROR).await;
-    assert_eq!(
-        error_of(&err),
-        (ec::ROLE_REQUEST_FAILED, ec::ROLE_REQUEST_FAILED_STALE)
-    );
+    assert_eq!(error_of(&err), ErrorCode::RRFC_STALE);
 
     // The master leaves: the slave stays slave, nobody is master.
     drop(z);

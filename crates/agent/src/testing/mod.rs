@@ -11,8 +11,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::connectivity::Connectivity;
 use crate::framing::Framer;
 use crate::role::Role;
-use crate::wire::{self, msg_type as mt, Header};
 use crate::{Bridge, ConnId, ReplyStream};
+use openflow::header::HEADER_LEN;
+use openflow::{msg_type as mt, ControllerRole, ErrorCode, Header, Hello, Message, RoleRequest};
 
 #[cfg(test)]
 mod agent_tests;
@@ -77,10 +78,10 @@ impl Bridge for FakeBridge {
             .unwrap()
             .push((conn, role, msg.to_vec()));
         let h = Header::parse(msg).unwrap();
-        if h.msg_type == FEATURES_REQUEST {
+        if h.kind == FEATURES_REQUEST {
             Header {
                 version: 4,
-                msg_type: FEATURES_REPLY,
+                kind: FEATURES_REPLY,
                 length: 8,
                 xid: h.xid,
             }
@@ -97,7 +98,7 @@ impl Bridge for FakeBridge {
     ) -> Option<ReplyStream> {
         self.handle(conn, role, msg, replies);
         let h = Header::parse(msg).unwrap();
-        if h.msg_type != MULTIPART_REQUEST {
+        if h.kind != MULTIPART_REQUEST {
             return None;
         }
         let Pieces { count, gate } = self.pieces.lock().unwrap().take()?;
@@ -136,7 +137,7 @@ pub fn message(msg_type: u8, xid: u32, body: &[u8]) -> Vec<u8> {
     let length = (8 + body.len()) as u16;
     Header {
         version: 4,
-        msg_type,
+        kind: msg_type,
         length,
         xid,
     }
@@ -145,13 +146,39 @@ pub fn message(msg_type: u8, xid: u32, body: &[u8]) -> Vec<u8> {
     m
 }
 
-/// The (type, code) of an ERROR message.
-pub fn error_of(msg: &[u8]) -> (u16, u16) {
-    assert_eq!(msg[1], mt::ERROR, "not an ERROR: {msg:02x?}");
-    (
-        u16::from_be_bytes([msg[8], msg[9]]),
-        u16::from_be_bytes([msg[10], msg[11]]),
+/// `msg` under `xid`, encoded.
+pub fn encoded(xid: u32, msg: &Message) -> Vec<u8> {
+    let mut m = vec![];
+    openflow::encode(xid, msg, &mut m).expect("encodable");
+    m
+}
+
+/// A ROLE_REQUEST for `role` with `generation_id` under `xid`.
+pub fn role_request(role: ControllerRole, generation_id: u64, xid: u32) -> Vec<u8> {
+    encoded(
+        xid,
+        &Message::RoleRequest(RoleRequest {
+            role,
+            generation_id,
+        }),
     )
+}
+
+/// The body of a ROLE_REPLY.
+pub fn role_reply_of(msg: &[u8]) -> RoleRequest {
+    match openflow::decode(msg) {
+        Ok((_, Message::RoleReply(r))) => r,
+        other => panic!("not a ROLE_REPLY: {other:?}"),
+    }
+}
+
+/// The type and code of an ERROR message.
+pub fn error_of(msg: &[u8]) -> ErrorCode {
+    assert_eq!(msg[1], mt::ERROR, "not an ERROR: {msg:02x?}");
+    ErrorCode {
+        kind: u16::from_be_bytes([msg[8], msg[9]]),
+        code: u16::from_be_bytes([msg[10], msg[11]]),
+    }
 }
 
 /// The controller side of a connection, speaking just enough OpenFlow for the tests.
@@ -175,9 +202,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> FakeController<S> {
     /// Sends HELLO (1.3) and waits for the switch's HELLO.
     pub async fn handshake(stream: S) -> Self {
         let mut c = FakeController::new(stream);
-        let mut hello = vec![];
-        wire::hello(&mut hello, 1);
-        c.send(&hello).await;
+        c.send(&encoded(1, &Message::Hello(Hello::default()))).await;
         let m = c.recv().await.expect("switch closed before its HELLO");
         assert_eq!(m[1], mt::HELLO, "first message from the switch: {m:02x?}");
         c
@@ -195,9 +220,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> FakeController<S> {
             if let Some(m) = self.framer.next_message().unwrap() {
                 let m = m.to_vec();
                 if self.auto_echo && m[1] == mt::ECHO_REQUEST {
-                    let mut reply = vec![];
-                    wire::echo_reply(&mut reply, &m);
-                    self.send(&reply).await;
+                    let xid = Header::parse(&m).unwrap().xid;
+                    let reply = Message::EchoReply(m[HEADER_LEN..].to_vec());
+                    self.send(&encoded(xid, &reply)).await;
                     continue;
                 }
                 return Some(m);

@@ -10,10 +10,9 @@ use tokio::time::Instant;
 use super::*;
 use crate::rate_limit::RateLimit;
 use crate::registry::Registry;
-use crate::role::wire_role;
 use crate::session::{self, Outcome, SessionEnd};
 use crate::target::Target;
-use crate::wire::{error_code as ec, RoleMessage};
+use openflow::{ControllerRole, ErrorCode, Message, RoleRequest};
 
 const PROBE: Duration = Duration::from_secs(5);
 
@@ -84,10 +83,7 @@ async fn wrong_version_after_hello_is_refused_and_the_session_lives() {
     m[0] = 0x05;
     c.send(&m).await;
     let err = c.expect(mt::ERROR).await;
-    assert_eq!(
-        error_of(&err),
-        (ec::BAD_REQUEST, ec::BAD_REQUEST_BAD_VERSION)
-    );
+    assert_eq!(error_of(&err), ErrorCode::BRC_BAD_VERSION);
     assert_eq!(
         &err[4..8],
         &5u32.to_be_bytes(),
@@ -104,7 +100,7 @@ async fn short_length_gets_bad_len_and_closes() {
     let (rig, mut c) = ready().await;
     c.send(&[4, 14, 0, 4, 0, 0, 0, 9]).await;
     let err = c.expect(mt::ERROR).await;
-    assert_eq!(error_of(&err), (ec::BAD_REQUEST, ec::BAD_REQUEST_BAD_LEN));
+    assert_eq!(error_of(&err), ErrorCode::BRC_BAD_LEN);
     assert_eq!(&err[12..], &[4, 14, 0, 4, 0, 0, 0, 9]);
     c.expect_closed().await;
     assert!(matches!(
@@ -122,15 +118,46 @@ async fn incompatible_hello_fails_and_closes() {
     let err = c.expect(mt::ERROR).await;
     assert_eq!(err[0], 0x01, "answered in the peer's version");
     assert_eq!(&err[4..8], &42u32.to_be_bytes());
-    assert_eq!(
-        error_of(&err),
-        (ec::HELLO_FAILED, ec::HELLO_FAILED_INCOMPATIBLE)
-    );
+    assert_eq!(error_of(&err), ErrorCode::HFC_INCOMPATIBLE);
     assert!(String::from_utf8_lossy(&err[12..]).contains("only OpenFlow 1.3"));
     c.expect_closed().await;
     let out = rig.session.await.unwrap();
     assert!(!out.negotiated && matches!(out.end, SessionEnd::HelloFailed(_)));
     assert!(rig.bridge.connects.lock().unwrap().is_empty());
+}
+
+/// HELLOs as OpenFlow 1.3 §6.3.1 reads them: a 1.5 header without a bitmap implies 1.3; an
+/// unknown element before the bitmap is skipped; a broken element list leaves the header
+/// version; a bitmap without 1.3 is incompatible whatever the header says.
+#[tokio::test(start_paused = true)]
+async fn hello_offers_are_read_as_openflow_asks() {
+    let mut skipped = vec![0x06, mt::HELLO, 0x00, 0x18, 0, 0, 0, 1];
+    skipped.extend_from_slice(&[0, 9, 0, 5, 0xff, 0, 0, 0]);
+    skipped.extend_from_slice(&[0, 1, 0, 8, 0, 0, 0, 0x10]);
+    let mut no_1_3 = vec![0x06, mt::HELLO, 0x00, 0x10, 0, 0, 0, 1, 0, 1, 0, 8];
+    no_1_3.extend_from_slice(&((1u32 << 1) | (1 << 6)).to_be_bytes());
+    for (hello, ok) in [
+        (vec![0x06, mt::HELLO, 0, 8, 0, 0, 0, 1], true),
+        (skipped, true),
+        (vec![0x04, mt::HELLO, 0, 12, 0, 0, 0, 1, 0, 1, 0, 0], true),
+        (no_1_3, false),
+    ] {
+        let (rig, theirs) = start();
+        let mut c = FakeController::new(theirs);
+        c.send(&hello).await;
+        c.expect(mt::HELLO).await;
+        if ok {
+            c.send(&message(mt::ECHO_REQUEST, 5, b"x")).await;
+            c.expect(mt::ECHO_REPLY).await;
+            assert!(!rig.session.is_finished());
+        } else {
+            let err = c.expect(mt::ERROR).await;
+            assert_eq!(error_of(&err), ErrorCode::HFC_INCOMPATIBLE, "{hello:02x?}");
+            assert_eq!(err[0], 0x04, "answered in 1.3, below the peer's 1.5");
+            c.expect_closed().await;
+            assert!(!rig.session.await.unwrap().negotiated);
+        }
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -140,7 +167,7 @@ async fn first_message_must_be_hello() {
     c.send(&message(FEATURES_REQUEST, 1, &[])).await;
     c.expect(mt::HELLO).await;
     let err = c.expect(mt::ERROR).await;
-    assert_eq!(error_of(&err), (ec::HELLO_FAILED, ec::HELLO_FAILED_EPERM));
+    assert_eq!(error_of(&err), ErrorCode::HFC_EPERM);
     c.expect_closed().await;
     assert!(!rig.session.await.unwrap().negotiated);
 }
@@ -160,8 +187,7 @@ async fn trickling_bytes_do_not_extend_the_hello_wait() {
     let (rig, theirs) = start();
     let mut c = FakeController::new(theirs);
     let t0 = Instant::now();
-    let mut hello = vec![];
-    wire::hello(&mut hello, 1);
+    let hello = encoded(1, &Message::Hello(openflow::Hello::default()));
     // One byte a second for 4 s: a wait reset by reads would end at 8 s, not 5.
     for b in &hello[..4] {
         c.send(&[*b]).await;
@@ -175,8 +201,7 @@ async fn trickling_bytes_do_not_extend_the_hello_wait() {
 #[tokio::test(start_paused = true)]
 async fn a_trickled_partial_message_ends_the_session_one_probe_after_its_first_byte() {
     let (rig, mut c) = ready().await;
-    let mut echo = vec![];
-    wire::echo_request(&mut echo, 7);
+    let mut echo = encoded(7, &Message::EchoRequest(Vec::new()));
     echo.extend_from_slice(&[0xa5; 92]);
     echo[2..4].copy_from_slice(&100u16.to_be_bytes());
     let t0 = Instant::now();
@@ -205,8 +230,7 @@ async fn a_trickled_partial_message_ends_the_session_one_probe_after_its_first_b
 #[tokio::test(start_paused = true)]
 async fn messages_split_across_reads_keep_a_busy_session_alive() {
     let (rig, mut c) = ready().await;
-    let mut echo = vec![];
-    wire::echo_request(&mut echo, 9);
+    let echo = encoded(9, &Message::EchoRequest(Vec::new()));
     // For 3 probe intervals, every read ends inside a message: the rest of the last one and
     // the first half of the next. Each message is whole within a second of its first byte.
     c.send(&echo[..4]).await;
@@ -254,50 +278,32 @@ async fn answered_probes_keep_the_session() {
 #[tokio::test(start_paused = true)]
 async fn role_requests_and_slave_refusal() {
     let (rig, mut c) = ready().await;
-    let mut req = vec![];
-    RoleMessage {
-        role: wire_role::SLAVE,
-        generation_id: 3,
-    }
-    .write(&mut req, mt::ROLE_REQUEST, 9);
-    c.send(&req).await;
+    c.send(&role_request(ControllerRole::Slave, 3, 9)).await;
     let reply = c.expect(mt::ROLE_REPLY).await;
     assert_eq!(
-        RoleMessage::parse(&reply),
-        Some(RoleMessage {
-            role: 3,
+        role_reply_of(&reply),
+        RoleRequest {
+            role: ControllerRole::Slave,
             generation_id: 3
-        })
+        }
     );
     assert_eq!(&reply[4..8], &9u32.to_be_bytes());
     // A slave may read but not change state.
     c.send(&message(mt::FLOW_MOD, 10, &[0; 48])).await;
     assert_eq!(
         error_of(&c.expect(mt::ERROR).await),
-        (ec::BAD_REQUEST, ec::BAD_REQUEST_IS_SLAVE)
+        ErrorCode::BRC_IS_SLAVE
     );
     c.send(&message(FEATURES_REQUEST, 11, &[])).await;
     c.expect(FEATURES_REPLY).await;
     assert_eq!(rig.bridge.messages.lock().unwrap()[0].1, Role::Slave);
     // Stale generation.
-    req.clear();
-    RoleMessage {
-        role: wire_role::MASTER,
-        generation_id: 2,
-    }
-    .write(&mut req, mt::ROLE_REQUEST, 12);
-    c.send(&req).await;
+    c.send(&role_request(ControllerRole::Master, 2, 12)).await;
     let err = c.expect(mt::ERROR).await;
-    assert_eq!(
-        error_of(&err),
-        (ec::ROLE_REQUEST_FAILED, ec::ROLE_REQUEST_FAILED_STALE)
-    );
+    assert_eq!(error_of(&err), ErrorCode::RRFC_STALE);
     // A truncated role request is a length error; the session lives on.
     c.send(&message(mt::ROLE_REQUEST, 13, &[0; 8])).await;
-    assert_eq!(
-        error_of(&c.expect(mt::ERROR).await),
-        (ec::BAD_REQUEST, ec::BAD_REQUEST_BAD_LEN)
-    );
+    assert_eq!(error_of(&c.expect(mt::ERROR).await), ErrorCode::BRC_BAD_LEN);
     c.send(&message(mt::ECHO_REQUEST, 14, &[])).await;
     c.expect(mt::ECHO_REPLY).await;
 }
@@ -340,7 +346,7 @@ mod robustness {
                 };
                 for (version, ty, len, body) in &msgs {
                     let mut m = vec![];
-                    Header { version: *version, msg_type: *ty, length: *len, xid: 1 }.write(&mut m);
+                    Header { version: *version, kind: *ty, length: *len, xid: 1 }.write(&mut m);
                     m.extend_from_slice(body);
                     c.send(&m).await;
                 }

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 /// The binary under test: `HAYATE_BIN` when set (e.g. a release build, for throughput
 /// figures), else the one cargo built for the tests.
-fn hayate_bin() -> String {
+pub fn hayate_bin() -> String {
     std::env::var("HAYATE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hayate").to_string())
 }
 
