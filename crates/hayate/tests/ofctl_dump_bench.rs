@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ofctl_common::Hayate;
+use ofctl_common::{status_kib, Hayate};
 use openflow::messages::mods::FlowModMsg;
 use openflow::multipart::{FlowStatsRequest, MORE};
 use openflow::{Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody};
@@ -34,16 +34,6 @@ use pipeline::model::{Action, FlowMod, Instruction, Match};
 const MAX_ECHOES: usize = 1_000_000;
 /// Longest one measurement runs.
 const MAX_WAIT: Duration = Duration::from_secs(300);
-
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
 
 fn send(s: &mut TcpStream, xid: u32, m: &Message) {
     let mut b = Vec::new();

@@ -224,14 +224,7 @@ const EXTHDR: &str = "04 0e 0048 00000044  0000000000000000 0000000000000000  00
 /// ipv6_exthdr, which `ovs-ofctl` cannot send, are taken.
 #[test]
 fn pbb_is_refused_and_copy_ttl_and_ipv6_exthdr_are_taken() {
-    let h = Hayate::start(&[
-        "--fail-mode",
-        "secure",
-        "--port",
-        "null:sink",
-        "--port",
-        "null:sink",
-    ]);
+    let h = Hayate::secure_sinks();
     let mut c = session(&h);
     for (hex, xid, code) in [
         (PUSH_PBB, 0x41, ErrorCode::BAC_BAD_TYPE),

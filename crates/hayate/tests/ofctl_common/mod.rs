@@ -222,14 +222,7 @@ impl Hayate {
     /// A field of the switch's `/proc/PID/status` in KiB (`"VmRSS:"`, `"VmHWM:"`); 0 when
     /// it cannot be read.
     pub fn status_kib(&self, field: &str) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with(field))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        status_kib(self.pid(), field)
     }
 
     /// Stops the switch politely (SIGTERM) and waits for it.
@@ -304,4 +297,17 @@ pub fn pcap_packets(path: &Path) -> Vec<Vec<u8>> {
         at += incl;
     }
     out
+}
+
+/// A field of process `pid`'s `/proc/PID/status` in KiB (`"VmRSS:"`, `"VmHWM:"`); 0 when it
+/// cannot be read.
+#[allow(dead_code)] // not every test binary that includes the harness reads it
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
