@@ -226,6 +226,7 @@ pub fn arb_flow_mod() -> impl Strategy<Value = FlowMod> {
                 out_port,
                 out_group,
                 flags,
+                matcher_as_sent: None,
             },
         )
 }
@@ -254,6 +255,7 @@ pub(crate) fn arb_group() -> impl Strategy<Value = Group> {
                     watch_port,
                     watch_group,
                     actions,
+                    actions_as_sent: None,
                 })
                 .collect(),
         })

@@ -191,6 +191,7 @@ fn arb_flow_stats() -> impl Strategy<Value = FlowStats> {
                 byte_count,
                 matcher,
                 instructions,
+                matcher_as_sent: None,
             },
         )
 }

@@ -10,7 +10,7 @@
 //! identity on the model's [`Match`].
 
 use packet::Field;
-use pipeline::model::Match;
+use pipeline::model::{Match, WireForm};
 
 use crate::error::{DecodeError, EncodeError, ErrorCode};
 use crate::wire::{Put, Reader};
@@ -484,6 +484,14 @@ fn overlaps(a: Field, b: Field) -> bool {
 
 /// Reads an `ofp_match` (type, length, OXM fields, padding to 8 bytes).
 pub(crate) fn read_match(r: &mut Reader<'_>) -> Result<Match, DecodeError> {
+    read_match_as_sent(r).map(|(m, _)| m)
+}
+
+/// Reads an `ofp_match` and how its fields were written when not as [`encode_oxm_fields`]
+/// writes them back ([`crate::as_sent`]).
+pub(crate) fn read_match_as_sent(
+    r: &mut Reader<'_>,
+) -> Result<(Match, Option<WireForm>), DecodeError> {
     let mut hr = Reader::new(
         r.bytes(r.remaining().min(4))?,
         ErrorCode::BMC_BAD_LEN,
@@ -513,7 +521,9 @@ pub(crate) fn read_match(r: &mut Reader<'_>) -> Result<Match, DecodeError> {
             "ofp_match lacks its padding to 8 bytes",
         )
     })?;
-    decode_oxm_fields(fields)
+    let m = decode_oxm_fields(fields)?;
+    let form = crate::as_sent::match_form(fields, &m);
+    Ok((m, form))
 }
 
 /// Appends the OXM TLVs of `m`, in the order Open vSwitch writes them (so a flow-mod that
@@ -630,10 +640,19 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
 
 /// Appends an `ofp_match` (type OXM, length, fields, padding).
 pub(crate) fn write_match(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
+    write_match_as_sent(m, None, buf)
+}
+
+/// Appends an `ofp_match` whose fields are written as `form` says ([`crate::as_sent`]).
+pub(crate) fn write_match_as_sent(
+    m: &Match,
+    form: Option<&WireForm>,
+    buf: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
     let start = buf.len();
     buf.put_u16(1);
     buf.put_u16(0);
-    encode_oxm_fields(m, buf)?;
+    crate::as_sent::write_fields(m, form, buf)?;
     crate::wire::patch_len(buf, start + 2, start, "ofp_match")?;
     buf.pad_to_8(start);
     Ok(())

@@ -359,6 +359,7 @@ fn deleting_a_group_or_meter_deletes_its_flows() {
             watch_port: ports::ANY,
             watch_group: GROUP_ANY,
             actions: vec![],
+            actions_as_sent: None,
         }],
     };
     c.group_mod(&GroupMod {

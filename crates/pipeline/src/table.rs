@@ -207,6 +207,8 @@ mod tests {
                 port,
                 max_len: 0,
             }])],
+            given_order: 0,
+            matcher_as_sent: None,
             cookie,
             flags: FlowFlags::default(),
             idle_timeout: 0,

@@ -93,6 +93,7 @@ pub(crate) fn bucket(actions: Vec<Action>) -> Bucket {
         watch_port: ports::ANY,
         watch_group: GROUP_ANY,
         actions,
+        actions_as_sent: None,
     }
 }
 
@@ -400,6 +401,7 @@ fn fast_failover_uses_the_first_live_bucket() {
         watch_port: p,
         watch_group: GROUP_ANY,
         actions: vec![out(o)],
+        actions_as_sent: None,
     };
     group(
         &mut c,

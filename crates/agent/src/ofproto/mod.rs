@@ -210,6 +210,7 @@ fn fail_open_flow(command: FlowModCommand) -> FlowMod {
         out_port: pipeline::model::ports::ANY,
         out_group: pipeline::model::GROUP_ANY,
         flags: FlowFlags::default(),
+        matcher_as_sent: None,
     }
 }
 

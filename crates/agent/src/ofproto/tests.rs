@@ -16,6 +16,9 @@ use pipeline::{Control, PipelineConfig, PortInfo};
 use super::*;
 use crate::bridge::Bridge;
 
+#[path = "echo_tests.rs"]
+mod echo;
+
 fn bridge(fail_mode: FailMode) -> Arc<OfBridge> {
     let pool = Pool::with_frames(256);
     let (mut control, _cell) = Control::new(PipelineConfig::default());
@@ -732,6 +735,7 @@ async fn many_groups_and_meters_come_in_pieces() {
                             port: 1,
                             max_len: 0,
                         }],
+                        actions_as_sent: None,
                     }],
                 },
             })

@@ -9,7 +9,7 @@ use pipeline::model::{
 use crate::action::{decode_actions, encode_actions};
 use crate::error::{DecodeError, EncodeError, ErrorCode};
 use crate::instruction::{decode_instructions, encode_instructions};
-use crate::oxm::{read_match, write_match};
+use crate::oxm::{read_match_as_sent, write_match_as_sent};
 use crate::wire::{patch_len, Put, Reader};
 
 /// `ofp_flow_mod_flags` bits.
@@ -93,7 +93,7 @@ impl FlowModMsg {
             )
         })?;
         r.skip(2)?;
-        let matcher = read_match(r)?;
+        let (matcher, matcher_as_sent) = read_match_as_sent(r)?;
         let instructions = decode_instructions(r.rest())?;
         Ok(FlowModMsg {
             flow_mod: FlowMod {
@@ -109,6 +109,7 @@ impl FlowModMsg {
                 out_port,
                 out_group,
                 flags,
+                matcher_as_sent,
             },
             buffer_id,
         })
@@ -134,7 +135,7 @@ impl FlowModMsg {
         buf.put_u32(f.out_group);
         buf.put_u16(flow_flags_to_wire(f.flags));
         buf.put_zeros(2);
-        write_match(&f.matcher, buf)?;
+        write_match_as_sent(&f.matcher, f.matcher_as_sent.as_ref(), buf)?;
         encode_instructions(&f.instructions, &f.matcher, buf)
     }
 }
@@ -180,11 +181,14 @@ pub(crate) fn read_buckets(r: &mut Reader<'_>) -> Result<Vec<Bucket>, DecodeErro
         let watch_port = b.u32()?;
         let watch_group = b.u32()?;
         b.skip(4)?;
+        let bytes = b.rest();
+        let actions = decode_actions(bytes)?;
         out.push(Bucket {
             weight,
             watch_port,
             watch_group,
-            actions: decode_actions(b.rest())?,
+            actions_as_sent: crate::as_sent::actions_form(bytes, &actions),
+            actions,
         });
     }
     Ok(out)
@@ -206,7 +210,10 @@ pub(crate) fn write_buckets(buckets: &[Bucket], buf: &mut Vec<u8>) -> Result<(),
         buf.put_u32(b.watch_port);
         buf.put_u32(b.watch_group);
         buf.put_zeros(4);
-        encode_actions(&b.actions, &pipeline::model::Match::ANY, buf)?;
+        match &b.actions_as_sent {
+            Some(bytes) => buf.extend_from_slice(bytes),
+            None => encode_actions(&b.actions, &pipeline::model::Match::ANY, buf)?,
+        }
         patch_len(buf, start, start, "group bucket")?;
     }
     Ok(())

@@ -345,6 +345,7 @@ mod tests {
                 idle_timeout: 1,
                 hard_timeout: 2,
                 flags: Default::default(),
+                matcher_as_sent: None,
             },
         };
         let f = FlowRemoved::from(&r);

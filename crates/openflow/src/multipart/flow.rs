@@ -1,13 +1,13 @@
 //! Flow and aggregate statistics: `ofp_flow_stats_request`, `ofp_flow_stats`,
 //! `ofp_aggregate_stats_reply`.
 
-use pipeline::model::{ports, FlowFlags, Instruction, Match, ALL_TABLES, GROUP_ANY};
+use pipeline::model::{ports, FlowFlags, Instruction, Match, WireForm, ALL_TABLES, GROUP_ANY};
 use pipeline::FlowView;
 
 use crate::error::{DecodeError, EncodeError, ErrorCode};
 use crate::instruction::{decode_instructions, encode_instructions};
 use crate::messages::mods::{flow_flags_from_wire, flow_flags_to_wire};
-use crate::oxm::{read_match, write_match};
+use crate::oxm::{read_match, read_match_as_sent, write_match, write_match_as_sent};
 use crate::wire::{patch_len, Put, Reader};
 
 /// The body of a flow or aggregate statistics request: which entries to report.
@@ -95,8 +95,11 @@ pub struct FlowStats {
     pub byte_count: u64,
     /// Match.
     pub matcher: Match,
-    /// Instructions.
+    /// Instructions, in the order the controller gave them.
     pub instructions: Vec<Instruction>,
+    /// How the controller wrote the match, when not as the codec writes it back
+    /// ([`WireForm`]): the entry's match is written that way.
+    pub matcher_as_sent: Option<WireForm>,
 }
 
 impl From<&FlowView> for FlowStats {
@@ -114,6 +117,7 @@ impl From<&FlowView> for FlowStats {
             byte_count: v.bytes,
             matcher: v.matcher,
             instructions: v.instructions.clone(),
+            matcher_as_sent: v.matcher_as_sent.clone(),
         }
     }
 }
@@ -147,7 +151,7 @@ impl FlowStats {
         let cookie = b.u64()?;
         let packet_count = b.u64()?;
         let byte_count = b.u64()?;
-        let matcher = read_match(&mut b)?;
+        let (matcher, matcher_as_sent) = read_match_as_sent(&mut b)?;
         Ok(FlowStats {
             table_id,
             duration_sec,
@@ -161,6 +165,7 @@ impl FlowStats {
             byte_count,
             matcher,
             instructions: decode_instructions(b.rest())?,
+            matcher_as_sent,
         })
     }
 
@@ -179,7 +184,7 @@ impl FlowStats {
         buf.put_u64(self.cookie);
         buf.put_u64(self.packet_count);
         buf.put_u64(self.byte_count);
-        write_match(&self.matcher, buf)?;
+        write_match_as_sent(&self.matcher, self.matcher_as_sent.as_ref(), buf)?;
         encode_instructions(&self.instructions, &self.matcher, buf)?;
         patch_len(buf, start, start, "flow stats entry")
     }

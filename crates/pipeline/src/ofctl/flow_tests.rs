@@ -470,6 +470,7 @@ fn dump_flows_with_counters_reads_back() {
         idle_timeout: fm.idle_timeout,
         hard_timeout: fm.hard_timeout,
         flags: fm.flags,
+        matcher_as_sent: None,
     };
     let text = format_flow_stats(&view);
     assert_eq!(

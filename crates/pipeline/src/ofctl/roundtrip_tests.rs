@@ -338,6 +338,7 @@ fn gen_group(r: &mut Src) -> Group {
                 watch_port,
                 watch_group,
                 actions: gen_actions(r, 0),
+                actions_as_sent: None,
             }
         })
         .collect();
