@@ -695,3 +695,67 @@ fn action_explosion_is_bounded() {
     assert!(t.actions.is_empty());
     assert!(!t.cacheable);
 }
+
+/// Bad input (issue 20): an action the packet's key says it cannot take is not emitted, so
+/// the datapath never writes half a header: a pop_vlan or a VLAN set-field on an untagged
+/// packet does nothing (as in Open vSwitch) and the packet goes on whole, the mask holding
+/// the tag's present bit that decided it. An action the key cannot rule out but the bytes
+/// refuse (a port rewrite on a later fragment, a push beyond the headroom) is emitted and
+/// refused by the datapath, which drops the packet whole and counts it (`drop_rewrite`;
+/// `packet::rewrite` tests: a refused rewrite leaves the packet as it was).
+#[test]
+fn actions_on_a_header_the_packet_lacks() {
+    let mut c = control(3);
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![
+            Action::PopVlan,
+            Action::SetField {
+                field: Field::VlanVid,
+                value: 5,
+            },
+            out(2),
+        ])],
+    );
+    let t = run(&mut c, &ip_key(1));
+    assert_eq!(t.actions, outputs(&[2]));
+    assert_eq!(t.mask.get(Field::VlanTci) & 0x1000, 0x1000);
+
+    let mut c = control(3);
+    let mut udp = ip();
+    udp.set_exact(Field::IpProto, 17);
+    add(
+        &mut c,
+        0,
+        1,
+        udp,
+        vec![Instruction::ApplyActions(vec![
+            Action::SetField {
+                field: Field::TpDst,
+                value: 99,
+            },
+            out(2),
+        ])],
+    );
+    let mut later = ip_key(1);
+    later.set(Field::IpProto, 17);
+    later.set(
+        Field::IpFrag,
+        u128::from(packet::key::frag::ANY | packet::key::frag::LATER),
+    );
+    later.set(Field::TpSrc, 0);
+    later.set(Field::TpDst, 0);
+    assert_eq!(
+        run(&mut c, &later).actions,
+        vec![
+            DpAction::SetField {
+                field: Field::TpDst,
+                value: 99
+            },
+            DpAction::Output(2)
+        ]
+    );
+}
