@@ -36,6 +36,7 @@
 //! without it, for a big table on a thread of its own, in pieces ([`Bridge::handle_streamed`]);
 //! a bulk flow-mod holds it to take a snapshot and to swap the new tables in (`bulk.rs`).
 
+mod assemble;
 mod async_out;
 mod bulk;
 mod counters;
@@ -129,8 +130,11 @@ struct PortState {
 struct State {
     control: Control,
     ports: Vec<PortState>,
-    /// `ofp_switch_config` flags (fragment handling; kept, not acted on).
+    /// `ofp_switch_config` flags: always `OFPC_FRAG_NORMAL` (0), the one fragment handling
+    /// Hayate has (SET_CONFIG refuses the others).
     config_flags: u16,
+    /// Table-features requests arriving in parts ([`assemble`]).
+    parts: assemble::Parts,
     /// Per-connection SET_ASYNC settings (absent: the defaults).
     async_cfg: HashMap<ConnId, AsyncConfig>,
     /// Per-connection packet-in budgets for filtered sends.
@@ -232,6 +236,7 @@ impl OfBridge {
                 })
                 .collect(),
             config_flags: 0,
+            parts: assemble::Parts::default(),
             async_cfg: HashMap::new(),
             buckets: HashMap::new(),
             dirty: false,
@@ -432,6 +437,7 @@ impl Bridge for OfBridge {
         let mut st = self.lock();
         st.async_cfg.remove(&conn);
         st.buckets.remove(&conn);
+        st.parts.forget(conn);
         let filtered = !st.async_cfg.is_empty();
         self.filtered.store(filtered, Relaxed);
     }

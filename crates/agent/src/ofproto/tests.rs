@@ -18,6 +18,8 @@ use crate::bridge::Bridge;
 
 #[path = "echo_tests.rs"]
 mod echo;
+#[path = "requests_tests.rs"]
+mod requests;
 
 fn bridge(fail_mode: FailMode) -> Arc<OfBridge> {
     let pool = Pool::with_frames(256);
