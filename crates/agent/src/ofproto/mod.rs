@@ -15,6 +15,7 @@
 //! | `mod.rs` | [`OfBridge`], its settings and ports, the [`Bridge`] impl, fail mode |
 //! | `handle.rs` | one OpenFlow request → replies or an error |
 //! | `multipart.rs` | multipart (statistics) replies, split to fit 64 KiB messages |
+//! | `assemble.rs` | multipart requests in several messages (table-features set requests) |
 //! | `dump.rs` | flow and aggregate statistics from a snapshot, a big table's in pieces |
 //! | `bulk.rs` | a non-strict modify or filtered delete over a big table, worked out off the lock |
 //! | `features.rs` | what the switch says about itself: desc, table/group/meter features, ports |
