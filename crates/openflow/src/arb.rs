@@ -459,6 +459,7 @@ pub fn arb_message() -> impl Strategy<Value = Message> {
                         packet_count,
                         byte_count,
                         matcher,
+                        matcher_as_sent: None,
                     })
                 },
             )

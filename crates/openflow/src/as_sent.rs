@@ -175,4 +175,48 @@ mod tests {
         let mut out = Vec::new();
         assert!(write_fields(&Match::ANY, Some(&form), &mut out).is_err());
     }
+
+    /// FLOW_REMOVED carries the match as the controller wrote it, through the pipeline: a
+    /// flow-mod decoded, installed, deleted, its removal encoded.
+    #[test]
+    fn flow_removed_gives_back_the_match_as_sent() {
+        use crate::messages::mods::FlowModMsg;
+        use crate::messages::packet::FlowRemoved;
+        use crate::{decode, encode, Message};
+        use pipeline::model::{FlowMod, FlowModCommand};
+        use pipeline::{Control, PipelineConfig};
+
+        let m = decode_oxm_fields(&reordered()).unwrap();
+        let mut fm = FlowMod::add(0, 5, m, Vec::new());
+        fm.flags.send_flow_rem = true;
+        let mut wire = Vec::new();
+        let msg = Message::FlowMod(FlowModMsg {
+            flow_mod: fm,
+            buffer_id: crate::NO_BUFFER,
+        });
+        encode(1, &msg, &mut wire).unwrap();
+        // The codec wrote its own order; put the controller's in its place.
+        let sent = reordered();
+        wire[52..52 + sent.len()].copy_from_slice(&sent);
+        let Message::FlowMod(decoded) = decode(&wire).unwrap().1 else {
+            panic!("not a flow-mod")
+        };
+        assert!(decoded.flow_mod.matcher_as_sent.is_some());
+        let (mut c, _cell) = Control::new(PipelineConfig::default());
+        c.flow_mod(&decoded.flow_mod).unwrap();
+        let mut del = decoded.flow_mod.clone();
+        del.command = FlowModCommand::Delete;
+        c.flow_mod(&del).unwrap();
+        let removed = c.take_removed();
+        assert_eq!(removed.len(), 1);
+        let mut out = Vec::new();
+        encode(
+            2,
+            &Message::FlowRemoved(FlowRemoved::from(&removed[0])),
+            &mut out,
+        )
+        .unwrap();
+        // ofp_flow_removed: header 8, 40 bytes, then the match (type, length, fields).
+        assert_eq!(&out[48 + 4..48 + 4 + sent.len()], &sent[..]);
+    }
 }

@@ -169,6 +169,7 @@ fn switch_messages_read_back_by_ovs() {
             packet_count: 12,
             byte_count: 3400,
             matcher: fm.matcher,
+            matcher_as_sent: None,
         }),
         &[
             "OFPT_FLOW_REMOVED (OF1.3)",

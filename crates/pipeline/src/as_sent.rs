@@ -125,6 +125,47 @@ mod tests {
         assert_eq!(std::mem::size_of::<crate::FlowEntry>(), 384);
     }
 
+    /// Flows installed with equal forms (each decoded into an allocation of its own) hold
+    /// one; a modify keeps the flow's match form and takes the new instructions' order.
+    #[test]
+    fn the_control_side_shares_forms_and_keeps_them_across_a_modify() {
+        use crate::model::{FlowMod, FlowModCommand, Match};
+        use crate::table::FlowFilter;
+        use crate::{Control, PipelineConfig};
+        use packet::Field;
+        let (mut c, _cell) = Control::new(PipelineConfig::default());
+        for port in 1..=2u32 {
+            let mut m = Match::ANY;
+            m.set_exact(Field::InPort, u128::from(port));
+            let mut fm = FlowMod::add(0, 1, m, vec![Instruction::ClearActions]);
+            fm.matcher_as_sent = Some(Arc::from(&[0u8, 0x80, 1][..]));
+            c.flow_mod(&fm).unwrap();
+        }
+        let modify = FlowMod {
+            command: FlowModCommand::Modify,
+            ..FlowMod::add(
+                0,
+                0,
+                Match::ANY,
+                vec![Instruction::GotoTable(2), Instruction::ClearActions],
+            )
+        };
+        c.flow_mod(&modify).unwrap();
+        let views = c.flows(0, &FlowFilter::ALL);
+        let forms: Vec<_> = views
+            .iter()
+            .map(|v| v.matcher_as_sent.clone().unwrap())
+            .collect();
+        assert_eq!(forms.len(), 2);
+        assert!(Arc::ptr_eq(&forms[0], &forms[1]));
+        for v in &views {
+            assert_eq!(
+                v.instructions,
+                [Instruction::GotoTable(2), Instruction::ClearActions]
+            );
+        }
+    }
+
     #[test]
     fn forms_are_shared_and_pruned() {
         let mut c = FormCache::default();
