@@ -284,6 +284,7 @@ pub(crate) fn arb_meter() -> impl Strategy<Value = Meter> {
             burst,
             stats,
             bands,
+            kbps: !pktps,
         })
 }
 
@@ -540,7 +541,8 @@ pub fn arb_message() -> impl Strategy<Value = Message> {
         )
             .prop_map(|(command, mut meter, _)| {
                 if command == MeterModCommand::Delete {
-                    (meter.pktps, meter.burst, meter.stats) = (false, false, false);
+                    (meter.pktps, meter.burst, meter.stats, meter.kbps) =
+                        (false, false, false, false);
                 }
                 M::MeterMod(MeterModMsg {
                     meter_mod: MeterMod { command, meter },

@@ -416,6 +416,7 @@ fn multipart_replies_read_back_by_ovs() {
                         prec_level: 1,
                     },
                 ],
+                kbps: true,
             },
         }])),
         &[

@@ -215,6 +215,7 @@ mod tests {
             pktps,
             burst: true,
             bands,
+            kbps: !pktps,
         })
     }
 
@@ -311,6 +312,7 @@ mod tests {
                 pktps: false,
                 burst: false,
                 bands,
+                kbps: true,
             },
         };
         assert_eq!(

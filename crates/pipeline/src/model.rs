@@ -322,6 +322,10 @@ pub struct Meter {
     pub id: u32,
     /// Rates are packets per second (else kbit/s).
     pub pktps: bool,
+    /// The controller set `OFPMF_KBPS`. Rates are kbit/s whenever `pktps` is not; a meter-mod
+    /// may leave both unit flags clear (Open vSwitch takes that too), so the bit is kept for
+    /// the meter to read back as it was installed.
+    pub kbps: bool,
     /// Bands honour their burst sizes.
     pub burst: bool,
     /// The controller asked for statistics (`OFPMF_STATS`). Hayate counts every meter; the

@@ -341,22 +341,24 @@ fn meter_config_gives_back_flags_and_bands_as_sent() {
         v.extend_from_slice(&[prec, 0, 0, 0]);
         v
     };
-    // A remark band above a drop band, the higher rate first; kbps | burst, no stats.
+    // A remark band above a drop band, the higher rate first. Flags: kbps | burst, no stats;
+    // no unit at all (kbit/s, as Open vSwitch takes it); pktps | stats.
     let bands = [band(2, 5000, 300, 1), band(1, 2000, 100, 0)].concat();
-    let flags = 0x1 | 0x4u16;
-    let mut mm = vec![0, 0];
-    mm.extend_from_slice(&flags.to_be_bytes());
-    mm.extend_from_slice(&3u32.to_be_bytes());
-    mm.extend_from_slice(&bands);
-    assert!(raw_replies(&b, &message(msg_type::METER_MOD, &mm)).is_empty());
-    let mut req = 3u32.to_be_bytes().to_vec();
-    req.extend_from_slice(&[0; 4]);
-    let body = multipart_body(&b, OFPMP_METER_CONFIG, &req);
-    assert_eq!(
-        usize::from(u16::from_be_bytes([body[0], body[1]])),
-        body.len()
-    );
-    assert_eq!(&body[2..4], &flags.to_be_bytes());
-    assert_eq!(&body[4..8], &3u32.to_be_bytes());
-    assert_eq!(&body[8..], &bands[..]);
+    for (id, flags) in [(3u32, 0x1 | 0x4u16), (4, 0), (5, 0x2 | 0x8)] {
+        let mut mm = vec![0, 0];
+        mm.extend_from_slice(&flags.to_be_bytes());
+        mm.extend_from_slice(&id.to_be_bytes());
+        mm.extend_from_slice(&bands);
+        assert!(raw_replies(&b, &message(msg_type::METER_MOD, &mm)).is_empty());
+        let mut req = id.to_be_bytes().to_vec();
+        req.extend_from_slice(&[0; 4]);
+        let body = multipart_body(&b, OFPMP_METER_CONFIG, &req);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([body[0], body[1]])),
+            body.len()
+        );
+        assert_eq!(&body[2..4], &flags.to_be_bytes(), "meter {id}");
+        assert_eq!(&body[4..8], &id.to_be_bytes());
+        assert_eq!(&body[8..], &bands[..]);
+    }
 }

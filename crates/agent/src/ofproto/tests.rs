@@ -753,6 +753,7 @@ async fn many_groups_and_meters_come_in_pieces() {
                         rate: 100,
                         burst: 0,
                     }],
+                    kbps: false,
                 },
             })
             .unwrap();

@@ -277,8 +277,8 @@ pub mod meter_band_type {
     pub const EXPERIMENTER: u16 = 0xffff;
 }
 
-/// A meter's flags: (pktps, burst, stats).
-pub(crate) fn meter_flags_from_wire(v: u16) -> Result<(bool, bool, bool), DecodeError> {
+/// A meter's flags: (pktps, burst, stats, kbps).
+pub(crate) fn meter_flags_from_wire(v: u16) -> Result<(bool, bool, bool, bool), DecodeError> {
     use meter_flags::*;
     if v & !0xf != 0 || (v & KBPS != 0 && v & PKTPS != 0) {
         return Err(DecodeError::new(
@@ -286,12 +286,18 @@ pub(crate) fn meter_flags_from_wire(v: u16) -> Result<(bool, bool, bool), Decode
             format!("meter flags {v:#x}: only kbps (1) or pktps (2), burst (4) and stats (8) exist, and kbps and pktps exclude each other"),
         ));
     }
-    Ok((v & PKTPS != 0, v & BURST != 0, v & STATS != 0))
+    Ok((
+        v & PKTPS != 0,
+        v & BURST != 0,
+        v & STATS != 0,
+        v & KBPS != 0,
+    ))
 }
 
 pub(crate) fn meter_flags_to_wire(m: &Meter) -> u16 {
     use meter_flags::*;
-    (if m.pktps { PKTPS } else { KBPS })
+    (if m.pktps { PKTPS } else { 0 })
+        | if m.kbps { KBPS } else { 0 }
         | if m.burst { BURST } else { 0 }
         | if m.stats { STATS } else { 0 }
 }
@@ -384,9 +390,9 @@ impl MeterModMsg {
                 ))
             }
         };
-        let (mut pktps, mut burst, mut stats) = meter_flags_from_wire(r.u16()?)?;
+        let (mut pktps, mut burst, mut stats, mut kbps) = meter_flags_from_wire(r.u16()?)?;
         if command == MeterModCommand::Delete {
-            (pktps, burst, stats) = (false, false, false);
+            (pktps, burst, stats, kbps) = (false, false, false, false);
         }
         let id = r.u32()?;
         let bands = read_bands(r)?;
@@ -399,6 +405,7 @@ impl MeterModMsg {
                     burst,
                     stats,
                     bands,
+                    kbps,
                 },
             },
         })

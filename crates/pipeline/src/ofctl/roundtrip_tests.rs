@@ -366,10 +366,12 @@ fn gen_meter(r: &mut Src) -> Meter {
             }
         })
         .collect();
+    let pktps = r.coin();
     Meter {
         stats: false,
         id: 1 + r.below(0xffff_0000) as u32,
-        pktps: r.coin(),
+        pktps,
+        kbps: !pktps,
         burst: r.coin(),
         bands,
     }
