@@ -227,6 +227,7 @@ pub fn arb_flow_mod() -> impl Strategy<Value = FlowMod> {
                 out_group,
                 flags,
                 matcher_as_sent: None,
+                instructions_as_sent: None,
             },
         )
 }

@@ -192,6 +192,7 @@ fn arb_flow_stats() -> impl Strategy<Value = FlowStats> {
                 matcher,
                 instructions,
                 matcher_as_sent: None,
+                instructions_as_sent: None,
             },
         )
 }

@@ -17,14 +17,18 @@
 //! Group buckets name set-field actions without a match to tell `udp_src` from `tcp_src`
 //! (one key field, `tp_src`); a bucket whose actions encode back differently keeps its
 //! action bytes ([`actions_form`]). Instructions keep their order in the pipeline itself
-//! (`pipeline::as_sent`); meters lose nothing in decoding.
+//! (`pipeline::as_sent`); a flow's instruction bytes are kept only when even in the given
+//! order they would encode otherwise (a set-field whose name the match does not decide as the
+//! controller did: `tcp_dst` after an `ip_proto` rewrite under a UDP match), [`instructions_form`].
+//! Meters lose nothing in decoding.
 
 use std::sync::Arc;
 
-use pipeline::model::{Action, Match, WireForm};
+use pipeline::model::{Action, Instruction, Match, WireForm};
 
 use crate::action::encode_actions;
 use crate::error::{EncodeError, ErrorCode};
+use crate::instruction::encode_instructions;
 use crate::oxm::{encode_oxm_fields, read_tlv, write_tlv, MATCH_CODES, OXM_FIELDS};
 use crate::wire::Reader;
 
@@ -99,6 +103,38 @@ pub(crate) fn write_fields(
 
 fn bad_form(what: &str) -> EncodeError {
     EncodeError::Unencodable(format!("a match's wire form does not fit it: {what}"))
+}
+
+/// The form of a flow's decoded instruction `bytes` (`ctx`: its match): `None` when
+/// [`encode_instructions`] writes `instructions` (in the order given) back to the same bytes,
+/// else the bytes.
+pub(crate) fn instructions_form(
+    bytes: &[u8],
+    instructions: &[Instruction],
+    ctx: &Match,
+) -> Option<WireForm> {
+    let mut canonical = Vec::with_capacity(bytes.len());
+    match encode_instructions(instructions, ctx, &mut canonical) {
+        Ok(()) if canonical == bytes => None,
+        _ => Some(Arc::from(bytes)),
+    }
+}
+
+/// Appends `instructions` (`ctx`: the flow's match) as `form` says: its bytes, or
+/// [`encode_instructions`].
+pub(crate) fn write_instructions(
+    instructions: &[Instruction],
+    ctx: &Match,
+    form: Option<&WireForm>,
+    buf: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    match form {
+        Some(bytes) => {
+            buf.extend_from_slice(bytes);
+            Ok(())
+        }
+        None => encode_instructions(instructions, ctx, buf),
+    }
 }
 
 /// The form of a bucket's decoded action `bytes`: `None` when [`encode_actions`] writes

@@ -84,6 +84,7 @@ fn flow_stats_reply() {
                 matcher: fm.matcher,
                 instructions: fm.instructions,
                 matcher_as_sent: None,
+                instructions_as_sent: None,
             }]),
         }),
         "04130070 00000007 00010000 00000000

@@ -277,6 +277,7 @@ fn multipart_replies_read_back_by_ovs() {
             matcher: fm.matcher,
             instructions: fm.instructions.clone(),
             matcher_as_sent: None,
+            instructions_as_sent: None,
         }])),
         &["OFPST_FLOW reply (OF1.3)", "cookie=0x7, duration=12s, table=0, n_packets=1000, n_bytes=64000, send_flow_rem priority=100,ip,nw_dst=192.168.0.0/16 actions=dec_ttl,set_field:02:00:00:00:00:09->eth_dst,output:3"],
     );

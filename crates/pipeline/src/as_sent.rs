@@ -118,7 +118,7 @@ mod tests {
         assert_eq!(given_order(&[]), 0);
     }
 
-    /// What a flow holds for its wire form and instruction order fits in the padding of its
+    /// What a flow holds for its wire forms and instruction order fits in the padding of its
     /// 64-byte-aligned entry: a million flows cost nothing more for it.
     #[test]
     fn an_entry_is_no_bigger_for_it() {

@@ -30,6 +30,9 @@ pub struct FlowEntry {
     pub given_order: crate::as_sent::GivenOrder,
     /// How the controller wrote the match, when not as the codec writes it back (shared).
     pub matcher_as_sent: Option<crate::model::WireForm>,
+    /// The instructions' bytes as the controller wrote them, when the codec would write them
+    /// otherwise (rare; per flow).
+    pub instructions_as_sent: Option<crate::model::WireForm>,
     /// Cookie.
     pub cookie: u64,
     /// Flags.

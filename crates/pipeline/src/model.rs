@@ -216,6 +216,11 @@ pub struct FlowMod {
     /// model back (see [`WireForm`]); `None` for the canonical form and for flows that never
     /// crossed the wire.
     pub matcher_as_sent: Option<WireForm>,
+    /// The instructions' bytes as the controller wrote them, when the codec would write them
+    /// otherwise even in the order given (a set-field of `tp_dst` is `udp_dst` to the codec
+    /// under a UDP match, whatever an earlier `ip_proto` rewrite made of the packet); `None`
+    /// almost always.
+    pub instructions_as_sent: Option<WireForm>,
 }
 
 /// How a controller wrote something on the wire (the OXM fields of a match in its own
@@ -249,6 +254,7 @@ impl FlowMod {
             out_group: GROUP_ANY,
             flags: FlowFlags::default(),
             matcher_as_sent: None,
+            instructions_as_sent: None,
         }
     }
 }

@@ -33,6 +33,9 @@ pub struct FlowView {
     pub flags: FlowFlags,
     /// How the controller wrote the match, when not as the codec writes it back.
     pub matcher_as_sent: Option<crate::model::WireForm>,
+    /// The instructions' bytes as the controller wrote them, when the codec would write them
+    /// otherwise.
+    pub instructions_as_sent: Option<crate::model::WireForm>,
 }
 
 impl FlowView {
@@ -51,6 +54,7 @@ impl FlowView {
             hard_timeout: e.hard_timeout,
             flags: e.flags,
             matcher_as_sent: e.matcher_as_sent.clone(),
+            instructions_as_sent: e.instructions_as_sent.clone(),
         }
     }
 }

@@ -209,6 +209,7 @@ mod tests {
             }])],
             given_order: 0,
             matcher_as_sent: None,
+            instructions_as_sent: None,
             cookie,
             flags: FlowFlags::default(),
             idle_timeout: 0,

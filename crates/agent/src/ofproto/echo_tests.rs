@@ -218,6 +218,49 @@ fn flow_stats_give_back_the_flow_as_sent() {
     assert_eq!(ins, new_ins);
 }
 
+/// A set-field whose name the match does not decide as the controller did: under a UDP
+/// match, after rewriting `ip_proto` to TCP, the controller sets `tcp_dst` (the codec alone
+/// would write `udp_dst`, one key field). The instructions read back as sent.
+#[test]
+fn a_set_field_named_otherwise_reads_back_as_sent() {
+    let b = bridge(FailMode::Secure);
+    let matcher = ofp_match(&[oxm(5, &[0x08, 0x00], None), oxm(10, &[17], None)].concat());
+    let set_tcp_dst = oxm(14, &[0, 80], None); // OXM_OF_TCP_DST
+    let mut apply = Vec::new();
+    encode_action(
+        &Action::SetField {
+            field: Field::IpProto,
+            value: 6,
+        },
+        &ip_udp(),
+        &mut apply,
+    )
+    .unwrap();
+    // OFPAT_SET_FIELD: type 25, length 16 (4 + 6 OXM bytes, padded to 8).
+    apply.extend_from_slice(&[0, 25, 0, 16]);
+    apply.extend_from_slice(&set_tcp_dst);
+    apply.extend_from_slice(&[0; 6]);
+    encode_action(
+        &Action::Output {
+            port: 2,
+            max_len: 0,
+        },
+        &ip_udp(),
+        &mut apply,
+    )
+    .unwrap();
+    // OFPIT_APPLY_ACTIONS: type 4, length, 4 bytes of padding, the actions.
+    let mut ins = vec![0, 4];
+    ins.extend_from_slice(&((8 + apply.len()) as u16).to_be_bytes());
+    ins.extend_from_slice(&[0; 4]);
+    ins.extend_from_slice(&apply);
+    let add = message(msg_type::FLOW_MOD, &flow_mod_body(0, 0, &matcher, &ins));
+    assert!(raw_replies(&b, &add).is_empty());
+    let (_, m, got) = one_flow(&b);
+    assert_eq!(m, matcher);
+    assert_eq!(got, ins);
+}
+
 /// The same flow written as the codec writes it reads back the same way (no form kept).
 #[test]
 fn canonical_flows_read_back_canonical() {

@@ -216,6 +216,7 @@ fn fail_open_flow(command: FlowModCommand) -> FlowMod {
         out_group: pipeline::model::GROUP_ANY,
         flags: FlowFlags::default(),
         matcher_as_sent: None,
+        instructions_as_sent: None,
     }
 }
 

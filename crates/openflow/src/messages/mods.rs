@@ -7,8 +7,9 @@ use pipeline::model::{
 };
 
 use crate::action::{decode_actions, encode_actions};
+use crate::as_sent::{instructions_form, write_instructions};
 use crate::error::{DecodeError, EncodeError, ErrorCode};
-use crate::instruction::{decode_instructions, encode_instructions};
+use crate::instruction::decode_instructions;
 use crate::oxm::{read_match_as_sent, write_match_as_sent};
 use crate::wire::{patch_len, Put, Reader};
 
@@ -94,7 +95,9 @@ impl FlowModMsg {
         })?;
         r.skip(2)?;
         let (matcher, matcher_as_sent) = read_match_as_sent(r)?;
-        let instructions = decode_instructions(r.rest())?;
+        let bytes = r.rest();
+        let instructions = decode_instructions(bytes)?;
+        let instructions_as_sent = instructions_form(bytes, &instructions, &matcher);
         Ok(FlowModMsg {
             flow_mod: FlowMod {
                 command,
@@ -110,6 +113,7 @@ impl FlowModMsg {
                 out_group,
                 flags,
                 matcher_as_sent,
+                instructions_as_sent,
             },
             buffer_id,
         })
@@ -136,7 +140,12 @@ impl FlowModMsg {
         buf.put_u16(flow_flags_to_wire(f.flags));
         buf.put_zeros(2);
         write_match_as_sent(&f.matcher, f.matcher_as_sent.as_ref(), buf)?;
-        encode_instructions(&f.instructions, &f.matcher, buf)
+        write_instructions(
+            &f.instructions,
+            &f.matcher,
+            f.instructions_as_sent.as_ref(),
+            buf,
+        )
     }
 }
 

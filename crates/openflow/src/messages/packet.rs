@@ -359,6 +359,7 @@ mod tests {
                 hard_timeout: 2,
                 flags: Default::default(),
                 matcher_as_sent: None,
+                instructions_as_sent: None,
             },
         };
         let f = FlowRemoved::from(&r);

@@ -4,8 +4,9 @@
 use pipeline::model::{ports, FlowFlags, Instruction, Match, WireForm, ALL_TABLES, GROUP_ANY};
 use pipeline::FlowView;
 
+use crate::as_sent::{instructions_form, write_instructions};
 use crate::error::{DecodeError, EncodeError, ErrorCode};
-use crate::instruction::{decode_instructions, encode_instructions};
+use crate::instruction::decode_instructions;
 use crate::messages::mods::{flow_flags_from_wire, flow_flags_to_wire};
 use crate::oxm::{read_match, read_match_as_sent, write_match, write_match_as_sent};
 use crate::wire::{patch_len, Put, Reader};
@@ -100,6 +101,9 @@ pub struct FlowStats {
     /// How the controller wrote the match, when not as the codec writes it back
     /// ([`WireForm`]): the entry's match is written that way.
     pub matcher_as_sent: Option<WireForm>,
+    /// The instructions' bytes as the controller wrote them, when the codec would write them
+    /// otherwise: written as they are.
+    pub instructions_as_sent: Option<WireForm>,
 }
 
 impl From<&FlowView> for FlowStats {
@@ -118,6 +122,7 @@ impl From<&FlowView> for FlowStats {
             matcher: v.matcher,
             instructions: v.instructions.clone(),
             matcher_as_sent: v.matcher_as_sent.clone(),
+            instructions_as_sent: v.instructions_as_sent.clone(),
         }
     }
 }
@@ -152,6 +157,9 @@ impl FlowStats {
         let packet_count = b.u64()?;
         let byte_count = b.u64()?;
         let (matcher, matcher_as_sent) = read_match_as_sent(&mut b)?;
+        let bytes = b.rest();
+        let instructions = decode_instructions(bytes)?;
+        let instructions_as_sent = instructions_form(bytes, &instructions, &matcher);
         Ok(FlowStats {
             table_id,
             duration_sec,
@@ -164,8 +172,9 @@ impl FlowStats {
             packet_count,
             byte_count,
             matcher,
-            instructions: decode_instructions(b.rest())?,
+            instructions,
             matcher_as_sent,
+            instructions_as_sent,
         })
     }
 
@@ -185,7 +194,12 @@ impl FlowStats {
         buf.put_u64(self.packet_count);
         buf.put_u64(self.byte_count);
         write_match_as_sent(&self.matcher, self.matcher_as_sent.as_ref(), buf)?;
-        encode_instructions(&self.instructions, &self.matcher, buf)?;
+        write_instructions(
+            &self.instructions,
+            &self.matcher,
+            self.instructions_as_sent.as_ref(),
+            buf,
+        )?;
         patch_len(buf, start, start, "flow stats entry")
     }
 }

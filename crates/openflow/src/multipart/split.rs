@@ -134,6 +134,7 @@ mod tests {
                 4
             ])],
             matcher_as_sent: None,
+            instructions_as_sent: None,
         };
         let body = MultipartReplyBody::Flow(vec![entry; 2000]);
         let mut buf = Vec::new();

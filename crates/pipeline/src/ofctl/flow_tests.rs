@@ -471,6 +471,7 @@ fn dump_flows_with_counters_reads_back() {
         hard_timeout: fm.hard_timeout,
         flags: fm.flags,
         matcher_as_sent: None,
+        instructions_as_sent: None,
     };
     let text = format_flow_stats(&view);
     assert_eq!(
