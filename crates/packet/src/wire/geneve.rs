@@ -169,7 +169,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Geneve<T> {
     /// [`OPTIONS_MAX`]; the C flag is set when one of them is critical). Returns the header's
     /// length.
     pub fn emit(&mut self, vni: u32, options: &[u8]) -> usize {
-        debug_assert!(options.len() % 4 == 0 && options.len() <= OPTIONS_MAX);
+        debug_assert!(options.len().is_multiple_of(4) && options.len() <= OPTIONS_MAX);
         let critical = walk_options(options).any(|o| o.critical());
         let b = self.buf.as_mut();
         b[field::VER_OPT_LEN] = (options.len() / 4) as u8;
