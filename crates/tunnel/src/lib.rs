@@ -36,14 +36,16 @@
 //! IPv4 with DF and for IPv6, answered with ICMP "fragmentation needed" / "packet too big"
 //! carrying the MTU left after [`encap::EncapTemplate::overhead`].
 //!
-//! This crate holds the per-packet halves (encapsulate, terminate) and their configuration;
-//! it does no I/O.
+//! This crate holds the per-packet halves (encapsulate, terminate), which do no I/O, and the
+//! control side's next-hop questions to the kernel (`nexthop.rs`).
 
 pub mod decap;
 pub mod encap;
 pub mod endpoint;
 pub mod fuzzing;
+pub mod nexthop;
 
 pub use decap::{terminate, Decapped, DropReason, Locals, Termination};
 pub use encap::{EncapError, EncapTemplate};
 pub use endpoint::{Encap, OuterAddrs, TunnelKind};
+pub use nexthop::{NextHop, Resolver, Unreachable};
