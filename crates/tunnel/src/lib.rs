@@ -44,8 +44,10 @@ pub mod encap;
 pub mod endpoint;
 pub mod fuzzing;
 pub mod nexthop;
+pub mod spec;
 
 pub use decap::{terminate, Decapped, DropReason, Locals, Termination};
 pub use encap::{EncapError, EncapTemplate};
 pub use endpoint::{Encap, OuterAddrs, TunnelKind};
 pub use nexthop::{NextHop, Resolver, Unreachable};
+pub use spec::{PerFlow, SpecError, TunnelSpec};
