@@ -1,7 +1,7 @@
 //! The body of the `tunnel_terminate` fuzz target (`fuzz/fuzz_targets/tunnel_terminate.rs`),
 //! here so that a normal test runs it on stable Rust: termination of arbitrary bytes received
 //! on an underlay port. Nothing may panic, and a terminated packet's inner frame and options
-//! lie inside it. Each input is tried twice: as it is, and with its outer IPv4 header
+//! lie inside it; the same bytes also go through the path-MTU answer (`pmtud.rs`). Each input is tried twice: as it is, and with its outer IPv4 header
 //! checksum made right and its UDP checksum zeroed, so that mutations reach the VXLAN and
 //! Geneve headers instead of stopping at a checksum.
 
@@ -22,6 +22,12 @@ pub fn fuzz_terminate(data: &[u8]) {
         ports: vec![(4789, TunnelKind::Vxlan), (6081, TunnelKind::Geneve)],
     };
     check(data, &locals);
+    // The path-MTU answer to the same bytes taken as an oversize inner frame.
+    let mut out = [0u8; crate::pmtud::REPLY_MAX];
+    let mtu = 68 + (data.len() as u16 & 0x3ff);
+    if let Some(n) = crate::pmtud::too_big_reply(data, mtu, &mut out) {
+        assert!(n <= out.len() && n >= 14 + 28);
+    }
     // Untagged IPv4 with a 20-byte header: fix the header checksum, drop the UDP one.
     if data.len() >= 42 && data[12..14] == [0x08, 0x00] && data[14] == 0x45 {
         let mut d = data.to_vec();

@@ -44,6 +44,7 @@ pub mod encap;
 pub mod endpoint;
 pub mod fuzzing;
 pub mod nexthop;
+pub mod pmtud;
 pub mod spec;
 
 pub use decap::{terminate, Decapped, DropReason, Locals, Termination};
