@@ -36,6 +36,26 @@
 //! IPv4 with DF and for IPv6, answered with ICMP "fragmentation needed" / "packet too big"
 //! carrying the MTU left after [`encap::EncapTemplate::overhead`].
 //!
+//! # Wiring into the switch (issue 18; not done yet)
+//!
+//! 1. **Key room.** The flow key is full (16 words; only `tun_id` has a word). `tun_src` and
+//!    `tun_dst` need 64 bits for IPv4 underlays and 256 for IPv6. Two candidates, to be
+//!    decided by `hayate bench` before/after on a quiet machine: grow the key to 20 words
+//!    (every cache tier compares and hashes a quarter more), or keep 16 words and intern
+//!    tunnel endpoint addresses into 16-bit ids beside a 24-bit `tun_id` in word 2 (exact
+//!    matches only on `tun_src`/`tun_dst`; masked ones refused with `OFPBMC_BAD_MASK`).
+//! 2. **Ports.** `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow port with no
+//!    queues; the switch hands its [`decap::Locals`] to the underlay port's receive stage in
+//!    the poll loop (termination before extraction, `in_port` = the tunnel's port).
+//! 3. **OpenFlow.** OXM `TUNNEL_ID`, Nicira `tun_src`/`tun_dst` (NXM_NX_TUN_IPV4_SRC/DST and
+//!    the IPv6 ones) in the codec and the ofctl syntax; `set_field` of them and `set_tunnel`;
+//!    `output:TUNNEL` translated into "encapsulate with template T, output to the underlay".
+//! 4. **Datapath.** An encapsulation op in `execute.rs` over a table of templates the control
+//!    side swaps (arc-swap) when a next hop changes; the MTU check and the [`pmtud`] answer
+//!    there; drop counters by [`decap::DropReason`] and for unreachable remotes.
+//! 5. **Control side.** Housekeeping re-resolves every remote each second
+//!    ([`nexthop::Resolver`]) and puts [`nexthop::Unreachable`] in the port's status.
+//!
 //! This crate holds the per-packet halves (encapsulate, terminate), which do no I/O, and the
 //! control side's next-hop questions to the kernel (`nexthop.rs`).
 
