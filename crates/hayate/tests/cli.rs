@@ -169,15 +169,23 @@ spec = "pcap:out={}"
     assert_eq!(read_pcap(&out3), vec![frames[1].clone()]);
 }
 
-#[test]
-fn bad_config_names_line_and_fix() {
+/// `hayate check` of a bridge whose one flow is `flow` (on line 3) beside a null sink, which
+/// must refuse it; what it said.
+fn check_refuses(flow: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let cfg_path = config(
         dir.path(),
-        "bad.toml",
-        "[[bridge]]\nname = \"br0\"\nflows = [\"in_port=1,actions=output:7\"]\n[[bridge.port]]\nspec = \"null:sink\"\n",
+        "hayate.toml",
+        &format!(
+            "[[bridge]]\nname = \"br0\"\nflows = [\"{flow}\"]\n[[bridge.port]]\nspec = \"null:sink\"\n"
+        ),
     );
-    let err = refused(Command::new(HAYATE).arg("check").arg(&cfg_path));
+    refused(Command::new(HAYATE).arg("check").arg(&cfg_path))
+}
+
+#[test]
+fn bad_config_names_line_and_fix() {
+    let err = check_refuses("in_port=1,actions=output:7");
     assert!(err.contains("line 3"), "{err}");
     assert!(err.contains("output:7 is not a port"), "{err}");
 }
@@ -221,13 +229,7 @@ fn lane_core_beside_a_config_is_refused_with_where_it_goes() {
 
 #[test]
 fn goto_backwards_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg_path = config(
-        dir.path(),
-        "back.toml",
-        "[[bridge]]\nname = \"br0\"\nflows = [\"table=1,actions=goto_table:0\"]\n[[bridge.port]]\nspec = \"null:sink\"\n",
-    );
-    let err = refused(Command::new(HAYATE).arg("check").arg(&cfg_path));
+    let err = check_refuses("table=1,actions=goto_table:0");
     assert!(err.contains("line 3"), "{err}");
     assert!(err.contains("goto"), "{err}");
 }

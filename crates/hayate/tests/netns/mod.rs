@@ -12,7 +12,7 @@
 
 #![allow(dead_code)] // Each test binary uses a part of the harness.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -205,6 +205,31 @@ pub fn tcp_bytes(from: &Link, to: &Link, dst: &str, secs: u32) -> u64 {
     let v = iperf3(from, &["-c", dst, "-t", &secs.to_string()]);
     server.reap();
     v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
+}
+
+/// Runs `hayate bench ARGS… --workdir DIR --json DIR/NAME.json` (`args` begins with the
+/// bench's name), which must succeed; the JSON it wrote and its output (stdout, then
+/// stderr), for messages.
+pub fn bench_json(args: &[&str], dir: &Path) -> (Value, String) {
+    let json = dir.join(format!("{}.json", args[0]));
+    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .arg("bench")
+        .args(args)
+        .arg("--workdir")
+        .arg(dir)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run hayate bench");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
+    (v, text)
 }
 
 /// One link between a host namespace and a switch namespace.
