@@ -186,14 +186,8 @@ fn one_round(
             cpu_pct: c0.zip(c1).map(|(a, b)| 100.0 * (b - a) / w),
         })
     })();
-    // SAFETY: kill(2) on our own child's pid (`ip netns exec` runs the generator in place).
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline && child.try_wait()?.is_none() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    // SIGINT reaches the generator: `ip netns exec` runs it in place.
+    crate::sys::proc::terminate(&mut child, libc::SIGINT);
     // trafgen forks a sender that outlives its parent: nothing else runs in the namespace.
     Topo::kill_all(&pair.ns_g);
     std::thread::sleep(Duration::from_millis(300));

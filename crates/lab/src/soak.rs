@@ -192,17 +192,7 @@ impl Switch {
 
 impl Drop for Switch {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::sys::proc::terminate(&mut self.child, libc::SIGTERM);
     }
 }
 
