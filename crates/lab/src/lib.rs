@@ -15,7 +15,7 @@
 //! - [`churn`]: the rate while a controller changes the rules and how soon a change takes
 //!   effect, Hayate beside Open vSwitch with DPDK on the same frames and cores.
 //!
-//! Shared by them: [`bench`] (the steps of every bench's `main`: options checked, switches
+//! Shared by them: [`bench`](mod@bench) (the steps of every bench's `main`: options checked, switches
 //! picked by name, the work folder, cores, JSON), [`sys`] (children and host changes, always
 //! undone), [`ovs_dpdk`] (a private Open vSwitch with DPDK), [`needs`] (packages), [`frame`]
 //! (test frames and pcaps), [`report`] (medians, ratios, runs grouped per case and switch,

@@ -19,7 +19,7 @@
 //!
 //! Files: [`args`](ChurnArgs) and the run here; [`rules`]: tables and flow-mods;
 //! [`openflow`]: the messages and one connection; [`switch`]: starting each switch;
-//! [`measure`]: warm-up, windows, the churning thread, the effect test; [`turn`]: one switch
+//! [`measure`]: warm-up, windows, the churning thread, the effect test; `turn`: one switch
 //! on one table, start to stop; [`report`]: tables, JSON, SVG.
 
 pub mod measure;

@@ -4,7 +4,7 @@
 //! A→B by frame size, iperf3 TCP with the hosts' offloads on and off, and ping latency idle and
 //! under load. Prints a table with ratios to the Linux bridge, writes JSON and an SVG plot.
 //!
-//! Each switch gets a fresh topology ([`topo`]); the generator, iperf3 and ping run on one core
+//! Each switch gets a fresh topology (`topo`); the generator, iperf3 and ping run on one core
 //! and the switch on another. Needs root.
 
 pub(crate) mod generator;

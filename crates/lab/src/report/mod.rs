@@ -1,5 +1,5 @@
 //! What every bench's report shares: medians over repeated runs, ratios, runs and rows of one
-//! switch in one case grouped and summed up ([`cases`]: `cases.rs`), a column table for the
+//! switch in one case grouped and summed up ([`Runs`], [`grid`]: `cases.rs`), a column table for the
 //! terminal ([`Table`]: `table.rs`) and SVG charts ([`bars`] grouped by case, [`lines`] over an
 //! x axis: `plot.rs`). `bench compare`, `bench vhost` and `bench churn-compare` build theirs
 //! from these.

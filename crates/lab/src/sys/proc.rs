@@ -1,5 +1,7 @@
 //! Child processes of a bench (`vhost`, `churn-compare`): pinned, bounded in time, logged, and stopped when
-//! their guard drops; short helper commands (ovs-vsctl, ovs-ofctl, hayate ctl) with a timeout.
+//! their guard drops; short helper commands (ovs-vsctl, ovs-ofctl, hayate ctl) with a timeout;
+//! and the one way every bench stops a child of its own ([`terminate`]: a signal, then
+//! SIGKILL after 5 s).
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;

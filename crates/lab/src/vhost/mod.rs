@@ -13,9 +13,9 @@
 //! gets fresh processes and sockets; the switches take turns over `--repeat` runs and the
 //! table shows medians, with ratios to Open vSwitch with DPDK and to the floor.
 //!
-//! Files: [`args`](VhostArgs) here; [`hayate`], [`ovs`], [`floor`]: the three switches (Open
-//! vSwitch's private instance is [`crate::ovs_dpdk`]'s); [`testpmd`]: the VMs and telemetry;
-//! [`window`] and [`counters`]: the measurement; [`report`]: table, JSON, SVG; [`needs`]:
+//! Files: [`args`](VhostArgs) here; [`hayate`], `ovs`, `floor`: the three switches (Open
+//! vSwitch's private instance is [`crate::ovs_dpdk`]'s); `testpmd`: the VMs and telemetry;
+//! `window` and `counters`: the measurement; `report`: table, JSON, SVG; `needs`:
 //! packages. Children and host changes, always undone, are [`crate::sys`]'s; the test frame
 //! [`crate::frame`]'s.
 
