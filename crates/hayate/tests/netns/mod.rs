@@ -7,6 +7,11 @@
 //! panics. Every wait is bounded. Tests need root and `ip`, `ping`, `iperf3`; without them
 //! they print a loud SKIPPED line (CI runs them as root after scripts/setup.sh).
 //!
+//! Also shared by the tests that use it: waiting for a listener in a namespace
+//! ([`wait_listening`]), iperf3 servers and clients between hosts ([`IperfServer`],
+//! [`iperf3`], [`tcp_bytes`]), and a `hayate bench` run read back from its JSON
+//! ([`bench_json`]).
+//!
 //! `HAYATE_BIN=target/release/hayate cargo test -p hayate --test netns_iperf -- --nocapture`
 //! runs the suite against another build of the binary (throughput figures need a release one).
 

@@ -7,6 +7,10 @@
 //! [`be128`], [`get_be16`]) are here: the views, the per-packet parse
 //! ([`mod@crate::extract`]), the rewrites and the ports' virtio-net and checksum paths all
 //! read headers through them, so an offset is written in one place.
+//!
+//! For the crate's tests: `test_util` (spaced hex into bytes, the golden UDP frame the
+//! extraction, rewrite and builder tests share) and `crosscheck.rs` (the views against the
+//! builder).
 
 pub mod arp;
 pub mod ethernet;
