@@ -7,6 +7,10 @@
 //! [`be128`], [`get_be16`]) are here: the views, the per-packet parse
 //! ([`mod@crate::extract`]), the rewrites and the ports' virtio-net and checksum paths all
 //! read headers through them, so an offset is written in one place.
+//!
+//! For the crate's tests: `test_util` (spaced hex into bytes, the golden UDP frame the
+//! extraction, rewrite and builder tests share) and `crosscheck.rs` (the views against the
+//! builder).
 
 pub mod arp;
 pub mod ethernet;
@@ -136,6 +140,12 @@ pub(crate) mod test_util {
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
             .collect()
     }
+
+    /// Eth / IPv4 10.0.0.1 -> 10.0.0.2 / UDP 1234 -> 80, 60 bytes: the golden frame of the
+    /// extraction and rewrite tests.
+    pub const UDP4: &str = "020000000002 020000000001 0800
+    4500002e 00000000 401166bd 0a000001 0a000002
+    04d20050 001ae695 000000000000000000000000000000000000";
 }
 
 #[cfg(test)]
