@@ -332,6 +332,16 @@ impl Plugboard {
             .sum()
     }
 
+    /// Every rx queue as `(thread index, OpenFlow port, its counters)`, thread by thread in
+    /// the order each thread polls them.
+    pub(crate) fn rx_queues(&self) -> Vec<(usize, u32, Snapshot)> {
+        self.threads
+            .iter()
+            .enumerate()
+            .flat_map(|(t, post)| post.rx.iter().map(move |(o, d)| (t, *o, d.snapshot())))
+            .collect()
+    }
+
     /// Wakes every thread, then publishes the new generation.
     fn ring(&self) {
         for t in &self.threads {

@@ -42,6 +42,10 @@ pub trait Observer {
         _actions: usize,
     ) {
     }
+
+    /// The walk is over; `key` is the packet as its actions left it.
+    #[inline(always)]
+    fn finish(&mut self, _key: &FlowKey) {}
 }
 
 /// The fast path's observer: sees nothing, costs nothing.
@@ -69,6 +73,8 @@ pub struct Step {
 pub struct Recorder {
     /// The tables visited, in order.
     pub steps: Vec<Step>,
+    /// The packet as its actions left it.
+    pub last: FlowKey,
 }
 
 impl Observer for Recorder {
@@ -82,6 +88,10 @@ impl Observer for Recorder {
             first_action: actions,
         });
     }
+
+    fn finish(&mut self, key: &FlowKey) {
+        self.last = *key;
+    }
 }
 
 /// A finished trace: the packet, each table's step, the translation.
@@ -91,6 +101,9 @@ pub struct Trace {
     pub key: FlowKey,
     /// The tables visited.
     pub steps: Vec<Step>,
+    /// The packet as its actions left it (action-set and group changes a bucket undid
+    /// aside).
+    pub last: FlowKey,
     /// The translation (datapath actions, megaflow mask, cacheable).
     pub translation: Translation,
 }
@@ -104,6 +117,7 @@ impl Pipeline {
         Trace {
             key: *key,
             steps: rec.steps,
+            last: rec.last,
             translation,
         }
     }
@@ -141,7 +155,7 @@ pub fn key_from_frame(hex: &str, in_port: u32) -> Result<FlowKey, String> {
         .chars()
         .filter(|c| !c.is_whitespace() && *c != ':')
         .collect();
-    if digits.len() % 2 != 0 || digits.is_empty() {
+    if !digits.len().is_multiple_of(2) || digits.is_empty() {
         return Err(format!(
             "{} hex digits do not make whole bytes of a frame",
             digits.len()
@@ -216,11 +230,12 @@ pub fn format_key(value: &FlowKey, mask: &FlowKey) -> String {
     }
 }
 
-/// Every field the key sets, as match text (the packet a trace follows).
+/// Every field the key sets, as match text (the packet a trace follows; the `parsed` bits
+/// extraction keeps left out).
 pub fn format_packet(key: &FlowKey) -> String {
     let mut mask = FlowKey::ZERO;
     for f in Field::ALL {
-        if key.get(*f) != 0 {
+        if *f != Field::Parsed && key.get(*f) != 0 {
             mask.set(*f, f.max_value());
         }
     }
@@ -246,10 +261,15 @@ impl Trace {
                         st.table, e.priority, m, e.cookie
                     );
                     let _ = writeln!(s, "    actions: {}", ofctl::format_actions(&e.instructions));
+                    let mine = acts.get(st.first_action..end).unwrap_or(&[]);
                     let _ = writeln!(
                         s,
                         "    datapath actions from it: {}",
-                        format_dp_actions(acts.get(st.first_action..end).unwrap_or(&[]))
+                        if mine.is_empty() {
+                            "none".to_string()
+                        } else {
+                            format_dp_actions(mine)
+                        }
                     );
                 }
                 None => {
@@ -258,12 +278,11 @@ impl Trace {
                 }
             }
         }
-        let last = self.steps.last().map_or(self.key, |st| st.key);
         let _ = writeln!(s);
-        if last == self.key {
+        if self.last == self.key {
             let _ = writeln!(s, "Final flow: unchanged");
         } else {
-            let _ = writeln!(s, "Final flow: {}", format_packet(&last));
+            let _ = writeln!(s, "Final flow: {}", format_packet(&self.last));
         }
         let t = &self.translation;
         let _ = writeln!(s, "Megaflow: {}", format_key(&self.key, &t.mask));

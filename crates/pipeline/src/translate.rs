@@ -256,6 +256,7 @@ impl Pipeline {
             cx.out.actions.clear();
             cx.out.cacheable = false;
         }
+        obs.finish(&cx.key);
     }
 }
 
