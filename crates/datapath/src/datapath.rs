@@ -31,6 +31,7 @@ use std::thread::JoinHandle;
 use packet::{Pool, PoolCache};
 use port::Port;
 
+use crate::capture::Taps;
 use crate::config::DpConfig;
 use crate::execute::{PacketIn, TxPort};
 use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
@@ -334,12 +335,14 @@ impl Datapath {
         // One eventfd wakes every sleeping thread when the datapath stops, so a sleep need
         // not end on its own to notice the stop flag.
         let stop_wake = Arc::new(Wake::new());
+        let taps = Arc::new(Taps::new(pmds.len()));
         let mut stats = Vec::with_capacity(pmds.len());
         let mut looks = Vec::with_capacity(pmds.len());
         let mut threads = Vec::with_capacity(pmds.len());
         let mut handles = Vec::with_capacity(pmds.len());
         for mut pmd in pmds {
             pmd.attach_stop_wake(stop_wake.clone());
+            pmd.attach_taps(taps.clone());
             stats.push(pmd.stats_handle().clone());
             looks.push(pmd.look().clone());
             threads.push((pmd.index(), pmd.core(), pmd.is_lane()));
@@ -374,6 +377,7 @@ impl Datapath {
             stop_wake,
             stats,
             looks,
+            taps,
             threads,
             packet_ins: self.packet_ins.clone(),
             injector: self.injector.clone(),
@@ -404,6 +408,8 @@ pub struct Running {
     stats: Vec<Arc<PmdStats>>,
     /// Where each thread's megaflows are asked for ([`crate::look`]), as `stats`.
     looks: Vec<Arc<Look>>,
+    /// Running captures ([`crate::capture`]).
+    taps: Arc<Taps>,
     /// Index, core and whether it is the priority lane, per thread (as `stats`).
     threads: Vec<(usize, Option<usize>, bool)>,
     packet_ins: Arc<PacketInQueue>,
@@ -470,6 +476,11 @@ impl Running {
     /// counters)` ([`crate::rx_drops`]: drops by reason, `rx_packets`, `busy_cycles`).
     pub fn rx_queues(&self) -> Vec<(usize, u32, Snapshot)> {
         self.plugboard().rx_queues()
+    }
+
+    /// The captures of this datapath's frames ([`crate::capture`]).
+    pub fn taps(&self) -> &Arc<Taps> {
+        &self.taps
     }
 
     /// Every thread's megaflows, each thread answering from its maintenance check

@@ -52,6 +52,7 @@
 #![deny(missing_docs)]
 
 mod bits;
+pub mod capture;
 pub mod clock;
 pub mod config;
 pub mod datapath;

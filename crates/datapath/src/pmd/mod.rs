@@ -306,6 +306,11 @@ impl Pmd {
         self.lane
     }
 
+    /// Lets the datapath's captures ([`crate::capture`]) see this thread's frames.
+    pub(crate) fn attach_taps(&mut self, taps: Arc<crate::capture::Taps>) {
+        self.exec.tap = crate::capture::Tap::new(taps, self.index);
+    }
+
     /// Signals `wake` after each poll that queued packet-ins.
     pub(crate) fn attach_packet_in_wake(&mut self, wake: Arc<Wake>) {
         self.packet_in_wake = Some(wake);
@@ -378,6 +383,12 @@ impl Pmd {
                 self.local
                     .add(Counter::IdleCycles, cycles().wrapping_sub(t0));
                 continue;
+            }
+            if self.exec.tap.active() {
+                let now = self.clock.at(t0);
+                self.exec
+                    .tap
+                    .offer(ofport, true, self.s.batch.as_slice(), now);
             }
             // Drops of this batch are the rx queue's too (per port, `crate::rx_drops`).
             let mark = RxDrops::mark(&self.local);
