@@ -54,6 +54,11 @@ pub trait DatapathCounters: Send + Sync {
         let _ = deadline;
         (Vec::new(), Vec::new())
     }
+
+    /// The datapath's captures (`capture`).
+    fn taps(&self) -> Option<Arc<datapath::capture::Taps>> {
+        None
+    }
 }
 
 impl DatapathCounters for datapath::Running {
@@ -71,6 +76,10 @@ impl DatapathCounters for datapath::Running {
 
     fn megaflows(&self, deadline: Duration) -> (Vec<MegaflowRecord>, Vec<usize>) {
         datapath::Running::megaflows(self, deadline)
+    }
+
+    fn taps(&self) -> Option<Arc<datapath::capture::Taps>> {
+        Some(datapath::Running::taps(self).clone())
     }
 }
 
@@ -119,6 +128,8 @@ pub struct Sources {
     controllers: Mutex<Option<Weak<dyn ControllerView>>>,
     /// Per thread, the counts at the last `pmd-stats --reset` (empty: none yet).
     pmd_zero: Mutex<Vec<Snapshot>>,
+    /// Running captures (`capture`).
+    pub(super) captures: Mutex<super::capture::Captures>,
 }
 
 impl Sources {

@@ -8,6 +8,7 @@
 //! | `rxq-show` | which rx queue each thread polls and the queue's share of the thread's cycles | `dpif-netdev/pmd-rxq-show` |
 //! | `dump-megaflows` | every thread's megaflows: match and mask, actions, packets, bytes, age | `dpctl/dump-flows` |
 //! | `show` | the bridge, its ports (number, name, state), its controllers and fail mode | `ovs-vsctl show` + `ovs-ofctl show` |
+//! | `capture PORT [FILTER]` | the frames a port receives and sends, live (`capture.rs`) | `tcpdump -i PORT` |
 //!
 //! Nothing here touches a poll thread: thread counters and rx queue counters are read as the
 //! threads leave them (relaxed loads), megaflows are copied by each thread in its
@@ -25,7 +26,7 @@ use serde_json::{json, Value};
 
 use super::features::port_desc;
 use super::handle::reply;
-use super::port_cmd::{done_pieces, exp_error, exp_type, parse_look_request, refusal};
+use super::port_cmd::{done_bytes, exp_error, exp_type, parse_look_request, refusal};
 use super::OfBridge;
 
 /// How long `dump-megaflows` waits for the threads' answers.
@@ -34,10 +35,17 @@ const DUMP_DEADLINE: Duration = Duration::from_secs(3);
 /// Answers a request of [`exp_type::PMD_STATS`] … [`exp_type::TRACE`] (already known to come
 /// from the management socket).
 pub(super) fn handle(b: &OfBridge, xid: u32, e: &Experimenter, out: &mut Vec<u8>) {
-    let answer = parse_look_request(e).and_then(|(json, args)| answer(b, e.exp_type, json, &args));
+    let t = e.exp_type;
+    let answer = parse_look_request(e).and_then(|(json, args)| {
+        if (exp_type::CAPTURE_START..=exp_type::CAPTURE_STOP).contains(&t) {
+            super::capture::answer(b, &b.counters.captures, t, &args)
+        } else {
+            answer(b, t, json, &args).map(String::into_bytes)
+        }
+    });
     match answer {
-        Ok(text) => {
-            for m in done_pieces(&text) {
+        Ok(bytes) => {
+            for m in done_bytes(&bytes) {
                 reply(out, xid, &m);
             }
         }

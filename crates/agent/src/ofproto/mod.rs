@@ -24,6 +24,7 @@
 //! | `port_cmd.rs` | add-port / del-port on the wire: Hayate's experimenter message |
 //! | `counters.rs` | the datapath's counters: per thread (dump-pmd), drops per port (dump-drops, dump-ports) |
 //! | `look.rs` | looking inside: trace, pmd-stats, rxq-show, dump-megaflows, show (text or JSON) |
+//! | `capture.rs` | live captures of a port's frames, started, read and stopped by `hayate ctl` |
 //!
 //! Barrier: the pipeline's working copy is published when a BARRIER_REQUEST arrives (before
 //! the reply is written), before a packet-out, and on the pump's tick. A published pipeline is
@@ -39,6 +40,7 @@
 
 mod async_out;
 mod bulk;
+mod capture;
 mod counters;
 mod dump;
 mod features;

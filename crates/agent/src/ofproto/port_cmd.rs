@@ -41,6 +41,12 @@ pub mod exp_type {
     pub const DUMP_MEGAFLOWS: u32 = 8;
     /// A packet traced through the tables (`trace FLOW`, `trace --hex HEX [in_port]`).
     pub const TRACE: u32 = 9;
+    /// Start capturing a port's frames (`capture`); the reply is the capture's id.
+    pub const CAPTURE_START: u32 = 10;
+    /// The frames captured since the last read (binary records, [`super::capture_records`]).
+    pub const CAPTURE_READ: u32 = 11;
+    /// Stop a capture; the reply says how many frames were taken and lost.
+    pub const CAPTURE_STOP: u32 = 12;
     /// The switch did what was asked; the body says what.
     pub const DONE: u32 = 0x100;
     /// A piece of a long reply; more pieces follow, the last one as [`DONE`].
@@ -49,7 +55,7 @@ pub mod exp_type {
     /// Whether `t` asks for a dump (answered by the bridge's counters and looks, not by the
     /// port commands).
     pub fn is_dump(t: u32) -> bool {
-        (DUMP_PMD..=TRACE).contains(&t)
+        (DUMP_PMD..=CAPTURE_STOP).contains(&t)
     }
 }
 
@@ -215,13 +221,50 @@ pub fn parse_look_request(e: &Experimenter) -> Result<(bool, Vec<String>), Strin
     ))
 }
 
+/// Captured frames as a [`exp_type::CAPTURE_READ`] reply carries them: per frame, big-endian,
+/// the wall-clock time in ns (u64), the length on the wire (u32), the bytes kept (u32), then
+/// those bytes; after the last frame nothing.
+pub fn capture_records(frames: &[(u64, u32, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (ts, wire, data) in frames {
+        out.extend_from_slice(&ts.to_be_bytes());
+        out.extend_from_slice(&wire.to_be_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+/// The frames of a [`capture_records`] body.
+pub fn parse_capture_records(mut b: &[u8]) -> Result<Vec<(u64, u32, Vec<u8>)>, String> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        if b.len() < 16 {
+            return Err("a capture record is cut short".into());
+        }
+        let ts = u64::from_be_bytes(b[..8].try_into().unwrap_or_default());
+        let wire = u32::from_be_bytes(b[8..12].try_into().unwrap_or_default());
+        let n = u32::from_be_bytes(b[12..16].try_into().unwrap_or_default()) as usize;
+        let data = b
+            .get(16..16 + n)
+            .ok_or("a capture record's bytes are cut short")?;
+        out.push((ts, wire, data.to_vec()));
+        b = &b[16 + n..];
+    }
+    Ok(out)
+}
+
 /// Longest text one reply message carries.
 const PIECE: usize = 60_000;
 
 /// The reply to a dump of any length: pieces of [`exp_type::DONE_MORE`], the last of
 /// [`exp_type::DONE`].
 pub fn done_pieces(text: &str) -> Vec<Message> {
-    let bytes = text.as_bytes();
+    done_bytes(text.as_bytes())
+}
+
+/// [`done_pieces`] for bytes that are not text (captured frames).
+pub fn done_bytes(bytes: &[u8]) -> Vec<Message> {
     let mut out: Vec<Message> = bytes
         .chunks(PIECE)
         .map(|c| {
@@ -346,6 +389,21 @@ mod tests {
             parse_look_request(&e).unwrap(),
             (true, vec!["in_port=1,udp".to_string()])
         );
+    }
+
+    #[test]
+    fn capture_records_survive_the_wire() {
+        let frames = vec![
+            (1_700_000_000_123_456_789, 64, vec![1u8, 2, 3]),
+            (5, 2000, vec![]),
+        ];
+        assert_eq!(
+            parse_capture_records(&capture_records(&frames)).unwrap(),
+            frames
+        );
+        let mut cut = capture_records(&frames);
+        cut.truncate(18);
+        assert!(parse_capture_records(&cut).is_err());
     }
 
     #[test]

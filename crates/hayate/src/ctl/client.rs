@@ -163,9 +163,20 @@ impl Client {
         self.hayate_request(&look_request(exp_type, json, args))
     }
 
+    /// [`Client::look`] for a reply that is not text (captured frames): its bytes.
+    pub fn look_bytes(&mut self, exp_type: u32, args: &[String]) -> Result<Vec<u8>> {
+        self.hayate_bytes(&look_request(exp_type, false, args))
+    }
+
     /// Sends a Hayate experimenter request and returns the text of its reply (joined from
     /// its pieces); a refusal is an error carrying the switch's explanation.
     fn hayate_request(&mut self, request: &Message) -> Result<String> {
+        let bytes = self.hayate_bytes(request)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// [`Client::hayate_request`]'s reply as bytes.
+    fn hayate_bytes(&mut self, request: &Message) -> Result<Vec<u8>> {
         let xid = self.send(request)?;
         let mut text = Vec::new();
         loop {
@@ -183,7 +194,7 @@ impl Client {
                         && e.exp_type == exp_type::DONE =>
                 {
                     text.extend(e.data);
-                    return Ok(String::from_utf8_lossy(&text).into_owned());
+                    return Ok(text);
                 }
                 (x, Message::Error(e)) if x == xid => match refusal_text(&e) {
                     Some(text) => bail!("{text}"),

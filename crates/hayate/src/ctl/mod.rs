@@ -20,6 +20,7 @@
 //! | `rxq-show` | which rx queue each thread polls, each queue's share of the thread |
 //! | `dump-megaflows` | every thread's megaflows: match/mask, actions, packets, bytes, age |
 //! | `show` | the bridge, its ports, controllers and fail mode |
+//! | `capture PORT [FILTER] -w FILE\|- [-c N] [--rx\|--tx]` | the frames a port receives and sends, live, as pcap (`capture.rs`) |
 //!
 //! `--json` makes trace, pmd-stats, rxq-show, dump-megaflows and show answer in JSON
 //! (`agent::ofproto` `look.rs` says what each holds).
@@ -35,6 +36,7 @@
 //! BRIDGE names `<run dir>/BRIDGE.mgmt`; a path (with a `/`) is used as it is; `tcp:HOST:PORT`
 //! reaches a controller listener instead.
 
+mod capture;
 mod client;
 mod print;
 
@@ -76,7 +78,8 @@ pub struct CtlArgs {
     /// vhostuser:/tmp/vm1.sock ofport=7; del-port NAME|NUMBER — ports of the running bridge,
     /// over the management socket only; dump-pmd: each poll thread's counters; dump-drops:
     /// each port's drops by reason; trace FLOW | trace --hex FRAME [in_port=N]; pmd-stats
-    /// [--reset]; rxq-show; dump-megaflows; show).
+    /// [--reset]; rxq-show; dump-megaflows; show; capture PORT [FILTER] -w FILE|- [-c N]
+    /// [--rx|--tx]).
     pub command: String,
     /// The command's arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -293,6 +296,7 @@ pub fn main(a: CtlArgs) -> Result<()> {
             print!("{}", c.dump(exp_type::DUMP_DROPS)?);
             Ok(())
         }
+        "capture" => capture::run(&mut c, &a.args),
         "trace" | "pmd-stats" | "rxq-show" | "dump-megaflows" | "show" => {
             let t = match a.command.as_str() {
                 "trace" => exp_type::TRACE,
@@ -311,7 +315,7 @@ pub fn main(a: CtlArgs) -> Result<()> {
             Ok(())
         }
         other => bail!(
-            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, dump-pmd, dump-drops, trace, pmd-stats, rxq-show, dump-megaflows or show"
+            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, dump-pmd, dump-drops, trace, pmd-stats, rxq-show, dump-megaflows, show or capture"
         ),
     }
 }
