@@ -38,6 +38,7 @@ use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
 use crate::look::{Look, MegaflowRecord};
 use crate::plug::{tx_entries, Plugboard};
 use crate::pmd::{Pmd, PmdParts};
+use crate::rx_drops::RxQueueStats;
 use crate::stats::{PmdStats, Snapshot};
 use crate::upcall::{Upcall, UpcallFactory};
 
@@ -472,10 +473,16 @@ impl Running {
         self.plugboard().port_drops(ofport)
     }
 
-    /// Every rx queue with the thread that polls it: `(thread index, OpenFlow port, its
-    /// counters)` ([`crate::rx_drops`]: drops by reason, `rx_packets`, `busy_cycles`).
-    pub fn rx_queues(&self) -> Vec<(usize, u32, Snapshot)> {
+    /// Every rx queue with the thread that polls it and its counters ([`crate::rx_drops`]:
+    /// drops by reason, `rx_packets`, `busy_cycles`).
+    pub fn rx_queues(&self) -> Vec<RxQueueStats> {
         self.plugboard().rx_queues()
+    }
+
+    /// Megaflows alive in each thread, as of its last maintenance pass (at most
+    /// `maintenance_ms` old; a sleeping thread's as it fell asleep).
+    pub fn megaflow_counts(&self) -> Vec<u64> {
+        self.looks.iter().map(|l| l.live()).collect()
     }
 
     /// The captures of this datapath's frames ([`crate::capture`]).

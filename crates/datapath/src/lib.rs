@@ -79,6 +79,6 @@ pub use idle::IdleConfig;
 pub use inject::{InjectError, Injector, Wake};
 pub use look::MegaflowRecord;
 pub use pmd::{now_ns, Pmd, PmdParts};
-pub use rx_drops::{RxDrops, IN_PORT_DROPS};
+pub use rx_drops::{RxDrops, RxQueueStats, IN_PORT_DROPS};
 pub use stats::{Counter, PmdStats, Snapshot};
 pub use upcall::{Police, Policer, Upcall, UpcallFactory};

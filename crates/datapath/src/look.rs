@@ -50,6 +50,8 @@ pub struct Look {
     answer: Mutex<(u64, Vec<MegaflowRecord>)>,
     /// Wakes the thread when it sleeps.
     pub(crate) wake: Wake,
+    /// Megaflows alive at the thread's last maintenance pass.
+    live: AtomicU64,
 }
 
 impl Look {
@@ -59,6 +61,7 @@ impl Look {
             wanted: AtomicU64::new(0),
             answer: Mutex::new((0, Vec::new())),
             wake: Wake::new(),
+            live: AtomicU64::new(0),
         }
     }
 
@@ -67,6 +70,16 @@ impl Look {
     #[inline(always)]
     pub(crate) fn wanted(&self) -> u64 {
         self.wanted.load(Ordering::Acquire)
+    }
+
+    /// Megaflows alive at the thread's last maintenance pass.
+    pub fn live(&self) -> u64 {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Notes the megaflows alive now (owning thread, each maintenance pass).
+    pub(crate) fn set_live(&self, n: usize) {
+        self.live.store(n as u64, Ordering::Relaxed);
     }
 
     /// Leaves the answer to request `n`.

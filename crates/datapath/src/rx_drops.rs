@@ -37,6 +37,19 @@ impl RxSlot {
     }
 }
 
+/// One rx queue as the control side sees it ([`crate::Running::rx_queues`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxQueueStats {
+    /// The poll thread that reads it.
+    pub thread: usize,
+    /// Its port.
+    pub ofport: u32,
+    /// Its number among the port's queues, in the order the threads poll them.
+    pub queue: usize,
+    /// Its counters: drops by reason ([`IN_PORT_DROPS`]), `rx_packets`, `busy_cycles`.
+    pub stats: Snapshot,
+}
+
 /// The drop reasons counted against the port a packet came in on. Drops at output
 /// (`drop_tx_full`) are counted by the output port itself ([`port::TxQueue::dropped`]).
 pub const IN_PORT_DROPS: [Counter; 7] = [

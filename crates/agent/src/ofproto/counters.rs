@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use datapath::{Counter, MegaflowRecord, Snapshot, ThreadStats, IN_PORT_DROPS};
+use datapath::{Counter, MegaflowRecord, RxQueueStats, Snapshot, ThreadStats, IN_PORT_DROPS};
 use openflow::Experimenter;
 
 use super::handle::reply;
@@ -43,8 +43,8 @@ pub trait DatapathCounters: Send + Sync {
     /// ([`datapath::IN_PORT_DROPS`]; other fields 0).
     fn port_drops(&self, ofport: u32) -> Snapshot;
 
-    /// Every rx queue: `(thread index, OpenFlow port, its counters)` (`rxq-show`).
-    fn rx_queues(&self) -> Vec<(usize, u32, Snapshot)> {
+    /// Every rx queue with its thread and counters (`rxq-show`).
+    fn rx_queues(&self) -> Vec<RxQueueStats> {
         Vec::new()
     }
 
@@ -70,7 +70,7 @@ impl DatapathCounters for datapath::Running {
         datapath::Running::port_drops(self, ofport)
     }
 
-    fn rx_queues(&self) -> Vec<(usize, u32, Snapshot)> {
+    fn rx_queues(&self) -> Vec<RxQueueStats> {
         datapath::Running::rx_queues(self)
     }
 

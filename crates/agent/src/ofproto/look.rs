@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use datapath::{MegaflowRecord, Snapshot, ThreadStats};
+use datapath::{MegaflowRecord, RxQueueStats, Snapshot, ThreadStats};
 use openflow::port::{port_config, port_state};
 use openflow::Experimenter;
 use pipeline::trace::{format_dp_action, format_key, key_from_flow, key_from_frame, Trace};
@@ -206,12 +206,7 @@ fn pmd_stats(threads: &[ThreadStats], json: bool) -> String {
 
 /// `rxq-show`: the queues of each thread, with each queue's share of the thread's cycles
 /// since start (`pmd usage`, as Open vSwitch's).
-fn rxq_show(
-    b: &OfBridge,
-    threads: &[ThreadStats],
-    queues: &[(usize, u32, Snapshot)],
-    json: bool,
-) -> String {
+fn rxq_show(b: &OfBridge, threads: &[ThreadStats], queues: &[RxQueueStats], json: bool) -> String {
     let names: Vec<(u32, String)> = b.ports().into_iter().map(|p| (p.no, p.name)).collect();
     let name = |no: u32| {
         names
@@ -219,38 +214,25 @@ fn rxq_show(
             .find(|(n, _)| *n == no)
             .map_or_else(|| "?".to_string(), |(_, s)| s.clone())
     };
-    // Queues of a port are numbered in the order the threads poll them.
-    let mut seen: Vec<(u32, u32)> = Vec::new();
-    let mut rows = Vec::new();
-    for &(thread, ofport, q) in queues {
-        let n = match seen.iter_mut().find(|(p, _)| *p == ofport) {
-            Some((_, k)) => {
-                *k += 1;
-                *k
-            }
-            None => {
-                seen.push((ofport, 0));
-                0
-            }
-        };
+    let usage = |q: &RxQueueStats| {
         let total = threads
             .iter()
-            .find(|t| t.index == thread)
+            .find(|t| t.index == q.thread)
             .map_or(0, |t| t.stats.busy_cycles + t.stats.idle_cycles);
-        rows.push((thread, ofport, n, q, pct(q.busy_cycles, total)));
-    }
+        pct(q.stats.busy_cycles, total)
+    };
     if json {
-        let v: Vec<Value> = rows
+        let v: Vec<Value> = queues
             .iter()
-            .map(|(thread, ofport, n, q, usage)| {
+            .map(|q| {
                 json!({
-                    "thread": thread,
-                    "ofport": ofport,
-                    "port": name(*ofport),
-                    "queue": n,
-                    "packets": q.rx_packets,
-                    "busy_cycles": q.busy_cycles,
-                    "usage_pct": usage,
+                    "thread": q.thread,
+                    "ofport": q.ofport,
+                    "port": name(q.ofport),
+                    "queue": q.queue,
+                    "packets": q.stats.rx_packets,
+                    "busy_cycles": q.stats.busy_cycles,
+                    "usage_pct": usage(q),
                 })
             })
             .collect();
@@ -259,19 +241,19 @@ fn rxq_show(
     let mut s = String::new();
     for t in threads {
         let _ = writeln!(s, "{}:", thread_title(t));
-        let mine: Vec<_> = rows.iter().filter(|r| r.0 == t.index).collect();
+        let mine: Vec<_> = queues.iter().filter(|q| q.thread == t.index).collect();
         if mine.is_empty() {
             let _ = writeln!(s, "  no rx queue");
         }
-        for (_, ofport, n, q, usage) in mine {
+        for q in mine {
             let _ = writeln!(
                 s,
                 "  port: {} ({})  queue-id: {}  packets: {}  pmd usage: {:.1} %",
-                ofport,
-                name(*ofport),
-                n,
-                q.rx_packets,
-                usage
+                q.ofport,
+                name(q.ofport),
+                q.queue,
+                q.stats.rx_packets,
+                usage(q)
             );
         }
     }

@@ -17,7 +17,8 @@
 //! came) stops making every later change reach them ([`crate::revalidate`]).
 //!
 //! Before the schedule is looked at, a dump asked of the thread ([`crate::look`]) is
-//! answered: one load and compare per batch while none is asked.
+//! answered: one load and compare per batch while none is asked. Each pass also leaves the
+//! count of live megaflows where the metrics read it.
 
 use super::time::pipeline_ms;
 use super::Pmd;
@@ -67,6 +68,7 @@ impl Pmd {
                 self.local.add(Counter::MegaflowEvictions, 1);
             }
         }
+        self.look.set_live(self.arena.len());
     }
 
     /// Answers the dumps asked of this thread: its megaflows, copied (see [`crate::look`]).
