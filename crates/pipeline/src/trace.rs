@@ -340,6 +340,20 @@ mod tests {
     }
 
     #[test]
+    fn a_trace_through_normal_learns_no_address() {
+        let c = control(&["priority=0,actions=normal"]);
+        let p = c.published();
+        let key =
+            key_from_flow("in_port=1,dl_src=00:00:00:00:00:0a,dl_dst=00:00:00:00:00:0b").unwrap();
+        let t = p.trace(&key);
+        assert_eq!(t.steps.len(), 1);
+        assert!(p.mac_table().is_empty(), "a trace learns nothing");
+        // The fast path's translation of the same packet does learn.
+        p.translate(&key, &mut Translation::default());
+        assert_eq!(p.mac_table().len(), 1);
+    }
+
+    #[test]
     fn a_packet_no_table_matches_says_so() {
         let c = control(&["priority=10,in_port=2,actions=output:1"]);
         let key = key_from_flow("in_port=1,tcp").unwrap();
