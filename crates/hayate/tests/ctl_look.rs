@@ -125,4 +125,17 @@ fn show_lists_the_bridge_ports_and_controllers() {
     assert_eq!(v["ports"].as_array().unwrap().len(), 2, "{json}");
     assert_eq!(v["ports"][1]["name"], "dst", "{json}");
     assert_eq!(v["fail_mode"], "secure", "{json}");
+
+    // A controller connects: show lists it with its role.
+    let mut session = h.session(Duration::from_secs(10));
+    session.barrier(7);
+    let out = h.ctl("brl", &["show"]);
+    assert!(
+        out.contains("        is_connected: true, role: equal, peer: 127.0.0.1:"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("Controller \"ptcp:{}:127.0.0.1\"", h.port)),
+        "{out}"
+    );
 }

@@ -192,3 +192,48 @@ impl Tap {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_ring_loses_frames_and_counts_them_and_only_the_port_s_frames_are_taken() {
+        let pool = packet::Pool::with_frames(SLOTS as u32 + 64);
+        let mut cache = pool.cache();
+        let frame = [0xabu8; 60];
+        let pkts: Vec<Packet> = (0..SLOTS + 10)
+            .map(|_| cache.alloc_from(&frame).unwrap())
+            .collect();
+        let taps = Arc::new(Taps::new(2));
+        let c = taps.start(
+            5,
+            Direction {
+                rx: true,
+                tx: false,
+            },
+            None,
+        );
+        let mut tap = Tap::new(taps.clone(), 1);
+        assert!(tap.active());
+        tap.offer(5, false, &pkts, 1); // sent frames: not this capture's
+        tap.offer(6, true, &pkts, 1); // another port
+        let mut out = Vec::new();
+        c.drain(&mut out);
+        assert!(out.is_empty());
+        tap.offer(5, true, &pkts, 1);
+        assert_eq!(
+            c.lost(),
+            10,
+            "the ring holds {SLOTS}; the rest is lost and counted"
+        );
+        c.drain(&mut out);
+        assert_eq!(out.len(), SLOTS);
+        assert_eq!(out[0].data, frame);
+        taps.stop(&c);
+        assert!(!tap.active());
+        for p in pkts {
+            cache.free(p);
+        }
+    }
+}
