@@ -551,6 +551,10 @@ impl Arena {
         if let Some(s) = self.slots.get(i) {
             prefetch((s as *const Megaflow).cast());
         }
+        // A flush also adds to the megaflow's life counts.
+        if let Some(l) = self.life.get(i) {
+            prefetch((l as *const Life).cast());
+        }
     }
 
     /// Starts loading every cache line of slot `i` (no-op past the end).
