@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use datapath::capture::bpf::Program;
 use datapath::capture::{Capture, Direction, Taps};
@@ -21,8 +21,8 @@ use datapath::capture::{Capture, Direction, Taps};
 use super::port_cmd::{capture_records, exp_type};
 use super::OfBridge;
 
-/// A capture not read for this long is stopped.
-pub const STALE: Duration = Duration::from_secs(10);
+/// A capture not read for this long is stopped (the threads already ignore it).
+pub use datapath::capture::STALE;
 
 struct Running {
     capture: Arc<Capture>,

@@ -11,7 +11,8 @@
 //! classic BPF program, [`bpf`]) on the frames of the captured port and copies those that
 //! match into its own ring; a full ring loses the frame and counts it ([`Capture::lost`]),
 //! it never holds a packet back. The thread picks up the set of captures once per change
-//! (a generation number), taking a mutex then — never per packet.
+//! (a generation number), taking a mutex then — never per packet. A capture nobody has read
+//! for [`STALE`] (its reader was killed) takes no more frames.
 //!
 //! Frames are captured as they arrive (before any action) and as they leave (after the
 //! actions), the way tcpdump on the port would see them.
@@ -31,6 +32,9 @@ use ring::{Frame, Ring};
 pub const SNAPLEN: usize = 2048;
 /// Frames each thread's ring holds.
 pub const SLOTS: usize = 512;
+/// A capture nobody has read for this long (its reader died) takes no more frames; the
+/// control side stops it at its next capture request.
+pub const STALE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Which frames of a port a capture takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,11 +55,14 @@ pub struct Capture {
     rings: Vec<Ring>,
     /// Frames lost to a full ring, per thread (written by that thread only).
     lost: Vec<AtomicU64>,
+    /// When it was last read ([`crate::now_ns`]).
+    read_ns: AtomicU64,
 }
 
 impl Capture {
     /// The frames captured so far, oldest first (each thread's in order), into `out`.
     pub fn drain(&self, out: &mut Vec<Frame>) {
+        self.read_ns.store(crate::now_ns(), Ordering::Relaxed);
         for r in &self.rings {
             r.pop_all(out);
         }
@@ -116,6 +123,7 @@ impl Taps {
             filter,
             rings: (0..self.threads).map(|_| Ring::new(SLOTS)).collect(),
             lost: (0..self.threads).map(|_| AtomicU64::new(0)).collect(),
+            read_ns: AtomicU64::new(crate::now_ns()),
         });
         let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
         l.push(c.clone());
@@ -172,8 +180,12 @@ impl Tap {
     #[cold]
     pub fn offer(&mut self, ofport: u32, rx: bool, pkts: &[Packet], now_ns: u64) {
         self.refresh();
+        let stale = STALE.as_nanos() as u64;
         for c in &self.list {
             if c.ofport != ofport || !(if rx { c.dir.rx } else { c.dir.tx }) {
+                continue;
+            }
+            if now_ns.saturating_sub(c.read_ns.load(Ordering::Relaxed)) > stale {
                 continue;
             }
             for p in pkts {
@@ -221,7 +233,8 @@ mod tests {
         let mut out = Vec::new();
         c.drain(&mut out);
         assert!(out.is_empty());
-        tap.offer(5, true, &pkts, 1);
+        let now = crate::now_ns();
+        tap.offer(5, true, &pkts, now);
         assert_eq!(
             c.lost(),
             10,
@@ -230,6 +243,11 @@ mod tests {
         c.drain(&mut out);
         assert_eq!(out.len(), SLOTS);
         assert_eq!(out[0].data, frame);
+        // Not read for longer than STALE: no more frames.
+        tap.offer(5, true, &pkts[..1], now + STALE.as_nanos() as u64 * 2);
+        out.clear();
+        c.drain(&mut out);
+        assert!(out.is_empty());
         taps.stop(&c);
         assert!(!tap.active());
         for p in pkts {
