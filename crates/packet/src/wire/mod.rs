@@ -10,6 +10,7 @@
 
 pub mod arp;
 pub mod ethernet;
+pub mod geneve;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
@@ -17,9 +18,11 @@ pub mod ipv6;
 pub mod sctp;
 pub mod tcp;
 pub mod udp;
+pub mod vxlan;
 
 pub use arp::Arp;
 pub use ethernet::{Ethernet, VlanTag};
+pub use geneve::{Geneve, GeneveOption};
 pub use icmpv4::Icmpv4;
 pub use icmpv6::Icmpv6;
 pub use ipv4::Ipv4;
@@ -27,6 +30,7 @@ pub use ipv6::{Ipv6, Ipv6ExtHeader};
 pub use sctp::Sctp;
 pub use tcp::Tcp;
 pub use udp::Udp;
+pub use vxlan::Vxlan;
 
 use std::fmt;
 
