@@ -506,6 +506,9 @@ impl Ctx<'_> {
     fn pop_vlan(&mut self) {
         self.unwildcard(Field::VlanTci);
         if self.key.get(Field::VlanTci) & VLAN_PRESENT == 0 {
+            // A pop on a packet without a tag: the datapath refuses the rewrite, counts the
+            // packet in its rewrite drops and drops it (Open vSwitch skips the pop instead).
+            self.emit(DpAction::PopVlan);
             return;
         }
         self.unwildcard(Field::CvlanTci);

@@ -696,13 +696,14 @@ fn action_explosion_is_bounded() {
     assert!(!t.cacheable);
 }
 
-/// Bad input (issue 20): an action the packet's key says it cannot take is not emitted, so
-/// the datapath never writes half a header: a pop_vlan or a VLAN set-field on an untagged
-/// packet does nothing (as in Open vSwitch) and the packet goes on whole, the mask holding
-/// the tag's present bit that decided it. An action the key cannot rule out but the bytes
-/// refuse (a port rewrite on a later fragment, a push beyond the headroom) is emitted and
-/// refused by the datapath, which drops the packet whole and counts it (`drop_rewrite`;
-/// `packet::rewrite` tests: a refused rewrite leaves the packet as it was).
+/// Bad input (issue 20): a packet that an action would make malformed is counted and dropped,
+/// never forwarded half-written. A pop_vlan on an untagged packet is emitted for the datapath
+/// to refuse: it drops the packet whole and counts it (`drop_rewrite`; Open vSwitch skips the
+/// pop instead), the mask holding the tag's present bit that decided it. A VLAN set-field on
+/// an untagged packet does nothing (as in Open vSwitch). An action the key cannot rule out
+/// but the bytes refuse (a port rewrite on a later fragment, a push beyond the headroom) is
+/// emitted and refused the same way (`packet::rewrite` tests: a refused rewrite leaves the
+/// packet as it was).
 #[test]
 fn actions_on_a_header_the_packet_lacks() {
     let mut c = control(3);
@@ -721,7 +722,7 @@ fn actions_on_a_header_the_packet_lacks() {
         ])],
     );
     let t = run(&mut c, &ip_key(1));
-    assert_eq!(t.actions, outputs(&[2]));
+    assert_eq!(t.actions, vec![DpAction::PopVlan, DpAction::Output(2)]);
     assert_eq!(t.mask.get(Field::VlanTci) & 0x1000, 0x1000);
 
     let mut c = control(3);
