@@ -52,6 +52,11 @@ pub struct OpenFlowSettings {
     pub run_dir: Option<PathBuf>,
     /// Packet-ins per controller: rate and burst.
     pub packet_in_limit: agent::RateLimit,
+    /// With no controllers: listen on [`DEFAULT_TARGET`] (`false`: no controller at all, as
+    /// a bridge of an OVSDB configuration without one).
+    pub default_listener: bool,
+    /// The controllers' inactivity probe (`None`: the agent's default).
+    pub probe_interval: Option<Duration>,
 }
 
 /// A bridge's OpenFlow side, running. Dropping it stops the agents and the pump.
@@ -130,6 +135,13 @@ pub fn start(
         },
         ..AgentConfig::default()
     };
+    let agent_config = match settings.probe_interval {
+        Some(p) => AgentConfig {
+            probe_interval: p,
+            ..agent_config
+        },
+        None => agent_config,
+    };
     let ports = s
         .ports
         .iter()
@@ -159,7 +171,7 @@ pub fn start(
         datapath: Arc::downgrade(&running),
         bridge: name.clone(),
     }));
-    let default = settings.controllers.is_empty();
+    let default = settings.controllers.is_empty() && settings.default_listener;
     let texts: Vec<String> = if default {
         vec![DEFAULT_TARGET.to_string()]
     } else {

@@ -1,0 +1,214 @@
+//! The switch as it runs, brought to what the database wants: bridges started and stopped,
+//! ports plugged in and out of running bridges (the live plugging of `hayate ctl add-port`,
+//! [`agent::ofproto::OfBridge::add_port`]), the error of each interface that could not be
+//! applied. Only the difference is applied: a port whose row did not change is not touched.
+//!
+//! A bridge whose OpenFlow settings change (controllers, their inactivity probe, fail mode,
+//! datapath id) is stopped and started again with its ports: its flow tables start empty, as
+//! after a restart of ovs-vswitchd.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Result;
+
+use super::want::{Setup, Want};
+use crate::run::{stop_bridge, Running};
+
+/// A port the switch runs for an Interface row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LivePort {
+    /// The Interface row.
+    pub uuid: String,
+    /// The spec it was opened from.
+    pub spec: String,
+    /// `ofport_request` when it was added.
+    pub request: Option<u32>,
+    /// Its OpenFlow number.
+    pub ofport: u32,
+}
+
+/// A running bridge.
+pub struct LiveBridge {
+    /// What it was started with.
+    pub setup: Setup,
+    /// The bridge.
+    pub running: Running,
+    /// Its ports by interface name.
+    pub ports: BTreeMap<String, LivePort>,
+}
+
+/// Everything running, and what could not be applied.
+#[derive(Default)]
+pub struct Live {
+    /// Bridges by name.
+    pub bridges: BTreeMap<String, LiveBridge>,
+    /// Errors by Interface row UUID.
+    pub errors: BTreeMap<String, String>,
+}
+
+/// Starts a bridge named so with these settings and no ports.
+pub type Starter<'a> = dyn FnMut(&str, &Setup) -> Result<Running> + 'a;
+
+impl Live {
+    /// Brings the switch to `want`.
+    pub fn apply(&mut self, want: &Want, start: &mut Starter<'_>) {
+        self.errors.clear();
+        let mut rings = BTreeSet::new();
+        // Bridges that go, or whose OpenFlow settings changed.
+        let gone: Vec<String> = self
+            .bridges
+            .iter()
+            .filter(|(n, b)| want.bridges.get(*n).is_none_or(|w| w.setup != b.setup))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in gone {
+            if let Some(mut b) = self.bridges.remove(&name) {
+                // Ports out first, so their devices are closed before a new bridge opens them.
+                let names: Vec<String> = b.ports.keys().cloned().collect();
+                for n in names {
+                    remove_port(&mut b, &n, &mut rings);
+                }
+                tracing::info!(bridge = %name, "OVSDB: bridge stopped");
+                stop_bridge(b.running);
+            }
+        }
+        // Ports that go or changed.
+        for (name, b) in &mut self.bridges {
+            let w = &want.bridges[name];
+            let stale: Vec<String> = b
+                .ports
+                .iter()
+                .filter(|(n, p)| match w.ifaces.get(*n) {
+                    None => true,
+                    Some(i) => {
+                        i.uuid != p.uuid
+                            || i.spec.as_deref() != Ok(p.spec.as_str())
+                            || i.ofport_request.is_some_and(|r| r != p.ofport)
+                    }
+                })
+                .map(|(n, _)| n.clone())
+                .collect();
+            for n in stale {
+                remove_port(b, &n, &mut rings);
+            }
+        }
+        // A patch end that went takes its peer with it: a ring is made anew for both.
+        for r in &rings {
+            for b in self.bridges.values_mut() {
+                let peers: Vec<String> = b
+                    .ports
+                    .iter()
+                    .filter(|(_, p)| ring(&p.spec).as_ref() == Some(r))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                for n in peers {
+                    remove_port(b, &n, &mut BTreeSet::new());
+                }
+            }
+            port::ring::Registry::global().forget(r);
+        }
+        // New bridges.
+        for (name, w) in &want.bridges {
+            if self.bridges.contains_key(name) {
+                continue;
+            }
+            match start(name, &w.setup) {
+                Ok(running) => {
+                    tracing::info!(bridge = %name, "OVSDB: bridge started");
+                    self.bridges.insert(
+                        name.clone(),
+                        LiveBridge {
+                            setup: w.setup.clone(),
+                            running,
+                            ports: BTreeMap::new(),
+                        },
+                    );
+                }
+                Err(e) => {
+                    for i in w.ifaces.values() {
+                        self.errors.insert(i.uuid.clone(), format!("{e:#}"));
+                    }
+                }
+            }
+        }
+        // New ports.
+        for (name, b) in &mut self.bridges {
+            let w = &want.bridges[name];
+            for (iname, i) in &w.ifaces {
+                if b.ports.contains_key(iname) {
+                    continue;
+                }
+                let spec = match &i.spec {
+                    Ok(s) => s,
+                    Err(e) => {
+                        self.errors.insert(i.uuid.clone(), e.clone());
+                        continue;
+                    }
+                };
+                let of = b.running.0.bridge.clone();
+                // A requested number in use by another port: the lowest free one, as Open
+                // vSwitch does.
+                let added = of
+                    .add_port(spec, i.ofport_request, Some(iname))
+                    .or_else(|e| match i.ofport_request {
+                        Some(_) if e.contains("is in use by") => {
+                            of.add_port(spec, None, Some(iname))
+                        }
+                        _ => Err(e),
+                    });
+                match added {
+                    Ok(_) => {
+                        let ofport = of
+                            .ports()
+                            .iter()
+                            .find(|p| p.name == *iname)
+                            .map_or(0, |p| p.no);
+                        tracing::info!(bridge = %name, port = %iname, ofport, "OVSDB: port added");
+                        b.ports.insert(
+                            iname.clone(),
+                            LivePort {
+                                uuid: i.uuid.clone(),
+                                spec: spec.clone(),
+                                request: i.ofport_request,
+                                ofport,
+                            },
+                        );
+                    }
+                    Err(e) => {
+                        tracing::warn!(bridge = %name, port = %iname, "OVSDB: {e}");
+                        self.errors.insert(i.uuid.clone(), e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops every bridge.
+    pub fn stop(&mut self) {
+        for (_, mut b) in std::mem::take(&mut self.bridges) {
+            let names: Vec<String> = b.ports.keys().cloned().collect();
+            for n in names {
+                remove_port(&mut b, &n, &mut BTreeSet::new());
+            }
+            stop_bridge(b.running);
+        }
+    }
+}
+
+/// The ring a patch port's spec names.
+fn ring(spec: &str) -> Option<String> {
+    spec.strip_prefix("ring:").map(str::to_string)
+}
+
+fn remove_port(b: &mut LiveBridge, name: &str, rings: &mut BTreeSet<String>) {
+    let Some(p) = b.ports.remove(name) else {
+        return;
+    };
+    if let Some(r) = ring(&p.spec) {
+        rings.insert(r);
+    }
+    match b.running.0.bridge.del_port(&p.ofport.to_string()) {
+        Ok(_) => tracing::info!(port = %name, "OVSDB: port removed"),
+        Err(e) => tracing::warn!(port = %name, "OVSDB: removing the port: {e}"),
+    }
+}

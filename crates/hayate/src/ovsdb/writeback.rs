@@ -1,0 +1,191 @@
+//! What the switch writes back, as ovs-vswitchd does: per Interface `ofport` (-1 when it
+//! could not be added), `error`, `link_state`, `admin_state`, `mac_in_use` and, every
+//! [`STATS_EVERY`], `statistics`; per Bridge `datapath_id`; per Controller `is_connected`,
+//! `role` and `status`; on the `Open_vSwitch` row `cur_cfg` (the `next_cfg` just applied: a
+//! waiting `ovs-vsctl` returns), `iface_types` and `datapath_types`.
+//!
+//! Only columns whose value differs from the replica's are written, so a quiet switch writes
+//! nothing. A value written once and still different in the replica (someone else wrote the
+//! column) is written again only on a full pass, never in a loop with the notifications our
+//! own writes cause.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use ovsdb::datum::{enc_map, enc_opt, enc_set};
+use ovsdb::{ops, Replica};
+use serde_json::{json, Map, Value};
+
+use super::iface::IFACE_TYPES;
+use super::live::{Live, LiveBridge};
+use super::want::{Want, OFPP_LOCAL};
+
+/// How often `statistics` are written (Open vSwitch's default `stats-update-interval`).
+pub const STATS_EVERY: Duration = Duration::from_secs(5);
+
+/// What was last written, by (table, row, column).
+#[derive(Default)]
+pub struct Written(HashMap<(String, String, String), Value>);
+
+impl Written {
+    /// Forgets everything (a new connection: its replica is fresh).
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// Columns to write, by (table, row).
+struct Rows(BTreeMap<(&'static str, String), Map<String, Value>>);
+
+impl Rows {
+    fn set(&mut self, table: &'static str, uuid: &str, col: &str, v: Value) {
+        self.0
+            .entry((table, uuid.to_string()))
+            .or_default()
+            .insert(col.to_string(), v);
+    }
+}
+
+/// The `transact` operations that bring the database to what runs; `full`: also the
+/// statistics, and columns someone else changed since we wrote them.
+pub fn ops(want: &Want, live: &Live, r: &Replica, full: bool, written: &mut Written) -> Vec<Value> {
+    let mut rows = Rows(BTreeMap::new());
+    for (bname, bw) in &want.bridges {
+        let lb = live.bridges.get(bname);
+        for (iname, iw) in &bw.ifaces {
+            let port = lb.and_then(|b| {
+                b.ports
+                    .get(iname)
+                    .filter(|p| p.uuid == iw.uuid)
+                    .map(|p| (b, p))
+            });
+            match port {
+                Some((b, p)) => iface_up(&mut rows, &iw.uuid, iname, b, p.ofport, full),
+                None => {
+                    let e = live
+                        .errors
+                        .get(&iw.uuid)
+                        .cloned()
+                        .or_else(|| iw.spec.clone().err())
+                        .unwrap_or_else(|| "not added yet".into());
+                    rows.set("Interface", &iw.uuid, "ofport", json!(-1));
+                    rows.set("Interface", &iw.uuid, "error", json!(e));
+                    rows.set("Interface", &iw.uuid, "link_state", enc_opt(None));
+                    rows.set("Interface", &iw.uuid, "admin_state", enc_opt(None));
+                }
+            }
+        }
+        if let Some(b) = lb {
+            let dpid = b.running.0.bridge.config().datapath_id;
+            rows.set(
+                "Bridge",
+                &bw.uuid,
+                "datapath_id",
+                json!(format!("{dpid:016x}")),
+            );
+            controllers(&mut rows, &bw.controllers, b);
+        }
+    }
+    if let Some(root) = &want.root {
+        rows.set("Open_vSwitch", root, "cur_cfg", json!(want.next_cfg));
+        let types = IFACE_TYPES.iter().map(|t| json!(t)).collect();
+        rows.set("Open_vSwitch", root, "iface_types", enc_set(types));
+        rows.set(
+            "Open_vSwitch",
+            root,
+            "datapath_types",
+            enc_set(vec![json!("netdev"), json!("system")]),
+        );
+    }
+    let mut out = Vec::new();
+    for ((table, uuid), cols) in rows.0 {
+        let current = r.row(table, &uuid);
+        let mut changed = Map::new();
+        for (col, v) in cols {
+            if current.and_then(|row| row.get(&col)) == Some(&v) {
+                continue;
+            }
+            let key = (table.to_string(), uuid.clone(), col.clone());
+            if !full && written.0.get(&key) == Some(&v) {
+                continue;
+            }
+            written.0.insert(key, v.clone());
+            changed.insert(col, v);
+        }
+        if current.is_some() && !changed.is_empty() {
+            out.push(ops::update(table, &uuid, changed));
+        }
+    }
+    out
+}
+
+fn iface_up(rows: &mut Rows, uuid: &str, name: &str, b: &LiveBridge, ofport: u32, full: bool) {
+    let of = &b.running.0.bridge;
+    let Some(p) = of.ports().into_iter().find(|p| p.no == ofport) else {
+        return;
+    };
+    let db_no = if ofport == OFPP_LOCAL { 65534 } else { ofport };
+    rows.set("Interface", uuid, "ofport", json!(db_no));
+    rows.set("Interface", uuid, "error", enc_opt(None));
+    let link = if p.port.link_up() { "up" } else { "down" };
+    rows.set("Interface", uuid, "link_state", json!(link));
+    rows.set("Interface", uuid, "admin_state", json!("up"));
+    let mac = std::fs::read_to_string(format!("/sys/class/net/{name}/address"))
+        .map(|m| m.trim().to_string())
+        .unwrap_or_else(|_| {
+            let m = p.hw_addr;
+            format!(
+                "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                m[0], m[1], m[2], m[3], m[4], m[5]
+            )
+        });
+    rows.set("Interface", uuid, "mac_in_use", json!(mac));
+    if full {
+        let drops = b.running.1.port_drops(ofport);
+        let s = agent::ofproto::merged(p.port.stats(), &drops);
+        let stats: BTreeMap<String, u64> = [
+            ("rx_packets", s.rx_packets),
+            ("rx_bytes", s.rx_bytes),
+            ("rx_dropped", s.rx_dropped),
+            ("rx_errors", s.rx_errors),
+            ("tx_packets", s.tx_packets),
+            ("tx_bytes", s.tx_bytes),
+            ("tx_dropped", s.tx_dropped),
+            ("tx_errors", s.tx_errors),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        rows.set("Interface", uuid, "statistics", enc_map(&stats));
+    }
+}
+
+fn controllers(rows: &mut Rows, ctls: &[(String, String)], b: &LiveBridge) {
+    let side = &b.running.2;
+    let conns = side.agent().connections();
+    let listening: Vec<String> = side
+        .agent()
+        .listening()
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    for (uuid, target) in ctls {
+        let norm = agent::Target::parse(target).map(|t| t.to_string()).ok();
+        let passive = target.starts_with('p');
+        let conn = conns.iter().find(|c| {
+            let t = c.target.to_string();
+            Some(&t) == norm.as_ref() || (passive && listening.contains(&t))
+        });
+        rows.set("Controller", uuid, "is_connected", json!(conn.is_some()));
+        let role = conn.map(|c| match c.role {
+            agent::Role::Master => "master",
+            agent::Role::Slave => "slave",
+            agent::Role::Equal => "other",
+        });
+        rows.set("Controller", uuid, "role", enc_opt(role.map(|r| json!(r))));
+        let mut status = BTreeMap::new();
+        let state = if conn.is_some() { "ACTIVE" } else { "BACKOFF" };
+        status.insert("state".to_string(), state.to_string());
+        rows.set("Controller", uuid, "status", enc_map(&status));
+    }
+}

@@ -1,0 +1,371 @@
+//! Hayate configured through the stock OVSDB server, driven by the stock clients: a private
+//! `ovsdb-server` made by `hayate ovsdb-init`, `hayate run --ovsdb` in a switch namespace,
+//! and `ovs-vsctl` (add-br, add-port with `ofport_request`, show, set-controller,
+//! set-fail-mode, del-port, a bad interface type), each in its waiting mode, so every call
+//! that returns proves `cur_cfg` was written back; `ovs-vsctl get` reads the write-backs,
+//! `ovsdb-client monitor` sees them arrive, ping crosses the bridge, `ovs-ofctl` holds a
+//! controller connection and installs a flow on the bridge the database made.
+
+mod netns;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use netns::{hayate_bin, must, ns_run, run, Net, PortKind};
+
+/// A child process killed when dropped (also when the test panics).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+/// The `ovsdb-server` that `hayate ovsdb-init` detached, killed by its pid file when dropped.
+struct Server(PathBuf);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(self.0.join("ovsdb-server.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            // SAFETY: signalling the server this test started.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+    }
+}
+
+/// `ovs-vsctl --db=… --timeout=20 ARGS` (waiting for `cur_cfg`, as by default); its stdout.
+fn vsctl(db: &str, args: &[&str]) -> String {
+    let mut full = vec!["ovs-vsctl", db, "--timeout=20"];
+    full.extend_from_slice(args);
+    must(&full).trim().to_string()
+}
+
+/// Waits (≤ 15 s) until `f` holds; false if it never did.
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+fn start_hayate(sw: &str, sock: &Path, run_dir: &Path, log: &Path) -> Killed {
+    let child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            sw,
+            &hayate_bin(),
+            "run",
+            "--stats-interval",
+            "0",
+        ])
+        .args(["--pool-frames", "16384"])
+        .arg("--ovsdb")
+        .arg(format!("unix:{}", sock.display()))
+        .arg("--run-dir")
+        .arg(run_dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).expect("log file"))
+        .spawn()
+        .expect("start hayate");
+    let h = Killed(child);
+    assert!(
+        eventually(|| std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .contains("configured by the OVSDB server")),
+        "hayate did not start: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+    h
+}
+
+/// A minimal OpenFlow 1.3 controller: accepts one connection on 127.0.0.1:16653, says HELLO,
+/// answers echo requests, nothing else.
+const CONTROLLER: &str = r#"
+import socket, struct
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 16653))
+s.listen(4)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    c.sendall(struct.pack("!BBHI", 4, 0, 8, 1))
+    buf = b""
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        buf += d
+        while len(buf) >= 8:
+            v, t, l, x = struct.unpack("!BBHI", buf[:8])
+            if len(buf) < l:
+                break
+            m, buf = buf[:l], buf[l:]
+            if t == 2:
+                c.sendall(struct.pack("!BBHI", 4, 3, l, x) + m[8:])
+"#;
+
+#[test]
+fn ovs_vsctl_drives_hayate_through_ovsdb() {
+    if !netns::can_run(
+        "ovsdb_vsctl",
+        &[
+            "ping",
+            "python3",
+            "ovsdb-server",
+            "ovsdb-tool",
+            "ovs-vsctl",
+            "ovsdb-client",
+            "ovs-ofctl",
+        ],
+    ) {
+        return;
+    }
+    let mut net = Net::new();
+    let sw = net.switch_ns("sw");
+    let a = net.link(PortKind::AfPacket, "a", &sw, &["10.19.0.1/24"]);
+    let b = net.link(PortKind::AfPacket, "b", &sw, &["10.19.0.2/24"]);
+    net.configure(&a, &sw);
+    net.configure(&b, &sw);
+    let dir = net.dir.path().join("db");
+    // A database and a server, as a user with none would make them.
+    let init = must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
+    let _server = Server(dir.clone());
+    let sock = dir.canonicalize().unwrap().join("db.sock");
+    assert_eq!(init.trim(), format!("unix:{}", sock.display()));
+    let db = format!("--db=unix:{}", sock.display());
+    let log = net.dir.path().join("hayate.log");
+    let hayate = start_hayate(&sw, &sock, &net.run_dir(), &log);
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    // ovsdb-client sees the write-backs arrive.
+    let mut monitor = Killed(
+        Command::new("ovsdb-client")
+            .args([
+                "monitor",
+                &format!("unix:{}", sock.display()),
+                "Open_vSwitch",
+                "Interface",
+            ])
+            .args(["name", "ofport", "link_state", "--format=csv"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ovsdb-client"),
+    );
+
+    // add-br and add-port return only once Hayate wrote cur_cfg = next_cfg.
+    let br = format!("{}br", net.prefix);
+    vsctl(&db, &["add-br", &br]);
+    vsctl(
+        &db,
+        &[
+            "add-port",
+            &br,
+            &a.switch_if,
+            "--",
+            "set",
+            "interface",
+            &a.switch_if,
+            "ofport_request=11",
+        ],
+    );
+    vsctl(
+        &db,
+        &[
+            "add-port",
+            &br,
+            &b.switch_if,
+            "--",
+            "set",
+            "interface",
+            &b.switch_if,
+            "ofport_request=12",
+        ],
+    );
+    assert_eq!(
+        vsctl(&db, &["get", "interface", &a.switch_if, "ofport"]),
+        "11"
+    );
+    assert_eq!(
+        vsctl(&db, &["get", "interface", &b.switch_if, "ofport"]),
+        "12"
+    );
+    assert_eq!(
+        vsctl(&db, &["get", "interface", &a.switch_if, "link_state"]),
+        "up"
+    );
+    assert_eq!(
+        vsctl(&db, &["get", "interface", &a.switch_if, "admin_state"]),
+        "up"
+    );
+    assert_eq!(vsctl(&db, &["get", "interface", &br, "ofport"]), "65534");
+    let mac = vsctl(&db, &["get", "interface", &a.switch_if, "mac_in_use"]);
+    let kernel_mac = ns_run(
+        &sw,
+        &["cat", &format!("/sys/class/net/{}/address", a.switch_if)],
+    );
+    assert_eq!(
+        mac.trim_matches('"'),
+        String::from_utf8_lossy(&kernel_mac.stdout).trim()
+    );
+    let dpid = vsctl(&db, &["get", "bridge", &br, "datapath_id"]);
+    assert_eq!(dpid.trim_matches('"').len(), 16, "{dpid}");
+    let cfg = |col: &str| vsctl(&db, &["get", "open_vswitch", ".", col]);
+    assert_eq!(cfg("cur_cfg"), cfg("next_cfg"));
+    assert!(cfg("iface_types").contains("dpdkvhostuserclient"));
+    let show = vsctl(&db, &["show"]);
+    assert!(show.contains(&format!("Bridge {br}")), "{show}");
+    assert!(show.contains(&format!("Port {}", b.switch_if)), "{show}");
+    assert!(!show.contains("error:"), "{show}");
+
+    // Standalone (no fail_mode): the bridge learns; a crosses to b.
+    assert!(
+        a.ping("10.19.0.2", 3),
+        "ping through the bridge OVSDB made\n{}",
+        logs()
+    );
+    assert!(
+        eventually(|| {
+            // A missing key is an error until the first statistics are written.
+            let o = run(&[
+                "ovs-vsctl",
+                &db,
+                "get",
+                "interface",
+                &a.switch_if,
+                "statistics:rx_packets",
+            ]);
+            let s = String::from_utf8_lossy(&o.stdout);
+            s.trim().parse::<u64>().is_ok_and(|n| n >= 3)
+        }),
+        "statistics written back"
+    );
+
+    // The monitor saw ofport 11 written for a's interface.
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(monitor.0.id() as libc::pid_t, libc::SIGTERM) };
+    let mut seen = String::new();
+    monitor
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut seen)
+        .unwrap();
+    assert!(
+        seen.lines()
+            .any(|l| l.contains(&a.switch_if) && l.contains(",11,")),
+        "ovsdb-client monitor output:\n{seen}"
+    );
+
+    // A controller: a small OpenFlow 1.3 listener in the switch namespace (HELLO, echo
+    // replies) that the bridge connects to.
+    let mut ctl = Killed(
+        Command::new("ip")
+            .args(["netns", "exec", &sw, "python3", "-c", CONTROLLER])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 controller"),
+    );
+    let mut ready = [0u8; 6];
+    ctl.0
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut ready)
+        .unwrap();
+    assert_eq!(&ready, b"ready\n");
+    vsctl(&db, &["set-controller", &br, "tcp:127.0.0.1:16653"]);
+    assert!(
+        eventually(|| vsctl(&db, &["get", "controller", &br, "is_connected"]) == "true"),
+        "is_connected\n{}",
+        logs()
+    );
+    assert_eq!(vsctl(&db, &["get", "controller", &br, "role"]), "other");
+    assert!(vsctl(&db, &["get", "controller", &br, "status"]).contains("ACTIVE"));
+    assert_eq!(
+        vsctl(&db, &["get", "interface", &a.switch_if, "ofport"]),
+        "11"
+    );
+    // A controller in charge and no flows: nothing forwards (Open vSwitch's rule), until
+    // ovs-ofctl puts a flow on the bridge the database made.
+    assert!(
+        !a.reaches("10.19.0.2"),
+        "forwarding without flows under a controller"
+    );
+    let mgmt = format!(
+        "unix:{}",
+        net.run_dir().join(format!("{br}.mgmt")).display()
+    );
+    must(&[
+        "ovs-ofctl",
+        "-O",
+        "OpenFlow13",
+        "add-flow",
+        &mgmt,
+        "actions=normal",
+    ]);
+    assert!(a.ping("10.19.0.2", 3), "ping after ovs-ofctl add-flow");
+
+    // Secure: the bridge starts again with empty tables (docs/ovsdb.md), forwards nothing
+    // until a flow is put back.
+    vsctl(&db, &["set-fail-mode", &br, "secure"]);
+    assert!(
+        !a.reaches("10.19.0.2"),
+        "secure bridge without flows forwards"
+    );
+    must(&[
+        "ovs-ofctl",
+        "-O",
+        "OpenFlow13",
+        "add-flow",
+        &mgmt,
+        "actions=normal",
+    ]);
+    assert!(a.ping("10.19.0.2", 3), "ping after ovs-ofctl add-flow");
+    let ports = must(&["ovs-ofctl", "-O", "OpenFlow13", "show", &mgmt]);
+    assert!(ports.contains(&format!(" 12({})", b.switch_if)), "{ports}");
+
+    // A bad interface type: its error column, the rest untouched.
+    let bad = format!("{}bad", net.prefix);
+    let o = run(&[
+        "ovs-vsctl",
+        &db,
+        "--timeout=20",
+        "add-port",
+        &br,
+        &bad,
+        "--",
+        "set",
+        "interface",
+        &bad,
+        "type=vxlan99",
+    ]);
+    assert!(o.status.success() || !o.stderr.is_empty());
+    assert_eq!(vsctl(&db, &["get", "interface", &bad, "ofport"]), "-1");
+    assert!(vsctl(&db, &["get", "interface", &bad, "error"]).contains("not supported"));
+    assert!(a.ping("10.19.0.2", 2), "a bad port disturbs nothing");
+
+    // del-port: gone from the database's view and from the bridge.
+    vsctl(&db, &["del-port", &br, &b.switch_if]);
+    let ports = must(&["ovs-ofctl", "-O", "OpenFlow13", "show", &mgmt]);
+    assert!(!ports.contains(&b.switch_if), "{ports}");
+    assert!(!a.reaches("10.19.0.2"), "b's port is gone");
+    assert_eq!(cfg("cur_cfg"), cfg("next_cfg"));
+    drop(hayate);
+}
