@@ -361,6 +361,100 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
     assert!(vsctl(&db, &["get", "interface", &bad, "error"]).contains("not supported"));
     assert!(a.ping("10.19.0.2", 2), "a bad port disturbs nothing");
 
+    // A VM's port as os-vif plugs it: QEMU (not running yet) will own the socket; the port
+    // is there, its link down until a VM serves the rings.
+    let vhu = format!("{}vhu", net.prefix);
+    let vhu_sock = net.dir.path().join("vm1.sock");
+    vsctl(
+        &db,
+        &[
+            "add-port",
+            &br,
+            &vhu,
+            "--",
+            "set",
+            "interface",
+            &vhu,
+            "type=dpdkvhostuserclient",
+            &format!("options:vhost-server-path={}", vhu_sock.display()),
+            "ofport_request=20",
+        ],
+    );
+    assert_eq!(vsctl(&db, &["get", "interface", &vhu, "ofport"]), "20");
+    assert_eq!(
+        vsctl(&db, &["get", "interface", &vhu, "link_state"]),
+        "down"
+    );
+    assert_eq!(vsctl(&db, &["get", "interface", &vhu, "error"]), "[]");
+
+    // A second bridge joined to the first by a patch pair: a reaches c across both.
+    let c = net.link(PortKind::AfPacket, "c", &sw, &["10.19.0.3/24"]);
+    net.configure(&c, &sw);
+    let br2 = format!("{}br2", net.prefix);
+    let (p1, p2) = (format!("{}p1", net.prefix), format!("{}p2", net.prefix));
+    vsctl(
+        &db,
+        &[
+            "add-br",
+            &br2,
+            "--",
+            "add-port",
+            &br2,
+            &c.switch_if,
+            "--",
+            "add-port",
+            &br2,
+            &p2,
+            "--",
+            "set",
+            "interface",
+            &p2,
+            "type=patch",
+            &format!("options:peer={p1}"),
+            "--",
+            "add-port",
+            &br,
+            &p1,
+            "--",
+            "set",
+            "interface",
+            &p1,
+            "type=patch",
+            &format!("options:peer={p2}"),
+        ],
+    );
+    for p in [&p1, &p2] {
+        assert_eq!(vsctl(&db, &["get", "interface", p, "error"]), "[]", "{p}");
+    }
+    assert!(
+        a.ping("10.19.0.3", 3),
+        "ping across the patch pair\n{}",
+        logs()
+    );
+
+    // The database goes away: forwarding goes on; it comes back: changes apply again.
+    drop(_server);
+    assert!(a.ping("10.19.0.2", 2), "forwarding without the database");
+    must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
+    let _server = Server(dir.clone());
+    assert!(
+        eventually(|| logs().matches("configured by").count() == 1
+            && run(&[
+                "ovs-vsctl",
+                &db,
+                "--timeout=2",
+                "set",
+                "interface",
+                &vhu,
+                "ofport_request=21"
+            ])
+            .status
+            .success()),
+        "reconnected\n{}",
+        logs()
+    );
+    assert_eq!(vsctl(&db, &["get", "interface", &vhu, "ofport"]), "21");
+
     // del-port: gone from the database's view and from the bridge.
     vsctl(&db, &["del-port", &br, &b.switch_if]);
     let ports = must(&["ovs-ofctl", "-O", "OpenFlow13", "show", &mgmt]);
