@@ -4,7 +4,9 @@
 //! set-fail-mode, del-port, a bad interface type), each in its waiting mode, so every call
 //! that returns proves `cur_cfg` was written back; `ovs-vsctl get` reads the write-backs,
 //! `ovsdb-client monitor` sees them arrive, ping crosses the bridge, `ovs-ofctl` holds a
-//! controller connection and installs a flow on the bridge the database made.
+//! controller connection and installs a flow on the bridge the database made. A second test
+//! plugs a VM's vhost-user port with ovsdbapp (the library Neutron and os-vif use), as os-vif
+//! does for a booting VM (`tests/ovsdb/osvif_plug.py`, in the venv `scripts/setup.sh` makes).
 
 mod netns;
 
@@ -462,4 +464,92 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
     assert!(!a.reaches("10.19.0.2"), "b's port is gone");
     assert_eq!(cfg("cur_cfg"), cfg("next_cfg"));
     drop(hayate);
+}
+
+/// The venv's python with ovsdbapp: `$HAYATE_VENV/bin/python`, by default the one
+/// `scripts/setup.sh` makes.
+fn venv_python() -> Option<PathBuf> {
+    let venv = std::env::var_os("HAYATE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/hayate/venv"));
+    let py = venv.join("bin/python");
+    let ok = Command::new(&py)
+        .args(["-c", "import ovsdbapp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(py)
+}
+
+#[test]
+fn ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does() {
+    if !netns::can_run(
+        "ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does",
+        &["ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl"],
+    ) {
+        return;
+    }
+    let Some(py) = venv_python() else {
+        eprintln!("SKIPPED ovsdbapp test: no ovsdbapp in the venv; run scripts/setup.sh");
+        return;
+    };
+    let mut net = Net::new();
+    let sw = net.switch_ns("sw");
+    let dir = net.dir.path().join("db");
+    must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
+    let _server = Server(dir.clone());
+    let sock = dir.canonicalize().unwrap().join("db.sock");
+    let target = format!("unix:{}", sock.display());
+    let db = format!("--db={target}");
+    let log = net.dir.path().join("hayate.log");
+    let _hayate = start_hayate(&sw, &sock, &net.run_dir(), &log);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/ovsdb/osvif_plug.py"
+    );
+    let br = format!("{}int", net.prefix);
+    let dev = format!("{}vhu", net.prefix);
+    let vm_sock = net.dir.path().join("vm.sock");
+    let out = must(&[
+        py.to_str().unwrap(),
+        script,
+        &target,
+        "plug",
+        &br,
+        &dev,
+        vm_sock.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect(&out);
+    // The port is in the bridge, numbered; its link is down until a VM serves the rings.
+    assert_eq!(
+        v["ofport"],
+        1,
+        "{out}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert_eq!(v["link_state"], "down", "{out}");
+    assert_eq!(v["error"], serde_json::json!([]), "{out}");
+    // ovs-ofctl drives the same bridge over OpenFlow.
+    let mgmt = format!(
+        "unix:{}",
+        net.run_dir().join(format!("{br}.mgmt")).display()
+    );
+    let show = must(&["ovs-ofctl", "-O", "OpenFlow13", "show", &mgmt]);
+    assert!(show.contains(&format!(" 1({dev})")), "{show}");
+    must(&[
+        "ovs-ofctl",
+        "-O",
+        "OpenFlow13",
+        "add-flow",
+        &mgmt,
+        "in_port=1,actions=drop",
+    ]);
+    let flows = must(&["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", &mgmt]);
+    assert!(flows.contains("in_port=1"), "{flows}");
+    // Unplugged as os-vif does when the VM goes.
+    must(&[py.to_str().unwrap(), script, &target, "unplug", &br, &dev]);
+    vsctl(&db, &["br-exists", &br]);
+    assert!(
+        eventually(|| !must(&["ovs-ofctl", "-O", "OpenFlow13", "show", &mgmt]).contains(&dev)),
+        "the port left the bridge"
+    );
 }
