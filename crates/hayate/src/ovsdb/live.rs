@@ -25,6 +25,8 @@ pub struct LivePort {
     pub request: Option<u32>,
     /// Its OpenFlow number.
     pub ofport: u32,
+    /// Its MAC address (the kernel interface's, else the OpenFlow port's), read once.
+    pub mac: String,
 }
 
 /// A running bridge.
@@ -158,11 +160,12 @@ impl Live {
                     });
                 match added {
                     Ok(_) => {
-                        let ofport = of
+                        let (ofport, hw) = of
                             .ports()
                             .iter()
                             .find(|p| p.name == *iname)
-                            .map_or(0, |p| p.no);
+                            .map_or((0, [0; 6]), |p| (p.no, p.hw_addr));
+                        let mac = mac_in_use(iname, hw);
                         tracing::info!(bridge = %name, port = %iname, ofport, "OVSDB: port added");
                         b.ports.insert(
                             iname.clone(),
@@ -171,6 +174,7 @@ impl Live {
                                 spec: spec.clone(),
                                 request: i.ofport_request,
                                 ofport,
+                                mac,
                             },
                         );
                     }
@@ -211,4 +215,17 @@ fn remove_port(b: &mut LiveBridge, name: &str, rings: &mut BTreeSet<String>) {
         Ok(_) => tracing::info!(port = %name, "OVSDB: port removed"),
         Err(e) => tracing::warn!(port = %name, "OVSDB: removing the port: {e}"),
     }
+}
+
+/// The MAC address a port uses: its kernel interface's when it has one, else `hw`.
+fn mac_in_use(name: &str, hw: [u8; 6]) -> String {
+    std::fs::read_to_string(format!("/sys/class/net/{name}/address"))
+        .map(|m| m.trim().to_string())
+        .unwrap_or_else(|_| {
+            let m = hw;
+            format!(
+                "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                m[0], m[1], m[2], m[3], m[4], m[5]
+            )
+        })
 }

@@ -16,6 +16,8 @@ use ovsdb::datum::{enc_map, enc_opt, enc_set};
 use ovsdb::{ops, Replica};
 use serde_json::{json, Map, Value};
 
+use agent::ofproto::OfPort;
+
 use super::iface::IFACE_TYPES;
 use super::live::{Live, LiveBridge};
 use super::want::{Want, OFPP_LOCAL};
@@ -52,6 +54,18 @@ pub fn ops(want: &Want, live: &Live, r: &Replica, full: bool, written: &mut Writ
     let mut rows = Rows(BTreeMap::new());
     for (bname, bw) in &want.bridges {
         let lb = live.bridges.get(bname);
+        // One look at the bridge's ports for all its interfaces.
+        let ports: HashMap<u32, OfPort> = lb
+            .map(|b| {
+                b.running
+                    .0
+                    .bridge
+                    .ports()
+                    .into_iter()
+                    .map(|p| (p.no, p))
+                    .collect()
+            })
+            .unwrap_or_default();
         for (iname, iw) in &bw.ifaces {
             let port = lb.and_then(|b| {
                 b.ports
@@ -60,7 +74,11 @@ pub fn ops(want: &Want, live: &Live, r: &Replica, full: bool, written: &mut Writ
                     .map(|p| (b, p))
             });
             match port {
-                Some((b, p)) => iface_up(&mut rows, &iw.uuid, iname, b, p.ofport, full),
+                Some((b, p)) => {
+                    if let Some(of) = ports.get(&p.ofport) {
+                        iface_up(&mut rows, &iw.uuid, b, of, &p.mac, full);
+                    }
+                }
                 None => {
                     let e = live
                         .errors
@@ -119,26 +137,14 @@ pub fn ops(want: &Want, live: &Live, r: &Replica, full: bool, written: &mut Writ
     out
 }
 
-fn iface_up(rows: &mut Rows, uuid: &str, name: &str, b: &LiveBridge, ofport: u32, full: bool) {
-    let of = &b.running.0.bridge;
-    let Some(p) = of.ports().into_iter().find(|p| p.no == ofport) else {
-        return;
-    };
+fn iface_up(rows: &mut Rows, uuid: &str, b: &LiveBridge, p: &OfPort, mac: &str, full: bool) {
+    let ofport = p.no;
     let db_no = if ofport == OFPP_LOCAL { 65534 } else { ofport };
     rows.set("Interface", uuid, "ofport", json!(db_no));
     rows.set("Interface", uuid, "error", enc_opt(None));
     let link = if p.port.link_up() { "up" } else { "down" };
     rows.set("Interface", uuid, "link_state", json!(link));
     rows.set("Interface", uuid, "admin_state", json!("up"));
-    let mac = std::fs::read_to_string(format!("/sys/class/net/{name}/address"))
-        .map(|m| m.trim().to_string())
-        .unwrap_or_else(|_| {
-            let m = p.hw_addr;
-            format!(
-                "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-                m[0], m[1], m[2], m[3], m[4], m[5]
-            )
-        });
     rows.set("Interface", uuid, "mac_in_use", json!(mac));
     if full {
         let drops = b.running.1.port_drops(ofport);
