@@ -70,6 +70,12 @@ pub struct OpenFlowSide {
     /// Where the management socket is (removed on drop).
     mgmt_path: Option<PathBuf>,
     pump: JoinHandle<()>,
+    /// What a new controllers' agent is started with (less its targets).
+    agent_config: AgentConfig,
+    /// Wakes the pump.
+    nudge: Arc<Notify>,
+    /// The datapath the pump serves.
+    running: Arc<datapath::Running>,
 }
 
 impl OpenFlowSide {
@@ -81,6 +87,45 @@ impl OpenFlowSide {
     /// The controllers' agent (e.g. for its connections).
     pub fn agent(&self) -> &Arc<Agent> {
         &self.agent
+    }
+
+    /// Replaces the controllers with `targets` (none: no controller) and their inactivity
+    /// probe, keeping the bridge, its ports and its flow tables: the old connections close,
+    /// the new agent connects or listens, and the fail mode follows the new connections (a
+    /// standalone bridge with no controller in charge installs its fail-open flow after the
+    /// fail-open delay, as at start).
+    pub fn set_controllers(
+        &mut self,
+        rt: &Runtime,
+        targets: &[String],
+        probe: Option<Duration>,
+    ) -> Result<()> {
+        let name = self.bridge.config().name.clone();
+        let mut parsed = Vec::new();
+        for t in targets {
+            parsed.push(Target::parse(t).with_context(|| format!("bridge {name}"))?);
+        }
+        let cfg = AgentConfig {
+            targets: parsed,
+            probe_interval: probe.unwrap_or(AgentConfig::default().probe_interval),
+            ..self.agent_config.clone()
+        };
+        let agent = rt
+            .block_on(Agent::start(cfg, nudging(&self.bridge, &self.nudge)))
+            .map_err(|e| anyhow!("bridge {name}: {e}"))?;
+        for t in agent.listening() {
+            eprintln!("hayate: bridge {name}: listening for controllers on {t}");
+        }
+        self.pump.abort();
+        self.agent = Arc::new(agent);
+        self.pump = rt.spawn(pump(
+            self.bridge.clone(),
+            self.agent.clone(),
+            self._mgmt.clone(),
+            self.running.clone(),
+            self.nudge.clone(),
+        ));
+        Ok(())
     }
 }
 
@@ -213,8 +258,8 @@ pub fn start(
         bridge.clone(),
         agent.clone(),
         mgmt.clone(),
-        running,
-        nudge,
+        running.clone(),
+        nudge.clone(),
     ));
     Ok(OpenFlowSide {
         bridge,
@@ -222,6 +267,9 @@ pub fn start(
         _mgmt: mgmt,
         mgmt_path,
         pump,
+        agent_config,
+        nudge,
+        running,
     })
 }
 

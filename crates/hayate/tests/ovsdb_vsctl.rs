@@ -320,9 +320,19 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
         "OpenFlow13",
         "add-flow",
         &mgmt,
-        "actions=normal",
+        "priority=7,actions=normal",
     ]);
     assert!(a.ping("10.19.0.2", 3), "ping after ovs-ofctl add-flow");
+
+    // The controller goes (del-controller): its connection closes, the flow tables stay.
+    vsctl(&db, &["del-controller", &br]);
+    let flows = must(&["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", &mgmt]);
+    assert!(flows.contains("priority=7"), "flows kept: {flows}");
+    assert!(a.ping("10.19.0.2", 2), "ping after del-controller");
+    assert_eq!(
+        vsctl(&db, &["get", "interface", &a.switch_if, "ofport"]),
+        "11"
+    );
 
     // Secure: the bridge starts again with empty tables (docs/ovsdb.md), forwards nothing
     // until a flow is put back.

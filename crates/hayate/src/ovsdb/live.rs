@@ -3,15 +3,16 @@
 //! [`agent::ofproto::OfBridge::add_port`]), the error of each interface that could not be
 //! applied. Only the difference is applied: a port whose row did not change is not touched.
 //!
-//! A bridge whose OpenFlow settings change (controllers, their inactivity probe, fail mode,
-//! datapath id) is stopped and started again with its ports: its flow tables start empty, as
-//! after a restart of ovs-vswitchd.
+//! A change of a bridge's controllers (or their inactivity probe) replaces its controller
+//! connections and keeps its ports and flow tables. A bridge whose fail mode or datapath id
+//! changes is stopped and started again with its ports: its flow tables start empty, as after
+//! a restart of ovs-vswitchd.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 
-use super::want::{Setup, Want};
+use super::want::{Controllers, Setup, Want};
 use crate::run::{stop_bridge, Running};
 
 /// A port the switch runs for an Interface row.
@@ -33,6 +34,8 @@ pub struct LivePort {
 pub struct LiveBridge {
     /// What it was started with.
     pub setup: Setup,
+    /// Its controllers now.
+    pub ctl: Controllers,
     /// The bridge.
     pub running: Running,
     /// Its ports by interface name.
@@ -48,12 +51,17 @@ pub struct Live {
     pub errors: BTreeMap<String, String>,
 }
 
-/// Starts a bridge named so with these settings and no ports.
-pub type Starter<'a> = dyn FnMut(&str, &Setup) -> Result<Running> + 'a;
+/// What starts bridges and changes their controllers.
+pub trait Runner {
+    /// Starts a bridge named `name` with `setup`, controllers `ctl` and no ports.
+    fn start(&mut self, name: &str, setup: &Setup, ctl: &Controllers) -> Result<Running>;
+    /// Replaces a running bridge's controllers.
+    fn set_controllers(&mut self, bridge: &mut Running, ctl: &Controllers) -> Result<()>;
+}
 
 impl Live {
     /// Brings the switch to `want`.
-    pub fn apply(&mut self, want: &Want, start: &mut Starter<'_>) {
+    pub fn apply(&mut self, want: &Want, runner: &mut dyn Runner) {
         self.errors.clear();
         let mut rings = BTreeSet::new();
         // Bridges that go, or whose OpenFlow settings changed.
@@ -72,6 +80,19 @@ impl Live {
                 }
                 tracing::info!(bridge = %name, "OVSDB: bridge stopped");
                 stop_bridge(b.running);
+            }
+        }
+        // Controllers that changed.
+        for (name, b) in &mut self.bridges {
+            let w = &want.bridges[name];
+            if w.ctl != b.ctl {
+                match runner.set_controllers(&mut b.running, &w.ctl) {
+                    Ok(()) => {
+                        tracing::info!(bridge = %name, controllers = ?w.ctl.targets, "OVSDB: controllers set");
+                        b.ctl = w.ctl.clone();
+                    }
+                    Err(e) => tracing::warn!(bridge = %name, "OVSDB: controllers: {e:#}"),
+                }
             }
         }
         // Ports that go or changed.
@@ -114,13 +135,14 @@ impl Live {
             if self.bridges.contains_key(name) {
                 continue;
             }
-            match start(name, &w.setup) {
+            match runner.start(name, &w.setup, &w.ctl) {
                 Ok(running) => {
                     tracing::info!(bridge = %name, "OVSDB: bridge started");
                     self.bridges.insert(
                         name.clone(),
                         LiveBridge {
                             setup: w.setup.clone(),
+                            ctl: w.ctl.clone(),
                             running,
                             ports: BTreeMap::new(),
                         },

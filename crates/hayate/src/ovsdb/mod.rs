@@ -41,7 +41,7 @@ use tokio::runtime::Runtime;
 use crate::config;
 use crate::run::{openflow_settings, start_bridge, RunArgs, Running};
 use live::Live;
-use want::Setup;
+use want::{Controllers, Setup};
 use writeback::{Written, STATS_EVERY};
 
 /// The database of Open vSwitch's schema.
@@ -117,24 +117,11 @@ pub fn run(
         .run_dir
         .clone()
         .unwrap_or_else(crate::openflow_side::default_run_dir);
-    let mut start = |name: &str, setup: &Setup| -> Result<Running> {
-        let b = config::Bridge {
-            name: name.to_string(),
-            cores: args.cores.clone(),
-            lane_core: args.lane_core,
-            ports: Vec::new(),
-            flows: Vec::new(),
-            datapath_id: setup.datapath_id,
-            controllers: setup.targets.clone(),
-            fail_mode: setup.fail_mode,
-            tls: None,
-            packet_in_limit: agent::RateLimit::default(),
-            pipeline: pipeline::PipelineConfig::default(),
-        };
-        let mut settings = openflow_settings(args, &b, 1)?;
-        settings.default_listener = false;
-        settings.probe_interval = setup.probe;
-        start_bridge(rt, args, b, pool, settings, last_core)
+    let mut runner = Bridges {
+        rt,
+        args,
+        pool,
+        last_core,
     };
     let mut live = Live::default();
     let mut written = Written::default();
@@ -145,7 +132,7 @@ pub fn run(
             run_dir: &run_dir,
             live: &mut live,
             written: &mut written,
-            start: &mut start,
+            runner: &mut runner,
             stop,
         };
         if let Err(e) = s.run(&target) {
@@ -161,16 +148,16 @@ pub fn run(
 }
 
 /// One connection to the server.
-struct Session<'a, 'b> {
+struct Session<'a> {
     rt: &'a Runtime,
     run_dir: &'a Path,
     live: &'a mut Live,
     written: &'a mut Written,
-    start: &'a mut live::Starter<'b>,
+    runner: &'a mut dyn live::Runner,
     stop: &'a AtomicBool,
 }
 
-impl Session<'_, '_> {
+impl Session<'_> {
     fn run(&mut self, target: &ovsdb::Target) -> Result<()> {
         let rt = self.rt;
         let (client, mut updates) = rt.block_on(Client::connect(target))?;
@@ -186,7 +173,7 @@ impl Session<'_, '_> {
             let full = last_full.is_none_or(|t| t.elapsed() >= STATS_EVERY);
             if dirty || full {
                 want = want::want(&replica, iface::kernel_has, &run_dir);
-                self.live.apply(&want, self.start);
+                self.live.apply(&want, self.runner);
                 dirty = false;
             }
             if full {
@@ -217,5 +204,39 @@ impl Session<'_, '_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Starts bridges with `hayate run`'s options and changes their controllers.
+struct Bridges<'a> {
+    rt: &'a Runtime,
+    args: &'a RunArgs,
+    pool: &'a Pool,
+    last_core: usize,
+}
+
+impl live::Runner for Bridges<'_> {
+    fn start(&mut self, name: &str, setup: &Setup, ctl: &Controllers) -> Result<Running> {
+        let b = config::Bridge {
+            name: name.to_string(),
+            cores: self.args.cores.clone(),
+            lane_core: self.args.lane_core,
+            ports: Vec::new(),
+            flows: Vec::new(),
+            datapath_id: setup.datapath_id,
+            controllers: ctl.targets.clone(),
+            fail_mode: setup.fail_mode,
+            tls: None,
+            packet_in_limit: agent::RateLimit::default(),
+            pipeline: pipeline::PipelineConfig::default(),
+        };
+        let mut settings = openflow_settings(self.args, &b, 1)?;
+        settings.default_listener = false;
+        settings.probe_interval = ctl.probe;
+        start_bridge(self.rt, self.args, b, self.pool, settings, self.last_core)
+    }
+
+    fn set_controllers(&mut self, bridge: &mut Running, ctl: &Controllers) -> Result<()> {
+        bridge.2.set_controllers(self.rt, &ctl.targets, ctl.probe)
     }
 }

@@ -31,22 +31,29 @@ pub struct Want {
 pub struct BridgeWant {
     /// Row UUID.
     pub uuid: String,
-    /// What the bridge's OpenFlow side is started with; a change restarts the bridge.
+    /// What the bridge is started with; a change restarts the bridge.
     pub setup: Setup,
+    /// Its controllers' targets and probe; a change replaces its controller connections.
+    pub ctl: Controllers,
     /// Controller rows: UUID and target.
     pub controllers: Vec<(String, String)>,
     /// Interfaces by name.
     pub ifaces: BTreeMap<String, IfaceWant>,
 }
 
-/// A bridge's OpenFlow settings.
+/// A bridge's OpenFlow identity and fail mode.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setup {
     /// `other_config:datapath-id` (`None`: derived from the name).
     pub datapath_id: Option<u64>,
     /// `fail_mode` (empty: standalone, as Open vSwitch).
     pub fail_mode: FailMode,
-    /// Controller targets, sorted.
+}
+
+/// A bridge's controllers.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Controllers {
+    /// Targets, sorted.
     pub targets: Vec<String>,
     /// The smallest `inactivity_probe` of its controllers (`None`: the default 5 s).
     pub probe: Option<Duration>,
@@ -171,9 +178,8 @@ fn bridge(r: &Replica, uuid: &str, row: &Row, name: &str, cx: &Context) -> Bridg
         setup: Setup {
             datapath_id,
             fail_mode,
-            targets,
-            probe,
         },
+        ctl: Controllers { targets, probe },
         controllers,
         ifaces,
     }
@@ -225,6 +231,11 @@ mod tests {
             Setup {
                 datapath_id: Some(0xabc),
                 fail_mode: FailMode::Secure,
+            }
+        );
+        assert_eq!(
+            b.ctl,
+            Controllers {
                 targets: vec!["tcp:127.0.0.1:6653".into()],
                 probe: None,
             }
