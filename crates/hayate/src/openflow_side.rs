@@ -89,6 +89,13 @@ impl OpenFlowSide {
         &self.agent
     }
 
+    /// Changes the fail mode, keeping the bridge, its ports and flow tables.
+    pub fn set_fail_mode(&mut self, mode: FailMode) {
+        self.agent_config.fail_mode = mode;
+        let connected = !self.agent.connections().is_empty();
+        self.bridge.set_fail_mode(mode, connected);
+    }
+
     /// Replaces the controllers with `targets` (none: no controller) and their inactivity
     /// probe, keeping the bridge, its ports and its flow tables: the old connections close,
     /// the new agent connects or listens, and the fail mode follows the new connections (a

@@ -334,22 +334,27 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
         "11"
     );
 
-    // Secure: the bridge starts again with empty tables (docs/ovsdb.md), forwards nothing
-    // until a flow is put back.
+    // Secure, live: the flow tables stay (the flow above still forwards); without them a
+    // secure bridge forwards nothing, and back to standalone it learns again at once (no
+    // controller is connected).
     vsctl(&db, &["set-fail-mode", &br, "secure"]);
+    assert!(a.ping("10.19.0.2", 2), "secure keeps the flow tables");
+    let ofctl = |args: &[&str]| {
+        let mut full = vec!["ovs-ofctl", "-O", "OpenFlow13"];
+        full.extend_from_slice(args);
+        must(&full)
+    };
+    ofctl(&["del-flows", &mgmt]);
     assert!(
         !a.reaches("10.19.0.2"),
         "secure bridge without flows forwards"
     );
-    must(&[
-        "ovs-ofctl",
-        "-O",
-        "OpenFlow13",
-        "add-flow",
-        &mgmt,
-        "actions=normal",
-    ]);
-    assert!(a.ping("10.19.0.2", 3), "ping after ovs-ofctl add-flow");
+    vsctl(&db, &["set-fail-mode", &br, "standalone"]);
+    assert!(
+        a.ping("10.19.0.2", 3),
+        "standalone again: the fail-open flow"
+    );
+    assert!(ofctl(&["dump-flows", &mgmt]).contains("priority=0 actions=NORMAL"));
     let ports = must(&["ovs-ofctl", "-O", "OpenFlow13", "show", &mgmt]);
     assert!(ports.contains(&format!(" 12({})", b.switch_if)), "{ports}");
 

@@ -4,9 +4,9 @@
 //! applied. Only the difference is applied: a port whose row did not change is not touched.
 //!
 //! A change of a bridge's controllers (or their inactivity probe) replaces its controller
-//! connections and keeps its ports and flow tables. A bridge whose fail mode or datapath id
-//! changes is stopped and started again with its ports: its flow tables start empty, as after
-//! a restart of ovs-vswitchd.
+//! connections, a change of its fail mode adds or removes the fail-open flow; both keep its
+//! ports and flow tables. A bridge whose datapath id changes is stopped and started again
+//! with its ports: its flow tables start empty, as after a restart of ovs-vswitchd.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,8 +55,13 @@ pub struct Live {
 pub trait Runner {
     /// Starts a bridge named `name` with `setup`, controllers `ctl` and no ports.
     fn start(&mut self, name: &str, setup: &Setup, ctl: &Controllers) -> Result<Running>;
-    /// Replaces a running bridge's controllers.
-    fn set_controllers(&mut self, bridge: &mut Running, ctl: &Controllers) -> Result<()>;
+    /// Replaces a running bridge's controllers (`old`: what it has now) and fail mode.
+    fn set_controllers(
+        &mut self,
+        bridge: &mut Running,
+        old: &Controllers,
+        ctl: &Controllers,
+    ) -> Result<()>;
 }
 
 impl Live {
@@ -86,7 +91,7 @@ impl Live {
         for (name, b) in &mut self.bridges {
             let w = &want.bridges[name];
             if w.ctl != b.ctl {
-                match runner.set_controllers(&mut b.running, &w.ctl) {
+                match runner.set_controllers(&mut b.running, &b.ctl, &w.ctl) {
                     Ok(()) => {
                         tracing::info!(bridge = %name, controllers = ?w.ctl.targets, "OVSDB: controllers set");
                         b.ctl = w.ctl.clone();

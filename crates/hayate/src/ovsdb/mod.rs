@@ -225,7 +225,7 @@ impl live::Runner for Bridges<'_> {
             flows: Vec::new(),
             datapath_id: setup.datapath_id,
             controllers: ctl.targets.clone(),
-            fail_mode: setup.fail_mode,
+            fail_mode: ctl.fail_mode,
             tls: None,
             packet_in_limit: agent::RateLimit::default(),
             pipeline: pipeline::PipelineConfig::default(),
@@ -236,7 +236,18 @@ impl live::Runner for Bridges<'_> {
         start_bridge(self.rt, self.args, b, self.pool, settings, self.last_core)
     }
 
-    fn set_controllers(&mut self, bridge: &mut Running, ctl: &Controllers) -> Result<()> {
-        bridge.2.set_controllers(self.rt, &ctl.targets, ctl.probe)
+    fn set_controllers(
+        &mut self,
+        bridge: &mut Running,
+        old: &Controllers,
+        ctl: &Controllers,
+    ) -> Result<()> {
+        if ctl.fail_mode != old.fail_mode {
+            bridge.2.set_fail_mode(ctl.fail_mode);
+        }
+        if (&ctl.targets, ctl.probe) != (&old.targets, old.probe) {
+            bridge.2.set_controllers(self.rt, &ctl.targets, ctl.probe)?;
+        }
+        Ok(())
     }
 }

@@ -33,7 +33,7 @@ pub struct BridgeWant {
     pub uuid: String,
     /// What the bridge is started with; a change restarts the bridge.
     pub setup: Setup,
-    /// Its controllers' targets and probe; a change replaces its controller connections.
+    /// Its controllers, their probe and its fail mode; changed while it runs.
     pub ctl: Controllers,
     /// Controller rows: UUID and target.
     pub controllers: Vec<(String, String)>,
@@ -41,18 +41,18 @@ pub struct BridgeWant {
     pub ifaces: BTreeMap<String, IfaceWant>,
 }
 
-/// A bridge's OpenFlow identity and fail mode.
+/// A bridge's OpenFlow identity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setup {
     /// `other_config:datapath-id` (`None`: derived from the name).
     pub datapath_id: Option<u64>,
-    /// `fail_mode` (empty: standalone, as Open vSwitch).
-    pub fail_mode: FailMode,
 }
 
-/// A bridge's controllers.
+/// A bridge's controllers and fail mode.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Controllers {
+    /// `fail_mode` (empty: standalone, as Open vSwitch).
+    pub fail_mode: FailMode,
     /// Targets, sorted.
     pub targets: Vec<String>,
     /// The smallest `inactivity_probe` of its controllers (`None`: the default 5 s).
@@ -175,11 +175,12 @@ fn bridge(r: &Replica, uuid: &str, row: &Row, name: &str, cx: &Context) -> Bridg
     }
     BridgeWant {
         uuid: uuid.to_string(),
-        setup: Setup {
-            datapath_id,
+        setup: Setup { datapath_id },
+        ctl: Controllers {
             fail_mode,
+            targets,
+            probe,
         },
-        ctl: Controllers { targets, probe },
         controllers,
         ifaces,
     }
@@ -230,12 +231,12 @@ mod tests {
             b.setup,
             Setup {
                 datapath_id: Some(0xabc),
-                fail_mode: FailMode::Secure,
             }
         );
         assert_eq!(
             b.ctl,
             Controllers {
+                fail_mode: FailMode::Secure,
                 targets: vec!["tcp:127.0.0.1:6653".into()],
                 probe: None,
             }
