@@ -565,7 +565,10 @@ fn the_fail_mode_changes_while_running() {
     b.on_connectivity(Connectivity::Lost);
     assert!(!b.fail_open_active(), "secure ignores a lost controller");
     b.set_fail_mode(FailMode::Standalone, true);
-    assert!(!b.fail_open_active(), "a connected controller keeps the tables");
+    assert!(
+        !b.fail_open_active(),
+        "a connected controller keeps the tables"
+    );
     b.set_fail_mode(FailMode::Standalone, false);
     assert!(b.fail_open_active());
     assert_eq!(flow_stats(&b)[0].cookie, FAIL_OPEN_COOKIE);
