@@ -568,3 +568,79 @@ fn ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does() {
         "the port left the bridge"
     );
 }
+
+/// CPU ticks (1/100 s) thread `name` of process `pid` used so far.
+fn thread_ticks(pid: u32, name: &str) -> u64 {
+    let mut total = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        // Fields after the command's closing parenthesis: utime and stime are the 12th, 13th.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        total += f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    }
+    total
+}
+
+/// The issue's figure: 1,000 ports added by one ovs-vsctl transaction, applied with cur_cfg
+/// written back (the call returns then), and the OVSDB thread's CPU while idle after.
+/// `cargo test --release -p hayate --test ovsdb_vsctl -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement: run on a quiet machine"]
+fn thousand_ports_in_one_transaction() {
+    if !netns::can_run(
+        "thousand_ports_in_one_transaction",
+        &["ovsdb-server", "ovs-vsctl"],
+    ) {
+        return;
+    }
+    let mut net = Net::new();
+    let sw = net.switch_ns("sw");
+    let dir = net.dir.path().join("db");
+    must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
+    let _server = Server(dir.clone());
+    let sock = dir.canonicalize().unwrap().join("db.sock");
+    let db = format!("--db=unix:{}", sock.display());
+    let log = net.dir.path().join("hayate.log");
+    let hayate = start_hayate(&sw, &sock, &net.run_dir(), &log);
+    let br = format!("{}br", net.prefix);
+    vsctl(&db, &["add-br", &br]);
+    let names: Vec<String> = (0..1000).map(|i| format!("{}t{i}", net.prefix)).collect();
+    let mut args: Vec<&str> = vec!["ovs-vsctl", &db, "--timeout=120"];
+    for n in &names {
+        args.extend([
+            "--",
+            "add-port",
+            &br,
+            n,
+            "--",
+            "set",
+            "interface",
+            n,
+            "type=internal",
+        ]);
+    }
+    let t = Instant::now();
+    must(&args);
+    let took = t.elapsed();
+    let errors = vsctl(&db, &["--columns=error", "find", "interface", "ofport=-1"]);
+    assert!(errors.is_empty(), "{errors}");
+    let pid = hayate.0.id();
+    let before = thread_ticks(pid, "hayate");
+    std::thread::sleep(Duration::from_secs(10));
+    let idle = thread_ticks(pid, "hayate") - before;
+    println!(
+        "1000 ports in one transaction: {:.2} s to cur_cfg; OVSDB thread idle: {:.1} % of a core",
+        took.as_secs_f64(),
+        idle as f64 / 10.0
+    );
+}

@@ -163,6 +163,8 @@ impl Live {
         // New ports.
         for (name, b) in &mut self.bridges {
             let w = &want.bridges[name];
+            let of = b.running.0.bridge.clone();
+            let mut added = Vec::new();
             for (iname, i) in &w.ifaces {
                 if b.ports.contains_key(iname) {
                     continue;
@@ -174,10 +176,9 @@ impl Live {
                         continue;
                     }
                 };
-                let of = b.running.0.bridge.clone();
                 // A requested number in use by another port: the lowest free one, as Open
                 // vSwitch does.
-                let added = of
+                let r = of
                     .add_port(spec, i.ofport_request, Some(iname))
                     .or_else(|e| match i.ofport_request {
                         Some(_) if e.contains("is in use by") => {
@@ -185,31 +186,36 @@ impl Live {
                         }
                         _ => Err(e),
                     });
-                match added {
-                    Ok(_) => {
-                        let (ofport, hw) = of
-                            .ports()
-                            .iter()
-                            .find(|p| p.name == *iname)
-                            .map_or((0, [0; 6]), |p| (p.no, p.hw_addr));
-                        let mac = mac_in_use(iname, hw);
-                        tracing::info!(bridge = %name, port = %iname, ofport, "OVSDB: port added");
-                        b.ports.insert(
-                            iname.clone(),
-                            LivePort {
-                                uuid: i.uuid.clone(),
-                                spec: spec.clone(),
-                                request: i.ofport_request,
-                                ofport,
-                                mac,
-                            },
-                        );
-                    }
+                match r {
+                    Ok(_) => added.push((iname, i, spec)),
                     Err(e) => {
                         tracing::warn!(bridge = %name, port = %iname, "OVSDB: {e}");
                         self.errors.insert(i.uuid.clone(), e);
                     }
                 }
+            }
+            if added.is_empty() {
+                continue;
+            }
+            // One look at the bridge's ports for the numbers of all those added.
+            let ports: BTreeMap<String, (u32, [u8; 6])> = of
+                .ports()
+                .into_iter()
+                .map(|p| (p.name, (p.no, p.hw_addr)))
+                .collect();
+            for (iname, i, spec) in added {
+                let (ofport, hw) = ports.get(iname).copied().unwrap_or((0, [0; 6]));
+                tracing::info!(bridge = %name, port = %iname, ofport, "OVSDB: port added");
+                b.ports.insert(
+                    iname.clone(),
+                    LivePort {
+                        uuid: i.uuid.clone(),
+                        spec: spec.clone(),
+                        request: i.ofport_request,
+                        ofport,
+                        mac: mac_in_use(iname, hw),
+                    },
+                );
             }
         }
     }

@@ -42,7 +42,7 @@ use crate::config;
 use crate::run::{openflow_settings, start_bridge, RunArgs, Running};
 use live::Live;
 use want::{Controllers, Setup};
-use writeback::{Written, STATS_EVERY};
+use writeback::{Pass, Written, STATS_EVERY};
 
 /// The database of Open vSwitch's schema.
 const DB: &str = "Open_vSwitch";
@@ -171,7 +171,16 @@ impl Session<'_> {
         let mut want = want::Want::default();
         while !self.stop.load(Ordering::Relaxed) {
             let full = last_full.is_none_or(|t| t.elapsed() >= STATS_EVERY);
-            if dirty || full {
+            let pass = if full {
+                Pass::Full
+            } else if dirty {
+                Pass::Changed
+            } else {
+                Pass::Quick
+            };
+            // Interfaces that failed are tried again on full passes (a kernel interface may
+            // have appeared meanwhile).
+            if dirty || (full && !self.live.errors.is_empty()) {
                 want = want::want(&replica, iface::kernel_has, &run_dir);
                 self.live.apply(&want, self.runner);
                 dirty = false;
@@ -179,7 +188,7 @@ impl Session<'_> {
             if full {
                 last_full = Some(Instant::now());
             }
-            let writes = writeback::ops(&want, self.live, &replica, full, self.written);
+            let writes = writeback::ops(&want, self.live, &replica, pass, self.written);
             if !writes.is_empty() {
                 match rt.block_on(client.transact(ops::transact(DB, writes))) {
                     Ok(_) => {}

@@ -48,12 +48,32 @@ impl Rows {
     }
 }
 
-/// The `transact` operations that bring the database to what runs; `full`: also the
-/// statistics, and columns someone else changed since we wrote them.
-pub fn ops(want: &Want, live: &Live, r: &Replica, full: bool, written: &mut Written) -> Vec<Value> {
+/// How much a write-back pass looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Only what changes without a change in the database: the link state of ports whose
+    /// link may change ([`agent::ofproto::OfBridge::watches_links`]) and controller state.
+    Quick,
+    /// Every column but the statistics (after the database or the switch changed).
+    Changed,
+    /// Every column, the statistics, and columns someone else changed since we wrote them.
+    Full,
+}
+
+/// The `transact` operations that bring the database to what runs.
+pub fn ops(want: &Want, live: &Live, r: &Replica, pass: Pass, written: &mut Written) -> Vec<Value> {
+    let full = pass == Pass::Full;
+    let quick = pass == Pass::Quick;
     let mut rows = Rows(BTreeMap::new());
     for (bname, bw) in &want.bridges {
         let lb = live.bridges.get(bname);
+        if let (true, Some(b)) = (quick, lb) {
+            if b.running.0.bridge.watches_links() {
+                link_states(&mut rows, bw, b);
+            }
+            controllers(&mut rows, &bw.controllers, b);
+            continue;
+        }
         // One look at the bridge's ports for all its interfaces.
         let ports: HashMap<u32, OfPort> = lb
             .map(|b| {
@@ -104,7 +124,7 @@ pub fn ops(want: &Want, live: &Live, r: &Replica, full: bool, written: &mut Writ
             controllers(&mut rows, &bw.controllers, b);
         }
     }
-    if let Some(root) = &want.root {
+    if let (false, Some(root)) = (quick, &want.root) {
         rows.set("Open_vSwitch", root, "cur_cfg", json!(want.next_cfg));
         let types = IFACE_TYPES.iter().map(|t| json!(t)).collect();
         rows.set("Open_vSwitch", root, "iface_types", enc_set(types));
@@ -163,6 +183,27 @@ fn iface_up(rows: &mut Rows, uuid: &str, b: &LiveBridge, p: &OfPort, mac: &str, 
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         rows.set("Interface", uuid, "statistics", enc_map(&stats));
+    }
+}
+
+/// The link state of every port of bridge `b`.
+fn link_states(rows: &mut Rows, bw: &super::want::BridgeWant, b: &LiveBridge) {
+    let ports: HashMap<u32, bool> = b
+        .running
+        .0
+        .bridge
+        .ports()
+        .into_iter()
+        .map(|p| (p.no, p.port.link_up()))
+        .collect();
+    for (iname, iw) in &bw.ifaces {
+        let Some(p) = b.ports.get(iname).filter(|p| p.uuid == iw.uuid) else {
+            continue;
+        };
+        if let Some(up) = ports.get(&p.ofport) {
+            let link = if *up { "up" } else { "down" };
+            rows.set("Interface", &iw.uuid, "link_state", json!(link));
+        }
     }
 }
 
