@@ -215,6 +215,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         eprintln!("warning: cannot raise the descriptor limit: {e}");
     }
     let bridges = if args.ovsdb.is_some() {
+        if args.metrics.is_some() {
+            bail!(
+                "--metrics is not served with --ovsdb yet (its bridges come and go); run \
+                 without --metrics, or from a config file"
+            );
+        }
         Vec::new()
     } else {
         bridges_from(&args)?

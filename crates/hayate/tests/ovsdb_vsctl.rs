@@ -560,6 +560,57 @@ fn ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does() {
     ]);
     let flows = must(&["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", &mgmt]);
     assert!(flows.contains("in_port=1"), "{flows}");
+    // The VM boots (DPDK's virtio-user in testpmd, owning the socket as QEMU would): the
+    // switch connects, the link comes up and the VM's frames show in the statistics.
+    if netns::can_run("ovsdbapp test's VM", &["dpdk-testpmd", "stdbuf"]) {
+        let vm = Killed(
+            Command::new("stdbuf")
+                .args([
+                    "-oL",
+                    "dpdk-testpmd",
+                    "--lcores",
+                    "0@0,1@0",
+                    "--main-lcore",
+                    "0",
+                ])
+                .args(["--no-pci", "--no-huge", "-m", "256", "--file-prefix"])
+                .arg(format!("hyov{}", std::process::id()))
+                .arg("--vdev")
+                .arg(format!(
+                    "net_virtio_user0,path={},queues=1,queue_size=256,server=1",
+                    vm_sock.display()
+                ))
+                .args(["--", "--total-num-mbufs=8192", "--forward-mode=flowgen"])
+                .args(["--txpkts=64", "--auto-start"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("dpdk-testpmd"),
+        );
+        assert!(
+            eventually(|| vsctl(&db, &["get", "interface", &dev, "link_state"]) == "up"),
+            "the VM's link came up\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        assert!(
+            eventually(|| {
+                let o = run(&[
+                    "ovs-vsctl",
+                    &db,
+                    "get",
+                    "interface",
+                    &dev,
+                    "statistics:rx_packets",
+                ]);
+                let s = String::from_utf8_lossy(&o.stdout);
+                s.trim().parse::<u64>().is_ok_and(|n| n > 0)
+            }),
+            "the VM's frames counted"
+        );
+        drop(vm);
+    }
+
     // Unplugged as os-vif does when the VM goes.
     must(&[py.to_str().unwrap(), script, &target, "unplug", &br, &dev]);
     vsctl(&db, &["br-exists", &br]);
