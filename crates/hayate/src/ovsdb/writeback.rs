@@ -135,12 +135,21 @@ pub fn ops(want: &Want, live: &Live, r: &Replica, pass: Pass, written: &mut Writ
             enc_set(vec![json!("netdev"), json!("system")]),
         );
     }
+    changes(rows, r, full, written)
+}
+
+/// The `update` operations for the columns of `rows` that differ from the replica: a value
+/// already written and not yet seen back is not written again, except on a `full` pass; rows
+/// the replica does not hold (deleted meanwhile) are left alone.
+fn changes(rows: Rows, r: &Replica, full: bool, written: &mut Written) -> Vec<Value> {
     let mut out = Vec::new();
     for ((table, uuid), cols) in rows.0 {
-        let current = r.row(table, &uuid);
+        let Some(current) = r.row(table, &uuid) else {
+            continue;
+        };
         let mut changed = Map::new();
         for (col, v) in cols {
-            if current.and_then(|row| row.get(&col)) == Some(&v) {
+            if current.get(&col) == Some(&v) {
                 continue;
             }
             let key = (table.to_string(), uuid.clone(), col.clone());
@@ -150,7 +159,7 @@ pub fn ops(want: &Want, live: &Live, r: &Replica, pass: Pass, written: &mut Writ
             written.0.insert(key, v.clone());
             changed.insert(col, v);
         }
-        if current.is_some() && !changed.is_empty() {
+        if !changed.is_empty() {
             out.push(ops::update(table, &uuid, changed));
         }
     }
@@ -234,5 +243,45 @@ fn controllers(rows: &mut Rows, ctls: &[(String, String)], b: &LiveBridge) {
         let state = if conn.is_some() { "ACTIVE" } else { "BACKOFF" };
         status.insert("state".to_string(), state.to_string());
         rows.set("Controller", uuid, "status", enc_map(&status));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replica(text: &str) -> Replica {
+        let mut r = Replica::default();
+        r.apply(&ovsdb::update::parse(&serde_json::from_str(text).unwrap()).unwrap());
+        r
+    }
+
+    fn rows(ofport: i64, link: &str) -> Rows {
+        let mut rows = Rows(BTreeMap::new());
+        rows.set("Interface", "i1", "ofport", json!(ofport));
+        rows.set("Interface", "i1", "link_state", json!(link));
+        rows.set("Interface", "gone", "ofport", json!(3));
+        rows
+    }
+
+    #[test]
+    fn writes_differences_once_and_again_on_full_passes() {
+        let r = replica(r#"{"Interface":{"i1":{"new":{"ofport":7,"link_state":["set",[]]}}}}"#);
+        let mut w = Written::default();
+        let ops = changes(rows(7, "up"), &r, false, &mut w);
+        // Only link_state differs; the deleted row is not written.
+        assert_eq!(
+            serde_json::to_string(&ops).unwrap(),
+            r#"[{"op":"update","row":{"link_state":"up"},"table":"Interface","where":[["_uuid","==",["uuid","i1"]]]}]"#
+        );
+        // Not seen back yet: not written again (no loop with our own notifications) ...
+        assert!(changes(rows(7, "up"), &r, false, &mut w).is_empty());
+        // ... but a full pass writes it again (someone else may have changed it).
+        assert_eq!(changes(rows(7, "up"), &r, true, &mut w).len(), 1);
+        // A new value is written at once.
+        assert_eq!(changes(rows(7, "down"), &r, false, &mut w).len(), 1);
+        // Seen back: nothing to write.
+        let r = replica(r#"{"Interface":{"i1":{"new":{"ofport":7,"link_state":"down"}}}}"#);
+        assert!(changes(rows(7, "down"), &r, true, &mut w).is_empty());
     }
 }
