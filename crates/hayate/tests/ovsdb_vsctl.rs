@@ -471,6 +471,15 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
         logs()
     );
     assert_eq!(vsctl(&db, &["get", "interface", &vhu, "ofport"]), "21");
+    // Its options change (the VM moved its socket): plugged again, same number.
+    vsctl(&db, &["clear", "interface", &vhu, "ofport_request"]);
+    let moved = format!(
+        "options:vhost-server-path={}",
+        net.dir.path().join("vm2.sock").display()
+    );
+    vsctl(&db, &["set", "interface", &vhu, &moved]);
+    assert_eq!(vsctl(&db, &["get", "interface", &vhu, "ofport"]), "21");
+    assert_eq!(vsctl(&db, &["get", "interface", &vhu, "error"]), "[]");
 
     // del-port: gone from the database's view and from the bridge.
     vsctl(&db, &["del-port", &br, &b.switch_if]);

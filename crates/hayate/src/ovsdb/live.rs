@@ -69,6 +69,10 @@ impl Live {
     pub fn apply(&mut self, want: &Want, runner: &mut dyn Runner) {
         self.errors.clear();
         let mut rings = BTreeSet::new();
+        // Ports taken out to be added again (their type or options changed, or a patch
+        // peer's did): they keep their number unless another is asked for, as in Open
+        // vSwitch.
+        let mut again: BTreeMap<(String, String), u32> = BTreeMap::new();
         // Bridges that go, or whose OpenFlow settings changed.
         let gone: Vec<String> = self
             .bridges
@@ -117,12 +121,15 @@ impl Live {
                 .map(|(n, _)| n.clone())
                 .collect();
             for n in stale {
+                if let Some(p) = b.ports.get(&n) {
+                    again.insert((name.clone(), n.clone()), p.ofport);
+                }
                 remove_port(b, &n, &mut rings);
             }
         }
         // A patch end that went takes its peer with it: a ring is made anew for both.
         for r in &rings {
-            for b in self.bridges.values_mut() {
+            for (name, b) in &mut self.bridges {
                 let peers: Vec<String> = b
                     .ports
                     .iter()
@@ -130,6 +137,9 @@ impl Live {
                     .map(|(n, _)| n.clone())
                     .collect();
                 for n in peers {
+                    if let Some(p) = b.ports.get(&n) {
+                        again.insert((name.clone(), n.clone()), p.ofport);
+                    }
                     remove_port(b, &n, &mut BTreeSet::new());
                 }
             }
@@ -178,9 +188,12 @@ impl Live {
                 };
                 // A requested number in use by another port: the lowest free one, as Open
                 // vSwitch does.
+                let request = i
+                    .ofport_request
+                    .or_else(|| again.get(&(name.clone(), iname.clone())).copied());
                 let r = of
-                    .add_port(spec, i.ofport_request, Some(iname))
-                    .or_else(|e| match i.ofport_request {
+                    .add_port(spec, request, Some(iname))
+                    .or_else(|e| match request {
                         Some(_) if e.contains("is in use by") => {
                             of.add_port(spec, None, Some(iname))
                         }
