@@ -471,6 +471,8 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
         logs()
     );
     assert_eq!(vsctl(&db, &["get", "interface", &vhu, "ofport"]), "21");
+    let text = logs();
+    assert!(text.contains("connected again"), "{text}");
     // Its options change (the VM moved its socket): plugged again, same number.
     vsctl(&db, &["clear", "interface", &vhu, "ofport_request"]);
     let moved = format!(

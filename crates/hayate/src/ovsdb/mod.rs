@@ -126,6 +126,8 @@ pub fn run(
     let mut live = Live::default();
     let mut written = Written::default();
     eprintln!("hayate: configured by the OVSDB server at {target}");
+    // The last connection problem said, so a server that stays away is reported once.
+    let mut said = String::new();
     while !stop.load(Ordering::Relaxed) {
         let mut s = Session {
             rt,
@@ -135,8 +137,14 @@ pub fn run(
             runner: &mut runner,
             stop,
         };
-        if let Err(e) = s.run(&target) {
-            eprintln!("hayate: OVSDB {target}: {e:#}; forwarding goes on, connecting again in 1 s");
+        if let Err(e) = s.run(&target, &mut said) {
+            let text = format!("{e:#}");
+            if text != said {
+                eprintln!(
+                    "hayate: OVSDB {target}: {text}; forwarding goes on, connecting again every second"
+                );
+                said = text;
+            }
             let until = Instant::now() + Duration::from_secs(1);
             while Instant::now() < until && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
@@ -158,10 +166,16 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
-    fn run(&mut self, target: &ovsdb::Target) -> Result<()> {
+    /// Connects, monitors and applies until the connection ends (an error) or `stop`.
+    /// `said`: the last connection problem reported, cleared once connected.
+    fn run(&mut self, target: &ovsdb::Target, said: &mut String) -> Result<()> {
         let rt = self.rt;
         let (client, mut updates) = rt.block_on(Client::connect(target))?;
         let initial = rt.block_on(client.monitor(ops::monitor(DB, &json!("hayate"), TABLES)))?;
+        if !said.is_empty() {
+            eprintln!("hayate: OVSDB {target}: connected again");
+            said.clear();
+        }
         let mut replica = Replica::default();
         replica.apply(&initial);
         self.written.clear();
