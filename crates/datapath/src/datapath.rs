@@ -31,11 +31,14 @@ use std::thread::JoinHandle;
 use packet::{Pool, PoolCache};
 use port::Port;
 
+use crate::capture::Taps;
 use crate::config::DpConfig;
 use crate::execute::{PacketIn, TxPort};
 use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
+use crate::look::{Look, MegaflowRecord};
 use crate::plug::{tx_entries, Plugboard};
 use crate::pmd::{Pmd, PmdParts};
+use crate::rx_drops::RxQueueStats;
 use crate::stats::{PmdStats, Snapshot};
 use crate::upcall::{Upcall, UpcallFactory};
 
@@ -333,12 +336,16 @@ impl Datapath {
         // One eventfd wakes every sleeping thread when the datapath stops, so a sleep need
         // not end on its own to notice the stop flag.
         let stop_wake = Arc::new(Wake::new());
+        let taps = Arc::new(Taps::new(pmds.len()));
         let mut stats = Vec::with_capacity(pmds.len());
+        let mut looks = Vec::with_capacity(pmds.len());
         let mut threads = Vec::with_capacity(pmds.len());
         let mut handles = Vec::with_capacity(pmds.len());
         for mut pmd in pmds {
             pmd.attach_stop_wake(stop_wake.clone());
+            pmd.attach_taps(taps.clone());
             stats.push(pmd.stats_handle().clone());
+            looks.push(pmd.look().clone());
             threads.push((pmd.index(), pmd.core(), pmd.is_lane()));
             let stop = stop.clone();
             let name = if pmd.is_lane() {
@@ -370,6 +377,8 @@ impl Datapath {
             stop,
             stop_wake,
             stats,
+            looks,
+            taps,
             threads,
             packet_ins: self.packet_ins.clone(),
             injector: self.injector.clone(),
@@ -398,6 +407,10 @@ pub struct Running {
     /// Signalled after `stop` is set: wakes threads sleeping in `poll(2)`.
     stop_wake: Arc<Wake>,
     stats: Vec<Arc<PmdStats>>,
+    /// Where each thread's megaflows are asked for ([`crate::look`]), as `stats`.
+    looks: Vec<Arc<Look>>,
+    /// Running captures ([`crate::capture`]).
+    taps: Arc<Taps>,
     /// Index, core and whether it is the priority lane, per thread (as `stats`).
     threads: Vec<(usize, Option<usize>, bool)>,
     packet_ins: Arc<PacketInQueue>,
@@ -453,10 +466,35 @@ impl Running {
     }
 
     /// What the threads dropped of the packets port `ofport` delivered, by reason
-    /// ([`crate::rx_drops::IN_PORT_DROPS`]; the other fields are 0), summed over its rx
-    /// queues at read time. A port the datapath does not have reads all zero.
+    /// ([`crate::rx_drops::IN_PORT_DROPS`]; with `rx_packets` and `busy_cycles`, the other
+    /// fields are 0), summed over its rx queues at read time. A port the datapath does not
+    /// have reads all zero.
     pub fn port_drops(&self, ofport: u32) -> Snapshot {
         self.plugboard().port_drops(ofport)
+    }
+
+    /// Every rx queue with the thread that polls it and its counters ([`crate::rx_drops`]:
+    /// drops by reason, `rx_packets`, `busy_cycles`).
+    pub fn rx_queues(&self) -> Vec<RxQueueStats> {
+        self.plugboard().rx_queues()
+    }
+
+    /// Megaflows alive in each thread, as of its last maintenance pass (at most
+    /// `maintenance_ms` old; a sleeping thread's as it fell asleep).
+    pub fn megaflow_counts(&self) -> Vec<u64> {
+        self.looks.iter().map(|l| l.live()).collect()
+    }
+
+    /// The captures of this datapath's frames ([`crate::capture`]).
+    pub fn taps(&self) -> &Arc<Taps> {
+        &self.taps
+    }
+
+    /// Every thread's megaflows, each thread answering from its maintenance check
+    /// ([`crate::look`]); waits at most `deadline` and also returns the threads that did not
+    /// answer in time.
+    pub fn megaflows(&self, deadline: std::time::Duration) -> (Vec<MegaflowRecord>, Vec<usize>) {
+        crate::look::dump(&self.looks, deadline)
     }
 
     /// Signalled when poll threads queued packet-ins (wait on its descriptor instead of

@@ -19,6 +19,7 @@
 //! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
+use crate::capture::Tap;
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -231,6 +232,8 @@ pub struct Executor {
     packet_ins: SyncSender<PacketIn>,
     /// Time used for meters, set once per rx batch.
     pub now_ns: u64,
+    /// Captures of sent frames ([`crate::capture`]; none until attached).
+    pub tap: Tap,
 }
 
 impl Executor {
@@ -243,6 +246,7 @@ impl Executor {
             cache,
             packet_ins,
             now_ns: 0,
+            tap: Tap::default(),
         }
     }
 
@@ -491,6 +495,10 @@ impl Executor {
 
     fn send(&mut self, i: usize, st: &mut LocalStats) {
         let t = &mut self.tx[i];
+        if self.tap.active() {
+            self.tap
+                .offer(t.ofport, false, t.buf.as_slice(), self.now_ns);
+        }
         send_counted(&mut t.slot, t.segment, &mut t.buf, &mut self.cache, st);
     }
 
@@ -507,6 +515,10 @@ impl Executor {
             return;
         };
         if t.buf.is_empty() {
+            if self.tap.active() {
+                self.tap
+                    .offer(t.ofport, false, batch.as_slice(), self.now_ns);
+            }
             send_counted(&mut t.slot, t.segment, batch, &mut self.cache, st);
             return;
         }

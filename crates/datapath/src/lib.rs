@@ -52,6 +52,7 @@
 #![deny(missing_docs)]
 
 mod bits;
+pub mod capture;
 pub mod clock;
 pub mod config;
 pub mod datapath;
@@ -61,6 +62,7 @@ mod emc_gate;
 pub mod execute;
 pub mod idle;
 pub mod inject;
+pub mod look;
 pub mod megaflow;
 pub mod plug;
 pub mod pmd;
@@ -75,7 +77,8 @@ pub use datapath::{Builder, Datapath, DpError, Running, ThreadStats};
 pub use execute::PacketIn;
 pub use idle::IdleConfig;
 pub use inject::{InjectError, Injector, Wake};
+pub use look::MegaflowRecord;
 pub use pmd::{now_ns, Pmd, PmdParts};
-pub use rx_drops::{RxDrops, IN_PORT_DROPS};
+pub use rx_drops::{RxDrops, RxQueueStats, IN_PORT_DROPS};
 pub use stats::{Counter, PmdStats, Snapshot};
 pub use upcall::{Police, Policer, Upcall, UpcallFactory};

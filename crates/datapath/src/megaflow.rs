@@ -30,7 +30,7 @@ use crate::upcall::Policer;
 
 #[path = "megaflow_arena.rs"]
 mod arena;
-pub use arena::{Arena, Hot};
+pub use arena::{Arena, Hot, Life};
 
 /// Names a megaflow in its thread's [`Arena`]: slot index plus the slot's generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -191,6 +191,11 @@ impl PortMap {
     pub fn new(mut pairs: Vec<(u32, u16)>) -> PortMap {
         pairs.sort_unstable();
         PortMap { sorted: pairs }
+    }
+
+    /// The OpenFlow port at tx index `index` (a linear search: for dumps, not packets).
+    pub fn ofport_of(&self, index: u16) -> Option<u32> {
+        self.sorted.iter().find(|p| p.1 == index).map(|p| p.0)
     }
 
     /// The tx index of `ofport`.

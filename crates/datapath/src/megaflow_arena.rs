@@ -47,6 +47,17 @@ pub struct Hot {
 
 const _: () = assert!(std::mem::size_of::<Hot>() == 32);
 
+/// A megaflow's counts since install (what a dump shows; [`Arena::life`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Life {
+    /// Packets flushed so far.
+    pub packets: u64,
+    /// Bytes flushed so far.
+    pub bytes: u64,
+    /// When it was installed (ms of `pipeline::dpaction::now_ms`).
+    pub installed_ms: u64,
+}
+
 impl Hot {
     const VACANT: Hot = Hot {
         gen: 1,
@@ -76,6 +87,9 @@ pub struct Arena {
     pub(super) slots: Vec<Megaflow>,
     /// Per slot, what a hit touches (generation, counters, plan); see [`Hot`].
     hot: Vec<Hot>,
+    /// Per slot, the megaflow's whole life: packets and bytes since install (added at each
+    /// flush, never on a hit) and when it was installed, for dumps.
+    life: Vec<Life>,
     capacity: usize,
     free: Vec<u32>,
     pub(super) dirty: Vec<u32>,
@@ -101,6 +115,7 @@ impl Arena {
         Arena {
             slots: Vec::with_capacity(capacity + 1),
             hot: Vec::with_capacity(capacity + 1),
+            life: Vec::with_capacity(capacity + 1),
             capacity,
             free: Vec::with_capacity(capacity + 1),
             // Each live megaflow is listed at most once, and [`Arena::remove`] flushes before
@@ -136,6 +151,7 @@ impl Arena {
     pub fn reserved_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Megaflow>()
             + self.hot.capacity() * std::mem::size_of::<Hot>()
+            + self.life.capacity() * std::mem::size_of::<Life>()
     }
 
     /// A free slot index, or `None` when the arena is full.
@@ -146,13 +162,18 @@ impl Arena {
         if self.slots.len() <= self.capacity {
             self.slots.push(Megaflow::vacant());
             self.hot.push(Hot::VACANT);
+            self.life.push(Life::default());
             return Some(self.slots.len() - 1);
         }
         None
     }
 
-    fn occupy(&mut self, i: usize) -> MegaflowId {
+    fn occupy(&mut self, i: usize, now_ms: u64) -> MegaflowId {
         self.live += 1;
+        self.life[i] = Life {
+            installed_ms: now_ms,
+            ..Life::default()
+        };
         let h = &mut self.hot[i];
         *h = Hot {
             gen: h.gen,
@@ -167,8 +188,9 @@ impl Arena {
     /// slot is taken.
     pub fn insert(&mut self, mf: Megaflow) -> Option<MegaflowId> {
         let i = self.take_slot()?;
+        let now_ms = mf.last_used_ms;
         self.slots[i] = mf;
-        let id = self.occupy(i);
+        let id = self.occupy(i, now_ms);
         self.compiled(id);
         Some(id)
     }
@@ -186,7 +208,7 @@ impl Arena {
     ) -> Option<(MegaflowId, &mut Megaflow)> {
         let i = self.take_slot()?;
         self.slots[i].refill(key, tr, now_ms);
-        let id = self.occupy(i);
+        let id = self.occupy(i, now_ms);
         Some((id, &mut self.slots[i]))
     }
 
@@ -273,6 +295,21 @@ impl Arena {
         h.work = !matches!(actions.plan, Plan::Forward(_));
     }
 
+    /// The whole life of megaflow `id` (counts since install, unflushed ones included);
+    /// `None` for a stale id.
+    pub fn life(&self, id: MegaflowId) -> Option<Life> {
+        let h = self
+            .hot
+            .get(id.index())
+            .filter(|h| h.gen == id.gen && h.live)?;
+        let l = self.life[id.index()];
+        Some(Life {
+            packets: l.packets + h.packets,
+            bytes: l.bytes + h.bytes,
+            ..l
+        })
+    }
+
     /// Packets and bytes counted on `id` and not yet flushed ((0, 0) for a stale id).
     pub fn unflushed(&self, id: MegaflowId) -> (u64, u64) {
         match self.hot.get(id.index()) {
@@ -324,6 +361,9 @@ impl Arena {
         h.dirty = false;
         if p != 0 {
             self.slots[i].count(p, b);
+            let l = &mut self.life[i];
+            l.packets += p;
+            l.bytes += b;
         }
         (p, b)
     }
@@ -510,6 +550,10 @@ impl Arena {
     fn prefetch_line(&self, i: usize) {
         if let Some(s) = self.slots.get(i) {
             prefetch((s as *const Megaflow).cast());
+        }
+        // A flush also adds to the megaflow's life counts.
+        if let Some(l) = self.life.get(i) {
+            prefetch((l as *const Life).cast());
         }
     }
 

@@ -335,3 +335,28 @@ fn flush_sums_runs_of_megaflows_of_one_flow_entry() {
     arena.flush_dirty(4);
     assert_eq!(packets(&a), 28, "nothing counted twice");
 }
+
+#[test]
+fn a_megaflow_s_life_counts_outlast_its_flushes_and_restart_with_the_next_tenant() {
+    let fc = Arc::new(FlowCounters::default());
+    let tr = tr_for(&fc);
+    let mut arena = Arena::new(4);
+    let (id, _) = arena.insert_from(&key_for(1), &tr, 5).unwrap();
+    arena.count(id, 2, 120);
+    assert_eq!(
+        arena.life(id).map(|l| l.packets),
+        Some(2),
+        "unflushed counts show"
+    );
+    arena.flush_dirty(6);
+    arena.count(id, 1, 60);
+    let life = arena.life(id).unwrap();
+    assert_eq!((life.packets, life.bytes, life.installed_ms), (3, 180, 5));
+    assert_eq!(packets(&fc), 2, "the flow entry got the flushed ones");
+    arena.remove(id, 7);
+    assert_eq!(arena.life(id), None, "a stale id has no life");
+    let (next, _) = arena.insert_from(&key_for(2), &tr, 9).unwrap();
+    assert_eq!(next.index(), id.index(), "the slot is reused");
+    let life = arena.life(next).unwrap();
+    assert_eq!((life.packets, life.installed_ms), (0, 9));
+}

@@ -48,7 +48,7 @@ use crate::datapath::DpError;
 use crate::execute::{Executor, TxPort, TxSlot};
 use crate::inject::Wake;
 use crate::pmd::Pmd;
-use crate::rx_drops::{RxDrops, RxSlot};
+use crate::rx_drops::{RxDrops, RxQueueStats, RxSlot};
 use crate::stats::{LocalStats, Snapshot};
 
 /// How long the control side waits for every thread to take a port change.
@@ -330,6 +330,24 @@ impl Plugboard {
             .filter(|(o, _)| *o == ofport)
             .map(|(_, d)| d.snapshot())
             .sum()
+    }
+
+    /// Every rx queue with the thread that polls it, thread by thread in the order each
+    /// thread polls them; a port's queues numbered in that order.
+    pub(crate) fn rx_queues(&self) -> Vec<RxQueueStats> {
+        let mut out: Vec<RxQueueStats> = Vec::new();
+        for (thread, post) in self.threads.iter().enumerate() {
+            for (ofport, d) in &post.rx {
+                let queue = out.iter().filter(|q| q.ofport == *ofport).count();
+                out.push(RxQueueStats {
+                    thread,
+                    ofport: *ofport,
+                    queue,
+                    stats: d.snapshot(),
+                });
+            }
+        }
+        out
     }
 
     /// Wakes every thread, then publishes the new generation.

@@ -1,6 +1,8 @@
 //! Drops by reason per receive queue: what the switch dropped of the packets one rx queue
 //! delivered, so that each port can show its own (`hayate ctl BRIDGE dump-drops`, and
-//! `rx_dropped` / `rx_errors` in `dump-ports`).
+//! `rx_dropped` / `rx_errors` in `dump-ports`); and the queue's packets and the thread's busy
+//! cycles spent on them, so that each queue's share of its thread shows
+//! (`hayate ctl BRIDGE rxq-show`).
 //!
 //! Size and owner: one [`RxDrops`] per rx queue (priority queues included), made by the
 //! control side when the queue opens and moved with the queue to the poll thread that reads
@@ -35,6 +37,19 @@ impl RxSlot {
     }
 }
 
+/// One rx queue as the control side sees it ([`crate::Running::rx_queues`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxQueueStats {
+    /// The poll thread that reads it.
+    pub thread: usize,
+    /// Its port.
+    pub ofport: u32,
+    /// Its number among the port's queues, in the order the threads poll them.
+    pub queue: usize,
+    /// Its counters: drops by reason ([`IN_PORT_DROPS`]), `rx_packets`, `busy_cycles`.
+    pub stats: Snapshot,
+}
+
 /// The drop reasons counted against the port a packet came in on. Drops at output
 /// (`drop_tx_full`) are counted by the output port itself ([`port::TxQueue::dropped`]).
 pub const IN_PORT_DROPS: [Counter; 7] = [
@@ -47,7 +62,21 @@ pub const IN_PORT_DROPS: [Counter; 7] = [
     Counter::DropPacketInFull,
 ];
 
-const N: usize = IN_PORT_DROPS.len();
+/// What is counted per rx queue: [`IN_PORT_DROPS`], then the queue's packets and the busy
+/// cycles of its batches.
+const PER_QUEUE: [Counter; 9] = [
+    IN_PORT_DROPS[0],
+    IN_PORT_DROPS[1],
+    IN_PORT_DROPS[2],
+    IN_PORT_DROPS[3],
+    IN_PORT_DROPS[4],
+    IN_PORT_DROPS[5],
+    IN_PORT_DROPS[6],
+    Counter::RxPackets,
+    Counter::BusyCycles,
+];
+
+const N: usize = PER_QUEUE.len();
 
 /// A batch's drop counts when it started (see [`RxDrops::record`]).
 pub(crate) type Mark = [u64; N];
@@ -69,13 +98,13 @@ impl RxDrops {
     /// batch.
     #[inline(always)]
     pub(crate) fn mark(local: &LocalStats) -> Mark {
-        IN_PORT_DROPS.map(|c| local.get(c))
+        PER_QUEUE.map(|c| local.get(c))
     }
 
     /// Adds what the batch dropped since `mark` (owning thread only).
     #[inline(always)]
     pub(crate) fn record(&self, mark: &Mark, local: &LocalStats) {
-        for (i, c) in IN_PORT_DROPS.iter().enumerate() {
+        for (i, c) in PER_QUEUE.iter().enumerate() {
             let d = local.get(*c).wrapping_sub(mark[i]);
             if d != 0 {
                 let a = &self.c[i];
@@ -84,11 +113,12 @@ impl RxDrops {
         }
     }
 
-    /// The counts as a [`Snapshot`] (only the [`IN_PORT_DROPS`] fields are set), so that
-    /// queues add up with `+` and print with [`Counter::name`].
+    /// The counts as a [`Snapshot`] (only the [`IN_PORT_DROPS`] fields, `rx_packets` and
+    /// `busy_cycles` are set), so that queues add up with `+` and print with
+    /// [`Counter::name`].
     pub fn snapshot(&self) -> Snapshot {
         let mut s = Snapshot::default();
-        for (i, c) in IN_PORT_DROPS.iter().enumerate() {
+        for (i, c) in PER_QUEUE.iter().enumerate() {
             s[*c] = self.c[i].load(Ordering::Relaxed);
         }
         s
@@ -115,7 +145,8 @@ mod tests {
         assert_eq!(s.drop_malformed, 2);
         assert_eq!(s.upcall_shed, 3);
         assert_eq!(s.drop_meter, 0);
-        assert_eq!(s.rx_packets, 0, "only drops are counted per queue");
+        assert_eq!(s.rx_packets, 32, "only this batch's packets");
+        assert_eq!(s.tx_packets, 0, "nothing else is counted per queue");
         assert_eq!(s.drops(), 5);
     }
 }

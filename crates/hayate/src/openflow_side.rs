@@ -261,6 +261,9 @@ pub fn start(
         None => (None, None),
     };
     let agent = Arc::new(agent);
+    let controllers: Arc<dyn agent::ofproto::ControllerView> = agent.clone();
+    bridge.attach_controllers(Arc::downgrade(&controllers));
+    drop(controllers);
     let pump = rt.spawn(pump(
         bridge.clone(),
         agent.clone(),

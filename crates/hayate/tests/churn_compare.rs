@@ -9,7 +9,6 @@
 mod netns;
 
 use std::path::Path;
-use std::process::Command;
 
 fn ovs_dpdk_installed() -> bool {
     Path::new("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk").exists()
@@ -27,40 +26,30 @@ fn churn_windows_and_effect_trials_complete() {
         "hayate"
     };
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("churn.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(["bench", "churn-compare", "--switches", switches])
-        .args([
+    let (v, text) = netns::bench_json(
+        &[
+            "churn-compare",
+            "--switches",
+            switches,
             "--tables",
             "per-flow,drop",
             "--flows",
             "200",
             "--rates",
             "200",
-        ])
-        .args([
             "--matching-rate",
             "100",
             "--seconds",
             "0.5",
             "--warmup",
             "0",
-        ])
-        .args(["--warmup-max", "3", "--trials", "2"])
-        .arg("--workdir")
-        .arg(dir.path())
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run hayate bench churn-compare");
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+            "--warmup-max",
+            "3",
+            "--trials",
+            "2",
+        ],
+        dir.path(),
     );
-    assert!(out.status.success(), "{text}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
-        .unwrap_or_else(|e| panic!("{e}: {text}"));
     let runs = v["runs"].as_array().unwrap();
     let n_sw = switches.split(',').count();
     // per-flow: 200/s and 100/s+1 %; drop: 200/s.

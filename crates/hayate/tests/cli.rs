@@ -1,10 +1,34 @@
 //! Black-box tests of the `hayate` binary: frames in through a pcap port, frames out through
 //! another, with the standalone default and with a config file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const HAYATE: &str = env!("CARGO_BIN_EXE_hayate");
+
+/// Runs `cmd`, which must succeed.
+fn succeeds(cmd: &mut Command) {
+    let st = cmd.output().unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+}
+
+/// Runs `cmd`, which must fail; what it said on its standard error.
+fn refused(cmd: &mut Command) -> String {
+    let st = cmd.output().unwrap();
+    assert!(!st.status.success());
+    String::from_utf8_lossy(&st.stderr).into_owned()
+}
+
+/// `toml` written to the config file `name` in `dir`.
+fn config(dir: &Path, name: &str, toml: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, toml).unwrap();
+    path
+}
 
 /// A minimal pcap writer (the format is tiny; the test must not depend on the code it tests).
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
@@ -72,26 +96,21 @@ fn standalone_bridge_forwards_pcap_to_pcap() {
     let output = dir.path().join("out.pcap");
     let frames: Vec<Vec<u8>> = (0..10).map(|i| udp_frame(2, 1, i)).collect();
     write_pcap(&input, &frames);
-    let st = Command::new(HAYATE)
-        .args([
-            "run",
-            "--duration",
-            "1",
-            "--stats-interval",
-            "0",
-            "--core",
-            "0",
-        ])
-        .arg("--port")
-        .arg(format!("pcap:in={},loops=1", input.display()))
-        .arg("--port")
-        .arg(format!("pcap:out={}", output.display()))
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    succeeds(
+        Command::new(HAYATE)
+            .args([
+                "run",
+                "--duration",
+                "1",
+                "--stats-interval",
+                "0",
+                "--core",
+                "0",
+            ])
+            .arg("--port")
+            .arg(format!("pcap:in={},loops=1", input.display()))
+            .arg("--port")
+            .arg(format!("pcap:out={}", output.display())),
     );
     // NORMAL floods the unknown destination to the only other port.
     let got = read_pcap(&output);
@@ -133,66 +152,59 @@ spec = "pcap:out={}"
         out2.display(),
         out3.display()
     );
-    let cfg_path = dir.path().join("hayate.toml");
-    std::fs::write(&cfg_path, cfg).unwrap();
-    let st = Command::new(HAYATE)
-        .args([
-            "run",
-            "--duration",
-            "1",
-            "--stats-interval",
-            "0",
-            "--config",
-        ])
-        .arg(&cfg_path)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    let cfg_path = config(dir.path(), "hayate.toml", &cfg);
+    succeeds(
+        Command::new(HAYATE)
+            .args([
+                "run",
+                "--duration",
+                "1",
+                "--stats-interval",
+                "0",
+                "--config",
+            ])
+            .arg(&cfg_path),
     );
     assert_eq!(read_pcap(&out2), vec![frames[0].clone(), frames[3].clone()]);
     assert_eq!(read_pcap(&out3), vec![frames[1].clone()]);
 }
 
+/// `hayate check` of a bridge whose one flow is `flow` (on line 3) beside a null sink, which
+/// must refuse it; what it said.
+fn check_refuses(flow: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg_path = config(
+        dir.path(),
+        "hayate.toml",
+        &format!(
+            "[[bridge]]\nname = \"br0\"\nflows = [\"{flow}\"]\n[[bridge.port]]\nspec = \"null:sink\"\n"
+        ),
+    );
+    refused(Command::new(HAYATE).arg("check").arg(&cfg_path))
+}
+
 #[test]
 fn bad_config_names_line_and_fix() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg_path = dir.path().join("bad.toml");
-    std::fs::write(
-        &cfg_path,
-        "[[bridge]]\nname = \"br0\"\nflows = [\"in_port=1,actions=output:7\"]\n[[bridge.port]]\nspec = \"null:sink\"\n",
-    )
-    .unwrap();
-    let st = Command::new(HAYATE)
-        .arg("check")
-        .arg(&cfg_path)
-        .output()
-        .unwrap();
-    assert!(!st.status.success());
-    let err = String::from_utf8_lossy(&st.stderr);
+    let err = check_refuses("in_port=1,actions=output:7");
     assert!(err.contains("line 3"), "{err}");
     assert!(err.contains("output:7 is not a port"), "{err}");
 }
 
 #[test]
 fn a_lane_core_the_machine_lacks_is_refused_with_its_range() {
-    let st = Command::new(HAYATE)
-        .args([
-            "run",
-            "--port",
-            "null:",
-            "--port",
-            "null:sink",
-            "--lane-core",
-            "4096",
-        ])
-        .args(["--duration", "1"])
-        .output()
-        .unwrap();
-    assert!(!st.status.success());
-    let err = String::from_utf8_lossy(&st.stderr);
+    let err = refused(
+        Command::new(HAYATE)
+            .args([
+                "run",
+                "--port",
+                "null:",
+                "--port",
+                "null:sink",
+                "--lane-core",
+                "4096",
+            ])
+            .args(["--duration", "1"]),
+    );
     assert!(err.contains("lane core 4096 does not exist"), "{err}");
     assert!(err.contains("cores 0 ..="), "{err}");
 }
@@ -200,40 +212,24 @@ fn a_lane_core_the_machine_lacks_is_refused_with_its_range() {
 #[test]
 fn lane_core_beside_a_config_is_refused_with_where_it_goes() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg_path = dir.path().join("ok.toml");
-    std::fs::write(
-        &cfg_path,
+    let cfg_path = config(
+        dir.path(),
+        "ok.toml",
         "[[bridge]]\nname = \"br0\"\n[[bridge.port]]\nspec = \"null:sink\"\n",
-    )
-    .unwrap();
-    let st = Command::new(HAYATE)
-        .arg("run")
-        .arg("--config")
-        .arg(&cfg_path)
-        .args(["--lane-core", "0", "--duration", "1"])
-        .output()
-        .unwrap();
-    assert!(!st.status.success());
-    let err = String::from_utf8_lossy(&st.stderr);
+    );
+    let err = refused(
+        Command::new(HAYATE)
+            .arg("run")
+            .arg("--config")
+            .arg(&cfg_path)
+            .args(["--lane-core", "0", "--duration", "1"]),
+    );
     assert!(err.contains("lane_core = N in the bridge of"), "{err}");
 }
 
 #[test]
 fn goto_backwards_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg_path = dir.path().join("back.toml");
-    std::fs::write(
-        &cfg_path,
-        "[[bridge]]\nname = \"br0\"\nflows = [\"table=1,actions=goto_table:0\"]\n[[bridge.port]]\nspec = \"null:sink\"\n",
-    )
-    .unwrap();
-    let st = Command::new(HAYATE)
-        .arg("check")
-        .arg(&cfg_path)
-        .output()
-        .unwrap();
-    assert!(!st.status.success());
-    let err = String::from_utf8_lossy(&st.stderr);
+    let err = check_refuses("table=1,actions=goto_table:0");
     assert!(err.contains("line 3"), "{err}");
     assert!(err.contains("goto"), "{err}");
 }
@@ -256,10 +252,6 @@ fn bench_lists_scenarios_and_refuses_unknown() {
     ] {
         assert!(out.contains(s), "missing {s}: {out}");
     }
-    let st = Command::new(HAYATE)
-        .args(["bench", "nope"])
-        .output()
-        .unwrap();
-    assert!(!st.status.success());
-    assert!(String::from_utf8_lossy(&st.stderr).contains("unknown scenario"));
+    let err = refused(Command::new(HAYATE).args(["bench", "nope"]));
+    assert!(err.contains("unknown scenario"), "{err}");
 }

@@ -3,33 +3,25 @@
 //! ports 1–2 in VLAN 100 and 3–4 in VLAN 200, on AF_XDP and on AF_PACKET. Hosts in the same
 //! VLAN reach each other; hosts in different VLANs do not.
 
+mod controller_common;
 mod netns;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use controller_common::Process;
 use netns::{Net, PortKind};
 
-/// The venv's bin folder when it has Faucet: `$HAYATE_VENV/bin`, by default the one
-/// scripts/setup.sh makes.
+/// The venv's bin folder when it has Faucet ([`controller_common::venv`]).
 fn venv_bin() -> Option<PathBuf> {
-    let dir = std::env::var_os("HAYATE_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/hayate/venv"));
-    let bin = dir.join("bin");
+    let bin = controller_common::venv().join("bin");
     bin.join("faucet").exists().then_some(bin)
-}
-
-fn repo_file(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel)
 }
 
 /// Faucet in the switch's namespace, listening on its loopback.
 struct Faucet {
-    child: Child,
+    _process: Process,
     dir: PathBuf,
 }
 
@@ -47,7 +39,8 @@ impl Faucet {
             .arg(format!("PATH={path}"))
             .arg(format!(
                 "FAUCET_CONFIG={}",
-                repo_file(&format!("tests/controllers/faucet/{config}")).display()
+                controller_common::repo_file(&format!("tests/controllers/faucet/{config}"))
+                    .display()
             ))
             .arg(format!("FAUCET_LOG={}", dir.join("faucet.log").display()))
             .arg(format!(
@@ -64,7 +57,7 @@ impl Faucet {
             .spawn()
             .expect("start faucet");
         Faucet {
-            child,
+            _process: Process(child),
             dir: dir.to_path_buf(),
         }
     }
@@ -89,26 +82,6 @@ impl Faucet {
             .collect::<Vec<_>>()
             .join("\n")
     }
-}
-
-impl Drop for Faucet {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `hayate ctl br0 COMMAND` against the test's run folder.
-fn ctl(run_dir: &Path, command: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(["ctl", "--run-dir"])
-        .arg(run_dir)
-        .args(["br0", command])
-        .output()
-        .expect("hayate ctl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "hayate ctl {command}: {text}");
-    text
 }
 
 /// A running set-up: Hayate's bridge `br0` (four veth ports, secure mode, datapath id
@@ -142,18 +115,11 @@ impl Setup {
             .collect();
         let port = 16654;
         let faucet = Faucet::start(&bin, &sw, port, config, net.dir.path());
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while netns::ns_run(&sw, &["ss", "-Hltn", &format!("sport = :{port}")])
-            .stdout
-            .is_empty()
-        {
-            assert!(
-                Instant::now() < deadline,
-                "faucet did not listen:\n{}",
-                faucet.logs()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        assert!(
+            netns::wait_listening(&sw, port, Duration::from_secs(60)),
+            "faucet did not listen:\n{}",
+            faucet.logs()
+        );
         let bridge = format!(
             "controllers = [\"tcp:127.0.0.1:{port}\"]\nfail_mode = \"secure\"\n\
              datapath_id = \"0xb2\""
@@ -185,7 +151,7 @@ impl Setup {
 
     /// `hayate ctl br0 COMMAND`'s output.
     fn ctl(&self, command: &str) -> String {
-        ctl(&self.net.run_dir(), command)
+        self.net.ctl("br0", &[command])
     }
 
     /// Fails on any OpenFlow error the switch sent Faucet, or a Faucet exception.
@@ -290,28 +256,8 @@ fn faucet_group_flooding() {
 
 /// iperf3 from host `from` to host `to` (1–4) for one second; the bytes received.
 fn iperf3_bytes(s: &Setup, from: usize, to: usize) -> u64 {
-    let server = &s.hosts[to - 1];
-    let mut srv = Command::new("ip")
-        .args(["netns", "exec", &server.host_ns, "iperf3", "-s", "-1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("iperf3 server");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server
-        .run(&["ss", "-Hltn", "sport = :5201"])
-        .stdout
-        .is_empty()
-    {
-        assert!(Instant::now() < deadline, "iperf3 server did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let dst = format!("10.21.0.{to}");
-    let out = s.hosts[from - 1].run(&["timeout", "20", "iperf3", "-J", "-c", &dst, "-t", "1"]);
-    let _ = srv.kill();
-    let _ = srv.wait();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
+    netns::tcp_bytes(&s.hosts[from - 1], &s.hosts[to - 1], &dst, 1)
 }
 
 /// Faucet ACLs and meters (tests/controllers/faucet/two_vlans_acl.yaml): port 1's ACL drops

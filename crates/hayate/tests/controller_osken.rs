@@ -6,21 +6,19 @@
 //! with `hayate ctl dump-flows`. An ignored benchmark measures how many new flows per second
 //! the controller sets up through the switch.
 
+mod controller_common;
 mod netns;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use controller_common::Process;
 use netns::{Net, PortKind};
 
-/// The venv's python with os-ken: `$HAYATE_VENV/bin/python`, by default the one
-/// scripts/setup.sh makes.
+/// The venv's python with os-ken ([`controller_common::venv`]).
 fn venv_python() -> Option<PathBuf> {
-    let dir = std::env::var_os("HAYATE_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/hayate/venv"));
-    let py = dir.join("bin/python");
+    let py = controller_common::venv().join("bin/python");
     let ok = Command::new(&py)
         .args(["-c", "import os_ken"])
         .output()
@@ -28,15 +26,9 @@ fn venv_python() -> Option<PathBuf> {
     ok.then_some(py)
 }
 
-fn repo_file(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel)
-}
-
 /// The controller, in the switch's namespace (it listens on that namespace's loopback).
 struct Controller {
-    child: Child,
+    _process: Process,
     log: PathBuf,
 }
 
@@ -44,7 +36,7 @@ impl Controller {
     /// Starts the learning switch on `port` in namespace `ns` (`""`: this one), with `extra`
     /// arguments (MAC=PORT preloads).
     fn start(py: &Path, ns: &str, port: u16, log: PathBuf, extra: &[&str]) -> Controller {
-        let app = repo_file("tests/controllers/learning_switch.py");
+        let app = controller_common::repo_file("tests/controllers/learning_switch.py");
         let mut cmd = if ns.is_empty() {
             Command::new(py)
         } else {
@@ -61,48 +53,15 @@ impl Controller {
             .stderr(std::fs::File::create(&log).expect("controller log"))
             .spawn()
             .expect("start os-ken");
-        Controller { child, log }
+        Controller {
+            _process: Process(child),
+            log,
+        }
     }
 
     fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Whether something listens on `port` in namespace `ns`.
-fn listening(ns: &str, port: u16) -> bool {
-    let out = netns::ns_run(ns, &["ss", "-Hltn", &format!("sport = :{port}")]);
-    !out.stdout.is_empty()
-}
-
-fn iperf3_bytes(net_a: &netns::Link, server: &netns::Link, dst: &str) -> u64 {
-    let mut srv = Command::new("ip")
-        .args(["netns", "exec", &server.host_ns, "iperf3", "-s", "-1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("iperf3 server");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server
-        .run(&["ss", "-Hltn", "sport = :5201"])
-        .stdout
-        .is_empty()
-    {
-        assert!(Instant::now() < deadline, "iperf3 server did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = net_a.run(&["timeout", "30", "iperf3", "-J", "-c", dst, "-t", "2"]);
-    let _ = srv.kill();
-    let _ = srv.wait();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
 }
 
 #[test]
@@ -121,15 +80,11 @@ fn osken_learning_switch_drives_hayate() {
         let b = net.link(kind, "b", &sw, &["10.11.0.2/24"]);
         let port = 16653;
         let ctl = Controller::start(&py, &sw, port, net.dir.path().join("osken.log"), &[]);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !listening(&sw, port) {
-            assert!(
-                Instant::now() < deadline,
-                "os-ken did not listen: {}",
-                ctl.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        assert!(
+            netns::wait_listening(&sw, port, Duration::from_secs(30)),
+            "os-ken did not listen: {}",
+            ctl.log()
+        );
         let bridge = format!(
             "controllers = [\"tcp:127.0.0.1:{port}\"]\nfail_mode = \"secure\"\n\
              datapath_id = \"0x00000000000000b1\""
@@ -155,19 +110,12 @@ fn osken_learning_switch_drives_hayate() {
             ctl.log()
         );
 
-        let bytes = iperf3_bytes(&a, &b, "10.11.0.2");
+        let bytes = netns::tcp_bytes(&a, &b, "10.11.0.2", 2);
         eprintln!("{kind:?}: iperf3 through os-ken's flows: {bytes} bytes in 2 s");
         assert!(bytes > 1_000_000, "{kind:?}: iperf3 moved {bytes} bytes");
 
         // The controller's flows: the table-miss to CONTROLLER and learnt pairs.
-        let dump = Command::new(env!("CARGO_BIN_EXE_hayate"))
-            .args(["ctl", "--run-dir"])
-            .arg(net.run_dir())
-            .args(["br0", "dump-flows"])
-            .output()
-            .expect("hayate ctl");
-        let text = String::from_utf8_lossy(&dump.stdout);
-        assert!(dump.status.success(), "dump-flows: {text}");
+        let text = net.ctl("br0", &["dump-flows"]);
         assert!(
             text.contains("priority=0") && text.contains("actions=CONTROLLER"),
             "{kind:?}: table-miss flow missing:\n{text}"

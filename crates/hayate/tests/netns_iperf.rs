@@ -5,67 +5,7 @@
 
 mod netns;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-use netns::{freeze, port, Link, Net, PortKind};
-use serde_json::Value;
-
-/// `iperf3 -s -1` in the host's namespace (serves one test, then exits).
-fn server(link: &Link) -> Child {
-    let child = Command::new("ip")
-        .args(["netns", "exec", &link.host_ns, "iperf3", "-s", "-1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start iperf3 server");
-    // Wait (bounded) until it listens: on a busy machine starting takes seconds.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let out = link.run(&["ss", "-Hltn", "sport = :5201"]);
-        if !out.stdout.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child
-}
-
-/// Runs an iperf3 client (retrying for ≤ 10 s while the server starts); returns its JSON.
-fn client(link: &Link, args: &[&str]) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut full = vec!["timeout", "40", "iperf3", "-J"];
-        full.extend_from_slice(args);
-        let out = link.run(&full);
-        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        let refused = json["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("connect"));
-        if out.status.success() || !refused || Instant::now() > deadline {
-            assert!(
-                out.status.success(),
-                "iperf3 {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stdout)
-            );
-            return json;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn reap(mut c: Child) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while c.try_wait().ok().flatten().is_none() {
-        if Instant::now() > deadline {
-            let _ = c.kill();
-            let _ = c.wait();
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use netns::{freeze, iperf3, port, IperfServer, Link, Net, PortKind};
 
 fn offloads_on(link: &Link) -> bool {
     feature_on(link, "tcp-segmentation-offload")
@@ -108,9 +48,9 @@ fn iperf3_tcp_and_udp_with_host_offloads_on() {
         assert!(a.ping("10.8.0.2", 2), "{kind:?}: ping before iperf3");
 
         let secs = if kind != PortKind::Tap { "10" } else { "5" };
-        let s = server(&b);
-        let tcp = client(&a, &["-c", "10.8.0.2", "-t", secs]);
-        reap(s);
+        let s = IperfServer::start(&b.host_ns);
+        let tcp = iperf3(&a, &["-c", "10.8.0.2", "-t", secs]);
+        s.reap();
         let tcp_bytes = tcp["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
         let tcp_bps = tcp["end"]["sum_received"]["bits_per_second"]
             .as_f64()
@@ -121,14 +61,14 @@ fn iperf3_tcp_and_udp_with_host_offloads_on() {
         );
         assert!(tcp_bytes > 1_000_000, "{kind:?}: TCP stream: {tcp}");
 
-        let s = server(&b);
-        let udp = client(
+        let s = IperfServer::start(&b.host_ns);
+        let udp = iperf3(
             &a,
             &[
                 "-c", "10.8.0.2", "-u", "-b", "200M", "-l", "1400", "-t", "3",
             ],
         );
-        reap(s);
+        s.reap();
         let sum = &udp["end"]["sum"];
         let (packets, lost) = (
             sum["packets"].as_u64().unwrap_or(0),

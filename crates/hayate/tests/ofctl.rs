@@ -164,20 +164,7 @@ fn packet_out_reaches_a_pcap_port() {
     if !have_ofctl("packet_out_reaches_a_pcap_port") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out.pcap");
-    let spec = format!("pcap:out={}", out.display());
-    let mut h = Hayate::start_in(
-        dir,
-        &[
-            "--fail-mode",
-            "secure",
-            "--port",
-            "null:sink",
-            "--port",
-            &spec,
-        ],
-    );
+    let mut h = sink_and_pcap();
     // Directly, and through the tables (which count it).
     h.ofctl("add-flow", &["priority=7,udp,actions=output:2"]);
     h.ofctl(
@@ -195,12 +182,8 @@ fn packet_out_reaches_a_pcap_port() {
         dump,
         ["cookie=0x0, table=0, n_packets=1, n_bytes=60, priority=7,udp actions=output:2"]
     );
-    wait_tx(&h, 2, 2);
-    let pcap = h.file("out.pcap");
-    h.stop();
-    let pkts = pcap_packets(&pcap);
+    let pkts = sent_on_port_2(&mut h, 2);
     let want = unhex(UDP_FRAME_HEX);
-    assert_eq!(pkts.len(), 2, "two packets in {}", pcap.display());
     assert!(pkts.iter().all(|p| *p == want));
 }
 
@@ -341,20 +324,7 @@ fn mpls_flows_install_dump_and_label_packets() {
     if !have_ofctl("mpls_flows_install_dump_and_label_packets") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out.pcap");
-    let spec = format!("pcap:out={}", out.display());
-    let mut h = Hayate::start_in(
-        dir,
-        &[
-            "--fail-mode",
-            "secure",
-            "--port",
-            "null:sink",
-            "--port",
-            &spec,
-        ],
-    );
+    let mut h = sink_and_pcap();
     h.ofctl(
         "add-flow",
         &[
@@ -390,12 +360,8 @@ fn mpls_flows_install_dump_and_label_packets() {
             "in_port=1 packet={UDP_FRAME_HEX} actions=push_mpls:0x8848,set_mpls_label:5,output:2"
         )],
     );
-    wait_tx(&h, 2, 2);
-    let pcap = h.file("out.pcap");
-    h.stop();
-    let pkts = pcap_packets(&pcap);
+    let pkts = sent_on_port_2(&mut h, 2);
     let orig = unhex(UDP_FRAME_HEX);
-    assert_eq!(pkts.len(), 2, "{}", pcap.display());
     for p in &pkts {
         assert_eq!(p.len(), orig.len() + 4);
         assert_eq!(&p[18..], &orig[14..]);
@@ -404,6 +370,35 @@ fn mpls_flows_install_dump_and_label_packets() {
     assert_eq!(&pkts[0][12..18], &[0x88, 0x47, 0x00, 0x01, 0x05, 0x08]);
     // Ethertype 0x8848, label 5 · TC 0 · bottom of stack · TTL 64.
     assert_eq!(&pkts[1][12..18], &[0x88, 0x48, 0x00, 0x00, 0x51, 0x40]);
+}
+
+/// A switch in secure fail mode, its port 1 a null sink and its port 2 writing what it sends
+/// to `out.pcap` in the switch's folder.
+fn sink_and_pcap() -> Hayate {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("pcap:out={}", dir.path().join("out.pcap").display());
+    Hayate::start_in(
+        dir,
+        &[
+            "--fail-mode",
+            "secure",
+            "--port",
+            "null:sink",
+            "--port",
+            &spec,
+        ],
+    )
+}
+
+/// The `n` frames port 2 of a [`sink_and_pcap`] switch sent, read once it has sent them and
+/// the switch has stopped.
+fn sent_on_port_2(h: &mut Hayate, n: usize) -> Vec<Vec<u8>> {
+    wait_tx(h, 2, n as u64);
+    let pcap = h.file("out.pcap");
+    h.stop();
+    let pkts = pcap_packets(&pcap);
+    assert_eq!(pkts.len(), n, "{n} frames in {}", pcap.display());
+    pkts
 }
 
 /// Waits (at most 10 s) until port `port` of `h` has sent `n` packets by `dump-ports`, so

@@ -7,18 +7,14 @@
 
 mod netns;
 
-use std::process::Command;
-
 #[test]
 fn half_a_minute_of_everything_loses_nothing() {
     if !netns::can_run("soak", &["ping", "ovs-ofctl"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("soak.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args([
-            "bench",
+    let (v, text) = netns::bench_json(
+        &[
             "soak",
             "--minutes",
             "0.5",
@@ -26,21 +22,9 @@ fn half_a_minute_of_everything_loses_nothing() {
             "20000",
             "--flood",
             "200",
-        ])
-        .arg("--workdir")
-        .arg(dir.path())
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run hayate bench soak");
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        dir.path(),
     );
-    assert!(out.status.success(), "{text}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
-        .unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(v["failures"].as_array().map(Vec::len), Some(0), "{text}");
     let pings = &v["pings"];
     assert!(pings[0].as_u64().unwrap() >= 500, "{text}");

@@ -32,10 +32,10 @@ use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use netns::{freeze, port, Hayate, Net, PortKind};
+use netns::{freeze, port, Hayate, IperfServer, Link, Net, PortKind};
 
 /// How long a guest may take to boot and say it is ready.
 const BOOT: Duration = Duration::from_secs(90);
@@ -373,19 +373,49 @@ fn iperf_receiver(out: &str) -> Option<(f64, f64)> {
     Some((kbytes, rate))
 }
 
-/// Everything one test sets up: a switch namespace and the switch's log, whose vhost-user
-/// port lines (`vhost-user port g1: link up`, logged at `info`, the switch's default) the
-/// test waits for.
+/// Everything one test sets up: the suite to itself (tests run one at a time), a switch
+/// namespace and the switch's log, whose vhost-user port lines (`vhost-user port g1: link
+/// up`, logged at `info`, the switch's default) the test waits for. Says how long the test
+/// took when dropped.
 struct Setup {
     net: Net,
     sw: String,
+    t0: Instant,
+    _one: MutexGuard<'static, ()>,
 }
 
 impl Setup {
-    fn new() -> Setup {
+    /// The set-up of `test`, or `None` (SKIPPED printed) when the suite cannot run here.
+    fn new(test: &str) -> Option<Setup> {
+        if !can_run(test) {
+            return None;
+        }
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let t0 = Instant::now();
         let mut net = Net::new();
         let sw = net.switch_ns("sw");
-        Setup { net, sw }
+        Some(Setup { net, sw, t0, _one })
+    }
+
+    /// The namespace host `h` on an AF_PACKET veth, its end at `addr`.
+    fn host(&mut self, addr: &str) -> Link {
+        self.net.link(PortKind::AfPacket, "h", &self.sw, &[addr])
+    }
+
+    /// Boots guest `name` (MAC `mac`, eth0 at `ip`) on its vhost-user socket ([`Setup::sock`]).
+    fn guest(&self, name: &str, mac: &str, ip: &str) -> Guest {
+        let (sock, _) = self.sock(name);
+        Guest::boot(self.net.dir.path(), name, &sock, mac, ip)
+    }
+
+    /// Waits until each of `guests` has booted and the switch's port to it is up.
+    fn up(&self, guests: &mut [&mut Guest]) {
+        for g in guests.iter_mut() {
+            g.wait_ready();
+        }
+        for g in guests.iter() {
+            self.wait_log(&format!("{}: link up", g.name), 1, 20);
+        }
     }
 
     /// The vhost-user socket of guest `name` and its port spec.
@@ -431,55 +461,23 @@ impl Setup {
     }
 }
 
-/// A namespace host's iperf3 server for one test (`-1`: one client), killed on drop.
-struct IperfServer(Child);
-
-impl IperfServer {
-    fn start(ns: &str) -> IperfServer {
-        let c = Command::new("ip")
-            .args(["netns", "exec", ns, "iperf3", "-s", "-1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start iperf3 -s");
-        // Bounded wait for its listening socket.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            let o = netns::ns_run(ns, &["ss", "-ltn", "sport = :5201"]);
-            if String::from_utf8_lossy(&o.stdout).contains("5201") {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        IperfServer(c)
-    }
-}
-
-impl Drop for IperfServer {
+impl Drop for Setup {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        eprintln!("test took {:.1} s", self.t0.elapsed().as_secs_f64());
     }
 }
 
 #[test]
 fn a_guest_pings_and_streams_tcp_to_a_namespace_host() {
-    if !can_run("vhost_qemu ping+iperf3") {
+    let Some(mut s) = Setup::new("vhost_qemu ping+iperf3") else {
         return;
-    }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let t0 = Instant::now();
-    let mut s = Setup::new();
-    let h = s
-        .net
-        .link(PortKind::AfPacket, "h", &s.sw, &["10.77.1.1/24"]);
-    let (sock, vspec) = s.sock("g1");
+    };
+    let h = s.host("10.77.1.1/24");
+    let (_, vspec) = s.sock("g1");
     let hayate = s.hayate(&[h.spec(), vspec.clone()]);
     s.net.configure(&h, &s.sw);
-    let dir = s.net.dir.path();
-    let mut g = Guest::boot(dir, "g1", &sock, "52:54:00:77:01:02", "10.77.1.2/24");
-    g.wait_ready();
-    s.wait_log("g1: link up", 1, 20);
+    let mut g = s.guest("g1", "52:54:00:77:01:02", "10.77.1.2/24");
+    s.up(&mut [&mut g]);
 
     g.ping("10.77.1.1", 5);
     assert!(h.ping("10.77.1.2", 5), "host -> guest ping");
@@ -515,26 +513,19 @@ fn a_guest_pings_and_streams_tcp_to_a_namespace_host() {
     assert_eq!(p.tx_packets, g_rx, "switch tx = guest rx");
     assert_eq!(p.rx_bytes, g_tx_bytes, "switch rx bytes = guest tx bytes");
     assert_eq!(p.tx_bytes, g_rx_bytes, "switch tx bytes = guest rx bytes");
-    eprintln!("test took {:.1} s", t0.elapsed().as_secs_f64());
 }
 
 #[test]
 fn two_guests_ping_each_other() {
-    if !can_run("vhost_qemu two guests") {
+    let Some(s) = Setup::new("vhost_qemu two guests") else {
         return;
-    }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let t0 = Instant::now();
-    let s = Setup::new();
-    let (sock1, spec1) = s.sock("g1");
-    let (sock2, spec2) = s.sock("g2");
+    };
+    let (_, spec1) = s.sock("g1");
+    let (_, spec2) = s.sock("g2");
     let hayate = s.hayate(&[spec1.clone(), spec2.clone()]);
-    let dir = s.net.dir.path();
-    let mut g1 = Guest::boot(dir, "g1", &sock1, "52:54:00:77:02:01", "10.77.2.1/24");
-    let mut g2 = Guest::boot(dir, "g2", &sock2, "52:54:00:77:02:02", "10.77.2.2/24");
-    g1.wait_ready();
-    g2.wait_ready();
-    s.wait_log(": link up", 2, 20);
+    let mut g1 = s.guest("g1", "52:54:00:77:02:01", "10.77.2.1/24");
+    let mut g2 = s.guest("g2", "52:54:00:77:02:02", "10.77.2.2/24");
+    s.up(&mut [&mut g1, &mut g2]);
     g1.ping("10.77.2.2", 5);
     g2.ping("10.77.2.1", 5);
     let stats = hayate.stop();
@@ -543,30 +534,19 @@ fn two_guests_ping_each_other() {
         assert!(p.rx_packets >= 10 && p.tx_packets >= 10, "{spec}: {p:?}");
         assert_eq!((p.rx_errors, p.tx_errors), (0, 0), "{spec}: {p:?}");
     }
-    eprintln!("test took {:.1} s", t0.elapsed().as_secs_f64());
 }
 
 #[test]
 fn a_killed_guest_leaves_the_switch_running() {
-    if !can_run("vhost_qemu killed guest") {
+    let Some(mut s) = Setup::new("vhost_qemu killed guest") else {
         return;
-    }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let t0 = Instant::now();
-    let mut s = Setup::new();
-    let h = s
-        .net
-        .link(PortKind::AfPacket, "h", &s.sw, &["10.77.3.1/24"]);
-    let (sock1, spec1) = s.sock("g1");
-    let (sock2, spec2) = s.sock("g2");
-    let hayate = s.hayate(&[h.spec(), spec1, spec2]);
+    };
+    let h = s.host("10.77.3.1/24");
+    let hayate = s.hayate(&[h.spec(), s.sock("g1").1, s.sock("g2").1]);
     s.net.configure(&h, &s.sw);
-    let dir = s.net.dir.path();
-    let mut g1 = Guest::boot(dir, "g1", &sock1, "52:54:00:77:03:01", "10.77.3.11/24");
-    let mut g2 = Guest::boot(dir, "g2", &sock2, "52:54:00:77:03:02", "10.77.3.12/24");
-    g1.wait_ready();
-    g2.wait_ready();
-    s.wait_log(": link up", 2, 20);
+    let mut g1 = s.guest("g1", "52:54:00:77:03:01", "10.77.3.11/24");
+    let mut g2 = s.guest("g2", "52:54:00:77:03:02", "10.77.3.12/24");
+    s.up(&mut [&mut g1, &mut g2]);
     g1.ping("10.77.3.1", 3);
     g2.ping("10.77.3.11", 3);
 
@@ -594,28 +574,19 @@ fn a_killed_guest_leaves_the_switch_running() {
     let stats = hayate.stop();
     let p = port(&stats, &h.spec());
     assert!(p.rx_packets >= 5 && p.tx_packets >= 5, "{p:?}");
-    eprintln!("test took {:.1} s", t0.elapsed().as_secs_f64());
 }
 
 #[test]
 fn a_restarted_switch_resumes_a_running_guest() {
-    if !can_run("vhost_qemu switch restart") {
+    let Some(mut s) = Setup::new("vhost_qemu switch restart") else {
         return;
-    }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let t0 = Instant::now();
-    let mut s = Setup::new();
-    let h = s
-        .net
-        .link(PortKind::AfPacket, "h", &s.sw, &["10.77.4.1/24"]);
-    let (sock, vspec) = s.sock("g1");
-    let ports = [h.spec(), vspec];
+    };
+    let h = s.host("10.77.4.1/24");
+    let ports = [h.spec(), s.sock("g1").1];
     let hayate = s.hayate(&ports);
     s.net.configure(&h, &s.sw);
-    let dir = s.net.dir.path();
-    let mut g = Guest::boot(dir, "g1", &sock, "52:54:00:77:04:02", "10.77.4.2/24");
-    g.wait_ready();
-    s.wait_log("g1: link up", 1, 20);
+    let mut g = s.guest("g1", "52:54:00:77:04:02", "10.77.4.2/24");
+    s.up(&mut [&mut g]);
     g.ping("10.77.4.1", 3);
     let boot_id = g.must("cat /proc/sys/kernel/random/boot_id");
 
@@ -670,27 +641,22 @@ fn a_restarted_switch_resumes_a_running_guest() {
     let stats = hayate.take().expect("running").stop();
     let p = port(&stats, &ports[1]);
     assert!(p.rx_packets >= 5 && p.tx_packets >= 5, "{p:?}");
-    eprintln!("test took {:.1} s", t0.elapsed().as_secs_f64());
 }
 
 #[test]
 fn a_guest_plugged_into_a_running_switch_gets_link_and_traffic() {
-    if !can_run("vhost_qemu add-port") {
+    let Some(s) = Setup::new("vhost_qemu add-port") else {
         return;
-    }
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let t0 = Instant::now();
-    let s = Setup::new();
-    let (sock1, spec1) = s.sock("g1");
-    let (sock2, spec2) = s.sock("g2");
+    };
+    let (_, spec1) = s.sock("g1");
+    let (_, spec2) = s.sock("g2");
     // The switch starts with g1 only; g2 boots later and is plugged in while it runs.
     let hayate = s.hayate(std::slice::from_ref(&spec1));
-    let dir = s.net.dir.path();
-    let mut g1 = Guest::boot(dir, "g1", &sock1, "52:54:00:77:05:01", "10.77.5.1/24");
+    let mut g1 = s.guest("g1", "52:54:00:77:05:01", "10.77.5.1/24");
     g1.wait_ready();
     // QEMU starts a vhost-user guest only once a back end has connected: g2 waits for the
     // switch to take it.
-    let mut g2 = Guest::boot(dir, "g2", &sock2, "52:54:00:77:05:02", "10.77.5.2/24");
+    let mut g2 = s.guest("g2", "52:54:00:77:05:02", "10.77.5.2/24");
     assert!(!g1.reaches("10.77.5.2"), "g2 is not on the switch yet");
     s.net.ctl("br0", &["add-port", &spec2, "ofport=7"]);
     let desc = s.net.ctl("br0", &["dump-ports-desc"]);
@@ -710,5 +676,4 @@ fn a_guest_plugged_into_a_running_switch_gets_link_and_traffic() {
     let p = port(&stats, &spec1);
     assert!(p.rx_packets >= 8 && p.tx_packets >= 8, "{p:?}");
     drop(g2);
-    eprintln!("test took {:.1} s", t0.elapsed().as_secs_f64());
 }

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use super::compare::generator::{Generator, GENERATORS};
 use super::compare::topo::{in_ns, run, Topo};
+use crate::bench;
 
 /// Options of `hayate bench generators`.
 #[derive(Args, Debug, Clone)]
@@ -185,14 +186,8 @@ fn one_round(
             cpu_pct: c0.zip(c1).map(|(a, b)| 100.0 * (b - a) / w),
         })
     })();
-    // SAFETY: kill(2) on our own child's pid (`ip netns exec` runs the generator in place).
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline && child.try_wait()?.is_none() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    // SIGINT reaches the generator: `ip netns exec` runs it in place.
+    crate::sys::proc::terminate(&mut child, libc::SIGINT);
     // trafgen forks a sender that outlives its parent: nothing else runs in the namespace.
     Topo::kill_all(&pair.ns_g);
     std::thread::sleep(Duration::from_millis(300));
@@ -205,27 +200,15 @@ pub fn main(args: GeneratorsArgs) -> Result<()> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("bench generators builds network namespaces: run it as root");
     }
-    if !(args.seconds > 0.0 && args.seconds <= 600.0 && (0.0..=600.0).contains(&args.warmup)) {
-        bail!("--seconds must be in (0, 600] and --warmup in [0, 600]");
-    }
-    if !(1..=100).contains(&args.repeat) {
-        bail!("--repeat must be in 1..=100");
-    }
-    for &s in &args.sizes {
-        if !(64..=1518).contains(&s) {
-            bail!("frame size {s} is out of range; use 64..=1518");
-        }
-    }
-    let gens: Vec<Generator> = if args.generators.is_empty() {
-        GENERATORS.to_vec()
-    } else {
-        args.generators
-            .iter()
-            .map(|g| Generator::from_name(g))
-            .collect::<Result<_>>()?
-    };
-    let dir = std::env::temp_dir().join(format!("hayate-gens-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    bench::check_window(args.seconds, args.warmup)?;
+    bench::check_repeat(args.repeat, 100)?;
+    bench::check_sizes(&args.sizes)?;
+    let gens = bench::chosen(
+        &args.generators,
+        || GENERATORS.to_vec(),
+        Generator::from_name,
+    )?;
+    let dir = bench::workdir(None, "gens")?;
     let pair = Pair::up(&format!("hg{}", std::process::id() % 100_000))?;
     let mut results = Vec::new();
     for &frame in &args.sizes {
@@ -277,10 +260,7 @@ pub fn main(args: GeneratorsArgs) -> Result<()> {
     }
     drop(pair);
     print!("{}", table(&results));
-    if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&results)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
-    }
+    bench::write_json(args.json.as_deref(), &results)?;
     Ok(())
 }
 

@@ -15,15 +15,18 @@
 //! - [`churn`]: the rate while a controller changes the rules and how soon a change takes
 //!   effect, Hayate beside Open vSwitch with DPDK on the same frames and cores.
 //!
-//! Shared by them: [`sys`] (children and host changes, always undone), [`ovs_dpdk`] (a private
-//! Open vSwitch with DPDK), [`needs`] (packages), [`frame`] (test frames and pcaps),
-//! [`report`] (medians, ratios, tables, charts).
+//! Shared by them: [`bench`](mod@bench) (the steps of every bench's `main`: options checked, switches
+//! picked by name, the work folder, cores, JSON), [`sys`] (children and host changes, always
+//! undone), [`ovs_dpdk`] (a private Open vSwitch with DPDK), [`needs`] (packages), [`frame`]
+//! (test frames and pcaps), [`report`] (medians, ratios, runs grouped per case and switch,
+//! tables, charts).
 //!
 //! Every child runs on a time bound and dies with its parent; what a run changes on the host
 //! (namespaces, huge pages, mounts) is undone at its end, on Ctrl-C and on failure.
 
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod churn;
 pub mod compare;
 pub mod frame;

@@ -118,18 +118,11 @@ pub fn main(args: SoakArgs) -> Result<()> {
             bail!("bench soak needs {tool} (apt-get install iproute2 iputils-ping openvswitch-common)");
         }
     }
-    let dir = match &args.workdir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("hayate-soak-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&dir)?;
+    let dir = crate::bench::workdir(args.workdir.as_deref(), "soak")?;
     eprintln!("hayate: logs in {}", dir.display());
     let soak = soak(&args, &dir)?;
     print!("{}", table(&soak));
-    if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&soak)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
-    }
+    crate::bench::write_json(args.json.as_deref(), &soak)?;
     if !soak.failures.is_empty() {
         bail!("the soak failed: {}", soak.failures.join("; "));
     }
@@ -199,17 +192,7 @@ impl Switch {
 
 impl Drop for Switch {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::sys::proc::terminate(&mut self.child, libc::SIGTERM);
     }
 }
 

@@ -41,70 +41,56 @@ fn arb_flow_stats_request() -> impl Strategy<Value = FlowStatsRequest> {
     )
 }
 
+/// Properties of one of `types`, each with a value from `value` wrapped by `wrap`.
+fn arb_props<V>(
+    types: &'static [u16],
+    value: V,
+    wrap: fn(V::Value) -> PropValue,
+) -> BoxedStrategy<TableFeatureProp>
+where
+    V: Strategy + 'static,
+{
+    (proptest::sample::select(types), value)
+        .prop_map(move |(prop_type, v)| TableFeatureProp {
+            prop_type,
+            value: wrap(v),
+        })
+        .boxed()
+}
+
 fn arb_table_features() -> impl Strategy<Value = TableFeatures> {
-    let prop = prop_oneof![
-        (
-            prop_oneof![
-                Just(prop_type::INSTRUCTIONS),
-                Just(prop_type::INSTRUCTIONS_MISS)
-            ],
-            vec(0u16..0xffff, 0..5)
-        )
-            .prop_map(|(t, v)| TableFeatureProp {
-                prop_type: t,
-                value: PropValue::Instructions(v)
-            }),
-        (
-            prop_oneof![
-                Just(prop_type::NEXT_TABLES),
-                Just(prop_type::NEXT_TABLES_MISS)
-            ],
-            vec(any::<u8>(), 0..9)
-        )
-            .prop_map(|(t, v)| TableFeatureProp {
-                prop_type: t,
-                value: PropValue::Tables(v)
-            }),
-        (
-            prop_oneof![
-                Just(prop_type::WRITE_ACTIONS),
-                Just(prop_type::APPLY_ACTIONS_MISS)
-            ],
-            vec(0u16..0xffff, 0..5)
-        )
-            .prop_map(|(t, v)| TableFeatureProp {
-                prop_type: t,
-                value: PropValue::Actions(v)
-            }),
-        (
-            prop_oneof![
-                Just(prop_type::MATCH),
-                Just(prop_type::WILDCARDS),
-                Just(prop_type::APPLY_SETFIELD)
-            ],
-            vec(0u32..0xffff_0000, 0..5)
-        )
-            .prop_map(|(t, v)| TableFeatureProp {
-                prop_type: t,
-                value: PropValue::Oxms(v)
-            }),
-        (
-            prop_oneof![
-                Just(prop_type::EXPERIMENTER),
-                Just(prop_type::EXPERIMENTER_MISS)
-            ],
-            any::<(u32, u32)>(),
-            vec(any::<u32>(), 0..3)
-        )
-            .prop_map(|(t, (experimenter, exp_type), data)| TableFeatureProp {
-                prop_type: t,
-                value: PropValue::Experimenter {
-                    experimenter,
-                    exp_type,
-                    data
-                }
-            }),
-    ];
+    use prop_type::*;
+    let prop = Union::new(vec![
+        arb_props(
+            &[INSTRUCTIONS, INSTRUCTIONS_MISS],
+            vec(0u16..0xffff, 0..5),
+            PropValue::Instructions,
+        ),
+        arb_props(
+            &[NEXT_TABLES, NEXT_TABLES_MISS],
+            vec(any::<u8>(), 0..9),
+            PropValue::Tables,
+        ),
+        arb_props(
+            &[WRITE_ACTIONS, APPLY_ACTIONS_MISS],
+            vec(0u16..0xffff, 0..5),
+            PropValue::Actions,
+        ),
+        arb_props(
+            &[MATCH, WILDCARDS, APPLY_SETFIELD],
+            vec(0u32..0xffff_0000, 0..5),
+            PropValue::Oxms,
+        ),
+        arb_props(
+            &[EXPERIMENTER, EXPERIMENTER_MISS],
+            (any::<(u32, u32)>(), vec(any::<u32>(), 0..3)),
+            |((experimenter, exp_type), data)| PropValue::Experimenter {
+                experimenter,
+                exp_type,
+                data,
+            },
+        ),
+    ]);
     (any::<(u8, u64, u64, u32, u32)>(), text(31), vec(prop, 0..4)).prop_map(
         |((table_id, metadata_match, metadata_write, config, max_entries), name, properties)| {
             TableFeatures {

@@ -47,161 +47,163 @@ pub mod error_type {
     pub const EXPERIMENTER: u16 = 0xffff;
 }
 
+/// Each code is written once, as the constant; its specification name is `OFP` and the
+/// constant's name (`BRC_BAD_TYPE` is `OFPBRC_BAD_TYPE`).
 macro_rules! codes {
-    ($( $kind:ident { $( $konst:ident = $code:expr, $name:expr; )* } )*) => {
+    ($( $kind:ident { $( $konst:ident = $code:expr; )* } )*) => {
         impl ErrorCode {
             $($(
-                #[doc = concat!("`", $name, "`.")]
+                #[doc = concat!("`OFP", stringify!($konst), "`.")]
                 pub const $konst: ErrorCode = ErrorCode { kind: error_type::$kind, code: $code };
             )*)*
         }
 
         /// Every type and code of OpenFlow 1.3 with its specification name.
         pub const ALL_CODES: &[(ErrorCode, &str)] = &[
-            $($( (ErrorCode::$konst, $name), )*)*
+            $($( (ErrorCode::$konst, concat!("OFP", stringify!($konst))), )*)*
         ];
     };
 }
 
 codes! {
     HELLO_FAILED {
-        HFC_INCOMPATIBLE = 0, "OFPHFC_INCOMPATIBLE";
-        HFC_EPERM = 1, "OFPHFC_EPERM";
+        HFC_INCOMPATIBLE = 0;
+        HFC_EPERM = 1;
     }
     BAD_REQUEST {
-        BRC_BAD_VERSION = 0, "OFPBRC_BAD_VERSION";
-        BRC_BAD_TYPE = 1, "OFPBRC_BAD_TYPE";
-        BRC_BAD_MULTIPART = 2, "OFPBRC_BAD_MULTIPART";
-        BRC_BAD_EXPERIMENTER = 3, "OFPBRC_BAD_EXPERIMENTER";
-        BRC_BAD_EXP_TYPE = 4, "OFPBRC_BAD_EXP_TYPE";
-        BRC_EPERM = 5, "OFPBRC_EPERM";
-        BRC_BAD_LEN = 6, "OFPBRC_BAD_LEN";
-        BRC_BUFFER_EMPTY = 7, "OFPBRC_BUFFER_EMPTY";
-        BRC_BUFFER_UNKNOWN = 8, "OFPBRC_BUFFER_UNKNOWN";
-        BRC_BAD_TABLE_ID = 9, "OFPBRC_BAD_TABLE_ID";
-        BRC_IS_SLAVE = 10, "OFPBRC_IS_SLAVE";
-        BRC_BAD_PORT = 11, "OFPBRC_BAD_PORT";
-        BRC_BAD_PACKET = 12, "OFPBRC_BAD_PACKET";
-        BRC_MULTIPART_BUFFER_OVERFLOW = 13, "OFPBRC_MULTIPART_BUFFER_OVERFLOW";
+        BRC_BAD_VERSION = 0;
+        BRC_BAD_TYPE = 1;
+        BRC_BAD_MULTIPART = 2;
+        BRC_BAD_EXPERIMENTER = 3;
+        BRC_BAD_EXP_TYPE = 4;
+        BRC_EPERM = 5;
+        BRC_BAD_LEN = 6;
+        BRC_BUFFER_EMPTY = 7;
+        BRC_BUFFER_UNKNOWN = 8;
+        BRC_BAD_TABLE_ID = 9;
+        BRC_IS_SLAVE = 10;
+        BRC_BAD_PORT = 11;
+        BRC_BAD_PACKET = 12;
+        BRC_MULTIPART_BUFFER_OVERFLOW = 13;
     }
     BAD_ACTION {
-        BAC_BAD_TYPE = 0, "OFPBAC_BAD_TYPE";
-        BAC_BAD_LEN = 1, "OFPBAC_BAD_LEN";
-        BAC_BAD_EXPERIMENTER = 2, "OFPBAC_BAD_EXPERIMENTER";
-        BAC_BAD_EXP_TYPE = 3, "OFPBAC_BAD_EXP_TYPE";
-        BAC_BAD_OUT_PORT = 4, "OFPBAC_BAD_OUT_PORT";
-        BAC_BAD_ARGUMENT = 5, "OFPBAC_BAD_ARGUMENT";
-        BAC_EPERM = 6, "OFPBAC_EPERM";
-        BAC_TOO_MANY = 7, "OFPBAC_TOO_MANY";
-        BAC_BAD_QUEUE = 8, "OFPBAC_BAD_QUEUE";
-        BAC_BAD_OUT_GROUP = 9, "OFPBAC_BAD_OUT_GROUP";
-        BAC_MATCH_INCONSISTENT = 10, "OFPBAC_MATCH_INCONSISTENT";
-        BAC_UNSUPPORTED_ORDER = 11, "OFPBAC_UNSUPPORTED_ORDER";
-        BAC_BAD_TAG = 12, "OFPBAC_BAD_TAG";
-        BAC_BAD_SET_TYPE = 13, "OFPBAC_BAD_SET_TYPE";
-        BAC_BAD_SET_LEN = 14, "OFPBAC_BAD_SET_LEN";
-        BAC_BAD_SET_ARGUMENT = 15, "OFPBAC_BAD_SET_ARGUMENT";
+        BAC_BAD_TYPE = 0;
+        BAC_BAD_LEN = 1;
+        BAC_BAD_EXPERIMENTER = 2;
+        BAC_BAD_EXP_TYPE = 3;
+        BAC_BAD_OUT_PORT = 4;
+        BAC_BAD_ARGUMENT = 5;
+        BAC_EPERM = 6;
+        BAC_TOO_MANY = 7;
+        BAC_BAD_QUEUE = 8;
+        BAC_BAD_OUT_GROUP = 9;
+        BAC_MATCH_INCONSISTENT = 10;
+        BAC_UNSUPPORTED_ORDER = 11;
+        BAC_BAD_TAG = 12;
+        BAC_BAD_SET_TYPE = 13;
+        BAC_BAD_SET_LEN = 14;
+        BAC_BAD_SET_ARGUMENT = 15;
     }
     BAD_INSTRUCTION {
-        BIC_UNKNOWN_INST = 0, "OFPBIC_UNKNOWN_INST";
-        BIC_UNSUP_INST = 1, "OFPBIC_UNSUP_INST";
-        BIC_BAD_TABLE_ID = 2, "OFPBIC_BAD_TABLE_ID";
-        BIC_UNSUP_METADATA = 3, "OFPBIC_UNSUP_METADATA";
-        BIC_UNSUP_METADATA_MASK = 4, "OFPBIC_UNSUP_METADATA_MASK";
-        BIC_BAD_EXPERIMENTER = 5, "OFPBIC_BAD_EXPERIMENTER";
-        BIC_BAD_EXP_TYPE = 6, "OFPBIC_BAD_EXP_TYPE";
-        BIC_BAD_LEN = 7, "OFPBIC_BAD_LEN";
-        BIC_EPERM = 8, "OFPBIC_EPERM";
+        BIC_UNKNOWN_INST = 0;
+        BIC_UNSUP_INST = 1;
+        BIC_BAD_TABLE_ID = 2;
+        BIC_UNSUP_METADATA = 3;
+        BIC_UNSUP_METADATA_MASK = 4;
+        BIC_BAD_EXPERIMENTER = 5;
+        BIC_BAD_EXP_TYPE = 6;
+        BIC_BAD_LEN = 7;
+        BIC_EPERM = 8;
     }
     BAD_MATCH {
-        BMC_BAD_TYPE = 0, "OFPBMC_BAD_TYPE";
-        BMC_BAD_LEN = 1, "OFPBMC_BAD_LEN";
-        BMC_BAD_TAG = 2, "OFPBMC_BAD_TAG";
-        BMC_BAD_DL_ADDR_MASK = 3, "OFPBMC_BAD_DL_ADDR_MASK";
-        BMC_BAD_NW_ADDR_MASK = 4, "OFPBMC_BAD_NW_ADDR_MASK";
-        BMC_BAD_WILDCARDS = 5, "OFPBMC_BAD_WILDCARDS";
-        BMC_BAD_FIELD = 6, "OFPBMC_BAD_FIELD";
-        BMC_BAD_VALUE = 7, "OFPBMC_BAD_VALUE";
-        BMC_BAD_MASK = 8, "OFPBMC_BAD_MASK";
-        BMC_BAD_PREREQ = 9, "OFPBMC_BAD_PREREQ";
-        BMC_DUP_FIELD = 10, "OFPBMC_DUP_FIELD";
-        BMC_EPERM = 11, "OFPBMC_EPERM";
+        BMC_BAD_TYPE = 0;
+        BMC_BAD_LEN = 1;
+        BMC_BAD_TAG = 2;
+        BMC_BAD_DL_ADDR_MASK = 3;
+        BMC_BAD_NW_ADDR_MASK = 4;
+        BMC_BAD_WILDCARDS = 5;
+        BMC_BAD_FIELD = 6;
+        BMC_BAD_VALUE = 7;
+        BMC_BAD_MASK = 8;
+        BMC_BAD_PREREQ = 9;
+        BMC_DUP_FIELD = 10;
+        BMC_EPERM = 11;
     }
     FLOW_MOD_FAILED {
-        FMFC_UNKNOWN = 0, "OFPFMFC_UNKNOWN";
-        FMFC_TABLE_FULL = 1, "OFPFMFC_TABLE_FULL";
-        FMFC_BAD_TABLE_ID = 2, "OFPFMFC_BAD_TABLE_ID";
-        FMFC_OVERLAP = 3, "OFPFMFC_OVERLAP";
-        FMFC_EPERM = 4, "OFPFMFC_EPERM";
-        FMFC_BAD_TIMEOUT = 5, "OFPFMFC_BAD_TIMEOUT";
-        FMFC_BAD_COMMAND = 6, "OFPFMFC_BAD_COMMAND";
-        FMFC_BAD_FLAGS = 7, "OFPFMFC_BAD_FLAGS";
+        FMFC_UNKNOWN = 0;
+        FMFC_TABLE_FULL = 1;
+        FMFC_BAD_TABLE_ID = 2;
+        FMFC_OVERLAP = 3;
+        FMFC_EPERM = 4;
+        FMFC_BAD_TIMEOUT = 5;
+        FMFC_BAD_COMMAND = 6;
+        FMFC_BAD_FLAGS = 7;
     }
     GROUP_MOD_FAILED {
-        GMFC_GROUP_EXISTS = 0, "OFPGMFC_GROUP_EXISTS";
-        GMFC_INVALID_GROUP = 1, "OFPGMFC_INVALID_GROUP";
-        GMFC_WEIGHT_UNSUPPORTED = 2, "OFPGMFC_WEIGHT_UNSUPPORTED";
-        GMFC_OUT_OF_GROUPS = 3, "OFPGMFC_OUT_OF_GROUPS";
-        GMFC_OUT_OF_BUCKETS = 4, "OFPGMFC_OUT_OF_BUCKETS";
-        GMFC_CHAINING_UNSUPPORTED = 5, "OFPGMFC_CHAINING_UNSUPPORTED";
-        GMFC_WATCH_UNSUPPORTED = 6, "OFPGMFC_WATCH_UNSUPPORTED";
-        GMFC_LOOP = 7, "OFPGMFC_LOOP";
-        GMFC_UNKNOWN_GROUP = 8, "OFPGMFC_UNKNOWN_GROUP";
-        GMFC_CHAINED_GROUP = 9, "OFPGMFC_CHAINED_GROUP";
-        GMFC_BAD_TYPE = 10, "OFPGMFC_BAD_TYPE";
-        GMFC_BAD_COMMAND = 11, "OFPGMFC_BAD_COMMAND";
-        GMFC_BAD_BUCKET = 12, "OFPGMFC_BAD_BUCKET";
-        GMFC_BAD_WATCH = 13, "OFPGMFC_BAD_WATCH";
-        GMFC_EPERM = 14, "OFPGMFC_EPERM";
+        GMFC_GROUP_EXISTS = 0;
+        GMFC_INVALID_GROUP = 1;
+        GMFC_WEIGHT_UNSUPPORTED = 2;
+        GMFC_OUT_OF_GROUPS = 3;
+        GMFC_OUT_OF_BUCKETS = 4;
+        GMFC_CHAINING_UNSUPPORTED = 5;
+        GMFC_WATCH_UNSUPPORTED = 6;
+        GMFC_LOOP = 7;
+        GMFC_UNKNOWN_GROUP = 8;
+        GMFC_CHAINED_GROUP = 9;
+        GMFC_BAD_TYPE = 10;
+        GMFC_BAD_COMMAND = 11;
+        GMFC_BAD_BUCKET = 12;
+        GMFC_BAD_WATCH = 13;
+        GMFC_EPERM = 14;
     }
     PORT_MOD_FAILED {
-        PMFC_BAD_PORT = 0, "OFPPMFC_BAD_PORT";
-        PMFC_BAD_HW_ADDR = 1, "OFPPMFC_BAD_HW_ADDR";
-        PMFC_BAD_CONFIG = 2, "OFPPMFC_BAD_CONFIG";
-        PMFC_BAD_ADVERTISE = 3, "OFPPMFC_BAD_ADVERTISE";
-        PMFC_EPERM = 4, "OFPPMFC_EPERM";
+        PMFC_BAD_PORT = 0;
+        PMFC_BAD_HW_ADDR = 1;
+        PMFC_BAD_CONFIG = 2;
+        PMFC_BAD_ADVERTISE = 3;
+        PMFC_EPERM = 4;
     }
     TABLE_MOD_FAILED {
-        TMFC_BAD_TABLE = 0, "OFPTMFC_BAD_TABLE";
-        TMFC_BAD_CONFIG = 1, "OFPTMFC_BAD_CONFIG";
-        TMFC_EPERM = 2, "OFPTMFC_EPERM";
+        TMFC_BAD_TABLE = 0;
+        TMFC_BAD_CONFIG = 1;
+        TMFC_EPERM = 2;
     }
     QUEUE_OP_FAILED {
-        QOFC_BAD_PORT = 0, "OFPQOFC_BAD_PORT";
-        QOFC_BAD_QUEUE = 1, "OFPQOFC_BAD_QUEUE";
-        QOFC_EPERM = 2, "OFPQOFC_EPERM";
+        QOFC_BAD_PORT = 0;
+        QOFC_BAD_QUEUE = 1;
+        QOFC_EPERM = 2;
     }
     SWITCH_CONFIG_FAILED {
-        SCFC_BAD_FLAGS = 0, "OFPSCFC_BAD_FLAGS";
-        SCFC_BAD_LEN = 1, "OFPSCFC_BAD_LEN";
-        SCFC_EPERM = 2, "OFPSCFC_EPERM";
+        SCFC_BAD_FLAGS = 0;
+        SCFC_BAD_LEN = 1;
+        SCFC_EPERM = 2;
     }
     ROLE_REQUEST_FAILED {
-        RRFC_STALE = 0, "OFPRRFC_STALE";
-        RRFC_UNSUP = 1, "OFPRRFC_UNSUP";
-        RRFC_BAD_ROLE = 2, "OFPRRFC_BAD_ROLE";
+        RRFC_STALE = 0;
+        RRFC_UNSUP = 1;
+        RRFC_BAD_ROLE = 2;
     }
     METER_MOD_FAILED {
-        MMFC_UNKNOWN = 0, "OFPMMFC_UNKNOWN";
-        MMFC_METER_EXISTS = 1, "OFPMMFC_METER_EXISTS";
-        MMFC_INVALID_METER = 2, "OFPMMFC_INVALID_METER";
-        MMFC_UNKNOWN_METER = 3, "OFPMMFC_UNKNOWN_METER";
-        MMFC_BAD_COMMAND = 4, "OFPMMFC_BAD_COMMAND";
-        MMFC_BAD_FLAGS = 5, "OFPMMFC_BAD_FLAGS";
-        MMFC_BAD_RATE = 6, "OFPMMFC_BAD_RATE";
-        MMFC_BAD_BURST = 7, "OFPMMFC_BAD_BURST";
-        MMFC_BAD_BAND = 8, "OFPMMFC_BAD_BAND";
-        MMFC_BAD_BAND_VALUE = 9, "OFPMMFC_BAD_BAND_VALUE";
-        MMFC_OUT_OF_METERS = 10, "OFPMMFC_OUT_OF_METERS";
-        MMFC_OUT_OF_BANDS = 11, "OFPMMFC_OUT_OF_BANDS";
+        MMFC_UNKNOWN = 0;
+        MMFC_METER_EXISTS = 1;
+        MMFC_INVALID_METER = 2;
+        MMFC_UNKNOWN_METER = 3;
+        MMFC_BAD_COMMAND = 4;
+        MMFC_BAD_FLAGS = 5;
+        MMFC_BAD_RATE = 6;
+        MMFC_BAD_BURST = 7;
+        MMFC_BAD_BAND = 8;
+        MMFC_BAD_BAND_VALUE = 9;
+        MMFC_OUT_OF_METERS = 10;
+        MMFC_OUT_OF_BANDS = 11;
     }
     TABLE_FEATURES_FAILED {
-        TFFC_BAD_TABLE = 0, "OFPTFFC_BAD_TABLE";
-        TFFC_BAD_METADATA = 1, "OFPTFFC_BAD_METADATA";
-        TFFC_BAD_TYPE = 2, "OFPTFFC_BAD_TYPE";
-        TFFC_BAD_LEN = 3, "OFPTFFC_BAD_LEN";
-        TFFC_BAD_ARGUMENT = 4, "OFPTFFC_BAD_ARGUMENT";
-        TFFC_EPERM = 5, "OFPTFFC_EPERM";
+        TFFC_BAD_TABLE = 0;
+        TFFC_BAD_METADATA = 1;
+        TFFC_BAD_TYPE = 2;
+        TFFC_BAD_LEN = 3;
+        TFFC_BAD_ARGUMENT = 4;
+        TFFC_EPERM = 5;
     }
 }
 

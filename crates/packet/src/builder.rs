@@ -465,6 +465,7 @@ fn push_ext(f: &mut Vec<u8>, e: &Ipv6Ext, nh: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::test_util::{hex, UDP4};
 
     #[test]
     fn udp4_golden() {
@@ -478,15 +479,7 @@ mod tests {
             60,
         )
         .build();
-        #[rustfmt::skip]
-        let want: [u8; 60] = [
-            0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00,
-            0x45, 0x00, 0x00, 0x2e, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x66, 0xbd,
-            10, 0, 0, 1, 10, 0, 0, 2,
-            0x04, 0xd2, 0x00, 0x50, 0x00, 0x1a, 0xe6, 0x95,
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-        ];
-        assert_eq!(p, want);
+        assert_eq!(p, hex(UDP4));
         assert!(checksum::verify(&p[14..34], 0));
     }
 

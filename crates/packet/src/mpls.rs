@@ -4,7 +4,7 @@
 //!
 //! The stack starts right after the Ethernet type (after any VLAN tags) when that type is
 //! 0x8847 or 0x8848; it is found from the bytes each time (extraction leaves `l3_off` at 0
-//! for MPLS, see [`crate::extract`]). An LSE is `label (20) · tc (3) · bos (1) · ttl (8)`.
+//! for MPLS, see [`crate::extract`](mod@crate::extract)). An LSE is `label (20) · tc (3) · bos (1) · ttl (8)`.
 //! What sits below the bottom entry is not announced by MPLS: the TTL copies look at its
 //! version nibble (4 = IPv4, 6 = IPv6), as a label edge router does.
 //!

@@ -43,6 +43,7 @@ mod prefix;
 pub mod stats;
 mod subtable;
 pub mod table;
+pub mod trace;
 mod translate;
 
 pub use changes::{Change, Cursor, Published, Since, Trail};

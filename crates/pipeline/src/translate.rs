@@ -42,6 +42,11 @@
 //!
 //! Cost: no allocation once `out`'s vectors have grown (the action set is a fixed array);
 //! NORMAL takes the MAC table's mutex, which is fine since translation runs only on a miss.
+//!
+//! Tracing (`hayate ctl BRIDGE trace`): [`Pipeline::translate_observed`] runs the same walk
+//! and tells an [`Observer`] each table's lookup ([`crate::trace`]); a trace leaves the table
+//! counters and the MAC table alone. [`Pipeline::translate`] passes [`NoObserver`], whose
+//! empty methods compile away.
 
 use std::sync::atomic::Ordering;
 
@@ -54,6 +59,7 @@ use crate::group::MAX_GROUP_DEPTH;
 use crate::model::{ports, Action, Bucket, GroupType, Instruction, CONTROLLER_MAX_LEN_ALL};
 use crate::normal::is_multicast;
 use crate::pipeline::{select_hash_mask, Pipeline};
+use crate::trace::{NoObserver, Observer};
 
 /// The write-actions action set: at most one action of each kind (one set-field per field).
 #[derive(Debug, Default)]
@@ -146,6 +152,8 @@ struct Ctx<'a> {
     table_id: u8,
     cookie: u64,
     miss: bool,
+    /// NORMAL learns source addresses (not while tracing).
+    learn: bool,
     /// dec-TTL found TTL <= 1: stop (within the current group bucket, or everything).
     ttl_stop: bool,
     /// Too many actions: the packet is dropped.
@@ -163,7 +171,19 @@ struct Ctx<'a> {
 
 impl Pipeline {
     /// Translates `key` through the tables into `out` (cleared first). See the module docs.
+    #[inline]
     pub fn translate(&self, key: &FlowKey, out: &mut Translation) {
+        self.translate_observed(key, out, &mut NoObserver);
+    }
+
+    /// [`Pipeline::translate`], telling `obs` each table's lookup. With an observer whose
+    /// [`Observer::TRACE`] is true, table counters and MAC learning are left alone.
+    pub fn translate_observed<O: Observer>(
+        &self,
+        key: &FlowKey,
+        out: &mut Translation,
+        obs: &mut O,
+    ) {
         out.clear();
         let mut cx = Ctx {
             p: self,
@@ -172,6 +192,7 @@ impl Pipeline {
             table_id: 0,
             cookie: 0,
             miss: false,
+            learn: !O::TRACE,
             ttl_stop: false,
             overflow: false,
             rewritten: false,
@@ -182,15 +203,19 @@ impl Pipeline {
         let mut table = 0u8;
         loop {
             let stats = &self.shared.stats[table as usize];
-            stats.lookups.fetch_add(1, Ordering::Relaxed);
-            let Some(t) = self.tables.get(table as usize) else {
+            if !O::TRACE {
+                stats.lookups.fetch_add(1, Ordering::Relaxed);
+            }
+            let found = self
+                .tables
+                .get(table as usize)
+                .and_then(|t| t.classifier.lookup(&cx.key, &mut cx.out.mask));
+            obs.lookup(table, &cx.key, found, cx.out.actions.len());
+            let Some(e) = found else {
                 cx.out.trail.push(table, 0, cx.rewritten);
-                stats.missed.fetch_add(1, Ordering::Relaxed);
-                break;
-            };
-            let Some(e) = t.classifier.lookup(&cx.key, &mut cx.out.mask) else {
-                cx.out.trail.push(table, 0, cx.rewritten);
-                stats.missed.fetch_add(1, Ordering::Relaxed);
+                if !O::TRACE {
+                    stats.missed.fetch_add(1, Ordering::Relaxed);
+                }
                 break;
             };
             cx.out.trail.push(table, e.priority, cx.rewritten);
@@ -231,6 +256,7 @@ impl Pipeline {
             cx.out.actions.clear();
             cx.out.cacheable = false;
         }
+        obs.finish(&cx.key);
     }
 }
 
@@ -559,7 +585,7 @@ impl Ctx<'_> {
         let vlan = (self.key.get(Field::VlanVid) & 0x1fff) as u16;
         let mac = &self.p.shared.mac;
         let now = now_ms();
-        if mac.learn(src, vlan, in_port, now) {
+        if self.learn && mac.learn(src, vlan, in_port, now) {
             self.p.shared.bump();
         }
         if is_multicast(dst) {

@@ -22,9 +22,10 @@
 //! their text, and only the management socket may ask.
 
 use std::fmt::Write as _;
-use std::sync::Weak;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
-use datapath::{Counter, Snapshot, ThreadStats, IN_PORT_DROPS};
+use datapath::{Counter, MegaflowRecord, RxQueueStats, Snapshot, ThreadStats, IN_PORT_DROPS};
 use openflow::Experimenter;
 
 use super::handle::reply;
@@ -41,6 +42,23 @@ pub trait DatapathCounters: Send + Sync {
     /// Drops by reason of the packets OpenFlow port `ofport` delivered
     /// ([`datapath::IN_PORT_DROPS`]; other fields 0).
     fn port_drops(&self, ofport: u32) -> Snapshot;
+
+    /// Every rx queue with its thread and counters (`rxq-show`).
+    fn rx_queues(&self) -> Vec<RxQueueStats> {
+        Vec::new()
+    }
+
+    /// Every thread's megaflows, waiting at most `deadline`, and the threads that did not
+    /// answer (`dump-megaflows`).
+    fn megaflows(&self, deadline: Duration) -> (Vec<MegaflowRecord>, Vec<usize>) {
+        let _ = deadline;
+        (Vec::new(), Vec::new())
+    }
+
+    /// The datapath's captures (`capture`).
+    fn taps(&self) -> Option<Arc<datapath::capture::Taps>> {
+        None
+    }
 }
 
 impl DatapathCounters for datapath::Running {
@@ -51,6 +69,110 @@ impl DatapathCounters for datapath::Running {
     fn port_drops(&self, ofport: u32) -> Snapshot {
         datapath::Running::port_drops(self, ofport)
     }
+
+    fn rx_queues(&self) -> Vec<RxQueueStats> {
+        datapath::Running::rx_queues(self)
+    }
+
+    fn megaflows(&self, deadline: Duration) -> (Vec<MegaflowRecord>, Vec<usize>) {
+        datapath::Running::megaflows(self, deadline)
+    }
+
+    fn taps(&self) -> Option<Arc<datapath::capture::Taps>> {
+        Some(datapath::Running::taps(self).clone())
+    }
+}
+
+/// A controller connection as `show` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerState {
+    /// The target it came from or through (`tcp:…`, `ptcp:…`).
+    pub target: String,
+    /// The peer's address.
+    pub peer: String,
+    /// Its role (`equal`, `master`, `slave`).
+    pub role: String,
+}
+
+/// Where the bridge reads its controllers' connections (`show`). Attached with
+/// [`OfBridge::attach_controllers`]; [`crate::Agent`] is one.
+pub trait ControllerView: Send + Sync {
+    /// The targets it listens on or connects to.
+    fn targets(&self) -> Vec<String>;
+    /// The connected controllers.
+    fn connected(&self) -> Vec<ControllerState>;
+}
+
+impl ControllerView for crate::Agent {
+    fn targets(&self) -> Vec<String> {
+        self.listening().iter().map(ToString::to_string).collect()
+    }
+
+    fn connected(&self) -> Vec<ControllerState> {
+        self.connections()
+            .into_iter()
+            .map(|c| ControllerState {
+                target: c.target.to_string(),
+                peer: c.peer,
+                role: format!("{:?}", c.role).to_lowercase(),
+            })
+            .collect()
+    }
+}
+
+/// What the bridge reads its dumps from, attached after it is made: the datapath's counters,
+/// the controllers' agent, and the counts `pmd-stats --reset` took as its zero.
+#[derive(Default)]
+pub struct Sources {
+    datapath: Mutex<Option<Weak<dyn DatapathCounters>>>,
+    controllers: Mutex<Option<Weak<dyn ControllerView>>>,
+    /// Per thread, the counts at the last `pmd-stats --reset` (empty: none yet).
+    pmd_zero: Mutex<Vec<Snapshot>>,
+    /// Running captures (`capture`).
+    pub(super) captures: Mutex<super::capture::Captures>,
+}
+
+impl Sources {
+    /// The datapath's counters, while it runs.
+    pub(super) fn datapath(&self) -> Option<Arc<dyn DatapathCounters>> {
+        lock(&self.datapath).as_ref().and_then(Weak::upgrade)
+    }
+
+    /// The controllers' agent, while it runs.
+    pub(super) fn controllers(&self) -> Option<Arc<dyn ControllerView>> {
+        lock(&self.controllers).as_ref().and_then(Weak::upgrade)
+    }
+
+    /// Each thread's counters since the last reset (all of them without one); with `reset`,
+    /// the counts now become the new zero.
+    pub(super) fn threads_since_reset(
+        &self,
+        dp: &dyn DatapathCounters,
+        reset: bool,
+    ) -> Vec<ThreadStats> {
+        let now = dp.threads();
+        let mut zero = lock(&self.pmd_zero);
+        let out = now
+            .iter()
+            .map(|t| {
+                let mut d = t.stats;
+                if let Some(z) = zero.get(t.index) {
+                    for c in Counter::ALL {
+                        d[c] = d[c].wrapping_sub(z[c]);
+                    }
+                }
+                ThreadStats { stats: d, ..*t }
+            })
+            .collect();
+        if reset {
+            *zero = now.iter().map(|t| t.stats).collect();
+        }
+        out
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A port's counters with the switch's drops of its packets folded in (module docs).
@@ -113,15 +235,16 @@ impl OfBridge {
     /// Lets the bridge read the datapath's counters (weak: it must not keep the datapath
     /// running at exit).
     pub fn attach_counters(&self, counters: Weak<dyn DatapathCounters>) {
-        *self.counters.lock().unwrap_or_else(|e| e.into_inner()) = Some(counters);
+        *lock(&self.counters.datapath) = Some(counters);
     }
 
-    fn datapath_counters(&self) -> Option<std::sync::Arc<dyn DatapathCounters>> {
-        self.counters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .and_then(Weak::upgrade)
+    /// Lets the bridge list its controllers (`show`; weak, as the counters).
+    pub fn attach_controllers(&self, controllers: Weak<dyn ControllerView>) {
+        *lock(&self.counters.controllers) = Some(controllers);
+    }
+
+    pub(super) fn datapath_counters(&self) -> Option<Arc<dyn DatapathCounters>> {
+        self.counters.datapath()
     }
 
     /// The switch's drops of the packets port `ofport` delivered (all zero without a
@@ -147,8 +270,8 @@ impl OfBridge {
     }
 }
 
-/// A Hayate experimenter dump request (`dump-pmd`, `dump-drops`): answered with its text for
-/// the management socket, refused for controllers.
+/// A Hayate experimenter dump request (`dump-pmd`, `dump-drops`, and those of `look.rs`):
+/// answered with its text for the management socket, refused for controllers.
 pub(super) fn handle(b: &OfBridge, conn: ConnId, xid: u32, e: &Experimenter, out: &mut Vec<u8>) {
     debug_assert_eq!(e.experimenter, HAYATE_EXPERIMENTER);
     if conn.0 & SECONDARY_BIT == 0 {
@@ -159,6 +282,9 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, xid: u32, e: &Experimenter, out
         );
         reply(out, xid, &refusal(exp_error::NOT_PERMITTED, &text));
         return;
+    }
+    if !matches!(e.exp_type, exp_type::DUMP_PMD | exp_type::DUMP_DROPS) {
+        return super::look::handle(b, xid, e, out);
     }
     let text = match e.exp_type {
         exp_type::DUMP_PMD => match b.datapath_counters() {

@@ -222,9 +222,7 @@ pub(super) fn handle(
         M::Experimenter(e) if e.experimenter == super::port_cmd::HAYATE_EXPERIMENTER => {
             use super::port_cmd::exp_type;
             match e.exp_type {
-                exp_type::DUMP_PMD | exp_type::DUMP_DROPS => {
-                    super::counters::handle(b, conn, xid, &e, out)
-                }
+                t if exp_type::is_dump(t) => super::counters::handle(b, conn, xid, &e, out),
                 _ => super::live_ports::handle(b, conn, xid, &e, out),
             }
         }

@@ -23,6 +23,8 @@
 //! | `live_ports.rs` | ports added and removed while running (add-port, del-port), link state |
 //! | `port_cmd.rs` | add-port / del-port on the wire: Hayate's experimenter message |
 //! | `counters.rs` | the datapath's counters: per thread (dump-pmd), drops per port (dump-drops, dump-ports) |
+//! | `look.rs` | looking inside: trace, pmd-stats, rxq-show, dump-megaflows, show (text or JSON) |
+//! | `capture.rs` | live captures of a port's frames, started, read and stopped by `hayate ctl` |
 //!
 //! Barrier: the pipeline's working copy is published when a BARRIER_REQUEST arrives (before
 //! the reply is written), before a packet-out, and on the pump's tick. A published pipeline is
@@ -38,11 +40,13 @@
 
 mod async_out;
 mod bulk;
+mod capture;
 mod counters;
 mod dump;
 mod features;
 mod handle;
 mod live_ports;
+mod look;
 mod multipart;
 mod packet_out;
 pub mod port_cmd;
@@ -69,7 +73,9 @@ use crate::role::Role;
 use crate::ConnId;
 
 pub use async_out::{PumpReport, TICK};
-pub use counters::{format_drops, format_pmd, merged, DatapathCounters};
+pub use counters::{
+    format_drops, format_pmd, merged, ControllerState, ControllerView, DatapathCounters,
+};
 pub use live_ports::{PortPlug, LINK_POLL};
 
 /// Cookie of the flow standalone fail mode installs while no controller is connected
@@ -161,8 +167,9 @@ pub struct OfBridge {
     injector: Mutex<Option<Injector>>,
     /// How add-port and del-port reach the datapath.
     plug: Mutex<Option<Arc<dyn PortPlug>>>,
-    /// Where the datapath's counters are read ([`OfBridge::attach_counters`]).
-    counters: Mutex<Option<std::sync::Weak<dyn DatapathCounters>>>,
+    /// Where the datapath's counters and the controllers are read
+    /// ([`OfBridge::attach_counters`], [`OfBridge::attach_controllers`]).
+    counters: counters::Sources,
     miss_send_len: AtomicU16,
     /// Some connection has a non-default async config (the slow, filtered send path).
     filtered: AtomicBool,
@@ -265,7 +272,7 @@ impl OfBridge {
             pump_wake: Mutex::new(None),
             injector: Mutex::new(None),
             plug: Mutex::new(None),
-            counters: Mutex::new(None),
+            counters: counters::Sources::default(),
             miss_send_len: AtomicU16::new(DEFAULT_MISS_SEND_LEN),
             standalone: AtomicBool::new(standalone),
             filtered: AtomicBool::new(false),

@@ -8,7 +8,9 @@
 //! | del-port request | [`exp_type::DEL_PORT`] | the port's name or OpenFlow number |
 //! | dump-pmd request | [`exp_type::DUMP_PMD`] | empty |
 //! | dump-drops request | [`exp_type::DUMP_DROPS`] | empty |
+//! | pmd-stats, rxq-show, show, dump-megaflows, trace | [`exp_type::PMD_STATS`] … [`exp_type::TRACE`] | `text` or `json`, then the command's arguments, one per line ([`look_request`]) |
 //! | reply | [`exp_type::DONE`] | what was done, e.g. `added port vm1 as OpenFlow port 7`, or the dump's text |
+//! | reply in pieces | [`exp_type::DONE_MORE`] … then [`exp_type::DONE`] | a long dump's text, cut at 60,000 bytes ([`done_pieces`]) |
 //!
 //! A refusal is an `OFPT_ERROR` of type `OFPET_EXPERIMENTER` (0xffff) under the same
 //! experimenter id, with a code of [`exp_error`] and the explanation as its data (text that
@@ -29,8 +31,32 @@ pub mod exp_type {
     pub const DUMP_PMD: u32 = 3;
     /// Every port's drops by reason (`hayate ctl BRIDGE dump-drops`).
     pub const DUMP_DROPS: u32 = 4;
+    /// Each poll thread's packets, cycles and cache hit shares (`pmd-stats [--reset]`).
+    pub const PMD_STATS: u32 = 5;
+    /// Which rx queue each thread polls and its share of the thread (`rxq-show`).
+    pub const RXQ_SHOW: u32 = 6;
+    /// The bridge, its ports and controllers (`show`).
+    pub const SHOW: u32 = 7;
+    /// Every thread's megaflows (`dump-megaflows`).
+    pub const DUMP_MEGAFLOWS: u32 = 8;
+    /// A packet traced through the tables (`trace FLOW`, `trace --hex HEX [in_port]`).
+    pub const TRACE: u32 = 9;
+    /// Start capturing a port's frames (`capture`); the reply is the capture's id.
+    pub const CAPTURE_START: u32 = 10;
+    /// The frames captured since the last read (binary records, [`super::capture_records`]).
+    pub const CAPTURE_READ: u32 = 11;
+    /// Stop a capture; the reply says how many frames were taken and lost.
+    pub const CAPTURE_STOP: u32 = 12;
     /// The switch did what was asked; the body says what.
     pub const DONE: u32 = 0x100;
+    /// A piece of a long reply; more pieces follow, the last one as [`DONE`].
+    pub const DONE_MORE: u32 = 0x101;
+
+    /// Whether `t` asks for a dump (answered by the bridge's counters and looks, not by the
+    /// port commands).
+    pub fn is_dump(t: u32) -> bool {
+        (DUMP_PMD..=CAPTURE_STOP).contains(&t)
+    }
 }
 
 /// Codes of Hayate's experimenter errors.
@@ -168,6 +194,94 @@ pub fn dump_request(exp_type: u32) -> Message {
     })
 }
 
+/// A request of [`exp_type::PMD_STATS`] … [`exp_type::TRACE`]: `json` asks for JSON instead
+/// of text; `args` are the command's words.
+pub fn look_request(exp_type: u32, json: bool, args: &[String]) -> Message {
+    let mut lines = vec![if json { "json" } else { "text" }.to_string()];
+    lines.extend(args.iter().cloned());
+    Message::Experimenter(Experimenter {
+        experimenter: HAYATE_EXPERIMENTER,
+        exp_type,
+        data: lines.join("\n").into_bytes(),
+    })
+}
+
+/// A [`look_request`]'s format (`true`: JSON) and arguments.
+pub fn parse_look_request(e: &Experimenter) -> Result<(bool, Vec<String>), String> {
+    let text = std::str::from_utf8(&e.data).map_err(|_| "the request is not UTF-8 text")?;
+    let mut lines = text.split('\n');
+    let json = match lines.next().unwrap_or("") {
+        "json" => true,
+        "text" | "" => false,
+        other => return Err(format!("unknown output format {other:?}; use text or json")),
+    };
+    Ok((
+        json,
+        lines.filter(|l| !l.is_empty()).map(String::from).collect(),
+    ))
+}
+
+/// Captured frames as a [`exp_type::CAPTURE_READ`] reply carries them: per frame, big-endian,
+/// the wall-clock time in ns (u64), the length on the wire (u32), the bytes kept (u32), then
+/// those bytes; after the last frame nothing.
+pub fn capture_records(frames: &[(u64, u32, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (ts, wire, data) in frames {
+        out.extend_from_slice(&ts.to_be_bytes());
+        out.extend_from_slice(&wire.to_be_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+/// The frames of a [`capture_records`] body.
+pub fn parse_capture_records(mut b: &[u8]) -> Result<Vec<(u64, u32, Vec<u8>)>, String> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        if b.len() < 16 {
+            return Err("a capture record is cut short".into());
+        }
+        let ts = u64::from_be_bytes(b[..8].try_into().unwrap_or_default());
+        let wire = u32::from_be_bytes(b[8..12].try_into().unwrap_or_default());
+        let n = u32::from_be_bytes(b[12..16].try_into().unwrap_or_default()) as usize;
+        let data = b
+            .get(16..16 + n)
+            .ok_or("a capture record's bytes are cut short")?;
+        out.push((ts, wire, data.to_vec()));
+        b = &b[16 + n..];
+    }
+    Ok(out)
+}
+
+/// Longest text one reply message carries.
+const PIECE: usize = 60_000;
+
+/// The reply to a dump of any length: pieces of [`exp_type::DONE_MORE`], the last of
+/// [`exp_type::DONE`].
+pub fn done_pieces(text: &str) -> Vec<Message> {
+    done_bytes(text.as_bytes())
+}
+
+/// [`done_pieces`] for bytes that are not text (captured frames).
+pub fn done_bytes(bytes: &[u8]) -> Vec<Message> {
+    let mut out: Vec<Message> = bytes
+        .chunks(PIECE)
+        .map(|c| {
+            Message::Experimenter(Experimenter {
+                experimenter: HAYATE_EXPERIMENTER,
+                exp_type: exp_type::DONE_MORE,
+                data: c.to_vec(),
+            })
+        })
+        .collect();
+    match out.last_mut() {
+        Some(Message::Experimenter(e)) => e.exp_type = exp_type::DONE,
+        _ => out.push(done("")),
+    }
+    out
+}
+
 /// The reply to a port command that was done, or to a dump.
 pub fn done(text: &str) -> Message {
     Message::Experimenter(Experimenter {
@@ -242,6 +356,54 @@ mod tests {
         assert!(PortCmd::parse("del-port", &[])
             .unwrap_err()
             .contains("one port"));
+    }
+
+    #[test]
+    fn long_replies_go_in_pieces_that_join_up() {
+        let text = "x".repeat(2 * PIECE + 5);
+        let pieces = done_pieces(&text);
+        assert_eq!(pieces.len(), 3);
+        let mut joined = Vec::new();
+        for (i, m) in pieces.iter().enumerate() {
+            let mut buf = Vec::new();
+            openflow::encode(1, m, &mut buf).unwrap();
+            let Message::Experimenter(e) = openflow::decode(&buf).unwrap().1 else {
+                panic!("not an experimenter message")
+            };
+            let last = i + 1 == pieces.len();
+            let want = if last {
+                exp_type::DONE
+            } else {
+                exp_type::DONE_MORE
+            };
+            assert_eq!(e.exp_type, want);
+            joined.extend(e.data);
+        }
+        assert_eq!(joined, text.as_bytes());
+        assert_eq!(done_pieces("").len(), 1);
+        let req = look_request(exp_type::TRACE, true, &["in_port=1,udp".into()]);
+        let Message::Experimenter(e) = req else {
+            panic!()
+        };
+        assert_eq!(
+            parse_look_request(&e).unwrap(),
+            (true, vec!["in_port=1,udp".to_string()])
+        );
+    }
+
+    #[test]
+    fn capture_records_survive_the_wire() {
+        let frames = vec![
+            (1_700_000_000_123_456_789, 64, vec![1u8, 2, 3]),
+            (5, 2000, vec![]),
+        ];
+        assert_eq!(
+            parse_capture_records(&capture_records(&frames)).unwrap(),
+            frames
+        );
+        let mut cut = capture_records(&frames);
+        cut.truncate(18);
+        assert!(parse_capture_records(&cut).is_err());
     }
 
     #[test]

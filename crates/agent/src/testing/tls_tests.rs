@@ -150,9 +150,8 @@ async fn controller_server(
     Ok(FakeController::handshake(tls).await)
 }
 
-#[tokio::test]
-async fn active_tls_connects_with_mutual_authentication() {
-    let pki = Pki::new();
+/// A switch's agent with the target `ssl:` to a listener of its own, the controller's side.
+async fn active_tls_agent(pki: &Pki) -> (TcpListener, Agent) {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
     let target = format!("ssl:127.0.0.1:{port}");
@@ -162,6 +161,13 @@ async fn active_tls_connects_with_mutual_authentication() {
     )
     .await
     .unwrap();
+    (l, agent)
+}
+
+#[tokio::test]
+async fn active_tls_connects_with_mutual_authentication() {
+    let pki = Pki::new();
+    let (l, agent) = active_tls_agent(&pki).await;
     let mut c = controller_server(&l, &pki.config("ctl", "ca.pem"))
         .await
         .unwrap();
@@ -176,15 +182,7 @@ async fn active_tls_connects_with_mutual_authentication() {
 #[tokio::test]
 async fn active_tls_refuses_a_controller_from_another_ca() {
     let pki = Pki::new();
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    let target = format!("ssl:127.0.0.1:{port}");
-    let agent = Agent::start(
-        agent_config(&target, pki.config("switch", "ca.pem")),
-        bridge(),
-    )
-    .await
-    .unwrap();
+    let (l, agent) = active_tls_agent(&pki).await;
     // The rogue controller trusts the switch's CA, but its own certificate is the rogue CA's.
     let refused = controller_server(&l, &pki.config("rogue", "ca.pem")).await;
     assert!(

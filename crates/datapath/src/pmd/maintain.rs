@@ -15,9 +15,14 @@
 //! priority per table becomes what it saw (with what was installed meanwhile), so a table
 //! that once decided megaflows at a low priority (a catch-all, before the controller's rules
 //! came) stops making every later change reach them ([`crate::revalidate`]).
+//!
+//! Before the schedule is looked at, a dump asked of the thread ([`crate::look`]) is
+//! answered: one load and compare per batch while none is asked. Each pass also leaves the
+//! count of live megaflows where the metrics read it.
 
 use super::time::pipeline_ms;
 use super::Pmd;
+use crate::look::{op_text, MegaflowRecord};
 use crate::stats::Counter;
 
 /// Megaflow slots examined per maintenance pass for idleness.
@@ -30,6 +35,9 @@ pub(super) const FLUSH_MIN: usize = 8192;
 impl Pmd {
     /// Runs the pass when it is due at `now` (ns).
     pub(super) fn maybe_maintain(&mut self, now: u64) {
+        if self.look.wanted() != self.look_answered {
+            self.answer_look();
+        }
         if now < self.next_maintenance_ns {
             return;
         }
@@ -59,6 +67,47 @@ impl Pmd {
                 self.cls.remove(&mf.key, &mf.mask);
                 self.local.add(Counter::MegaflowEvictions, 1);
             }
+        }
+        self.look.set_live(self.arena.len());
+    }
+
+    /// Answers the dumps asked of this thread: its megaflows, copied (see [`crate::look`]).
+    #[cold]
+    fn answer_look(&mut self) {
+        loop {
+            // Clear the wake-up before reading the request: one asked later signals again.
+            self.look.wake.clear();
+            let n = self.look.wanted();
+            if n == self.look_answered {
+                return;
+            }
+            let mut records = Vec::with_capacity(self.arena.len());
+            let (arena, ports, thread) = (&self.arena, &self.ports, self.index);
+            arena.sweep(0, usize::MAX, |id, mf| {
+                let Some(life) = arena.life(id) else { return };
+                let ops: Vec<String> = mf
+                    .actions
+                    .ops
+                    .iter()
+                    .map(|op| op_text(op, |i| ports.ofport_of(i)))
+                    .collect();
+                records.push(MegaflowRecord {
+                    thread,
+                    key: mf.key,
+                    mask: mf.mask,
+                    actions: if ops.is_empty() {
+                        "drop".into()
+                    } else {
+                        ops.join(",")
+                    },
+                    packets: life.packets,
+                    bytes: life.bytes,
+                    installed_ms: life.installed_ms,
+                    used_ms: mf.last_used_ms,
+                });
+            });
+            self.look.answer(n, records);
+            self.look_answered = n;
         }
     }
 }

@@ -57,6 +57,7 @@ use crate::emc_gate::EmcGate;
 use crate::execute::{Executor, PacketIn, TxPort};
 use crate::idle::{Idle, Step};
 use crate::inject::{InjectQueue, Wake};
+use crate::look::Look;
 use crate::megaflow::{Actions, Arena, InPlace, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::plug::Mailbox;
 use crate::revalidate::Revalidator;
@@ -142,6 +143,9 @@ pub struct Pmd {
     lane: bool,
     /// The lane's share of the core: busy time in the current window.
     lane_window: LaneWindow,
+    /// Dumps asked of this thread ([`crate::look`]) and the last one answered.
+    look: Arc<Look>,
+    look_answered: u64,
 }
 
 impl std::fmt::Debug for Pmd {
@@ -206,7 +210,13 @@ impl Pmd {
         reval.sync(&*p.upcall);
         let mut arena = Arena::new(cfg.max_megaflows);
         arena.set_stamp(reval.stamp());
-        let idle = Idle::new(cfg.idle, p.rx.iter().map(|(_, q)| q.readiness_fd()));
+        let look = Arc::new(Look::new());
+        let idle = Idle::new(
+            cfg.idle,
+            p.rx.iter()
+                .map(|(_, q)| q.readiness_fd())
+                .chain(std::iter::once(look.wake.raw_fd())),
+        );
         let rx =
             p.rx.into_iter()
                 .map(|(ofport, q)| RxSlot::new(ofport, q))
@@ -240,6 +250,8 @@ impl Pmd {
             mailbox: None,
             lane: false,
             lane_window: LaneWindow::default(),
+            look,
+            look_answered: 0,
         }
     }
 
@@ -261,6 +273,11 @@ impl Pmd {
     /// The thread's counters themselves (shared, readable from any thread).
     pub fn stats_handle(&self) -> &Arc<PmdStats> {
         &self.stats
+    }
+
+    /// Where dumps of this thread are asked for and answered ([`crate::look`]).
+    pub fn look(&self) -> &Arc<Look> {
+        &self.look
     }
 
     /// Megaflows installed in this thread.
@@ -287,6 +304,11 @@ impl Pmd {
     /// receive queues ([`port::Port::priority_queues`]) and runs ahead of the poll threads.
     pub fn is_lane(&self) -> bool {
         self.lane
+    }
+
+    /// Lets the datapath's captures ([`crate::capture`]) see this thread's frames.
+    pub(crate) fn attach_taps(&mut self, taps: Arc<crate::capture::Taps>) {
+        self.exec.tap = crate::capture::Tap::new(taps, self.index);
     }
 
     /// Signals `wake` after each poll that queued packet-ins.
@@ -320,6 +342,7 @@ impl Pmd {
         let inject = self.inject.as_ref().map(|q| q.wake_fd());
         let stop = self.stop_wake.as_ref().map(|w| w.raw_fd());
         let plug = self.mailbox.as_ref().map(|m| m.wake_fd());
+        let look = self.look.wake.raw_fd();
         self.idle = Idle::new(
             self.cfg.idle,
             self.rx
@@ -327,7 +350,8 @@ impl Pmd {
                 .map(|r| r.queue.readiness_fd())
                 .chain(inject)
                 .chain(stop)
-                .chain(plug),
+                .chain(plug)
+                .chain(std::iter::once(look)),
         );
     }
 
@@ -359,6 +383,12 @@ impl Pmd {
                 self.local
                     .add(Counter::IdleCycles, cycles().wrapping_sub(t0));
                 continue;
+            }
+            if self.exec.tap.active() {
+                let now = self.clock.at(t0);
+                self.exec
+                    .tap
+                    .offer(ofport, true, self.s.batch.as_slice(), now);
             }
             // Drops of this batch are the rx queue's too (per port, `crate::rx_drops`).
             let mark = RxDrops::mark(&self.local);

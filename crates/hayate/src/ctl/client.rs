@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent::ofproto::port_cmd::{
-    dump_request, exp_type, refusal_text, PortCmd, HAYATE_EXPERIMENTER,
+    dump_request, exp_type, look_request, refusal_text, PortCmd, HAYATE_EXPERIMENTER,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use openflow::multipart::MORE;
@@ -157,18 +157,44 @@ impl Client {
         self.hayate_request(&dump_request(exp_type))
     }
 
-    /// Sends a Hayate experimenter request and returns the text of its reply; a refusal is an
-    /// error carrying the switch's explanation.
+    /// Sends a look request (`exp_type` of [`exp_type::PMD_STATS`] … [`exp_type::TRACE`])
+    /// with its arguments; the switch's text or JSON.
+    pub fn look(&mut self, exp_type: u32, json: bool, args: &[String]) -> Result<String> {
+        self.hayate_request(&look_request(exp_type, json, args))
+    }
+
+    /// [`Client::look`] for a reply that is not text (captured frames): its bytes.
+    pub fn look_bytes(&mut self, exp_type: u32, args: &[String]) -> Result<Vec<u8>> {
+        self.hayate_bytes(&look_request(exp_type, false, args))
+    }
+
+    /// Sends a Hayate experimenter request and returns the text of its reply (joined from
+    /// its pieces); a refusal is an error carrying the switch's explanation.
     fn hayate_request(&mut self, request: &Message) -> Result<String> {
+        let bytes = self.hayate_bytes(request)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// [`Client::hayate_request`]'s reply as bytes.
+    fn hayate_bytes(&mut self, request: &Message) -> Result<Vec<u8>> {
         let xid = self.send(request)?;
+        let mut text = Vec::new();
         loop {
             match self.recv()? {
                 (x, Message::Experimenter(e))
                     if x == xid
                         && e.experimenter == HAYATE_EXPERIMENTER
+                        && e.exp_type == exp_type::DONE_MORE =>
+                {
+                    text.extend(e.data);
+                }
+                (x, Message::Experimenter(e))
+                    if x == xid
+                        && e.experimenter == HAYATE_EXPERIMENTER
                         && e.exp_type == exp_type::DONE =>
                 {
-                    return Ok(String::from_utf8_lossy(&e.data).into_owned());
+                    text.extend(e.data);
+                    return Ok(text);
                 }
                 (x, Message::Error(e)) if x == xid => match refusal_text(&e) {
                     Some(text) => bail!("{text}"),

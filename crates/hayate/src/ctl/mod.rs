@@ -15,8 +15,17 @@
 //! | `del-port NAME\|NUMBER` | take a port out of the running bridge (its queues and resources are released) |
 //! | `dump-pmd` | every poll thread's counters, then their total (as `ovs-appctl dpif-netdev/pmd-stats-show`) |
 //! | `dump-drops` | every port's drops by reason (the switch's and the port's own) |
+//! | `trace FLOW`, `trace --hex FRAME [in_port=N]` | a packet through the tables, as `ofproto/trace` |
+//! | `pmd-stats [--reset]` (`dump-pmd` the raw counters) | per poll thread: packets, cycles per packet, EMC/megaflow hit shares, upcalls, idle share |
+//! | `rxq-show` | which rx queue each thread polls, each queue's share of the thread |
+//! | `dump-megaflows` | every thread's megaflows: match/mask, actions, packets, bytes, age |
+//! | `show` | the bridge, its ports, controllers and fail mode |
+//! | `capture PORT [FILTER] -w FILE\|- [-c N] [--rx\|--tx]` | the frames a port receives and sends, live, as pcap (`capture.rs`) |
 //!
-//! add-port, del-port, dump-pmd and dump-drops travel as a Hayate experimenter message
+//! `--json` makes trace, pmd-stats, rxq-show, dump-megaflows and show answer in JSON
+//! (`agent::ofproto` `look.rs` says what each holds).
+//!
+//! add-port, del-port and the dumps travel as a Hayate experimenter message
 //! ([`agent::ofproto::port_cmd`]); only the management socket may send them.
 //!
 //! `dump-pmd` prints, per thread, `pmd thread N core C:` (C is `-` for a thread not pinned;
@@ -27,6 +36,7 @@
 //! BRIDGE names `<run dir>/BRIDGE.mgmt`; a path (with a `/`) is used as it is; `tcp:HOST:PORT`
 //! reaches a controller listener instead.
 
+mod capture;
 mod client;
 mod print;
 
@@ -57,6 +67,9 @@ pub struct CtlArgs {
     /// mod-flows / del-flows: match priority and fields exactly.
     #[arg(long)]
     pub strict: bool,
+    /// trace, pmd-stats, rxq-show, dump-megaflows, show: answer in JSON.
+    #[arg(long)]
+    pub json: bool,
     /// A bridge name, a socket path, or tcp:HOST:PORT.
     pub target: String,
     /// The command (add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports,
@@ -64,7 +77,9 @@ pub struct CtlArgs {
     /// dump-meters; add-port SPEC [ofport=N] [name=NAME], e.g. add-port
     /// vhostuser:/tmp/vm1.sock ofport=7; del-port NAME|NUMBER — ports of the running bridge,
     /// over the management socket only; dump-pmd: each poll thread's counters; dump-drops:
-    /// each port's drops by reason).
+    /// each port's drops by reason; trace FLOW | trace --hex FRAME [in_port=N]; pmd-stats
+    /// [--reset]; rxq-show; dump-megaflows; show; capture PORT [FILTER] -w FILE|- [-c N]
+    /// [--rx|--tx]).
     pub command: String,
     /// The command's arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -118,8 +133,9 @@ fn selector(text: Option<&str>, command: FlowModCommand) -> Result<FlowMod> {
 /// Runs `hayate ctl`.
 pub fn main(a: CtlArgs) -> Result<()> {
     let strict = a.strict || a.args.iter().any(|x| x == "--strict");
+    let json = a.json || a.args.iter().any(|x| x == "--json");
     let mut a = a;
-    a.args.retain(|x| x != "--strict");
+    a.args.retain(|x| x != "--strict" && x != "--json");
     let target = socket_of(&a);
     let mut c = Client::connect(&target)?;
     match a.command.as_str() {
@@ -280,6 +296,18 @@ pub fn main(a: CtlArgs) -> Result<()> {
             print!("{}", c.dump(exp_type::DUMP_DROPS)?);
             Ok(())
         }
+        "capture" => capture::run(&mut c, &a.args),
+        "trace" | "pmd-stats" | "rxq-show" | "dump-megaflows" | "show" => {
+            let t = match a.command.as_str() {
+                "trace" => exp_type::TRACE,
+                "pmd-stats" => exp_type::PMD_STATS,
+                "rxq-show" => exp_type::RXQ_SHOW,
+                "dump-megaflows" => exp_type::DUMP_MEGAFLOWS,
+                _ => exp_type::SHOW,
+            };
+            print!("{}", c.look(t, json, &a.args)?);
+            Ok(())
+        }
         "add-port" | "del-port" => {
             let words: Vec<&str> = a.args.iter().map(String::as_str).collect();
             let cmd = PortCmd::parse(&a.command, &words).map_err(|e| anyhow!(e))?;
@@ -287,7 +315,7 @@ pub fn main(a: CtlArgs) -> Result<()> {
             Ok(())
         }
         other => bail!(
-            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, dump-pmd or dump-drops"
+            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, dump-pmd, dump-drops, trace, pmd-stats, rxq-show, dump-megaflows, show or capture"
         ),
     }
 }

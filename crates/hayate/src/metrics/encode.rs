@@ -8,6 +8,8 @@
 //! | `hayate_port_link_up` | bridge, ofport, port | the port's link |
 //! | `hayate_port_drops_total` | bridge, ofport, port, reason | `dump-drops` |
 //! | `hayate_pmd_<counter>_total` (every `datapath::Counter`) | bridge, thread, core, lane | `dump-pmd` |
+//! | `hayate_pmd_megaflows` | bridge, thread | megaflows alive (`dump-megaflows` lists them) |
+//! | `hayate_rxq_{packets,busy_cycles}_total` | bridge, thread, ofport, port, queue | `rxq-show` |
 //! | `hayate_table_flows`, `hayate_table_{lookups,matched}_total` | bridge, table | `dump-tables` |
 //! | `hayate_bridge_fail_open`, `hayate_controller_connections` | bridge | the agent |
 //! | `hayate_controller_{rx_messages,async_queued,packet_ins_rate_limited,async_queue_full,probes}_total` | bridge, target, peer, role | the agent's connections |
@@ -22,7 +24,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::sample::{BridgeSample, ControllerSample, PortSample};
+use super::sample::{BridgeSample, ControllerSample, PortSample, RxqSample};
 
 /// The `Content-Type` of [`render`]'s text.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -186,6 +188,45 @@ impl Scrape {
                 c.name()
             );
             counters(enc, &format!("hayate_pmd_{}", c.name()), &help, series)?;
+        }
+        gauges(
+            enc,
+            "hayate_pmd_megaflows",
+            "Megaflows alive in the poll thread, as of its last maintenance pass (every 100 ms).",
+            self.0.iter().flat_map(|b| {
+                b.megaflows.iter().enumerate().map(move |(t, n)| {
+                    let labels: Labels =
+                        vec![("bridge", b.bridge.clone()), ("thread", t.to_string())];
+                    (labels, *n as i64)
+                })
+            }),
+        )?;
+        type RxqField = fn(&RxqSample) -> u64;
+        let rxq: [(&str, &str, RxqField); 2] = [
+            ("packets", "Packets received from the rx queue.", |q| {
+                q.packets
+            }),
+            (
+                "busy_cycles",
+                "Cycles its poll thread spent on the rx queue's batches (its share of the \
+                 thread, as `hayate ctl BRIDGE rxq-show` shows).",
+                |q| q.busy_cycles,
+            ),
+        ];
+        for (name, help, field) in rxq {
+            let series = self.0.iter().flat_map(|b| {
+                b.rx_queues.iter().map(move |q| {
+                    let labels: Labels = vec![
+                        ("bridge", b.bridge.clone()),
+                        ("thread", q.thread.to_string()),
+                        ("ofport", q.ofport.to_string()),
+                        ("port", q.port.clone()),
+                        ("queue", q.queue.to_string()),
+                    ];
+                    (labels, field(q))
+                })
+            });
+            counters(enc, &format!("hayate_rxq_{name}"), help, series)?;
         }
         Ok(())
     }

@@ -23,6 +23,8 @@ fn bridge() -> BridgeSample {
             },
         }],
         threads: Vec::new(),
+        megaflows: Vec::new(),
+        rx_queues: Vec::new(),
         tables: vec![pipeline::TableStatsView {
             table_id: 0,
             active: 4,
@@ -93,6 +95,31 @@ fn every_poll_thread_counter_is_a_family_with_one_series_per_thread() {
             .count();
         assert_eq!(series, 2, "{name}: one series per thread");
     }
+}
+
+#[test]
+fn rx_queues_and_live_megaflows_have_their_series() {
+    let mut b = bridge();
+    b.megaflows = vec![7, 0];
+    b.rx_queues = vec![RxqSample {
+        thread: 1,
+        ofport: 1,
+        port: "p1".into(),
+        queue: 0,
+        packets: 10,
+        busy_cycles: 999,
+    }];
+    let text = render(vec![b]);
+    let q = r#"{bridge="br0",thread="1",ofport="1",port="p1",queue="0"}"#;
+    for line in [
+        r#"hayate_pmd_megaflows{bridge="br0",thread="0"} 7"#.to_string(),
+        r#"hayate_pmd_megaflows{bridge="br0",thread="1"} 0"#.to_string(),
+        format!("hayate_rxq_packets_total{q} 10"),
+        format!("hayate_rxq_busy_cycles_total{q} 999"),
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line} in\n{text}");
+    }
+    assert!(text.contains("# TYPE hayate_pmd_megaflows gauge"), "{text}");
 }
 
 #[test]

@@ -42,6 +42,23 @@ pub struct PortSample {
     pub drops: Snapshot,
 }
 
+/// One rx queue as a scrape saw it (`rxq-show`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RxqSample {
+    /// The poll thread that reads it.
+    pub thread: usize,
+    /// Its port's OpenFlow number.
+    pub ofport: u32,
+    /// Its port's name.
+    pub port: String,
+    /// Its number among the port's queues.
+    pub queue: usize,
+    /// Packets received from it.
+    pub packets: u64,
+    /// Busy cycles its batches took.
+    pub busy_cycles: u64,
+}
+
 /// One controller connection as a scrape saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerSample {
@@ -75,6 +92,10 @@ pub struct BridgeSample {
     pub ports: Vec<PortSample>,
     /// Its poll threads (empty once the datapath stopped).
     pub threads: Vec<ThreadStats>,
+    /// Megaflows alive per thread (by thread index), as of each one's last maintenance pass.
+    pub megaflows: Vec<u64>,
+    /// Its rx queues.
+    pub rx_queues: Vec<RxqSample>,
     /// Tables that hold flows or were ever looked up.
     pub tables: Vec<TableStatsView>,
     /// Its controller connections (not the management socket's).
@@ -84,7 +105,7 @@ pub struct BridgeSample {
 impl BridgeSource {
     /// Reads the bridge now.
     pub fn read(&self) -> BridgeSample {
-        let ports = self
+        let ports: Vec<PortSample> = self
             .bridge
             .port_counters()
             .into_iter()
@@ -96,11 +117,26 @@ impl BridgeSource {
                 drops,
             })
             .collect();
-        let threads = self
-            .datapath
-            .upgrade()
-            .map(|d| d.threads())
-            .unwrap_or_default();
+        let dp = self.datapath.upgrade();
+        let threads = dp.as_ref().map(|d| d.threads()).unwrap_or_default();
+        let megaflows = dp.as_ref().map(|d| d.megaflow_counts()).unwrap_or_default();
+        let rx_queues = dp
+            .as_ref()
+            .map(|d| d.rx_queues())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|q| RxqSample {
+                thread: q.thread,
+                ofport: q.ofport,
+                port: ports
+                    .iter()
+                    .find(|p: &&PortSample| p.ofport == q.ofport)
+                    .map_or_else(String::new, |p| p.name.clone()),
+                queue: q.queue,
+                packets: q.stats.rx_packets,
+                busy_cycles: q.stats.busy_cycles,
+            })
+            .collect();
         let tables = self
             .bridge
             .with_control(|c| c.table_stats())
@@ -129,6 +165,8 @@ impl BridgeSource {
             fail_open: self.bridge.fail_open_active(),
             ports,
             threads,
+            megaflows,
+            rx_queues,
             tables,
             controllers,
         }

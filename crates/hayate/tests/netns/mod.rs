@@ -7,12 +7,17 @@
 //! panics. Every wait is bounded. Tests need root and `ip`, `ping`, `iperf3`; without them
 //! they print a loud SKIPPED line (CI runs them as root after scripts/setup.sh).
 //!
+//! Also shared by the tests that use it: waiting for a listener in a namespace
+//! ([`wait_listening`]), iperf3 servers and clients between hosts ([`IperfServer`],
+//! [`iperf3`], [`tcp_bytes`]), and a `hayate bench` run read back from its JSON
+//! ([`bench_json`]).
+//!
 //! `HAYATE_BIN=target/release/hayate cargo test -p hayate --test netns_iperf -- --nocapture`
 //! runs the suite against another build of the binary (throughput figures need a release one).
 
 #![allow(dead_code)] // Each test binary uses a part of the harness.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -115,6 +120,121 @@ pub fn ns_run(ns: &str, args: &[&str]) -> Output {
     let mut full = vec!["ip", "netns", "exec", ns];
     full.extend_from_slice(args);
     run(&full)
+}
+
+/// Whether something listens on TCP `port` in namespace `ns`.
+pub fn listening(ns: &str, port: u16) -> bool {
+    !ns_run(ns, &["ss", "-Hltn", &format!("sport = :{port}")])
+        .stdout
+        .is_empty()
+}
+
+/// Waits (at most `within`) until something listens on TCP `port` in namespace `ns`;
+/// whether it did.
+pub fn wait_listening(ns: &str, port: u16, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if listening(ns, port) {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `iperf3 -s -1` in a host's namespace: it serves one client, then exits. Killed on drop
+/// when it is still running.
+pub struct IperfServer(Child);
+
+impl IperfServer {
+    /// Starts it in namespace `ns` and waits (at most 20 s: on a busy machine starting takes
+    /// seconds) until it listens.
+    pub fn start(ns: &str) -> IperfServer {
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, "iperf3", "-s", "-1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start iperf3 server");
+        wait_listening(ns, 5201, Duration::from_secs(20));
+        IperfServer(child)
+    }
+
+    /// Lets it exit after its one client (at most 5 s), else kills it.
+    pub fn reap(mut self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.0.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for IperfServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs an iperf3 client (`-J` and `args`) in `link`'s host namespace, retrying for at most
+/// 10 s while the server starts; its JSON. Panics when it fails.
+pub fn iperf3(link: &Link, args: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut full = vec!["timeout", "40", "iperf3", "-J"];
+        full.extend_from_slice(args);
+        let out = link.run(&full);
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let refused = json["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("connect"));
+        if out.status.success() || !refused || Instant::now() > deadline {
+            assert!(
+                out.status.success(),
+                "iperf3 {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout)
+            );
+            return json;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The bytes the receiver counted of a TCP stream of `secs` seconds from `from`'s host to
+/// `dst`, an address of `to`'s host.
+pub fn tcp_bytes(from: &Link, to: &Link, dst: &str, secs: u32) -> u64 {
+    let server = IperfServer::start(&to.host_ns);
+    let v = iperf3(from, &["-c", dst, "-t", &secs.to_string()]);
+    server.reap();
+    v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
+}
+
+/// Runs `hayate bench ARGS… --workdir DIR --json DIR/NAME.json` (`args` begins with the
+/// bench's name), which must succeed; the JSON it wrote and its output (stdout, then
+/// stderr), for messages.
+pub fn bench_json(args: &[&str], dir: &Path) -> (Value, String) {
+    let json = dir.join(format!("{}.json", args[0]));
+    let out = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .arg("bench")
+        .args(args)
+        .arg("--workdir")
+        .arg(dir)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run hayate bench");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
+    (v, text)
 }
 
 /// One link between a host namespace and a switch namespace.

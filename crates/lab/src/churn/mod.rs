@@ -19,7 +19,7 @@
 //!
 //! Files: [`args`](ChurnArgs) and the run here; [`rules`]: tables and flow-mods;
 //! [`openflow`]: the messages and one connection; [`switch`]: starting each switch;
-//! [`measure`]: warm-up, windows, the churning thread, the effect test; [`turn`]: one switch
+//! [`measure`]: warm-up, windows, the churning thread, the effect test; `turn`: one switch
 //! on one table, start to stop; [`report`]: tables, JSON, SVG.
 
 pub mod measure;
@@ -36,6 +36,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use crate::bench;
 use crate::frame;
 use crate::needs;
 use crate::sys::{guard, host};
@@ -156,8 +157,9 @@ fn check_args(a: &ChurnArgs) -> Result<()> {
     if !(0.0..=600.0).contains(&a.warmup) || a.warmup_max < a.warmup || a.warmup_max > 1200.0 {
         bail!("--warmup must be in [0, 600] and --warmup-max in [--warmup, 1200]");
     }
-    if !(1..=20).contains(&a.repeat) || a.trials > 1000 {
-        bail!("--repeat must be in 1..=20 and --trials at most 1000");
+    bench::check_repeat(a.repeat, 20)?;
+    if a.trials > 1000 {
+        bail!("--trials must be at most 1000");
     }
     if !(1..=1_000_000).contains(&a.flows) {
         bail!("--flows must be in 1..=1000000");
@@ -176,14 +178,7 @@ pub fn main(args: ChurnArgs) -> Result<()> {
         .iter()
         .map(|t| Table::from_name(t))
         .collect::<Result<_>>()?;
-    let asked: Vec<Sw> = if args.switches.is_empty() {
-        switch::ALL.to_vec()
-    } else {
-        args.switches
-            .iter()
-            .map(|s| Sw::from_name(s))
-            .collect::<Result<_>>()?
-    };
+    let asked = bench::chosen(&args.switches, || switch::ALL.to_vec(), Sw::from_name)?;
     if let Some(why) = needs::unmet(&[needs::OVS_OFCTL]) {
         bail!("the tables are installed with ovs-ofctl: {why}");
     }
@@ -202,38 +197,20 @@ pub fn main(args: ChurnArgs) -> Result<()> {
     if with_ovs && unsafe { libc::geteuid() } != 0 {
         bail!("Open vSwitch with DPDK needs huge pages and a namespace: run as root");
     }
-    let cores = cpu::available_cores();
-    let switch_core = args.switch_core.unwrap_or(cores.saturating_sub(1));
-    if switch_core == args.main_core || switch_core >= cores || args.main_core >= cores {
-        bail!(
-            "the switch core ({switch_core}) and the main core ({}) must be two of the {cores} cores",
-            args.main_core
-        );
-    }
-    guard::install();
-    host::remove_stale();
-    cpu::pin_current(args.main_core).map_err(anyhow::Error::msg)?;
-    // SAFETY: setpriority on this process; children are started back at nice 0.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -10) };
-    let dir = match &args.workdir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("hayate-churn-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&dir)?;
+    let switch_core = bench::switch_core(args.switch_core, args.main_core, "main")?;
+    bench::take_core(args.main_core)?;
+    let dir = bench::workdir(args.workdir.as_deref(), "churn")?;
     eprintln!("hayate: logs, configs and sockets in {}", dir.display());
     let pcap = dir.join(format!("udp64-{}.pcap", args.flows));
     frame::write_pcap(&pcap, &frame::flows(args.flows))?;
     // Open vSwitch: 1 GiB of DPDK socket memory, and some room.
-    let _pages = with_ovs.then(|| host::HugePages::add(576)).transpose()?;
-    let mount = with_ovs
-        .then(|| host::HugeMount::mount(&dir.join("huge")))
-        .transpose()?;
+    let huge = with_ovs.then(|| host::Huge::add(576, &dir)).transpose()?;
     let mut ctx = Ctx {
         tag: format!("hc{}", std::process::id()),
         switch_core,
         main_core: args.main_core,
         pcap,
-        huge: mount.as_ref().map(|m| m.path().to_path_buf()),
+        huge: huge.as_ref().map(|h| h.path().to_path_buf()),
         hayate: match &args.hayate {
             Some(p) => p.clone(),
             None => std::env::current_exe().context("finding the hayate binary")?,
@@ -293,14 +270,11 @@ pub fn main(args: ChurnArgs) -> Result<()> {
     report.rows = report::summarize(&report.runs);
     report.effects = report::summarize_effects(&report.effect_runs);
     print!("{}", report.table());
-    if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
-    }
+    bench::write_json(args.json.as_deref(), &report)?;
     if let Some(p) = &args.plot {
         report.plot(p)?;
     }
-    drop(mount);
+    drop(huge);
     Ok(())
 }
 

@@ -9,7 +9,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::measure::Effect;
-use crate::report::{bars, median, opt, ratio, Align, Bars, Table};
+use crate::report::{
+    bars, find, grid, groups, median, opt, ratio, Align, Bars, Entry, Runs, Table,
+};
 
 /// The reference of every ratio.
 pub const OVS: &str = "ovs-dpdk";
@@ -141,55 +143,41 @@ pub struct Report {
     pub effect_runs: Vec<EffectRun>,
 }
 
-/// Keys in the order they first appear.
-fn keys<T, K: PartialEq + Clone>(items: &[T], key: impl Fn(&T) -> K) -> Vec<K> {
-    items.iter().fold(Vec::new(), |mut v, x| {
-        let k = key(x);
-        if !v.contains(&k) {
-            v.push(k);
-        }
-        v
-    })
+/// A row's case is its table and churn rate (`drop 1k/s`).
+impl Entry for Row {
+    fn case(&self) -> String {
+        format!("{} {}", self.table, self.case)
+    }
+    fn switch(&self) -> &str {
+        &self.switch
+    }
 }
 
 /// Rows per (table, case, switch), each the median of its ok runs, with the ratio of the
 /// churn rate to Open vSwitch with DPDK's.
 pub fn summarize(runs: &[Run]) -> Vec<Row> {
-    let mut rows: Vec<Row> = keys(runs, |r| {
+    let mut rows: Vec<Row> = groups(runs, |r| {
         (r.table.clone(), r.case.clone(), r.switch.clone())
     })
     .into_iter()
-    .map(|(t, c, s)| {
-        let all: Vec<&Run> = runs
-            .iter()
-            .filter(|r| r.table == t && r.case == c && r.switch == s)
-            .collect();
-        let ok: Vec<&Run> = all.iter().copied().filter(|r| r.status == "ok").collect();
-        let status = match ok.len() {
-            0 => all[0].status.clone(),
-            n if n == all.len() => "ok".into(),
-            n => format!("ok in {n} of {} runs", all.len()),
-        };
-        let m = |f: fn(&Run) -> Option<f64>| median(ok.iter().filter_map(|r| f(r)).collect());
+    .map(|((table, case, switch), all)| {
+        let g = Runs::of(&all, |r| &r.status);
         Row {
-            status,
-            base_mpps: m(|r| r.base_mpps),
-            churn_mpps: m(|r| r.churn_mpps),
-            share: m(|r| ratio(r.churn_mpps, r.base_mpps)),
-            mods_per_s: m(|r| r.mods_per_s),
-            table: t,
-            case: c,
-            switch: s,
+            table,
+            case,
+            switch,
+            base_mpps: g.median(|r| r.base_mpps),
+            churn_mpps: g.median(|r| r.churn_mpps),
+            share: g.median(|r| ratio(r.churn_mpps, r.base_mpps)),
+            mods_per_s: g.median(|r| r.mods_per_s),
+            status: g.status,
             vs_ovs_dpdk: None,
         }
     })
     .collect();
     let snapshot = rows.clone();
     for r in &mut rows {
-        let ovs = snapshot
-            .iter()
-            .find(|o| o.table == r.table && o.case == r.case && o.switch == OVS)
-            .and_then(|o| o.churn_mpps);
+        let ovs = find(&snapshot, &r.case(), OVS).and_then(|o| o.churn_mpps);
         r.vs_ovs_dpdk = ratio(r.churn_mpps, ovs);
     }
     rows
@@ -197,15 +185,12 @@ pub fn summarize(runs: &[Run]) -> Vec<Row> {
 
 /// The effect tests per (table, rule, switch): medians over every completed trial.
 pub fn summarize_effects(runs: &[EffectRun]) -> Vec<EffectRow> {
-    keys(runs, |r| {
+    groups(runs, |r| {
         (r.table.clone(), r.rule.clone(), r.switch.clone())
     })
     .into_iter()
-    .map(|(t, rule, s)| {
-        let ok: Vec<&EffectRun> = runs
-            .iter()
-            .filter(|r| r.table == t && r.rule == rule && r.switch == s && r.status == "ok")
-            .collect();
+    .map(|((t, rule, s), all)| {
+        let ok = Runs::of(&all, |r| &r.status).ok;
         let all = |f: fn(&Effect) -> &Vec<f64>| {
             median(
                 ok.iter()
@@ -336,22 +321,7 @@ impl Report {
 
     /// Writes an SVG bar chart: Mpps during churn per switch, grouped by (table, case).
     pub fn plot(&self, path: &Path) -> Result<()> {
-        let groups = keys(&self.rows, |r| (r.table.clone(), r.case.clone()));
-        let series = keys(&self.rows, |r| r.switch.clone())
-            .into_iter()
-            .map(|sw| {
-                let v = groups
-                    .iter()
-                    .map(|(t, c)| {
-                        self.rows
-                            .iter()
-                            .find(|r| &r.table == t && &r.case == c && r.switch == sw)
-                            .and_then(|r| r.churn_mpps)
-                    })
-                    .collect();
-                (sw, v)
-            })
-            .collect();
+        let (groups, series) = grid(&self.rows, |r| r.churn_mpps);
         bars(
             path,
             &Bars {
@@ -360,7 +330,7 @@ impl Report {
                     self.flows
                 ),
                 y_desc: "Mpps".into(),
-                groups: groups.iter().map(|(t, c)| format!("{t} {c}")).collect(),
+                groups,
                 series,
                 digits: 2,
             },

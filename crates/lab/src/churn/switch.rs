@@ -60,10 +60,7 @@ impl Sw {
 
     /// Looks a switch up by name.
     pub fn from_name(n: &str) -> Result<Sw> {
-        match ALL.into_iter().find(|s| s.name() == n) {
-            Some(s) => Ok(s),
-            None => bail!("unknown switch '{n}'; use hayate or ovs-dpdk"),
-        }
+        crate::bench::by_name(ALL, |s| s.name(), "switch", n)
     }
 }
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Child, Stdio};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 
 use super::topo::{in_ns, run, IP_A, IP_SINK, MAC_A, MAC_B};
 
@@ -46,16 +46,7 @@ const HUGE_PAGES: u64 = 256;
 impl Generator {
     /// The generator named `name`.
     pub fn from_name(name: &str) -> Result<Generator> {
-        GENERATORS
-            .into_iter()
-            .find(|g| g.name() == name)
-            .ok_or_else(|| {
-                let names: Vec<_> = GENERATORS.iter().map(|g| g.name()).collect();
-                anyhow!(
-                    "unknown generator '{name}'; use one of: {}",
-                    names.join(", ")
-                )
-            })
+        crate::bench::by_name(GENERATORS, |g| g.name(), "generator", name)
     }
 
     /// Its name in reports and on the command line.

@@ -104,15 +104,8 @@ pub fn rate(t: &RateTest<'_>, frame: usize) -> Result<Rate> {
             switch_cpu_pct: c0.zip(c1).map(|(a, b)| 100.0 * (b - a) / w),
         })
     })();
-    // SAFETY: kill(2) on our own child's pid (`ip netns exec` passes the signal on by
-    // exec-ing the generator in place).
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline && child.try_wait()?.is_none() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    // SIGINT reaches the generator: `ip netns exec` exec-s it in place.
+    crate::sys::proc::terminate(&mut child, libc::SIGINT);
     // trafgen forks a sender per CPU that outlives its parent: nothing else runs in host A
     // now, so stop whatever is left there before the next test.
     Topo::kill_all(&topo.ns_a);

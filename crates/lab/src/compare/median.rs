@@ -3,7 +3,7 @@
 
 use super::measure::{Latency, Rate, Tcp};
 use super::report::SwitchResult;
-use crate::report::median;
+use crate::report::{median, Runs};
 
 /// Each field of the latencies, medianed separately.
 fn latency(ls: &[&Latency]) -> Option<Latency> {
@@ -38,7 +38,8 @@ fn tcp(ts: &[&Option<Tcp>]) -> Option<Tcp> {
 /// One switch's runs summarized: each figure the median of the runs that measured it. Runs
 /// that failed are left out; when all failed, the first run is returned as it is.
 pub fn summarize(runs: &[SwitchResult]) -> SwitchResult {
-    let ok: Vec<&SwitchResult> = runs.iter().filter(|r| r.status == "ok").collect();
+    let all: Vec<&SwitchResult> = runs.iter().collect();
+    let Runs { ok, status } = Runs::of(&all, |r| &r.status);
     let Some(first) = ok.first() else {
         return runs.first().cloned().unwrap_or_default();
     };
@@ -63,11 +64,7 @@ pub fn summarize(runs: &[SwitchResult]) -> SwitchResult {
     let off: Vec<&Option<Tcp>> = ok.iter().map(|r| &r.tcp_offloads_off).collect();
     SwitchResult {
         switch: first.switch.clone(),
-        status: if ok.len() == runs.len() {
-            "ok".into()
-        } else {
-            format!("ok in {} of {} runs", ok.len(), runs.len())
-        },
+        status,
         rates,
         ping_idle: latency(&idle),
         idle_cpu_pct: median(ok.iter().filter_map(|r| r.idle_cpu_pct).collect()),

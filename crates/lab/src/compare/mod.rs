@@ -4,7 +4,7 @@
 //! A→B by frame size, iperf3 TCP with the hosts' offloads on and off, and ping latency idle and
 //! under load. Prints a table with ratios to the Linux bridge, writes JSON and an SVG plot.
 //!
-//! Each switch gets a fresh topology ([`topo`]); the generator, iperf3 and ping run on one core
+//! Each switch gets a fresh topology (`topo`); the generator, iperf3 and ping run on one core
 //! and the switch on another. Needs root.
 
 pub(crate) mod generator;
@@ -20,6 +20,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use crate::bench;
 use generator::Generator;
 use peers::{Peer, StartCtx};
 use report::{Report, SwitchResult};
@@ -125,31 +126,12 @@ fn check_tools(gen: Generator, sink: Sink) -> Result<()> {
 pub fn main(args: CompareArgs) -> Result<()> {
     let gen = Generator::from_name(&args.generator)?;
     check_tools(gen, args.sink)?;
-    if !(args.seconds > 0.0 && args.seconds <= 600.0 && (0.0..=600.0).contains(&args.warmup)) {
-        bail!("--seconds must be in (0, 600] and --warmup in [0, 600]");
-    }
-    if !(1..=20).contains(&args.repeat) {
-        bail!("--repeat must be in 1..=20");
-    }
-    for &s in &args.sizes {
-        if !(64..=1518).contains(&s) {
-            bail!("frame size {s} is out of range; use 64..=1518");
-        }
-    }
-    let switches: Vec<Box<dyn Peer>> = if args.switches.is_empty() {
-        peers::all()
-    } else {
-        args.switches
-            .iter()
-            .map(|s| peers::by_name(s))
-            .collect::<Result<_>>()?
-    };
+    bench::check_window(args.seconds, args.warmup)?;
+    bench::check_repeat(args.repeat, 20)?;
+    bench::check_sizes(&args.sizes)?;
+    let switches = bench::chosen(&args.switches, peers::all, peers::by_name)?;
     let hayate = std::env::current_exe().context("finding the hayate binary")?;
-    let dir = match &args.workdir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("hayate-compare-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&dir)?;
+    let dir = bench::workdir(args.workdir.as_deref(), "compare")?;
     let mut report = Report {
         generator: gen.name().into(),
         sink: args.sink.name().into(),
@@ -195,10 +177,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
         report.runs = runs;
     }
     print!("{}", report.table());
-    if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
-    }
+    bench::write_json(args.json.as_deref(), &report)?;
     if let Some(p) = &args.plot {
         report.plot(p)?;
     }

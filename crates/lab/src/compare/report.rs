@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::measure::{Latency, Rate, Tcp};
-use crate::report::{lines, opt, Align, Lines, Table};
+use crate::report::{firsts, lines, opt, Align, Lines, Table};
 
 /// Everything measured on one switch.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -75,16 +75,7 @@ impl Report {
     /// The terminal table: one row per switch, rates and ratios to the Linux bridge.
     pub fn table(&self) -> String {
         let base = self.results.iter().find(|r| r.switch == "linux-bridge");
-        let frames: Vec<usize> = self
-            .results
-            .iter()
-            .flat_map(|r| r.rates.iter().map(|x| x.frame))
-            .fold(Vec::new(), |mut v, f| {
-                if !v.contains(&f) {
-                    v.push(f);
-                }
-                v
-            });
+        let frames = firsts(self.results.iter().flat_map(|r| &r.rates), |x| x.frame);
         let mut t = Table::new().col("switch", 16, Align::Left);
         for f in &frames {
             t = t.col(&format!("{f}B Mpps"), 15, Align::Right);

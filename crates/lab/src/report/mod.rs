@@ -1,10 +1,14 @@
-//! What every bench's report shares: medians over repeated runs, ratios, a column table for
-//! the terminal ([`Table`]) and SVG charts ([`bars`] grouped by case, [`lines`] over an x
-//! axis). `bench compare`, `bench vhost` and `bench churn-compare` build theirs from these.
+//! What every bench's report shares: medians over repeated runs, ratios, runs and rows of one
+//! switch in one case grouped and summed up ([`Runs`], [`grid`]: `cases.rs`), a column table for the
+//! terminal ([`Table`]: `table.rs`) and SVG charts ([`bars`] grouped by case, [`lines`] over an
+//! x axis: `plot.rs`). `bench compare`, `bench vhost` and `bench churn-compare` build theirs
+//! from these.
 
+mod cases;
 mod plot;
 mod table;
 
+pub use cases::{find, firsts, grid, groups, Entry, Runs};
 pub use plot::{bars, lines, Bars, Lines};
 pub use table::{Align, Table};
 

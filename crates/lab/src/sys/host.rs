@@ -86,6 +86,30 @@ impl HugeMount {
     }
 }
 
+/// Huge pages for DPDK: pages added to the reserve and a private hugetlbfs at a run's
+/// `huge` folder; dropping unmounts it, then gives the pages back.
+#[derive(Debug)]
+pub struct Huge {
+    mount: HugeMount,
+    _pages: HugePages,
+}
+
+impl Huge {
+    /// Adds `pages` 2 MiB pages and mounts hugetlbfs at `dir/huge`.
+    pub fn add(pages: u64, dir: &Path) -> Result<Huge> {
+        let _pages = HugePages::add(pages)?;
+        Ok(Huge {
+            mount: HugeMount::mount(&dir.join("huge"))?,
+            _pages,
+        })
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        self.mount.path()
+    }
+}
+
 impl Drop for HugeMount {
     fn drop(&mut self) {
         guard::forget(self.id);

@@ -1,5 +1,7 @@
 //! Child processes of a bench (`vhost`, `churn-compare`): pinned, bounded in time, logged, and stopped when
-//! their guard drops; short helper commands (ovs-vsctl, ovs-ofctl, hayate ctl) with a timeout.
+//! their guard drops; short helper commands (ovs-vsctl, ovs-ofctl, hayate ctl) with a timeout;
+//! and the one way every bench stops a child of its own ([`terminate`]: a signal, then
+//! SIGKILL after 5 s).
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -158,21 +160,27 @@ impl Proc {
     /// Stops it now (idempotent).
     pub fn stop(&mut self) {
         guard::forget(self.id);
-        if let Ok(Some(_)) = self.child.try_wait() {
+        terminate(&mut self.child, self.stop_signal);
+    }
+}
+
+/// Stops `child` unless it has exited: `signal` (SIGTERM lets a switch detach its XDP
+/// programs), then at most 5 s for it to exit, then SIGKILL; reaped either way.
+pub fn terminate(child: &mut Child, signal: i32) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    // SAFETY: kill(2) on our own unreaped child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end {
+        if let Ok(Some(_)) = child.try_wait() {
             return;
         }
-        // SAFETY: kill(2) on our own unreaped child.
-        unsafe { libc::kill(self.child.id() as i32, self.stop_signal) };
-        let end = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(20));
     }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl Drop for Proc {

@@ -13,9 +13,9 @@
 //! gets fresh processes and sockets; the switches take turns over `--repeat` runs and the
 //! table shows medians, with ratios to Open vSwitch with DPDK and to the floor.
 //!
-//! Files: [`args`](VhostArgs) here; [`hayate`], [`ovs`], [`floor`]: the three switches (Open
-//! vSwitch's private instance is [`crate::ovs_dpdk`]'s); [`testpmd`]: the VMs and telemetry;
-//! [`window`] and [`counters`]: the measurement; [`report`]: table, JSON, SVG; [`needs`]:
+//! Files: [`args`](VhostArgs) here; [`hayate`], `ovs`, `floor`: the three switches (Open
+//! vSwitch's private instance is [`crate::ovs_dpdk`]'s); `testpmd`: the VMs and telemetry;
+//! `window` and `counters`: the measurement; `report`: table, JSON, SVG; `needs`:
 //! packages. Children and host changes, always undone, are [`crate::sys`]'s; the test frame
 //! [`crate::frame`]'s.
 
@@ -34,6 +34,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use crate::bench;
 use crate::frame;
 use crate::sys::{guard, host};
 use report::{Report, Run};
@@ -108,10 +109,7 @@ impl Sw {
     }
 
     fn from_name(n: &str) -> Result<Sw> {
-        ALL.into_iter().find(|s| s.name() == n).with_context(|| {
-            let v: Vec<_> = ALL.iter().map(|s| s.name()).collect();
-            format!("unknown switch '{n}'; use one of: {}", v.join(", "))
-        })
+        crate::bench::by_name(ALL, |s| s.name(), "switch", n)
     }
 }
 
@@ -175,12 +173,8 @@ impl Ctx {
 }
 
 fn check_args(a: &VhostArgs) -> Result<()> {
-    if !(a.seconds > 0.0 && a.seconds <= 600.0 && (0.0..=600.0).contains(&a.warmup)) {
-        bail!("--seconds must be in (0, 600] and --warmup in [0, 600]");
-    }
-    if !(1..=20).contains(&a.repeat) {
-        bail!("--repeat must be in 1..=20");
-    }
+    bench::check_window(a.seconds, a.warmup)?;
+    bench::check_repeat(a.repeat, 20)?;
     if !(a.vq.is_power_of_two() && (64..=4096).contains(&a.vq)) {
         bail!("--vq must be a power of two in 64..=4096");
     }
@@ -202,14 +196,7 @@ pub fn main(args: VhostArgs) -> Result<()> {
         .iter()
         .map(|t| Topology::from_name(t))
         .collect::<Result<_>>()?;
-    let asked: Vec<Sw> = if args.switches.is_empty() {
-        ALL.to_vec()
-    } else {
-        args.switches
-            .iter()
-            .map(|s| Sw::from_name(s))
-            .collect::<Result<_>>()?
-    };
+    let asked = bench::chosen(&args.switches, || ALL.to_vec(), Sw::from_name)?;
     let common = needs::missing_common(&topos);
     if !common.is_empty() {
         bail!(
@@ -229,58 +216,32 @@ pub fn main(args: VhostArgs) -> Result<()> {
             None => switches.push(sw),
         }
     }
-    let cores = cpu::available_cores();
-    let switch_core = args.switch_core.unwrap_or(cores.saturating_sub(1));
-    if switch_core == args.vm_core || switch_core >= cores || args.vm_core >= cores {
-        bail!(
-            "the switch core ({switch_core}) and the VM core ({}) must be two of the {cores} cores",
-            args.vm_core
-        );
-    }
-    guard::install();
-    host::remove_stale();
+    let switch_core = bench::switch_core(args.switch_core, args.vm_core, "VM")?;
     // This process (and the helpers it runs: ovs-ofctl, hayate ctl) stays on the VM core,
-    // ahead of the busy-polling VMs there, so that counter reads are not delayed.
-    cpu::pin_current(args.vm_core).map_err(anyhow::Error::msg)?;
-    // SAFETY: setpriority on this process; children are started back at nice 0.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -10) };
-    let dir = match &args.workdir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("hayate-vhost-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&dir)?;
+    // ahead of the busy-polling VMs there.
+    bench::take_core(args.vm_core)?;
+    let dir = bench::workdir(args.workdir.as_deref(), "vhost")?;
     let pcap = dir.join("udp64.pcap");
     frame::write_pcap(&pcap, &[frame::frame()])?;
     let vm_huge = args.vm_memory == "huge";
     let need_huge = vm_huge || switches.iter().any(|s| *s != Sw::Hayate);
     // OVS: 1 GiB of socket memory; the floor 512 MiB; VMs on huge pages 512 MiB more.
-    let pages = if need_huge {
-        let sw = if switches.contains(&Sw::OvsDpdk) {
-            512
-        } else {
-            256
-        };
-        sw + if vm_huge { 256 } else { 0 } + 64
+    let sw_pages = if switches.contains(&Sw::OvsDpdk) {
+        512
     } else {
-        0
+        256
     };
-    let _pages = if pages > 0 {
-        Some(host::HugePages::add(pages)?)
-    } else {
-        None
-    };
-    let mount = if need_huge {
-        Some(host::HugeMount::mount(&dir.join("huge"))?)
-    } else {
-        None
-    };
+    let pages = sw_pages + if vm_huge { 256 } else { 0 } + 64;
+    let huge = need_huge
+        .then(|| host::Huge::add(pages, &dir))
+        .transpose()?;
     let mut ctx = Ctx {
         tag: format!("hv{}", std::process::id()),
         switch_core,
         vm_core: args.vm_core,
         vq: args.vq,
         pcap,
-        huge: mount.as_ref().map(|m| m.path().to_path_buf()),
+        huge: huge.as_ref().map(|h| h.path().to_path_buf()),
         vm_huge,
         warmup: args.warmup,
         seconds: args.seconds,
@@ -335,14 +296,11 @@ pub fn main(args: VhostArgs) -> Result<()> {
     report.load_end = host::loadavg();
     report.rows = report::summarize(&report.runs);
     print!("{}", report.table());
-    if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
-    }
+    bench::write_json(args.json.as_deref(), &report)?;
     if let Some(p) = &args.plot {
         report.plot(p)?;
     }
-    drop(mount);
+    drop(huge);
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::report::{bars, median, opt, ratio, Align, Bars, Table};
+use crate::report::{bars, find, grid, groups, opt, ratio, Align, Bars, Entry, Runs, Table};
 
 /// The reference every ratio is taken to.
 pub const OVS: &str = "ovs-dpdk";
@@ -94,52 +94,39 @@ pub struct Report {
     pub runs: Vec<Run>,
 }
 
+/// A row's case is its topology.
+impl Entry for Row {
+    fn case(&self) -> String {
+        self.topology.clone()
+    }
+    fn switch(&self) -> &str {
+        &self.switch
+    }
+}
+
 /// Rows in the order (topology, switch) first appear in `runs`, each the median of its ok
 /// runs, with ratios to ovs-dpdk and the floor of the same topology.
 pub fn summarize(runs: &[Run]) -> Vec<Row> {
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for r in runs {
-        let k = (r.topology.clone(), r.switch.clone());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    let mut rows: Vec<Row> = keys
-        .iter()
-        .map(|(t, s)| {
-            let all: Vec<&Run> = runs
-                .iter()
-                .filter(|r| &r.topology == t && &r.switch == s)
-                .collect();
-            let ok: Vec<&Run> = all.iter().copied().filter(|r| r.status == "ok").collect();
-            let status = if ok.is_empty() {
-                all[0].status.clone()
-            } else if ok.len() == all.len() {
-                "ok".into()
-            } else {
-                format!("ok in {} of {} runs", ok.len(), all.len())
-            };
-            let m = |f: fn(&Run) -> Option<f64>| median(ok.iter().filter_map(|r| f(r)).collect());
+    let mut rows: Vec<Row> = groups(runs, |r| (r.topology.clone(), r.switch.clone()))
+        .into_iter()
+        .map(|((topology, switch), all)| {
+            let g = Runs::of(&all, |r| &r.status);
             Row {
-                topology: t.clone(),
-                switch: s.clone(),
-                status,
-                mpps: m(|r| r.mpps),
-                cycles_per_packet: m(|r| r.cycles_per_packet),
-                busy_share: m(|r| r.busy_share),
+                topology,
+                switch,
+                mpps: g.median(|r| r.mpps),
+                cycles_per_packet: g.median(|r| r.cycles_per_packet),
+                busy_share: g.median(|r| r.busy_share),
+                status: g.status,
                 ..Row::default()
             }
         })
         .collect();
-    let find = |rows: &[Row], t: &str, s: &str| {
-        rows.iter()
-            .find(|r| r.topology == t && r.switch == s)
-            .and_then(|r| r.mpps)
-    };
     let snapshot = rows.clone();
     for r in &mut rows {
-        r.vs_ovs_dpdk = ratio(r.mpps, find(&snapshot, &r.topology, OVS));
-        r.vs_floor = ratio(r.mpps, find(&snapshot, &r.topology, FLOOR));
+        let rate = |sw: &str| find(&snapshot, &r.topology, sw).and_then(|o| o.mpps);
+        r.vs_ovs_dpdk = ratio(r.mpps, rate(OVS));
+        r.vs_floor = ratio(r.mpps, rate(FLOOR));
     }
     rows
 }
@@ -232,30 +219,7 @@ impl Report {
 
     /// Writes an SVG bar chart: Mpps per switch, grouped by topology.
     pub fn plot(&self, path: &Path) -> Result<()> {
-        let firsts = |f: fn(&Row) -> &String| {
-            self.rows.iter().fold(Vec::<String>::new(), |mut v, r| {
-                if !v.contains(f(r)) {
-                    v.push(f(r).clone());
-                }
-                v
-            })
-        };
-        let topos = firsts(|r| &r.topology);
-        let series = firsts(|r| &r.switch)
-            .into_iter()
-            .map(|sw| {
-                let v = topos
-                    .iter()
-                    .map(|t| {
-                        self.rows
-                            .iter()
-                            .find(|r| &r.topology == t && r.switch == sw)
-                            .and_then(|r| r.mpps)
-                    })
-                    .collect();
-                (sw, v)
-            })
-            .collect();
+        let (topos, series) = grid(&self.rows, |r| r.mpps);
         bars(
             path,
             &Bars {

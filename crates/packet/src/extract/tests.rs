@@ -1,20 +1,8 @@
 use super::*;
 use crate::arb;
 use crate::key::Field;
+use crate::wire::test_util::{hex, UDP4};
 use proptest::prelude::*;
-
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.split_whitespace().collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
-/// Eth / IPv4 10.0.0.1 -> 10.0.0.2 / UDP 1234 -> 80, 60 bytes.
-const UDP4: &str = "020000000002 020000000001 0800
-    4500002e 00000000 401166bd 0a000001 0a000002
-    04d20050 001ae695 0000000000000000000000000000000000000000";
 
 #[test]
 fn eth_ipv4_udp_golden_key() {

@@ -5,20 +5,9 @@ use crate::checksum::{pseudo_v4, pseudo_v6, verify};
 use crate::extract::extract_packet;
 use crate::key::{frag, parsed, FlowKey};
 use crate::pool::{Pool, PoolCache};
+use crate::wire::test_util::{hex, UDP4};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
-
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.split_whitespace().collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
-const UDP4: &str = "020000000002 020000000001 0800
-    4500002e 00000000 401166bd 0a000001 0a000002
-    04d20050 001ae695 0000000000000000000000000000000000000000";
 
 fn cache() -> PoolCache {
     Pool::with_frames(16).cache()
@@ -91,7 +80,7 @@ fn set_ipv4_src_golden() {
     set_field(&mut p, Field::Ipv4Src, 0xc0a8_0101).unwrap();
     let want = hex("020000000002 020000000001 0800
          4500002e 00000000 4011af14 c0a80101 0a000002
-         04d20050 001a2eed 0000000000000000000000000000000000000000");
+         04d20050 001a2eed 000000000000000000000000000000000000");
     assert_eq!(p.data(), &want[..]);
     c.free(p);
 }
@@ -104,7 +93,7 @@ fn set_tp_dst_and_dscp_golden() {
     set_field(&mut p, Field::IpDscp, 46).unwrap();
     let want = hex("020000000002 020000000001 0800
          45b8002e 00000000 40116605 0a000001 0a000002
-         04d21f90 001ac755 0000000000000000000000000000000000000000");
+         04d21f90 001ac755 000000000000000000000000000000000000");
     assert_eq!(p.data(), &want[..]);
     c.free(p);
 }

@@ -7,9 +7,14 @@
 //! [`be128`], [`get_be16`]) are here: the views, the per-packet parse
 //! ([`mod@crate::extract`]), the rewrites and the ports' virtio-net and checksum paths all
 //! read headers through them, so an offset is written in one place.
+//!
+//! For the crate's tests: `test_util` (spaced hex into bytes, the golden UDP frame the
+//! extraction, rewrite and builder tests share) and `crosscheck.rs` (the views against the
+//! builder).
 
 pub mod arp;
 pub mod ethernet;
+pub mod geneve;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
@@ -17,9 +22,11 @@ pub mod ipv6;
 pub mod sctp;
 pub mod tcp;
 pub mod udp;
+pub mod vxlan;
 
 pub use arp::Arp;
 pub use ethernet::{Ethernet, VlanTag};
+pub use geneve::{Geneve, GeneveOption};
 pub use icmpv4::Icmpv4;
 pub use icmpv6::Icmpv6;
 pub use ipv4::Ipv4;
@@ -27,6 +34,7 @@ pub use ipv6::{Ipv6, Ipv6ExtHeader};
 pub use sctp::Sctp;
 pub use tcp::Tcp;
 pub use udp::Udp;
+pub use vxlan::Vxlan;
 
 use std::fmt;
 
@@ -132,6 +140,12 @@ pub(crate) mod test_util {
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
             .collect()
     }
+
+    /// Eth / IPv4 10.0.0.1 -> 10.0.0.2 / UDP 1234 -> 80, 60 bytes: the golden frame of the
+    /// extraction and rewrite tests.
+    pub const UDP4: &str = "020000000002 020000000001 0800
+    4500002e 00000000 401166bd 0a000001 0a000002
+    04d20050 001ae695 000000000000000000000000000000000000";
 }
 
 #[cfg(test)]

@@ -81,6 +81,12 @@ impl<T: AsRef<[u8]>> Udp<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Udp<T> {
+    /// Wraps a buffer of at least 8 bytes to write a header into (a tunnel's outer UDP
+    /// header); once the length field is set, [`Udp::fill_checksum`] covers that many bytes.
+    pub fn new_unchecked(buf: T) -> Self {
+        Udp { buf }
+    }
+
     /// Sets the source port.
     pub fn set_src_port(&mut self, p: u16) {
         put(self.buf.as_mut(), field::SRC_PORT.start, &p.to_be_bytes());

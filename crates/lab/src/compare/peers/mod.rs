@@ -18,7 +18,7 @@ mod testpmd;
 
 use std::path::Path;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use super::topo::Topo;
 
@@ -81,17 +81,7 @@ pub fn all() -> Vec<Box<dyn Peer>> {
 
 /// The peer named `name`; an unknown name gets the list of known ones.
 pub fn by_name(name: &str) -> Result<Box<dyn Peer>> {
-    let mut peers = all();
-    match peers.iter().position(|p| p.name() == name) {
-        Some(i) => Ok(peers.swap_remove(i)),
-        None => {
-            let names: Vec<_> = peers.iter().map(|p| p.name()).collect();
-            Err(anyhow!(
-                "unknown switch '{name}'; use one of: {}",
-                names.join(", ")
-            ))
-        }
-    }
+    crate::bench::by_name(all(), |p| p.name(), "switch", name)
 }
 
 #[cfg(test)]

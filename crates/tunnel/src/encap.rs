@@ -1,0 +1,228 @@
+//! Encapsulation: a tunnel's outer headers built once as a template, then copied into each
+//! packet's headroom with the few per-packet fields written.
+//!
+//! Per packet: one copy of at most [`packet::pool::HEADROOM`] bytes, the IPv4 total length and
+//! header checksum (the template's sum plus the length, folded), or the IPv6 payload length
+//! and flow label, the UDP source port and length, and — only when the template asks for it —
+//! the UDP checksum over the whole datagram. No allocation, no lock.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use packet::checksum;
+use packet::pool::{Packet, HEADROOM};
+use packet::wire::{ethernet, geneve, ipv4, ipv6, udp, Geneve, Vxlan};
+
+use crate::endpoint::{Encap, OuterAddrs, TunnelKind};
+
+/// Where the kernel picks tunnel UDP source ports from by default
+/// (`net.ipv4.ip_local_port_range`), so the underlay sees the same spread as from a Linux
+/// tunnel device.
+pub const SRC_PORT_RANGE: std::ops::Range<u16> = 32768..61000;
+
+const ETH: usize = ethernet::Ethernet::<&[u8]>::LEN;
+const UDP: usize = udp::Udp::<&[u8]>::LEN;
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const PROTO_UDP: u8 = 17;
+
+/// Why a template cannot be built or a packet cannot be encapsulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncapError {
+    /// The outer source and destination are of different families.
+    MixedFamilies,
+    /// The outer headers would not fit in a packet's headroom.
+    HeaderTooLong {
+        /// Bytes the headers need.
+        need: usize,
+    },
+    /// Geneve options that are not whole words, overrun, or exceed 252 bytes; or options
+    /// given for VXLAN.
+    BadOptions,
+    /// The packet's headroom is smaller than the outer headers.
+    NoHeadroom,
+    /// The encapsulated packet would exceed the outer IP length field.
+    TooLong,
+}
+
+impl fmt::Display for EncapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncapError::MixedFamilies => {
+                write!(f, "local and remote tunnel addresses are of different families")
+            }
+            EncapError::HeaderTooLong { need } => write!(
+                f,
+                "outer headers of {need} bytes do not fit the {HEADROOM}-byte headroom (fewer Geneve options)"
+            ),
+            EncapError::BadOptions => write!(
+                f,
+                "Geneve options must be whole TLVs of whole 4-byte words, 252 bytes at most (VXLAN has none)"
+            ),
+            EncapError::NoHeadroom => write!(f, "packet headroom smaller than the outer headers"),
+            EncapError::TooLong => write!(f, "encapsulated packet longer than 65,535 bytes"),
+        }
+    }
+}
+
+impl std::error::Error for EncapError {}
+
+/// The outer headers of one tunnel towards one remote with one VNI, ready to be pushed.
+#[derive(Clone)]
+pub struct EncapTemplate {
+    hdr: [u8; HEADROOM],
+    len: u8,
+    ipv6: bool,
+    udp_csum: bool,
+    /// IPv4: the header's one's-complement sum with total length and checksum zero.
+    ip_sum: u64,
+    /// The UDP pseudo-header's sum without the length.
+    pseudo: u64,
+}
+
+impl fmt::Debug for EncapTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EncapTemplate")
+            .field("hdr", &&self.hdr[..self.len as usize])
+            .field("ipv6", &self.ipv6)
+            .field("udp_csum", &self.udp_csum)
+            .finish()
+    }
+}
+
+impl EncapTemplate {
+    /// Builds the outer headers for `encap` between `addrs`.
+    pub fn new(encap: &Encap, addrs: &OuterAddrs) -> Result<EncapTemplate, EncapError> {
+        let opts = &encap.options;
+        let opts_ok = match encap.kind {
+            TunnelKind::Vxlan => opts.is_empty(),
+            TunnelKind::Geneve => {
+                opts.len().is_multiple_of(4)
+                    && opts.len() <= geneve::OPTIONS_MAX
+                    && geneve::walk_options(opts)
+                        .map(|o| 4 + o.data.len())
+                        .sum::<usize>()
+                        == opts.len()
+            }
+        };
+        if !opts_ok {
+            return Err(EncapError::BadOptions);
+        }
+        let (l3_len, ethertype) = match (addrs.src, addrs.dst) {
+            (IpAddr::V4(_), IpAddr::V4(_)) => (ipv4::Ipv4::<&[u8]>::MIN_LEN, ETHERTYPE_IPV4),
+            (IpAddr::V6(_), IpAddr::V6(_)) => (ipv6::Ipv6::<&[u8]>::LEN, ETHERTYPE_IPV6),
+            _ => return Err(EncapError::MixedFamilies),
+        };
+        let tun_len = match encap.kind {
+            TunnelKind::Vxlan => Vxlan::<&[u8]>::LEN,
+            TunnelKind::Geneve => Geneve::<&[u8]>::LEN + opts.len(),
+        };
+        let len = ETH + l3_len + UDP + tun_len;
+        if len > HEADROOM {
+            return Err(EncapError::HeaderTooLong { need: len });
+        }
+        let mut hdr = [0u8; HEADROOM];
+        hdr[ethernet::field::DST].copy_from_slice(&addrs.dst_mac);
+        hdr[ethernet::field::SRC].copy_from_slice(&addrs.src_mac);
+        hdr[ethernet::field::ETHERTYPE].copy_from_slice(&ethertype.to_be_bytes());
+        let l3 = &mut hdr[ETH..ETH + l3_len];
+        let (ip_sum, pseudo) = match (addrs.src, addrs.dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                l3[ipv4::field::VER_IHL] = 0x45;
+                l3[ipv4::field::TOS] = encap.tos;
+                let flags = if encap.df { ipv4::DONT_FRAGMENT } else { 0 };
+                l3[ipv4::field::FLG_OFF].copy_from_slice(&flags.to_be_bytes());
+                l3[ipv4::field::TTL] = encap.ttl;
+                l3[ipv4::field::PROTOCOL] = PROTO_UDP;
+                l3[ipv4::field::SRC].copy_from_slice(&s.octets());
+                l3[ipv4::field::DST].copy_from_slice(&d.octets());
+                let pseudo = checksum::pseudo_v4(s.into(), d.into(), PROTO_UDP, 0);
+                (checksum::sum(l3, 0), pseudo)
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                let vtf = (6u32 << 28) | (u32::from(encap.tos) << 20);
+                l3[ipv6::field::VER_TC_FLOW].copy_from_slice(&vtf.to_be_bytes());
+                l3[ipv6::field::NXT_HDR] = PROTO_UDP;
+                l3[ipv6::field::HOP_LIMIT] = encap.ttl;
+                l3[ipv6::field::SRC].copy_from_slice(&s.octets());
+                l3[ipv6::field::DST].copy_from_slice(&d.octets());
+                (0, checksum::pseudo_v6(s.into(), d.into(), PROTO_UDP, 0))
+            }
+            _ => unreachable!("families checked above"),
+        };
+        let u = ETH + l3_len;
+        hdr[u + udp::field::DST_PORT.start..u + udp::field::DST_PORT.end]
+            .copy_from_slice(&encap.dst_port.to_be_bytes());
+        let t = &mut hdr[u + UDP..len];
+        match encap.kind {
+            TunnelKind::Vxlan => Vxlan::new_unchecked(t).emit(encap.vni),
+            TunnelKind::Geneve => {
+                Geneve::new_unchecked(t).emit(encap.vni, opts);
+            }
+        }
+        Ok(EncapTemplate {
+            hdr,
+            len: len as u8,
+            ipv6: l3_len == ipv6::Ipv6::<&[u8]>::LEN,
+            udp_csum: encap.udp_csum,
+            ip_sum,
+            pseudo,
+        })
+    }
+
+    /// Bytes the outer headers add to a frame (for MTU checks: the inner frame's largest IP
+    /// packet is the underlay MTU minus this plus the inner Ethernet header).
+    pub fn overhead(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The outer headers as built (the per-packet fields zero).
+    pub fn header(&self) -> &[u8] {
+        &self.hdr[..self.len as usize]
+    }
+
+    /// Encapsulates `pkt` in place: the outer headers go into its headroom. `hash` is the
+    /// inner flow's hash (it picks the UDP source port and the IPv6 flow label, so one flow
+    /// keeps one path); `ident` is the outer IPv4 identification.
+    pub fn push(&self, pkt: &mut Packet, hash: u32, ident: u16) -> Result<(), EncapError> {
+        let len = self.len as usize;
+        let total = pkt.len() + len;
+        let l3_len = if self.ipv6 {
+            ipv6::Ipv6::<&[u8]>::LEN
+        } else {
+            ipv4::Ipv4::<&[u8]>::MIN_LEN
+        };
+        let udp_len = total - ETH - l3_len;
+        let ip_len = if self.ipv6 { udp_len } else { total - ETH };
+        let ip_len = u16::try_from(ip_len).map_err(|_| EncapError::TooLong)?;
+        let front = pkt.push_front(len).ok_or(EncapError::NoHeadroom)?;
+        front.copy_from_slice(&self.hdr[..len]);
+        let l3 = &mut front[ETH..ETH + l3_len];
+        if self.ipv6 {
+            let vtf = u32::from_be_bytes(self.hdr[ETH..ETH + 4].try_into().unwrap());
+            let vtf = vtf | (hash & 0x000f_ffff);
+            l3[ipv6::field::VER_TC_FLOW].copy_from_slice(&vtf.to_be_bytes());
+            l3[ipv6::field::LENGTH].copy_from_slice(&ip_len.to_be_bytes());
+        } else {
+            l3[ipv4::field::LENGTH].copy_from_slice(&ip_len.to_be_bytes());
+            l3[ipv4::field::IDENT].copy_from_slice(&ident.to_be_bytes());
+            let sum = checksum::add(self.ip_sum, u64::from(ip_len) + u64::from(ident));
+            l3[ipv4::field::CHECKSUM].copy_from_slice(&(!checksum::fold(sum)).to_be_bytes());
+        }
+        let u = ETH + l3_len;
+        let span = u64::from(SRC_PORT_RANGE.end - SRC_PORT_RANGE.start);
+        let sport = SRC_PORT_RANGE.start + ((u64::from(hash) * span) >> 32) as u16;
+        let data = pkt.data_mut();
+        let mut dgram = udp::Udp::new_unchecked(&mut data[u..]);
+        dgram.set_src_port(sport);
+        dgram.set_len(udp_len as u16);
+        if self.udp_csum {
+            dgram.fill_checksum(checksum::add(self.pseudo, udp_len as u64));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "encap_tests.rs"]
+mod tests;

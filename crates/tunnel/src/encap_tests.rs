@@ -1,0 +1,155 @@
+use super::*;
+use crate::decap::{terminate, Locals, Termination};
+use packet::pool::Pool;
+use packet::wire::{Ipv4, Udp};
+use proptest::prelude::*;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Golden frames made by scapy 2.8.0 (an independent implementation), see the test names.
+const INNER: &str =
+    "02000000000202000000000108004500001e00000000401166cd0a0000010a00000203e807d0000a77b66869";
+/// IPv4, VXLAN VNI 42, DF, id 7, UDP source port 46884, no UDP checksum.
+const V4_VXLAN: &str = "aabbccddee02aabbccddee01080045000050000740004011b942c0a80001c0a80002b72412b5003c00000800000000002a00";
+/// IPv6, flow label 0x12345, Geneve VNI 42 with one critical option, UDP checksum on.
+const V6_GENEVE: &str = "aabbccddee02aabbccddee0186dd6001234500481140fd000000000000000000000000000001fd000000000000000000000000000002b72417c10048169d0340655800002a00010283021122334455667788";
+/// A hash whose port is 46884 and whose low 20 bits are the flow label 0x12345.
+const HASH: u32 = 0x8001_2345;
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn addrs(src: IpAddr, dst: IpAddr) -> OuterAddrs {
+    OuterAddrs {
+        src_mac: [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0x01],
+        dst_mac: [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0x02],
+        src,
+        dst,
+    }
+}
+
+fn v4() -> OuterAddrs {
+    addrs(
+        Ipv4Addr::new(192, 168, 0, 1).into(),
+        Ipv4Addr::new(192, 168, 0, 2).into(),
+    )
+}
+
+fn v6() -> OuterAddrs {
+    addrs(
+        "fd00::1".parse::<Ipv6Addr>().unwrap().into(),
+        "fd00::2".parse::<Ipv6Addr>().unwrap().into(),
+    )
+}
+
+fn encapsulated(t: &EncapTemplate, inner: &[u8], hash: u32, ident: u16) -> Vec<u8> {
+    let mut pool = Pool::with_frames(4).cache();
+    let mut p = pool.alloc_from(inner).unwrap();
+    t.push(&mut p, hash, ident).unwrap();
+    let out = p.data().to_vec();
+    pool.free(p);
+    out
+}
+
+#[test]
+fn ipv4_vxlan_matches_scapy() {
+    let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 42, false), &v4()).unwrap();
+    assert_eq!(t.overhead(), 50);
+    let mut want = hex(V4_VXLAN);
+    want.extend(hex(INNER));
+    assert_eq!(encapsulated(&t, &hex(INNER), HASH, 7), want);
+}
+
+#[test]
+fn ipv6_geneve_matches_scapy() {
+    let mut e = Encap::new(TunnelKind::Geneve, 42, true);
+    e.options = hex("010283021122334455667788");
+    let t = EncapTemplate::new(&e, &v6()).unwrap();
+    assert_eq!(t.overhead(), 14 + 40 + 8 + 8 + 12);
+    let mut want = hex(V6_GENEVE);
+    want.extend(hex(INNER));
+    assert_eq!(encapsulated(&t, &hex(INNER), HASH, 0), want);
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let mixed = addrs(v4().src, v6().dst);
+    let e = Encap::new(TunnelKind::Vxlan, 1, false);
+    assert_eq!(
+        EncapTemplate::new(&e, &mixed).unwrap_err(),
+        EncapError::MixedFamilies
+    );
+    let mut e = Encap::new(TunnelKind::Vxlan, 1, false);
+    e.options = vec![0; 4];
+    assert_eq!(
+        EncapTemplate::new(&e, &v4()).unwrap_err(),
+        EncapError::BadOptions
+    );
+    // An option announcing 8 bytes of data with 4 present.
+    let mut e = Encap::new(TunnelKind::Geneve, 1, false);
+    e.options = hex("0102030211223344");
+    assert_eq!(
+        EncapTemplate::new(&e, &v4()).unwrap_err(),
+        EncapError::BadOptions
+    );
+    // 68 bytes of options over IPv6: 14 + 40 + 8 + 8 + 68 = 138 > 128.
+    let mut e = Encap::new(TunnelKind::Geneve, 1, true);
+    e.options = [hex("01020310"), vec![0; 64]].concat();
+    assert_eq!(
+        EncapTemplate::new(&e, &v6()).unwrap_err(),
+        EncapError::HeaderTooLong { need: 138 }
+    );
+}
+
+#[test]
+fn no_headroom_is_an_error_and_leaves_the_packet() {
+    let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 1, false), &v4()).unwrap();
+    let mut pool = Pool::with_frames(4).cache();
+    let mut p = pool.alloc_from(&hex(INNER)).unwrap();
+    assert!(p.push_front(p.headroom() - 10).is_some());
+    let before = p.data().to_vec();
+    assert_eq!(t.push(&mut p, 1, 1), Err(EncapError::NoHeadroom));
+    assert_eq!(p.data(), &before[..]);
+    pool.free(p);
+}
+
+proptest! {
+    /// Whatever is encapsulated is terminated again into the same inner frame and outer
+    /// facts, with every outer checksum right and the source port in the kernel's range.
+    #[test]
+    fn encap_then_terminate(inner in proptest::collection::vec(any::<u8>(), 14..600),
+                            vni in 0u32..=0xff_ffff, hash in any::<u32>(), ident in any::<u16>(),
+                            ipv6 in any::<bool>(), geneve in any::<bool>(), csum in any::<bool>(),
+                            words in 0usize..4) {
+        let kind = if geneve { TunnelKind::Geneve } else { TunnelKind::Vxlan };
+        let mut e = Encap::new(kind, vni, ipv6);
+        e.udp_csum = csum;
+        if geneve && words > 0 {
+            e.options = [vec![0xff, 0xff, 0x80, words as u8 - 1], vec![7; (words - 1) * 4]].concat();
+        }
+        let a = if ipv6 { v6() } else { v4() };
+        let t = EncapTemplate::new(&e, &a).unwrap();
+        let frame = encapsulated(&t, &inner, hash, ident);
+        prop_assert_eq!(frame.len(), inner.len() + t.overhead());
+        let locals = Locals { addrs: vec![a.dst], ports: vec![(kind.default_port(), kind)] };
+        let Termination::Decapped(d) = terminate(&frame, &locals) else {
+            return Err(TestCaseError::fail(format!("not terminated: {:?}", terminate(&frame, &locals))));
+        };
+        prop_assert_eq!(&frame[d.inner.clone()], &inner[..]);
+        prop_assert_eq!((d.kind, d.vni, d.src, d.dst, d.ttl), (kind, vni, a.src, a.dst, 64));
+        prop_assert_eq!(d.critical, geneve && words > 0);
+        prop_assert_eq!(&frame[d.options.clone()], &e.options[..]);
+        prop_assert!(SRC_PORT_RANGE.contains(&d.src_port));
+        if !ipv6 {
+            prop_assert!(Ipv4::new_checked(&frame[14..]).unwrap().verify_checksum());
+        }
+        let u = Udp::new_checked(&frame[14 + if ipv6 { 40 } else { 20 }..]).unwrap();
+        prop_assert_eq!(u.checksum() != 0, csum);
+        // The same frame on another port, or to another address, is not a tunnel packet.
+        let other = Locals { addrs: vec![a.src], ports: locals.ports.clone() };
+        prop_assert_eq!(terminate(&frame, &other), Termination::NotTunnel);
+    }
+}
