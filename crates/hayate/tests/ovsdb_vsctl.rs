@@ -574,6 +574,8 @@ fn ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does() {
     // The VM boots (DPDK's virtio-user in testpmd, owning the socket as QEMU would): the
     // switch connects, the link comes up and the VM's frames show in the statistics.
     if netns::can_run("ovsdbapp test's VM", &["dpdk-testpmd", "stdbuf"]) {
+        let vm_log = net.dir.path().join("testpmd.log");
+        let vm_err = net.dir.path().join("testpmd.err");
         let vm = Killed(
             Command::new("stdbuf")
                 .args([
@@ -594,15 +596,25 @@ fn ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does() {
                 .args(["--", "--total-num-mbufs=8192", "--forward-mode=flowgen"])
                 .args(["--txpkts=64", "--auto-start"])
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stdout(std::fs::File::create(&vm_log).expect("log"))
+                .stderr(std::fs::File::create(&vm_err).expect("log"))
                 .spawn()
                 .expect("dpdk-testpmd"),
         );
+        let vm_text = || {
+            let out = std::fs::read(&vm_log).unwrap_or_default();
+            let err = std::fs::read(&vm_err).unwrap_or_default();
+            format!(
+                "testpmd:\n{}\n{}",
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&err)
+            )
+        };
         assert!(
             eventually(|| vsctl(&db, &["get", "interface", &dev, "link_state"]) == "up"),
-            "the VM's link came up\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
+            "the VM's link came up\n{}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default(),
+            vm_text()
         );
         assert!(
             eventually(|| {
@@ -617,9 +629,10 @@ fn ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does() {
                 let s = String::from_utf8_lossy(&o.stdout);
                 s.trim().parse::<u64>().is_ok_and(|n| n > 0)
             }),
-            "the VM's frames counted: {}\n{}",
+            "the VM's frames counted: {}\n{}\n{}",
             vsctl(&db, &["get", "interface", &dev, "statistics"]),
-            std::fs::read_to_string(&log).unwrap_or_default()
+            std::fs::read_to_string(&log).unwrap_or_default(),
+            vm_text()
         );
         drop(vm);
     }
