@@ -594,7 +594,9 @@ fn ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does() {
                     vm_sock.display()
                 ))
                 .args(["--", "--total-num-mbufs=8192", "--forward-mode=flowgen"])
-                .args(["--txpkts=64", "--auto-start"])
+                // --stats-period: run until killed (without it testpmd waits for Enter and
+                // ends at once on a closed stdin).
+                .args(["--txpkts=64", "--auto-start", "--stats-period", "1"])
                 .stdin(Stdio::null())
                 .stdout(std::fs::File::create(&vm_log).expect("log"))
                 .stderr(std::fs::File::create(&vm_err).expect("log"))
