@@ -181,6 +181,9 @@ pub struct OfBridge {
     /// Some port's link has been down: its link may change again (see
     /// [`OfBridge::watches_links`]).
     watch_links: AtomicBool,
+    /// The fail mode now is standalone (starts as `cfg.fail_mode`; see
+    /// [`OfBridge::set_fail_mode`]).
+    standalone: AtomicBool,
 }
 
 impl std::fmt::Debug for OfBridge {
@@ -270,6 +273,7 @@ impl OfBridge {
             st.install_fail_open();
             st.publish();
         }
+        let standalone = cfg.fail_mode == FailMode::Standalone;
         Arc::new(OfBridge {
             cfg,
             state: Arc::new(Mutex::new(st)),
@@ -278,6 +282,7 @@ impl OfBridge {
             plug: Mutex::new(None),
             counters: counters::Sources::default(),
             miss_send_len: AtomicU16::new(DEFAULT_MISS_SEND_LEN),
+            standalone: AtomicBool::new(standalone),
             filtered: AtomicBool::new(false),
             watch_links: AtomicBool::new(!down.is_empty()),
         })
@@ -331,6 +336,31 @@ impl OfBridge {
     /// Whether any flow has a timeout (the pump must then tick every 100 ms or so).
     pub fn has_timed_flows(&self) -> bool {
         self.lock().control.has_timed_flows()
+    }
+
+    /// The fail mode now.
+    pub fn fail_mode(&self) -> FailMode {
+        if self.standalone.load(Relaxed) {
+            FailMode::Standalone
+        } else {
+            FailMode::Secure
+        }
+    }
+
+    /// Changes the fail mode while running: to secure, the fail-open flow goes; to
+    /// standalone, it is installed unless `controller_connected` (a controller's connection
+    /// then removes it when it takes charge, as at start).
+    pub fn set_fail_mode(&self, mode: FailMode, controller_connected: bool) {
+        self.standalone.store(mode == FailMode::Standalone, Relaxed);
+        let mut st = self.lock();
+        match mode {
+            FailMode::Secure => st.remove_fail_open(),
+            FailMode::Standalone if !controller_connected => {
+                st.install_fail_open();
+                st.publish();
+            }
+            FailMode::Standalone => {}
+        }
     }
 
     /// Whether the standalone fail-open flow is installed now.
@@ -420,7 +450,7 @@ impl Bridge for OfBridge {
     }
 
     fn on_connectivity(&self, event: Connectivity) {
-        if self.cfg.fail_mode != FailMode::Standalone {
+        if self.fail_mode() != FailMode::Standalone {
             return;
         }
         let mut st = self.lock();
@@ -437,7 +467,7 @@ impl Bridge for OfBridge {
     fn on_connect(&self, conn: ConnId) {
         let _ = conn;
         // Hand the tables over before the controller's first request is handled.
-        if self.cfg.fail_mode == FailMode::Standalone {
+        if self.fail_mode() == FailMode::Standalone {
             self.lock().remove_fail_open();
         }
     }

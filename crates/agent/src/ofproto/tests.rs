@@ -561,6 +561,25 @@ fn standalone_hands_the_tables_to_a_controller() {
 }
 
 #[test]
+fn the_fail_mode_changes_while_running() {
+    let b = bridge(FailMode::Standalone);
+    b.set_fail_mode(FailMode::Secure, false);
+    assert_eq!(b.fail_mode(), FailMode::Secure);
+    assert!(!b.fail_open_active());
+    assert!(flow_stats(&b).is_empty(), "secure: the fail-open flow went");
+    b.on_connectivity(Connectivity::Lost);
+    assert!(!b.fail_open_active(), "secure ignores a lost controller");
+    b.set_fail_mode(FailMode::Standalone, true);
+    assert!(
+        !b.fail_open_active(),
+        "a connected controller keeps the tables"
+    );
+    b.set_fail_mode(FailMode::Standalone, false);
+    assert!(b.fail_open_active());
+    assert_eq!(flow_stats(&b)[0].cookie, FAIL_OPEN_COOKIE);
+}
+
+#[test]
 fn packet_out_without_a_datapath_is_refused() {
     let b = bridge(FailMode::Secure);
     let po = Message::PacketOut(openflow::PacketOut {
