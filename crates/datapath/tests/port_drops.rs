@@ -132,7 +132,8 @@ const DST_HOST_7: &str = "10\n40 0 0 12\n21 0 2 2048\n32 0 0 30\n21 4 5 16777216
 
 #[test]
 fn megaflows_and_captured_frames_come_from_the_running_threads() {
-    use datapath::capture::{bpf::Program, Direction};
+    use datapath::capture::Direction;
+    use packet::cbpf::Program;
     let pool = Pool::with_frames(4096);
     let (sw1, out1) = ring::pair("pl-s1", "pl-o1", 256, &pool);
     let (sw2, _out2) = ring::pair("pl-s2", "pl-o2", 256, &pool);

@@ -43,6 +43,34 @@ impl Drop for Server {
     }
 }
 
+/// A database and its server, made by `hayate ovsdb-init` in a folder as a user with none
+/// would make them; the server is killed when this is dropped.
+struct Database {
+    _server: Server,
+    /// What `ovsdb-init` printed.
+    init: String,
+    /// The server's socket.
+    sock: PathBuf,
+    /// `unix:SOCKET`.
+    target: String,
+    /// `--db=unix:SOCKET`, for ovs-vsctl.
+    db: String,
+}
+
+fn database(dir: &Path) -> Database {
+    let init = must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
+    let server = Server(dir.to_path_buf());
+    let sock = dir.canonicalize().unwrap().join("db.sock");
+    let target = format!("unix:{}", sock.display());
+    Database {
+        _server: server,
+        init,
+        sock,
+        db: format!("--db={target}"),
+        target,
+    }
+}
+
 /// `ovs-vsctl --db=… --timeout=20 ARGS` (waiting for `cur_cfg`, as by default); its stdout.
 fn vsctl(db: &str, args: &[&str]) -> String {
     let mut full = vec!["ovs-vsctl", db, "--timeout=20"];
@@ -143,25 +171,17 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
     net.configure(&a, &sw);
     net.configure(&b, &sw);
     let dir = net.dir.path().join("db");
-    // A database and a server, as a user with none would make them.
-    let init = must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
-    let _server = Server(dir.clone());
-    let sock = dir.canonicalize().unwrap().join("db.sock");
-    assert_eq!(init.trim(), format!("unix:{}", sock.display()));
-    let db = format!("--db=unix:{}", sock.display());
+    let database = database(&dir);
+    assert_eq!(database.init.trim(), database.target);
+    let db = database.db.clone();
     let log = net.dir.path().join("hayate.log");
-    let hayate = start_hayate(&sw, &sock, &net.run_dir(), &log);
+    let hayate = start_hayate(&sw, &database.sock, &net.run_dir(), &log);
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
 
     // ovsdb-client sees the write-backs arrive.
     let mut monitor = Killed(
         Command::new("ovsdb-client")
-            .args([
-                "monitor",
-                &format!("unix:{}", sock.display()),
-                "Open_vSwitch",
-                "Interface",
-            ])
+            .args(["monitor", &database.target, "Open_vSwitch", "Interface"])
             .args(["name", "ofport", "link_state", "--format=csv"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -450,10 +470,9 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
     );
 
     // The database goes away: forwarding goes on; it comes back: changes apply again.
-    drop(_server);
+    drop(database);
     assert!(a.ping("10.19.0.2", 2), "forwarding without the database");
-    must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
-    let _server = Server(dir.clone());
+    let _database = self::database(&dir);
     assert!(
         eventually(|| logs().matches("configured by").count() == 1
             && run(&[
@@ -520,14 +539,10 @@ fn ovsdbapp_plugs_a_vhost_user_port_as_os_vif_does() {
     };
     let mut net = Net::new();
     let sw = net.switch_ns("sw");
-    let dir = net.dir.path().join("db");
-    must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
-    let _server = Server(dir.clone());
-    let sock = dir.canonicalize().unwrap().join("db.sock");
-    let target = format!("unix:{}", sock.display());
-    let db = format!("--db={target}");
+    let database = database(&net.dir.path().join("db"));
+    let (target, db) = (database.target.clone(), database.db.clone());
     let log = net.dir.path().join("hayate.log");
-    let _hayate = start_hayate(&sw, &sock, &net.run_dir(), &log);
+    let _hayate = start_hayate(&sw, &database.sock, &net.run_dir(), &log);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/ovsdb/osvif_plug.py"
@@ -684,13 +699,10 @@ fn thousand_ports_in_one_transaction() {
     }
     let mut net = Net::new();
     let sw = net.switch_ns("sw");
-    let dir = net.dir.path().join("db");
-    must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
-    let _server = Server(dir.clone());
-    let sock = dir.canonicalize().unwrap().join("db.sock");
-    let db = format!("--db=unix:{}", sock.display());
+    let database = database(&net.dir.path().join("db"));
+    let db = database.db.clone();
     let log = net.dir.path().join("hayate.log");
-    let hayate = start_hayate(&sw, &sock, &net.run_dir(), &log);
+    let hayate = start_hayate(&sw, &database.sock, &net.run_dir(), &log);
     let br = format!("{}br", net.prefix);
     vsctl(&db, &["add-br", &br]);
     let names: Vec<String> = (0..1000).map(|i| format!("{}t{i}", net.prefix)).collect();

@@ -25,6 +25,7 @@
 mod arb;
 pub mod batch;
 pub mod builder;
+pub mod cbpf;
 pub mod checksum;
 pub mod extract;
 pub mod fuzzing;

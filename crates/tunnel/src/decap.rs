@@ -10,14 +10,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 
 use packet::checksum;
+use packet::extract::{ethertype, ipproto};
 use packet::wire::{geneve, Ethernet, Geneve, Ipv4, Ipv6, Udp, Vxlan};
 
 use crate::endpoint::TunnelKind;
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
-const PROTO_UDP: u8 = 17;
-const ETH_LEN: usize = 14;
+const ETH_LEN: usize = Ethernet::<&[u8]>::LEN;
 
 /// The addresses and UDP ports this host terminates tunnels on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -128,8 +126,8 @@ pub fn terminate(frame: &[u8], locals: &Locals) -> Termination {
         return Termination::NotTunnel;
     };
     let outer = match ethertype {
-        ETHERTYPE_IPV4 => outer_v4(frame, l3, locals),
-        ETHERTYPE_IPV6 => outer_v6(frame, l3, locals),
+        ethertype::IPV4 => outer_v4(frame, l3, locals),
+        ethertype::IPV6 => outer_v6(frame, l3, locals),
         _ => return Termination::NotTunnel,
     };
     let o = match outer {
@@ -159,7 +157,7 @@ fn outer_v4(frame: &[u8], l3: usize, locals: &Locals) -> Result<Option<Outer>, D
     let Ok(ip) = Ipv4::new_checked(&frame[l3..]) else {
         return Ok(None);
     };
-    if ip.protocol() != PROTO_UDP || !locals.has_v4(ip.dst()) {
+    if ip.protocol() != ipproto::UDP || !locals.has_v4(ip.dst()) {
         return Ok(None);
     }
     if !ip.verify_checksum() {
@@ -176,7 +174,7 @@ fn outer_v4(frame: &[u8], l3: usize, locals: &Locals) -> Result<Option<Outer>, D
         tos: ip.tos(),
         ttl: ip.ttl(),
         l4: start..end,
-        pseudo: checksum::pseudo_v4(ip.src().into(), ip.dst().into(), PROTO_UDP, 0),
+        pseudo: checksum::pseudo_v4(ip.src().into(), ip.dst().into(), ipproto::UDP, 0),
     }))
 }
 
@@ -186,7 +184,7 @@ fn outer_v6(frame: &[u8], l3: usize, locals: &Locals) -> Result<Option<Outer>, D
     };
     // Tunnel packets carry UDP right after the fixed header; one behind extension headers is
     // not ours to terminate (the kernel's tunnel devices do not either).
-    if ip.next_header() != PROTO_UDP || !locals.has_v6(ip.dst()) {
+    if ip.next_header() != ipproto::UDP || !locals.has_v6(ip.dst()) {
         return Ok(None);
     }
     if ip.payload_len() == 0 {
@@ -200,7 +198,7 @@ fn outer_v6(frame: &[u8], l3: usize, locals: &Locals) -> Result<Option<Outer>, D
         tos: ip.traffic_class(),
         ttl: ip.hop_limit(),
         l4: start..end,
-        pseudo: checksum::pseudo_v6(ip.src().into(), ip.dst().into(), PROTO_UDP, 0),
+        pseudo: checksum::pseudo_v6(ip.src().into(), ip.dst().into(), ipproto::UDP, 0),
     }))
 }
 

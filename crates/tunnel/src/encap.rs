@@ -10,6 +10,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use packet::checksum;
+use packet::extract::{ethertype, ipproto};
 use packet::pool::{Packet, HEADROOM};
 use packet::wire::{ethernet, geneve, ipv4, ipv6, udp, Geneve, Vxlan};
 
@@ -22,9 +23,6 @@ pub const SRC_PORT_RANGE: std::ops::Range<u16> = 32768..61000;
 
 const ETH: usize = ethernet::Ethernet::<&[u8]>::LEN;
 const UDP: usize = udp::Udp::<&[u8]>::LEN;
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
-const PROTO_UDP: u8 = 17;
 
 /// Why a template cannot be built or a packet cannot be encapsulated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,8 +107,8 @@ impl EncapTemplate {
             return Err(EncapError::BadOptions);
         }
         let (l3_len, ethertype) = match (addrs.src, addrs.dst) {
-            (IpAddr::V4(_), IpAddr::V4(_)) => (ipv4::Ipv4::<&[u8]>::MIN_LEN, ETHERTYPE_IPV4),
-            (IpAddr::V6(_), IpAddr::V6(_)) => (ipv6::Ipv6::<&[u8]>::LEN, ETHERTYPE_IPV6),
+            (IpAddr::V4(_), IpAddr::V4(_)) => (ipv4::Ipv4::<&[u8]>::MIN_LEN, ethertype::IPV4),
+            (IpAddr::V6(_), IpAddr::V6(_)) => (ipv6::Ipv6::<&[u8]>::LEN, ethertype::IPV6),
             _ => return Err(EncapError::MixedFamilies),
         };
         let tun_len = match encap.kind {
@@ -133,20 +131,20 @@ impl EncapTemplate {
                 let flags = if encap.df { ipv4::DONT_FRAGMENT } else { 0 };
                 l3[ipv4::field::FLG_OFF].copy_from_slice(&flags.to_be_bytes());
                 l3[ipv4::field::TTL] = encap.ttl;
-                l3[ipv4::field::PROTOCOL] = PROTO_UDP;
+                l3[ipv4::field::PROTOCOL] = ipproto::UDP;
                 l3[ipv4::field::SRC].copy_from_slice(&s.octets());
                 l3[ipv4::field::DST].copy_from_slice(&d.octets());
-                let pseudo = checksum::pseudo_v4(s.into(), d.into(), PROTO_UDP, 0);
+                let pseudo = checksum::pseudo_v4(s.into(), d.into(), ipproto::UDP, 0);
                 (checksum::sum(l3, 0), pseudo)
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 let vtf = (6u32 << 28) | (u32::from(encap.tos) << 20);
                 l3[ipv6::field::VER_TC_FLOW].copy_from_slice(&vtf.to_be_bytes());
-                l3[ipv6::field::NXT_HDR] = PROTO_UDP;
+                l3[ipv6::field::NXT_HDR] = ipproto::UDP;
                 l3[ipv6::field::HOP_LIMIT] = encap.ttl;
                 l3[ipv6::field::SRC].copy_from_slice(&s.octets());
                 l3[ipv6::field::DST].copy_from_slice(&d.octets());
-                (0, checksum::pseudo_v6(s.into(), d.into(), PROTO_UDP, 0))
+                (0, checksum::pseudo_v6(s.into(), d.into(), ipproto::UDP, 0))
             }
             _ => unreachable!("families checked above"),
         };

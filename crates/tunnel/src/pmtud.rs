@@ -10,19 +10,16 @@
 //! IPv4 without DF (the tunnel may fragment the outer packet instead; the caller counts it).
 
 use packet::checksum;
+use packet::extract::{ethertype, ipproto};
 use packet::wire::{ethernet, ipv4, ipv6, Ethernet, Ipv4, Ipv6};
 
 const ETH: usize = ethernet::Ethernet::<&[u8]>::LEN;
 const ICMP_HDR: usize = 8;
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
 /// IPv4 "destination unreachable", code "fragmentation needed and DF set".
 const ICMP_UNREACH: u8 = 3;
 const ICMP_FRAG_NEEDED: u8 = 4;
 /// ICMPv6 "packet too big".
 const ICMP6_TOO_BIG: u8 = 2;
-const PROTO_ICMP: u8 = 1;
-const PROTO_ICMPV6: u8 = 58;
 /// The largest reply, Ethernet header included: the minimum MTU of each family plus 14.
 pub const REPLY_MAX: usize = ETH + 1280;
 
@@ -31,8 +28,8 @@ pub const REPLY_MAX: usize = ETH + 1280;
 pub fn too_big_reply(frame: &[u8], mtu: u16, out: &mut [u8]) -> Option<usize> {
     let eth = Ethernet::new_checked(frame).ok()?;
     match eth.ethertype() {
-        ETHERTYPE_IPV4 => reply_v4(frame, mtu, out),
-        ETHERTYPE_IPV6 => reply_v6(frame, mtu, out),
+        ethertype::IPV4 => reply_v4(frame, mtu, out),
+        ethertype::IPV6 => reply_v6(frame, mtu, out),
         _ => None,
     }
 }
@@ -60,7 +57,7 @@ fn reply_v4(frame: &[u8], mtu: u16, out: &mut [u8]) -> Option<usize> {
     let orig = &frame[ETH..ETH + ip.total_len() as usize];
     let quoted = orig.len().min(576 - 20 - ICMP_HDR);
     let total = 20 + ICMP_HDR + quoted;
-    eth_swapped(frame, ETHERTYPE_IPV4, out);
+    eth_swapped(frame, ethertype::IPV4, out);
     let l3 = &mut out[ETH..ETH + total];
     l3[..20].fill(0);
     l3[ipv4::field::VER_IHL] = 0x45;
@@ -68,7 +65,7 @@ fn reply_v4(frame: &[u8], mtu: u16, out: &mut [u8]) -> Option<usize> {
     l3[ipv4::field::LENGTH].copy_from_slice(&(total as u16).to_be_bytes());
     l3[ipv4::field::FLG_OFF].copy_from_slice(&ipv4::DONT_FRAGMENT.to_be_bytes());
     l3[ipv4::field::TTL] = 64;
-    l3[ipv4::field::PROTOCOL] = PROTO_ICMP;
+    l3[ipv4::field::PROTOCOL] = ipproto::ICMP;
     l3[ipv4::field::SRC].copy_from_slice(&dst.octets());
     l3[ipv4::field::DST].copy_from_slice(&src.octets());
     let c = checksum::checksum(&l3[..20]);
@@ -84,7 +81,7 @@ fn reply_v4(frame: &[u8], mtu: u16, out: &mut [u8]) -> Option<usize> {
 
 /// ICMP messages other than echo request/reply, timestamp and information requests are errors.
 fn is_icmp_error_v4(ip: &Ipv4<&[u8]>) -> bool {
-    ip.protocol() == PROTO_ICMP
+    ip.protocol() == ipproto::ICMP
         && ip
             .payload()
             .first()
@@ -101,11 +98,11 @@ fn reply_v6(frame: &[u8], mtu: u16, out: &mut [u8]) -> Option<usize> {
     let orig = &frame[ETH..ETH + orig_len];
     let quoted = orig.len().min(1280 - 40 - ICMP_HDR);
     let plen = ICMP_HDR + quoted;
-    eth_swapped(frame, ETHERTYPE_IPV6, out);
+    eth_swapped(frame, ethertype::IPV6, out);
     let l3 = &mut out[ETH..ETH + 40 + plen];
     l3[ipv6::field::VER_TC_FLOW].copy_from_slice(&(6u32 << 28).to_be_bytes());
     l3[ipv6::field::LENGTH].copy_from_slice(&(plen as u16).to_be_bytes());
-    l3[ipv6::field::NXT_HDR] = PROTO_ICMPV6;
+    l3[ipv6::field::NXT_HDR] = ipproto::ICMPV6;
     l3[ipv6::field::HOP_LIMIT] = 64;
     l3[ipv6::field::SRC].copy_from_slice(&dst.octets());
     l3[ipv6::field::DST].copy_from_slice(&src.octets());
@@ -113,7 +110,12 @@ fn reply_v6(frame: &[u8], mtu: u16, out: &mut [u8]) -> Option<usize> {
     icmp[..4].copy_from_slice(&[ICMP6_TOO_BIG, 0, 0, 0]);
     icmp[4..8].copy_from_slice(&u32::from(mtu).to_be_bytes());
     icmp[ICMP_HDR..].copy_from_slice(&orig[..quoted]);
-    let pseudo = checksum::pseudo_v6(u128::from(dst), u128::from(src), PROTO_ICMPV6, plen as u32);
+    let pseudo = checksum::pseudo_v6(
+        u128::from(dst),
+        u128::from(src),
+        ipproto::ICMPV6,
+        plen as u32,
+    );
     let c = !checksum::fold(checksum::sum(icmp, pseudo));
     icmp[2..4].copy_from_slice(&c.to_be_bytes());
     Some(ETH + 40 + plen)
@@ -123,7 +125,7 @@ fn reply_v6(frame: &[u8], mtu: u16, out: &mut [u8]) -> Option<usize> {
 /// looked at (an error behind extension headers is still not answered by the kernel's check
 /// either, so this matches it).
 fn is_icmp_error_v6(ip: &Ipv6<&[u8]>) -> bool {
-    ip.next_header() == PROTO_ICMPV6 && ip.payload().first().is_none_or(|t| *t < 128)
+    ip.next_header() == ipproto::ICMPV6 && ip.payload().first().is_none_or(|t| *t < 128)
 }
 
 #[cfg(test)]

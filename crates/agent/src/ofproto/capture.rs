@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use datapath::capture::bpf::Program;
 use datapath::capture::{Capture, Direction, Taps};
+use packet::cbpf::Program;
 
 use super::port_cmd::{capture_records, exp_type};
 use super::OfBridge;

@@ -8,7 +8,7 @@
 //!
 //! Cost on the fast path: while no capture runs, one relaxed load per received batch and per
 //! sent batch ([`Tap::active`]). While one runs, each thread runs the capture's filter (a
-//! classic BPF program, [`bpf`]) on the frames of the captured port and copies those that
+//! classic BPF program, [`packet::cbpf`]) on the frames of the captured port and copies those that
 //! match into its own ring; a full ring loses the frame and counts it ([`Capture::lost`]),
 //! it never holds a packet back. The thread picks up the set of captures once per change
 //! (a generation number), taking a mutex then — never per packet. A capture nobody has read
@@ -17,7 +17,6 @@
 //! Frames are captured as they arrive (before any action) and as they leave (after the
 //! actions), the way tcpdump on the port would see them.
 
-pub mod bpf;
 pub mod ring;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -25,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use packet::Packet;
 
-use bpf::Program;
+use packet::cbpf::Program;
 use ring::{Frame, Ring};
 
 /// Bytes kept of each frame (the pcap snapshot length).

@@ -24,41 +24,7 @@
 /// One classic-BPF instruction (`struct sock_filter`).
 pub(super) type Insn = libc::sock_filter;
 
-// Instruction classes, sizes, modes and operations of <linux/filter.h> / <linux/bpf_common.h>.
-const LD: u16 = 0x00;
-const LDX: u16 = 0x01;
-const ST: u16 = 0x02;
-const ALU: u16 = 0x04;
-const JMP: u16 = 0x05;
-const RET: u16 = 0x06;
-const MISC: u16 = 0x07;
-const W: u16 = 0x00;
-const H: u16 = 0x08;
-const B: u16 = 0x10;
-const IMM: u16 = 0x00;
-const ABS: u16 = 0x20;
-const IND: u16 = 0x40;
-const MEM: u16 = 0x60;
-const MSH: u16 = 0xa0;
-const ADD: u16 = 0x00;
-#[cfg(test)]
-const SUB: u16 = 0x10;
-#[cfg(test)]
-const AND: u16 = 0x50;
-#[cfg(test)]
-const XOR: u16 = 0xa0;
-const MUL: u16 = 0x20;
-const LSH: u16 = 0x60;
-const RSH: u16 = 0x70;
-const MOD: u16 = 0x90;
-const K: u16 = 0x00;
-const X: u16 = 0x08;
-const JEQ: u16 = 0x10;
-const JSET: u16 = 0x40;
-const RET_A: u16 = 0x10;
-const TAX: u16 = 0x00;
-/// `SKF_AD_OFF + SKF_AD_PROTOCOL`: loads `skb->protocol` (host order).
-const AD_PROTOCOL: u32 = 0xffff_f000;
+use packet::cbpf::op::*;
 
 /// Scratch word holding the header byte count (IPv4 TCP).
 const M_HDRS: u32 = 0;
@@ -222,7 +188,7 @@ pub(super) fn program(queues: u16) -> Vec<Insn> {
         a.op(LD | MEM, M_HASH)
             .op(ALU | RSH | K, 16)
             .op(ALU | MOD | K, n)
-            .op(RET | RET_A, 0);
+            .op(RET | A, 0);
     } else {
         a.op(RET | K, 0);
     }
@@ -232,7 +198,7 @@ pub(super) fn program(queues: u16) -> Vec<Insn> {
             .op(ALU | RSH | K, 16)
             .op(ALU | MOD | K, n)
             .op(ALU | ADD | K, n)
-            .op(RET | RET_A, 0);
+            .op(RET | A, 0);
     } else {
         a.op(RET | K, 1);
     }

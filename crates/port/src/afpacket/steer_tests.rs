@@ -1,82 +1,23 @@
-//! The steering program run on frames by a small classic-BPF interpreter (the subset the
-//! program uses, with the kernel's rules: loads past the end return 0 from the program).
+//! The steering program run on frames by the shared classic-BPF interpreter
+//! (`packet::cbpf`), with the kernel's rules: the frame starts at its network header, the
+//! ancillary protocol load reads the EtherType, loads past the end return 0 from the program.
 
 use super::*;
+use packet::cbpf;
 
 /// Runs `prog` on network-layer bytes `l3` with ancillary protocol `proto`.
 pub(crate) fn run(prog: &[Insn], proto: u16, l3: &[u8]) -> u32 {
-    let (mut a, mut x, mut m) = (0u32, 0u32, [0u32; 16]);
-    let mut pc = 0usize;
-    let load = |off: u32, size: usize| -> Option<u32> {
-        if off == AD_PROTOCOL {
-            return Some(u32::from(proto));
-        }
-        let off = off as usize;
-        let b = l3.get(off..off + size)?;
-        Some(b.iter().fold(0u32, |v, &byte| (v << 8) | u32::from(byte)))
-    };
-    loop {
-        let i = prog[pc];
-        pc += 1;
-        let size = match i.code & 0x18 {
-            0x00 => 4,
-            0x08 => 2,
-            _ => 1,
-        };
-        match i.code & 0x07 {
-            LD => match i.code & 0xe0 {
-                IMM => a = i.k,
-                ABS => match load(i.k, size) {
-                    Some(v) => a = v,
-                    None => return 0,
-                },
-                IND => match load(x.wrapping_add(i.k), size) {
-                    Some(v) => a = v,
-                    None => return 0,
-                },
-                MEM => a = m[i.k as usize],
-                c => panic!("ld mode {c:#x}"),
-            },
-            LDX => match i.code & 0xe0 {
-                MSH => match load(i.k, 1) {
-                    Some(v) => x = (v & 0xf) * 4,
-                    None => return 0,
-                },
-                MEM => x = m[i.k as usize],
-                c => panic!("ldx mode {c:#x}"),
-            },
-            ST => m[i.k as usize] = a,
-            ALU => {
-                let v = if i.code & X != 0 { x } else { i.k };
-                a = match i.code & 0xf0 {
-                    ADD => a.wrapping_add(v),
-                    SUB => a.wrapping_sub(v),
-                    AND => a & v,
-                    MUL => a.wrapping_mul(v),
-                    LSH => a << v,
-                    RSH => a >> v,
-                    MOD => a % v,
-                    XOR => a ^ v,
-                    c => panic!("alu op {c:#x}"),
-                }
-            }
-            JMP => {
-                let v = if i.code & X != 0 { x } else { i.k };
-                let taken = match i.code & 0xf0 {
-                    JEQ => a == v,
-                    JSET => a & v != 0,
-                    c => panic!("jmp op {c:#x}"),
-                };
-                pc += usize::from(if taken { i.jt } else { i.jf });
-            }
-            RET => return if i.code & RET_A != 0 { a } else { i.k },
-            MISC => {
-                assert_eq!(i.code, MISC | TAX);
-                x = a;
-            }
-            c => panic!("class {c:#x}"),
-        }
-    }
+    let insns = prog
+        .iter()
+        .map(|i| cbpf::Insn {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect();
+    let p = cbpf::Program::new(insns).expect("the steering program passes the checker");
+    p.run_with(l3, l3.len() as u32, Some(proto))
 }
 
 fn ipv4(proto: u8, src: [u8; 4], l4: &[u8]) -> Vec<u8> {

@@ -1,6 +1,8 @@
-//! A classic BPF interpreter for capture filters: the program libpcap compiles from a
-//! tcpdump filter (`tcpdump -ddd FILTER` prints it: the count, then `code jt jf k` a line),
-//! run on a frame in user space. A program is checked once when loaded ([`Program::new`]:
+//! Classic BPF in one place: the opcodes of `<linux/filter.h>` ([`op`]), used by the
+//! AF_PACKET port's fanout program (`port::afpacket::steer`) and its tests, and a checked
+//! interpreter for capture filters: the program libpcap compiles from a tcpdump filter
+//! (`tcpdump -ddd FILTER` prints it: the count, then `code jt jf k` a line), run on a frame in
+//! user space. A program is checked once when loaded ([`Program::new`]:
 //! known opcodes, jumps forward and inside it, scratch memory indexes below 16, a return at
 //! the end), so running it cannot loop or index out of bounds; a load beyond the frame ends
 //! the run with 0 (no match), as the kernel does.
@@ -23,51 +25,98 @@ pub struct Insn {
     pub k: u32,
 }
 
-// Instruction classes and fields (linux/filter.h).
-const LD: u16 = 0x00;
-const LDX: u16 = 0x01;
-const ST: u16 = 0x02;
-const STX: u16 = 0x03;
-const ALU: u16 = 0x04;
-const JMP: u16 = 0x05;
-const RET: u16 = 0x06;
-const MISC: u16 = 0x07;
+/// The opcode parts of `<linux/filter.h>` (an instruction's `code` is class | size | mode,
+/// or class | operation | source).
+pub mod op {
+    /// Class: load into A.
+    pub const LD: u16 = 0x00;
+    /// Class: load into X.
+    pub const LDX: u16 = 0x01;
+    /// Class: store A to scratch memory.
+    pub const ST: u16 = 0x02;
+    /// Class: store X to scratch memory.
+    pub const STX: u16 = 0x03;
+    /// Class: arithmetic on A.
+    pub const ALU: u16 = 0x04;
+    /// Class: jumps.
+    pub const JMP: u16 = 0x05;
+    /// Class: return.
+    pub const RET: u16 = 0x06;
+    /// Class: register moves.
+    pub const MISC: u16 = 0x07;
 
-const W: u16 = 0x00;
-const H: u16 = 0x08;
-const B: u16 = 0x10;
+    /// Size: 32-bit word.
+    pub const W: u16 = 0x00;
+    /// Size: 16-bit half-word.
+    pub const H: u16 = 0x08;
+    /// Size: byte.
+    pub const B: u16 = 0x10;
 
-const IMM: u16 = 0x00;
-const ABS: u16 = 0x20;
-const IND: u16 = 0x40;
-const MEM: u16 = 0x60;
-const LEN: u16 = 0x80;
-const MSH: u16 = 0xa0;
+    /// Mode: the constant `k`.
+    pub const IMM: u16 = 0x00;
+    /// Mode: the frame at `k`.
+    pub const ABS: u16 = 0x20;
+    /// Mode: the frame at `X + k`.
+    pub const IND: u16 = 0x40;
+    /// Mode: scratch word `k`.
+    pub const MEM: u16 = 0x60;
+    /// Mode: the frame's length.
+    pub const LEN: u16 = 0x80;
+    /// Mode: `4 * (frame[k] & 0xf)` (an IPv4 header length).
+    pub const MSH: u16 = 0xa0;
 
-const ADD: u16 = 0x00;
-const SUB: u16 = 0x10;
-const MUL: u16 = 0x20;
-const DIV: u16 = 0x30;
-const OR: u16 = 0x40;
-const AND: u16 = 0x50;
-const LSH: u16 = 0x60;
-const RSH: u16 = 0x70;
-const NEG: u16 = 0x80;
-const MOD: u16 = 0x90;
-const XOR: u16 = 0xa0;
+    /// ALU: add.
+    pub const ADD: u16 = 0x00;
+    /// ALU: subtract.
+    pub const SUB: u16 = 0x10;
+    /// ALU: multiply.
+    pub const MUL: u16 = 0x20;
+    /// ALU: divide.
+    pub const DIV: u16 = 0x30;
+    /// ALU: or.
+    pub const OR: u16 = 0x40;
+    /// ALU: and.
+    pub const AND: u16 = 0x50;
+    /// ALU: shift left.
+    pub const LSH: u16 = 0x60;
+    /// ALU: shift right.
+    pub const RSH: u16 = 0x70;
+    /// ALU: negate.
+    pub const NEG: u16 = 0x80;
+    /// ALU: remainder.
+    pub const MOD: u16 = 0x90;
+    /// ALU: exclusive or.
+    pub const XOR: u16 = 0xa0;
 
-const JA: u16 = 0x00;
-const JEQ: u16 = 0x10;
-const JGT: u16 = 0x20;
-const JGE: u16 = 0x30;
-const JSET: u16 = 0x40;
+    /// Jump: always, by `k`.
+    pub const JA: u16 = 0x00;
+    /// Jump: if equal.
+    pub const JEQ: u16 = 0x10;
+    /// Jump: if greater.
+    pub const JGT: u16 = 0x20;
+    /// Jump: if greater or equal.
+    pub const JGE: u16 = 0x30;
+    /// Jump: if any bit of the operand is set in A.
+    pub const JSET: u16 = 0x40;
 
-const K: u16 = 0x00;
-const X: u16 = 0x08;
-const A: u16 = 0x10;
+    /// Source: the constant `k`.
+    pub const K: u16 = 0x00;
+    /// Source: register X.
+    pub const X: u16 = 0x08;
+    /// Return source: register A.
+    pub const A: u16 = 0x10;
 
-const TAX: u16 = 0x00;
-const TXA: u16 = 0x80;
+    /// Misc: copy A to X.
+    pub const TAX: u16 = 0x00;
+    /// Misc: copy X to A.
+    pub const TXA: u16 = 0x80;
+
+    /// `SKF_AD_OFF + SKF_AD_PROTOCOL`: an absolute load at this offset reads the kernel's
+    /// `skb->protocol` (the EtherType, host order) instead of frame bytes.
+    pub const AD_PROTOCOL: u32 = 0xffff_f000;
+}
+
+use op::*;
 
 /// A checked program.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,6 +240,14 @@ impl Program {
     /// Runs the program on `frame` (of wire length `wire_len`); what it returns (0: the
     /// frame does not match; otherwise how many bytes to keep).
     pub fn run(&self, frame: &[u8], wire_len: u32) -> u32 {
+        self.run_with(frame, wire_len, None)
+    }
+
+    /// [`Program::run`] as the kernel runs a socket's program: an absolute load at
+    /// [`op::AD_PROTOCOL`] reads `protocol` (the frame's EtherType, when the frame starts at
+    /// its network header). Without one, such a load ends the run with 0, like any load
+    /// beyond the frame.
+    pub fn run_with(&self, frame: &[u8], wire_len: u32, protocol: Option<u16>) -> u32 {
         let p = &self.0;
         let (mut a, mut x) = (0u32, 0u32);
         let mut mem = [0u32; MEMWORDS];
@@ -207,6 +264,10 @@ impl Program {
                         MEM => mem[i.k as usize],
                         MSH => match frame.get(i.k as usize) {
                             Some(b) => u32::from(b & 0x0f) << 2,
+                            None => return 0,
+                        },
+                        ABS if i.k == AD_PROTOCOL => match protocol {
+                            Some(p) => u32::from(p),
                             None => return 0,
                         },
                         mode => {
@@ -291,5 +352,5 @@ fn load(frame: &[u8], at: usize, size: u16) -> Option<u32> {
 }
 
 #[cfg(test)]
-#[path = "bpf_tests.rs"]
+#[path = "cbpf_tests.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 
 use std::net::Ipv4Addr;
 
-use packet::builder::{L4Spec, PacketSpec};
+use crate::builder::{L4Spec, PacketSpec};
 
 use super::*;
 
