@@ -38,6 +38,7 @@ use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
 use crate::look::{Look, MegaflowRecord};
 use crate::plug::{tx_entries, Plugboard};
 use crate::pmd::{Pmd, PmdParts};
+use crate::police::Policers;
 use crate::rx_drops::RxQueueStats;
 use crate::stats::{PmdStats, Snapshot};
 use crate::upcall::{Upcall, UpcallFactory};
@@ -66,6 +67,7 @@ pub struct Builder {
     threads: Vec<Option<usize>>,
     lane_core: Option<usize>,
     config: DpConfig,
+    policers: Arc<Policers>,
 }
 
 impl Builder {
@@ -78,6 +80,13 @@ impl Builder {
     /// Adds a port under OpenFlow port number `ofport`.
     pub fn port(mut self, ofport: u32, port: Arc<dyn Port>) -> Self {
         self.ports.push((ofport, port));
+        self
+    }
+
+    /// Polices port `ofport`'s ingress ([`crate::police`]); change it while running with
+    /// [`Running::set_policing`].
+    pub fn policing(self, ofport: u32, policing: port::Policing) -> Self {
+        self.policers.set(ofport, policing);
         self
     }
 
@@ -174,6 +183,7 @@ impl Builder {
             threads,
             lane_core: self.lane_core,
             config: self.config,
+            policers: self.policers,
             pi_tx,
             packet_ins,
         })
@@ -189,6 +199,8 @@ pub struct Datapath {
     threads: Vec<Option<usize>>,
     lane_core: Option<usize>,
     config: DpConfig,
+    /// Each port's ingress policer ([`crate::police`]).
+    policers: Arc<Policers>,
     pi_tx: SyncSender<PacketIn>,
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
@@ -244,6 +256,12 @@ impl Datapath {
     /// The tunables.
     pub fn config(&self) -> &DpConfig {
         &self.config
+    }
+
+    /// Polices port `ofport`'s ingress from now on, also in threads already made by
+    /// [`Datapath::build_pmds`] (as [`Running::set_policing`]).
+    pub fn set_policing(&self, ofport: u32, policing: port::Policing) {
+        self.policers.set(ofport, policing);
     }
 
     /// Opens every queue and makes one [`Pmd`] per thread, without starting threads (for
@@ -311,6 +329,7 @@ impl Datapath {
             if is_lane {
                 pmd.make_lane();
             }
+            pmd.attach_policers(&self.policers);
             pmds.push(pmd);
         }
         let inject_rx = self
@@ -331,7 +350,7 @@ impl Datapath {
     /// (when pinning fails the thread warns on stderr and runs unpinned).
     pub fn start(&self) -> Result<Running, DpError> {
         let mut pmds = self.build_pmds()?;
-        let plug = Plugboard::wire(&mut pmds, &self.ports);
+        let plug = Plugboard::wire(&mut pmds, &self.ports, self.policers.clone());
         let stop = Arc::new(AtomicBool::new(false));
         // One eventfd wakes every sleeping thread when the datapath stops, so a sleep need
         // not end on its own to notice the stop flag.
@@ -373,6 +392,7 @@ impl Datapath {
         }
         Ok(Running {
             plug: Mutex::new(plug),
+            policers: self.policers.clone(),
             handles,
             stop,
             stop_wake,
@@ -402,6 +422,8 @@ impl Datapath {
 pub struct Running {
     /// The ports and the threads' mailboxes ([`crate::plug`]).
     plug: Mutex<Plugboard>,
+    /// Each port's ingress policer ([`crate::police`]).
+    policers: Arc<Policers>,
     handles: Vec<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
     /// Signalled after `stop` is set: wakes threads sleeping in `poll(2)`.
@@ -537,6 +559,17 @@ impl Running {
             )));
         }
         self.plugboard().remove(ofport)
+    }
+
+    /// Polices port `ofport`'s ingress from now on (`Policing::default()`: not at all);
+    /// takes effect at each thread's next batch of the port. Also for a port not added yet.
+    pub fn set_policing(&self, ofport: u32, policing: port::Policing) {
+        self.policers.set(ofport, policing);
+    }
+
+    /// Port `ofport`'s ingress policing.
+    pub fn policing(&self, ofport: u32) -> port::Policing {
+        self.policers.port(ofport).policing()
     }
 
     /// The OpenFlow numbers of the datapath's ports, in the order they joined.

@@ -17,22 +17,30 @@ use std::sync::Arc;
 
 use port::RxQueue;
 
+use crate::police::PortPolicer;
 use crate::stats::{Counter, LocalStats, Snapshot};
 
-/// An rx queue as a poll thread holds it: its OpenFlow port, the queue, its drop counters.
+/// An rx queue as a poll thread holds it: its OpenFlow port, the queue, its drop counters,
+/// its port's ingress policer and the queue's share of the upcall budget.
 pub(crate) struct RxSlot {
     pub(crate) ofport: u32,
     pub(crate) queue: Box<dyn RxQueue>,
     pub(crate) drops: Arc<RxDrops>,
+    /// The port's policer, shared with its other queues ([`crate::police`]).
+    pub(crate) police: Arc<PortPolicer>,
+    /// Cycles this queue's upcalls took in the upcall budget's window (`pmd/budget.rs`).
+    pub(crate) upcall_cycles: u64,
 }
 
 impl RxSlot {
-    /// A slot for `queue` of port `ofport`, with new counters.
-    pub(crate) fn new(ofport: u32, queue: Box<dyn RxQueue>) -> RxSlot {
+    /// A slot for `queue` of port `ofport`, policed by `police`, with new counters.
+    pub(crate) fn new(ofport: u32, queue: Box<dyn RxQueue>, police: Arc<PortPolicer>) -> RxSlot {
         RxSlot {
             ofport,
             queue,
             drops: Arc::new(RxDrops::new()),
+            police,
+            upcall_cycles: 0,
         }
     }
 }
@@ -52,7 +60,8 @@ pub struct RxQueueStats {
 
 /// The drop reasons counted against the port a packet came in on. Drops at output
 /// (`drop_tx_full`) are counted by the output port itself ([`port::TxQueue::dropped`]).
-pub const IN_PORT_DROPS: [Counter; 7] = [
+pub const IN_PORT_DROPS: [Counter; 8] = [
+    Counter::DropPoliced,
     Counter::DropMalformed,
     Counter::UpcallShed,
     Counter::DropNoAction,
@@ -64,7 +73,7 @@ pub const IN_PORT_DROPS: [Counter; 7] = [
 
 /// What is counted per rx queue: [`IN_PORT_DROPS`], then the queue's packets and the busy
 /// cycles of its batches.
-const PER_QUEUE: [Counter; 9] = [
+const PER_QUEUE: [Counter; 10] = [
     IN_PORT_DROPS[0],
     IN_PORT_DROPS[1],
     IN_PORT_DROPS[2],
@@ -72,6 +81,7 @@ const PER_QUEUE: [Counter; 9] = [
     IN_PORT_DROPS[4],
     IN_PORT_DROPS[5],
     IN_PORT_DROPS[6],
+    IN_PORT_DROPS[7],
     Counter::RxPackets,
     Counter::BusyCycles,
 ];

@@ -75,10 +75,13 @@ pub enum Counter {
     /// Megaflows removed because a published flow change may affect them (their packets take
     /// an upcall).
     MegaflowInvalidated,
+    /// Frames dropped on receive, before lookup, because their port sent more than its
+    /// ingress policing rate ([`crate::police`]).
+    DropPoliced,
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 29;
+pub const COUNTERS: usize = 30;
 
 impl Counter {
     /// Every counter, in index order.
@@ -112,6 +115,7 @@ impl Counter {
         Counter::LaneYields,
         Counter::MegaflowRevalidated,
         Counter::MegaflowInvalidated,
+        Counter::DropPoliced,
     ];
 
     /// A stable snake_case name (for JSON and tables).
@@ -136,6 +140,7 @@ impl Counter {
             Counter::DropPacketInFull => "drop_packet_in_full",
             Counter::DropPoolEmpty => "drop_pool_empty",
             Counter::DropMalformed => "drop_malformed",
+            Counter::DropPoliced => "drop_policed",
             Counter::PacketIns => "packet_ins",
             Counter::BusyCycles => "busy_cycles",
             Counter::IdleCycles => "idle_cycles",
@@ -268,6 +273,8 @@ pub struct Snapshot {
     pub drop_pool_empty: u64,
     /// Frames dropped on receive because their headers were truncated or malformed.
     pub drop_malformed: u64,
+    /// Frames dropped on receive because their port exceeded its ingress policing rate.
+    pub drop_policed: u64,
     /// Packet-ins queued for the agent.
     pub packet_ins: u64,
     /// Cycles spent on batches that carried packets.
@@ -301,6 +308,7 @@ impl Snapshot {
             Counter::DropMeter,
             Counter::DropPoolEmpty,
             Counter::DropMalformed,
+            Counter::DropPoliced,
         ]
         .iter()
         .map(|&c| self[c])
@@ -336,6 +344,7 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::DropPacketInFull => &self.drop_packet_in_full,
             Counter::DropPoolEmpty => &self.drop_pool_empty,
             Counter::DropMalformed => &self.drop_malformed,
+            Counter::DropPoliced => &self.drop_policed,
             Counter::PacketIns => &self.packet_ins,
             Counter::BusyCycles => &self.busy_cycles,
             Counter::IdleCycles => &self.idle_cycles,
@@ -372,6 +381,7 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::DropPacketInFull => &mut self.drop_packet_in_full,
             Counter::DropPoolEmpty => &mut self.drop_pool_empty,
             Counter::DropMalformed => &mut self.drop_malformed,
+            Counter::DropPoliced => &mut self.drop_policed,
             Counter::PacketIns => &mut self.packet_ins,
             Counter::BusyCycles => &mut self.busy_cycles,
             Counter::IdleCycles => &mut self.idle_cycles,

@@ -417,7 +417,11 @@ mod tests {
         for i in 1..=10_000u64 {
             b.refill(i * 100_000);
         }
-        assert_eq!(b.tokens(), 1000, "one second of refills in small steps: one packet");
+        assert_eq!(
+            b.tokens(),
+            1000,
+            "one second of refills in small steps: one packet"
+        );
     }
 
     #[test]

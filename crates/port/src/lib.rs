@@ -27,6 +27,7 @@ pub mod mtu;
 pub mod null;
 pub mod partial_csum;
 pub mod pcap;
+pub mod policing;
 pub mod ring;
 pub mod spec;
 pub mod tap;
@@ -36,6 +37,7 @@ pub mod vnet;
 mod xdp_test_run;
 pub mod xdplive;
 
+pub use policing::Policing;
 pub use spec::open;
 
 use std::os::fd::RawFd;
