@@ -251,15 +251,19 @@ pub fn run(args: RunArgs) -> Result<()> {
     for b in bridges {
         let mut ports = Vec::new();
         for (no, name, spec) in &b.ports {
-            let port =
-                port::spec::open(spec, &pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
-            if let Some(w) = port::mtu::check(spec, port.capabilities().max_frame) {
+            // Policing options are the datapath's; the rest opens the port.
+            let (open_spec, policing) =
+                port::policing::split_spec(spec).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+            let port = port::spec::open(&open_spec, &pool)
+                .map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+            if let Some(w) = port::mtu::check(&open_spec, port.capabilities().max_frame) {
                 eprintln!("warning: bridge {}: port {spec}: {w}", b.name);
             }
             ports.push(SwitchPort {
                 ofport: *no,
                 name: name.clone(),
                 port,
+                policing,
             });
         }
         let settings = openflow_settings(&args, &b, nbridges)?;

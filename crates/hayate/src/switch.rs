@@ -17,6 +17,8 @@ pub struct SwitchPort {
     pub name: String,
     /// The backend.
     pub port: Arc<dyn Port>,
+    /// Its ingress policing (default: none).
+    pub policing: port::Policing,
 }
 
 /// A bridge, ready to start.
@@ -105,6 +107,9 @@ impl Switch {
             .config(self.config.clone());
         for p in &self.ports {
             b = b.port(p.ofport, p.port.clone());
+            if p.policing.is_on() {
+                b = b.policing(p.ofport, p.policing);
+            }
         }
         b
     }

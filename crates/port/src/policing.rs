@@ -160,7 +160,7 @@ pub fn split_spec(spec: &str) -> Result<(String, Policing), PortError> {
     let mut kept = Vec::new();
     for opt in rest.split(',') {
         let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
-        if !p.set(k, v).map_err(|e| PortError::new(spec, e))? {
+        if !opt.is_empty() && !p.set(k, v).map_err(|e| PortError::new(spec, e))? {
             kept.push(opt);
         }
     }

@@ -161,6 +161,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
             ofport: i as u32 + 1,
             name,
             port: p as Arc<dyn Port>,
+            policing: port::Policing::default(),
         });
     }
     // Setup-rate scenarios run with the default megaflow bound: once the table is full every
