@@ -1,7 +1,10 @@
 //! Assembling a datapath: ports, threads, queue assignment, starting and stopping.
 //!
 //! Rx queues of all ports are dealt round-robin to the threads (ports added while running,
-//! [`Running::add_port`], go to the threads with the fewest; [`crate::plug`]). Every thread has a tx table
+//! [`Running::add_port`], go to the threads with the fewest; [`crate::plug`]). A queue pinned
+//! to a core ([`Builder::rxq_affinity`], as Open vSwitch's `pmd-rxq-affinity`) goes to the
+//! poll thread of that core, and a thread with a pinned queue is dedicated: the unpinned
+//! queues are dealt to the other threads (to all when every thread has a pinned queue). Every thread has a tx table
 //! with one entry per port; thread `t` sends on tx queue `t % tx_queues` of each port. When a
 //! port has fewer tx queues than there are threads, the threads that land on the same queue
 //! share it behind a mutex taken once per tx batch; otherwise each thread owns its queue.
@@ -68,6 +71,7 @@ pub struct Builder {
     lane_core: Option<usize>,
     config: DpConfig,
     policers: Arc<Policers>,
+    affinity: BTreeMap<u32, Vec<(u16, usize)>>,
 }
 
 impl Builder {
@@ -87,6 +91,16 @@ impl Builder {
     /// [`Running::set_policing`].
     pub fn policing(self, ofport: u32, policing: port::Policing) -> Self {
         self.policers.set(ofport, policing);
+        self
+    }
+
+    /// Pins port `ofport`'s rx queues to the poll threads of cores: `(queue, core)` pairs
+    /// (module docs). [`Builder::build`] refuses a queue the port lacks and a core no
+    /// thread runs on.
+    pub fn rxq_affinity(mut self, ofport: u32, pins: Vec<(u16, usize)>) -> Self {
+        if !pins.is_empty() {
+            self.affinity.insert(ofport, pins);
+        }
         self
     }
 
@@ -163,6 +177,7 @@ impl Builder {
         } else {
             self.threads
         };
+        let affinity = check_affinity(&self.affinity, &self.ports, &threads)?;
         let (pi_tx, pi_rx) = sync_channel(self.config.packet_in_queue);
         let packet_ins = Arc::new(PacketInQueue {
             rx: Mutex::new(pi_rx),
@@ -184,6 +199,7 @@ impl Builder {
             lane_core: self.lane_core,
             config: self.config,
             policers: self.policers,
+            affinity,
             pi_tx,
             packet_ins,
         })
@@ -201,6 +217,8 @@ pub struct Datapath {
     config: DpConfig,
     /// Each port's ingress policer ([`crate::police`]).
     policers: Arc<Policers>,
+    /// The thread of each pinned rx queue: (port, queue) → thread index.
+    affinity: BTreeMap<(u32, u16), usize>,
     pi_tx: SyncSender<PacketIn>,
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
@@ -272,11 +290,26 @@ impl Datapath {
         // Rx queues, dealt round-robin.
         let mut rx: Vec<Vec<(u32, Box<dyn port::RxQueue>)>> =
             (0..nthreads).map(|_| Vec::new()).collect();
+        // Threads with a pinned queue are dedicated to their pinned queues.
+        let free: Vec<usize> = (0..nthreads)
+            .filter(|t| !self.affinity.values().any(|a| a == t))
+            .collect();
+        let free = if free.is_empty() {
+            (0..nthreads).collect()
+        } else {
+            free
+        };
         let mut k = 0;
         for (ofport, p) in &self.ports {
             for q in 0..p.capabilities().rx_queues {
-                rx[k % nthreads].push((*ofport, p.open_rx(q).map_err(open_err)?));
-                k += 1;
+                let t = match self.affinity.get(&(*ofport, q)) {
+                    Some(&t) => t,
+                    None => {
+                        k += 1;
+                        free[(k - 1) % free.len()]
+                    }
+                };
+                rx[t].push((*ofport, p.open_rx(q).map_err(open_err)?));
             }
         }
         // Priority queues go to a thread of their own, the priority lane (module docs).
@@ -598,6 +631,46 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The thread of each pinned queue, or an error naming the queue or core and the fix.
+fn check_affinity(
+    pins: &BTreeMap<u32, Vec<(u16, usize)>>,
+    ports: &[(u32, Arc<dyn Port>)],
+    threads: &[Option<usize>],
+) -> Result<BTreeMap<(u32, u16), usize>, DpError> {
+    let mut out = BTreeMap::new();
+    for (ofport, pins) in pins {
+        let Some((_, p)) = ports.iter().find(|(o, _)| o == ofport) else {
+            return Err(DpError(format!(
+                "rxq_affinity for OpenFlow port {ofport}, which the datapath does not have"
+            )));
+        };
+        let queues = p.capabilities().rx_queues;
+        for &(q, core) in pins {
+            if q >= queues {
+                return Err(DpError(format!(
+                    "rxq_affinity={q}:{core} on {}: it has rx queues 0 ..= {}; fix the queue",
+                    p.name(),
+                    queues.saturating_sub(1)
+                )));
+            }
+            let Some(t) = threads.iter().position(|c| *c == Some(core)) else {
+                let cores: Vec<String> = threads
+                    .iter()
+                    .map(|c| c.map_or("unpinned".into(), |c| c.to_string()))
+                    .collect();
+                return Err(DpError(format!(
+                    "rxq_affinity={q}:{core} on {}: no poll thread runs on core {core} (threads' \
+                     cores: {}); add core {core} to the bridge's cores or fix the option",
+                    p.name(),
+                    cores.join(", ")
+                )));
+            };
+            out.insert((*ofport, q), t);
+        }
+    }
+    Ok(out)
 }
 
 /// Makes the calling thread a real-time one (`SCHED_FIFO`, the lowest real-time priority):

@@ -134,7 +134,7 @@ impl PortConfig {
                 spec.push_str(&format!(",{key}={v}"));
             }
         }
-        port::policing::split_spec(&spec).map_err(|e| {
+        port::dp_options::split_spec(&spec).map_err(|e| {
             ConfigError(format!(
                 "line {}: {e}",
                 line_of(src, self.spec.span().start)
@@ -501,7 +501,8 @@ spec = "null:sink"
             1,
         );
         let b = parse(&src).unwrap();
-        let (_, p) = port::policing::split_spec(&b[0].ports[0].2).unwrap();
+        let (_, o) = port::dp_options::split_spec(&b[0].ports[0].2).unwrap();
+        let p = o.policing;
         assert_eq!(
             (p.rate_kbps, p.burst_kbit),
             (1000, 100),

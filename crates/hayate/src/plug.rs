@@ -59,7 +59,15 @@ fn address(port: &Arc<dyn Port>) -> usize {
 
 impl PortPlug for Plugger {
     fn open(&self, spec: &str) -> Result<Arc<dyn Port>, String> {
-        let (spec, policing) = port::policing::split_spec(spec).map_err(|e| e.to_string())?;
+        let (spec, options) = port::dp_options::split_spec(spec).map_err(|e| e.to_string())?;
+        if !options.rxq_affinity.is_empty() {
+            return Err(
+                "rxq_affinity is set when the bridge starts (its config or --port); \
+                 a port added while running goes to the threads with the fewest queues"
+                    .into(),
+            );
+        }
+        let policing = options.policing;
         let port = blocking(|| port::spec::open(&spec, &self.pool)).map_err(|e| e.to_string())?;
         if policing.is_on() {
             self.pending_policing().push((address(&port), policing));

@@ -252,8 +252,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         let mut ports = Vec::new();
         for (no, name, spec) in &b.ports {
             // Policing options are the datapath's; the rest opens the port.
-            let (open_spec, policing) =
-                port::policing::split_spec(spec).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+            let (open_spec, options) = port::dp_options::split_spec(spec)
+                .map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
             let port = port::spec::open(&open_spec, &pool)
                 .map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
             if let Some(w) = port::mtu::check(&open_spec, port.capabilities().max_frame) {
@@ -263,7 +263,8 @@ pub fn run(args: RunArgs) -> Result<()> {
                 ofport: *no,
                 name: name.clone(),
                 port,
-                policing,
+                policing: options.policing,
+                rxq_affinity: options.rxq_affinity,
             });
         }
         let settings = openflow_settings(&args, &b, nbridges)?;

@@ -19,6 +19,8 @@ pub struct SwitchPort {
     pub port: Arc<dyn Port>,
     /// Its ingress policing (default: none).
     pub policing: port::Policing,
+    /// Its rx queues pinned to cores: `(queue, core)` (default: none).
+    pub rxq_affinity: Vec<(u16, usize)>,
 }
 
 /// A bridge, ready to start.
@@ -110,6 +112,7 @@ impl Switch {
             if p.policing.is_on() {
                 b = b.policing(p.ofport, p.policing);
             }
+            b = b.rxq_affinity(p.ofport, p.rxq_affinity.clone());
         }
         b
     }

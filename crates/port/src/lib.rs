@@ -22,6 +22,7 @@
 pub mod afpacket;
 pub mod afxdp;
 mod claim;
+pub mod dp_options;
 pub mod fuzzing;
 pub mod mtu;
 pub mod null;
@@ -37,6 +38,7 @@ pub mod vnet;
 mod xdp_test_run;
 pub mod xdplive;
 
+pub use dp_options::DatapathOptions;
 pub use policing::Policing;
 pub use spec::open;
 

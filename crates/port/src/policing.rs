@@ -1,6 +1,6 @@
 //! Ingress policing options of a port, as written in its spec (the names Open vSwitch gives
-//! them in its Interface table), parsed and checked here; the datapath polices
-//! (`datapath::police`).
+//! them in its Interface table), parsed and checked here ([`crate::dp_options`] takes them
+//! out of a spec); the datapath polices (`datapath::police`).
 //!
 //! | option | meaning |
 //! |---|---|
@@ -11,8 +11,6 @@
 //!
 //! Both rates may be given; a frame then passes when both buckets hold its cost. Leaving a
 //! rate out (not `0`, which is refused) does not police by it.
-
-use crate::PortError;
 
 /// Default bucket of a bit rate, kbit (Open vSwitch's default burst).
 pub const DEFAULT_BURST_KBIT: u32 = 8000;
@@ -150,34 +148,18 @@ impl std::fmt::Display for Policing {
     }
 }
 
-/// Takes the policing options out of a port spec: returns the spec without them (for
-/// [`crate::spec::open`]) and the policing they ask for.
-pub fn split_spec(spec: &str) -> Result<(String, Policing), PortError> {
-    let Some((kind, rest)) = spec.split_once(':') else {
-        return Ok((spec.to_string(), Policing::default()));
-    };
-    let mut p = Policing::default();
-    let mut kept = Vec::new();
-    for opt in rest.split(',') {
-        let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
-        if !opt.is_empty() && !p.set(k, v).map_err(|e| PortError::new(spec, e))? {
-            kept.push(opt);
-        }
-    }
-    let p = p.finish().map_err(|e| PortError::new(spec, e))?;
-    Ok((format!("{kind}:{}", kept.join(",")), p))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dp_options::split_spec;
 
     #[test]
     fn spec_options_come_out_and_the_rest_stays() {
-        let (rest, p) = split_spec(
+        let (rest, o) = split_spec(
             "afxdp:veth0,queues=2,ingress_policing_rate=10000,ingress_policing_burst=1000",
         )
         .unwrap();
+        let p = o.policing;
         assert_eq!(rest, "afxdp:veth0,queues=2");
         assert_eq!(
             p,
@@ -187,13 +169,14 @@ mod tests {
                 ..Policing::default()
             }
         );
-        let (rest, p) = split_spec("null:ingress_policing_kpkts_rate=100").unwrap();
+        let (rest, o) = split_spec("null:ingress_policing_kpkts_rate=100").unwrap();
+        let p = o.policing;
         assert_eq!(rest, "null:");
         assert_eq!((p.rate_kpps, p.burst_kpkts), (100, 10), "default burst");
-        let (rest, p) = split_spec("null:sink").unwrap();
-        assert_eq!((rest.as_str(), p.is_on()), ("null:sink", false));
-        let (_, p) = split_spec("null:ingress_policing_rate=500").unwrap();
-        assert_eq!(p.burst_kbit, DEFAULT_BURST_KBIT);
+        let (rest, o) = split_spec("null:sink").unwrap();
+        assert_eq!((rest.as_str(), o.policing.is_on()), ("null:sink", false));
+        let (_, o) = split_spec("null:ingress_policing_rate=500").unwrap();
+        assert_eq!(o.policing.burst_kbit, DEFAULT_BURST_KBIT);
     }
 
     #[test]

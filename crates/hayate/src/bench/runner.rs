@@ -162,6 +162,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
             name,
             port: p as Arc<dyn Port>,
             policing: port::Policing::default(),
+            rxq_affinity: Vec::new(),
         });
     }
     // Setup-rate scenarios run with the default megaflow bound: once the table is full every
