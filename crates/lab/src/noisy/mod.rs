@@ -47,11 +47,13 @@ pub struct NoisyArgs {
     /// Run each switch without policing (off), with policing on the noisy port (on), or both.
     #[arg(long, value_delimiter = ',', default_value = "off,on")]
     pub policing: Vec<String>,
-    /// Policing rate of the noisy port, kbit/s.
-    #[arg(long, default_value_t = 100_000)]
-    pub police_kbps: u64,
-    /// Policing bucket of the noisy port, kbit.
+    /// Policing rate of the noisy port, kbit/s (10 Mbit/s: about 20,000 64-byte frames a
+    /// second).
     #[arg(long, default_value_t = 10_000)]
+    pub police_kbps: u64,
+    /// Policing bucket of the noisy port, kbit (Open vSwitch's advice: a tenth of the rate
+    /// or more).
+    #[arg(long, default_value_t = 1_000)]
     pub police_burst_kbit: u64,
     /// Flows of the new-flow flood (UDP source ports 10000 upwards).
     #[arg(long, default_value_t = 50_000)]

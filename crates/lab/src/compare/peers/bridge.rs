@@ -3,7 +3,9 @@
 //! on the switch-side veths hands each frame to the switch core's backlog, where the bridge
 //! forwards it and host B's stack receives it: what crossing cores costs a switch that pays
 //! no userspace cost. Policing: a tc `police` action (matchall) on the policed interface's
-//! ingress qdisc, which drops the excess before the bridge sees it.
+//! ingress qdisc, which drops the excess before the bridge sees it; on a kernel without tc's
+//! police action (`act_police`), an nftables `limit` rule at the interface's ingress hook,
+//! which does the same a step later.
 
 use anyhow::Result;
 
@@ -64,17 +66,30 @@ impl Peer for Bridge {
         }
         topo.sh(&topo.ns_s, &format!("ip link set {br} up"))?;
         if let Some(p) = cx.police {
-            topo.sh(
+            let tc = topo.sh(
                 &topo.ns_s,
                 &format!(
                     "tc qdisc add dev {d} handle ffff: ingress && \
                      tc filter add dev {d} parent ffff: matchall action police \
-                     rate {r}kbit burst {b}kbit conform-exceed drop",
+                     rate {r}kbit burst {b}kb conform-exceed drop",
                     d = p.dev,
                     r = p.kbps,
                     b = p.burst_kbit.div_ceil(8)
                 ),
-            )?;
+            );
+            if tc.is_err() {
+                topo.sh(
+                    &topo.ns_s,
+                    &format!(
+                        "nft add table netdev police && \
+                         nft add chain netdev police in '{{ type filter hook ingress device {d} priority 0; }}' && \
+                         nft add rule netdev police in limit rate over {r} bytes/second burst {b} bytes drop",
+                        d = p.dev,
+                        r = p.kbps * 1000 / 8,
+                        b = p.burst_kbit * 1000 / 8
+                    ),
+                )?;
+            }
         }
         Ok(Box::new(device))
     }

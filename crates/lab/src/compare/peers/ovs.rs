@@ -80,6 +80,23 @@ impl Peer for OvsPeer {
             .collect();
         ovs.vsctl(&ports.join(" "))?;
         std::thread::sleep(Duration::from_secs(2));
+        if let Some(p) = cx.police {
+            // Open vSwitch polices system and AF_XDP ports with the kernel's tc police action;
+            // it only logs when that fails.
+            let out = cx.topo.sh(
+                &cx.topo.ns_s,
+                &format!("tc filter show dev {} parent ffff:", p.dev),
+            );
+            let shown = out.map(|o| String::from_utf8_lossy(&o.stdout).contains("police"));
+            if !shown.unwrap_or(false) {
+                anyhow::bail!(
+                    "Open vSwitch could not police {} (this kernel lacks tc's police action, \
+                     act_police; see {}/ovs-vswitchd.log)",
+                    p.dev,
+                    ovs.dir.display()
+                );
+            }
+        }
         for f in cx.flows {
             ovs.ofctl(&["add-flow", f])?;
         }
