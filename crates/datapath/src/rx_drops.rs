@@ -17,6 +17,8 @@ use std::sync::Arc;
 
 use port::RxQueue;
 
+use pipeline::meter::TokenBucket;
+
 use crate::police::PortPolicer;
 use crate::stats::{Counter, LocalStats, Snapshot};
 
@@ -30,6 +32,9 @@ pub(crate) struct RxSlot {
     pub(crate) police: Arc<PortPolicer>,
     /// Cycles this queue's upcalls took in the upcall budget's window (`pmd/budget.rs`).
     pub(crate) upcall_cycles: u64,
+    /// The queue's packet-in allowance, made at its first batch when
+    /// [`crate::DpConfig::packet_in_port_rate`] is set (`pmd/budget.rs`).
+    pub(crate) packet_ins: Option<TokenBucket>,
 }
 
 impl RxSlot {
@@ -41,6 +46,7 @@ impl RxSlot {
             drops: Arc::new(RxDrops::new()),
             police,
             upcall_cycles: 0,
+            packet_ins: None,
         }
     }
 }
@@ -60,7 +66,7 @@ pub struct RxQueueStats {
 
 /// The drop reasons counted against the port a packet came in on. Drops at output
 /// (`drop_tx_full`) are counted by the output port itself ([`port::TxQueue::dropped`]).
-pub const IN_PORT_DROPS: [Counter; 8] = [
+pub const IN_PORT_DROPS: [Counter; 9] = [
     Counter::DropPoliced,
     Counter::DropMalformed,
     Counter::UpcallShed,
@@ -69,11 +75,12 @@ pub const IN_PORT_DROPS: [Counter; 8] = [
     Counter::DropMeter,
     Counter::DropPoolEmpty,
     Counter::DropPacketInFull,
+    Counter::DropPacketInBudget,
 ];
 
 /// What is counted per rx queue: [`IN_PORT_DROPS`], then the queue's packets and the busy
 /// cycles of its batches.
-const PER_QUEUE: [Counter; 10] = [
+const PER_QUEUE: [Counter; 11] = [
     IN_PORT_DROPS[0],
     IN_PORT_DROPS[1],
     IN_PORT_DROPS[2],
@@ -82,6 +89,7 @@ const PER_QUEUE: [Counter; 10] = [
     IN_PORT_DROPS[5],
     IN_PORT_DROPS[6],
     IN_PORT_DROPS[7],
+    IN_PORT_DROPS[8],
     Counter::RxPackets,
     Counter::BusyCycles,
 ];

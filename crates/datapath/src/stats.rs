@@ -78,10 +78,13 @@ pub enum Counter {
     /// Frames dropped on receive, before lookup, because their port sent more than its
     /// ingress policing rate ([`crate::police`]).
     DropPoliced,
+    /// Packet-ins not queued because their rx queue had used its packet-in allowance
+    /// ([`crate::DpConfig::packet_in_port_rate`]).
+    DropPacketInBudget,
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 30;
+pub const COUNTERS: usize = 31;
 
 impl Counter {
     /// Every counter, in index order.
@@ -116,6 +119,7 @@ impl Counter {
         Counter::MegaflowRevalidated,
         Counter::MegaflowInvalidated,
         Counter::DropPoliced,
+        Counter::DropPacketInBudget,
     ];
 
     /// A stable snake_case name (for JSON and tables).
@@ -141,6 +145,7 @@ impl Counter {
             Counter::DropPoolEmpty => "drop_pool_empty",
             Counter::DropMalformed => "drop_malformed",
             Counter::DropPoliced => "drop_policed",
+            Counter::DropPacketInBudget => "drop_packet_in_budget",
             Counter::PacketIns => "packet_ins",
             Counter::BusyCycles => "busy_cycles",
             Counter::IdleCycles => "idle_cycles",
@@ -275,6 +280,8 @@ pub struct Snapshot {
     pub drop_malformed: u64,
     /// Frames dropped on receive because their port exceeded its ingress policing rate.
     pub drop_policed: u64,
+    /// Packet-ins over their rx queue's allowance.
+    pub drop_packet_in_budget: u64,
     /// Packet-ins queued for the agent.
     pub packet_ins: u64,
     /// Cycles spent on batches that carried packets.
@@ -345,6 +352,7 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::DropPoolEmpty => &self.drop_pool_empty,
             Counter::DropMalformed => &self.drop_malformed,
             Counter::DropPoliced => &self.drop_policed,
+            Counter::DropPacketInBudget => &self.drop_packet_in_budget,
             Counter::PacketIns => &self.packet_ins,
             Counter::BusyCycles => &self.busy_cycles,
             Counter::IdleCycles => &self.idle_cycles,
@@ -382,6 +390,7 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::DropPoolEmpty => &mut self.drop_pool_empty,
             Counter::DropMalformed => &mut self.drop_malformed,
             Counter::DropPoliced => &mut self.drop_policed,
+            Counter::DropPacketInBudget => &mut self.drop_packet_in_budget,
             Counter::PacketIns => &mut self.packet_ins,
             Counter::BusyCycles => &mut self.busy_cycles,
             Counter::IdleCycles => &mut self.idle_cycles,

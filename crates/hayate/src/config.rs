@@ -86,6 +86,12 @@ pub struct BridgeConfig {
     pub packet_in_rate: Option<Spanned<u32>>,
     /// Packet-ins that may go at once after a quiet period (default 100).
     pub packet_in_burst: Option<Spanned<u32>>,
+    /// Packet-ins per second each rx queue (a port, with one queue) may queue for the
+    /// controllers (default: no bound of its own), so one port's flood of new flows does not
+    /// take its neighbours' packet-ins.
+    pub packet_in_port_rate: Option<Spanned<u32>>,
+    /// Packet-ins an rx queue may queue at once (default 100).
+    pub packet_in_port_burst: Option<Spanned<u32>>,
     /// Most flow entries per table (default 2,000,000; an add beyond it gets
     /// OFPFMFC_TABLE_FULL).
     pub flow_limit: Option<Spanned<usize>>,
@@ -169,6 +175,8 @@ pub struct Bridge {
     pub packet_in_limit: agent::RateLimit,
     /// Pipeline settings (the flow limits).
     pub pipeline: PipelineConfig,
+    /// Packet-ins per second and burst each rx queue may queue (`None`: no bound).
+    pub packet_in_port: Option<(u32, u32)>,
 }
 
 /// Parses a datapath id in hex, with or without `0x`.
@@ -380,6 +388,23 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
                 .map_err(|e| ConfigError(format!("line {}: {e}", line_of(src, v.span().start))))?;
         }
     }
+    let mut packet_in_port = None;
+    if let Some(r) = &b.packet_in_port_rate {
+        let at = |v: &Spanned<u32>| line_of(src, v.span().start);
+        let rate = check_packet_in("packet_in_port_rate", *r.get_ref())
+            .map_err(|e| ConfigError(format!("line {}: {e}", at(r))))?;
+        let burst = match &b.packet_in_port_burst {
+            Some(v) => check_packet_in("packet_in_port_burst", *v.get_ref())
+                .map_err(|e| ConfigError(format!("line {}: {e}", at(v))))?,
+            None => 100,
+        };
+        packet_in_port = Some((rate, burst));
+    } else if let Some(v) = &b.packet_in_port_burst {
+        return Err(ConfigError(format!(
+            "line {}: packet_in_port_burst without packet_in_port_rate; add the rate",
+            line_of(src, v.span().start)
+        )));
+    }
     let mut pipeline = PipelineConfig::default();
     for (key, value, slot) in [
         ("flow_limit", &b.flow_limit, &mut pipeline.table_capacity),
@@ -406,6 +431,7 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
         tls,
         packet_in_limit,
         pipeline,
+        packet_in_port,
     })
 }
 
@@ -491,6 +517,15 @@ spec = "null:sink"
         assert_eq!(parse(GOOD).unwrap()[0].lane_core, None);
         let src = GOOD.replacen("[[bridge]]\n", "[[bridge]]\nlane_core = 0\n", 1);
         assert_eq!(parse(&src).unwrap()[0].lane_core, Some(0), "{src}");
+    }
+
+    #[test]
+    fn packet_in_port_keys_are_read_and_checked() {
+        assert_eq!(parse(GOOD).unwrap()[0].packet_in_port, None);
+        let src = GOOD.replacen("[[bridge]]\n", "[[bridge]]\npacket_in_port_rate = 200\n", 1);
+        assert_eq!(parse(&src).unwrap()[0].packet_in_port, Some((200, 100)));
+        let src = GOOD.replacen("[[bridge]]\n", "[[bridge]]\npacket_in_port_burst = 5\n", 1);
+        assert!(parse(&src).unwrap_err().0.contains("add the rate"));
     }
 
     #[test]

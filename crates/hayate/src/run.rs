@@ -136,6 +136,7 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
         tls: None,
         packet_in_limit: agent::RateLimit::default(),
         pipeline: pipeline::PipelineConfig::default(),
+        packet_in_port: None,
     }])
 }
 
@@ -271,6 +272,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         let mut sw =
             Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
         sw.config.idle.sleep = !args.busy_poll;
+        if let Some((rate, burst)) = b.packet_in_port {
+            sw.config.packet_in_port_rate = rate;
+            sw.config.packet_in_port_burst = burst;
+        }
         if let Some(c) = b.lane_core {
             // Online CPUs, not this process's affinity: the lane may leave the poll threads'.
             // SAFETY: sysconf has no preconditions.

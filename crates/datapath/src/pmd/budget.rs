@@ -6,6 +6,13 @@
 //! `min_upcalls_per_batch`. Each queue is judged by its own upcalls: a port flooding new
 //! flows spends its own share, and another port's new flows on the same thread are
 //! translated as before.
+//!
+//! Packet-ins are budgeted per rx queue too, when `packet_in_port_rate` is set: each queue
+//! has a token bucket of packet-ins (its own, not shared: a port with queues on several
+//! threads gets the rate per queue); a batch may queue as many as the bucket holds, and what
+//! it queued is taken out after the batch.
+
+use pipeline::meter::TokenBucket;
 
 use super::Pmd;
 
@@ -35,6 +42,35 @@ impl Pmd {
             }
         }
         b.hits += hits;
+    }
+
+    /// Before a batch of rx queue `q`: lets the executor queue as many packet-ins as the
+    /// queue's allowance holds at `now` (ns). Returns that number, for
+    /// [`Pmd::settle_packet_ins`].
+    pub(super) fn allow_packet_ins(&mut self, q: usize, now: u64) -> u32 {
+        let (rate, burst) = (
+            u64::from(self.cfg.packet_in_port_rate),
+            u64::from(self.cfg.packet_in_port_burst),
+        );
+        let Some(slot) = self.rx.get_mut(q) else {
+            return u32::MAX;
+        };
+        let b = slot
+            .packet_ins
+            .get_or_insert_with(|| TokenBucket::new(rate * 1000, burst * 1000));
+        b.refill(now);
+        let allow = (b.tokens() / 1000).min(u64::from(u32::MAX - 1)) as u32;
+        self.exec.packet_in_allow = allow;
+        allow
+    }
+
+    /// After the batch: takes the packet-ins it queued out of queue `q`'s allowance.
+    pub(super) fn settle_packet_ins(&mut self, q: usize, allowed: u32) {
+        let used = allowed.saturating_sub(self.exec.packet_in_allow);
+        self.exec.packet_in_allow = u32::MAX;
+        if let Some(b) = self.rx.get(q).and_then(|r| r.packet_ins.as_ref()) {
+            b.take(u64::from(used) * 1000);
+        }
     }
 
     /// Whether one more upcall is allowed in this batch of rx queue `q`.

@@ -535,7 +535,13 @@ impl Pmd {
             self.ensure_hashes(miss);
             self.handle_misses(q, miss, t0);
         }
-        self.execute(n);
+        if self.cfg.packet_in_port_rate != 0 {
+            let allowed = self.allow_packet_ins(q, now);
+            self.execute(n);
+            self.settle_packet_ins(q, allowed);
+        } else {
+            self.execute(n);
+        }
         self.exec.flush(&mut self.local);
         self.s.uncached.clear();
         let busy = cycles().wrapping_sub(t0);

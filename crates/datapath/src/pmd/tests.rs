@@ -455,3 +455,55 @@ fn policing_set_while_polling_takes_effect_at_the_next_batch() {
     );
     assert!(s[Counter::TxPackets] <= 32 + 1100);
 }
+
+#[test]
+fn a_ports_packet_in_flood_spends_its_own_allowance_not_its_neighbours() {
+    // Every packet goes to the controller; port 1 floods, port 2 sends 5 frames.
+    let to_controller = || {
+        logic(|_, out| {
+            out.mask = mask(&[Field::InPort]);
+            out.actions.push(DpAction::Controller {
+                reason: pipeline::PacketInReason::Action,
+                max_len: 128,
+                table_id: 0,
+                cookie: 0,
+            });
+        })
+    };
+    let run = |cfg: DpConfig| {
+        let mut r = noisy("null:", port::Policing::default(), cfg, to_controller());
+        // The flood first, then the neighbour's frames.
+        for _ in 0..40 {
+            r.pmd.poll_once();
+        }
+        r.send_victim(&(0..5).map(|i| udp(i, 2)).collect::<Vec<_>>());
+        for _ in 0..60 {
+            r.pmd.poll_once();
+        }
+        let mut from = [0u64; 3];
+        r._dp
+            .packet_ins(usize::MAX, |pi| from[pi.in_port as usize] += 1);
+        let drops: Vec<_> = r.pmd.rx_drops().map(|(p, d)| (p, d.snapshot())).collect();
+        (from, drops)
+    };
+    // Without a per-port allowance the flood fills the shared queue first.
+    let (from, _) = run(DpConfig::default());
+    assert_eq!(from[1], 1024, "the whole packet-in queue");
+    assert_eq!(from[2], 0, "the neighbour's packet-ins found it full");
+    // With 1 a second and a bucket of 10: the flood gets its 10, the neighbour its 5.
+    let (from, drops) = run(DpConfig {
+        packet_in_port_rate: 1,
+        packet_in_port_burst: 10,
+        ..DpConfig::default()
+    });
+    assert!((10..=11).contains(&from[1]), "{from:?}");
+    assert_eq!(from[2], 5, "{from:?}");
+    let of = |port| drops.iter().find(|(p, _)| *p == port).unwrap().1;
+    assert_eq!(
+        of(1)[Counter::DropPacketInBudget],
+        3200 - from[1],
+        "the rest of the flood's are counted against it"
+    );
+    assert_eq!(of(2)[Counter::DropPacketInBudget], 0);
+    assert_eq!(of(2)[Counter::DropPacketInFull], 0);
+}
