@@ -5,7 +5,7 @@
 //! megaflow arena, its [`PmdStats`] and scratch arrays for one batch (32 keys, hashes, ids),
 //! all allocated once. Nothing else reads or writes them, so the path needs no lock.
 //!
-//! One rx batch goes: recv → extract keys and hashes (prefetching the next packet) → EMC batch
+//! One rx batch goes: recv → (a policed port's excess dropped) → extract keys and hashes (prefetching the next packet) → EMC batch
 //! lookup → classifier batch lookup for the EMC misses (hits are offered to the EMC) →
 //! upcalls for the classifier misses, within the upcall budget → execute → flush outputs.
 //!
@@ -27,7 +27,9 @@
 //!
 //! Misses with the same key in one batch share one translation, within the upcall budget.
 //!
-//! This file is the path of a batch; beside it: `budget.rs` (the upcall budget), `changes.rs`
+//! This file is the path of a batch; beside it: `budget.rs` (the upcall budget and the
+//! packet-in allowance, per rx queue), `police.rs` (a policed port's excess dropped right
+//! after receive), `changes.rs`
 //! (flow changes taken per generation and megaflows checked on a hit), `lane.rs` (the
 //! priority lane's share of its core), `maintain.rs` (the periodic pass: counters flushed,
 //! subtables re-ranked, idle megaflows swept), `time.rs` (the two time bases).
@@ -36,6 +38,7 @@ mod budget;
 mod changes;
 mod lane;
 mod maintain;
+mod police;
 mod time;
 
 pub use time::now_ns;
@@ -475,43 +478,6 @@ impl Pmd {
         self.exec.discard();
         self.s.batch.free_into(self.exec.cache());
         self.stats.absorb(&mut self.local);
-    }
-
-    /// Drops the frames of the scratch batch (from rx queue `q`) that its port's policer
-    /// refuses ([`crate::police`]): freed, counted as received and as `drop_policed`, before
-    /// any extraction. Returns the frames left.
-    fn police(&mut self, q: usize, t0: u64) -> usize {
-        let now = self.clock.at(t0);
-        let s = &mut *self.s;
-        let pass = self.rx[q].police.police(now, s.batch.as_slice());
-        let n = s.batch.len();
-        if pass == low_bits(n) {
-            return n;
-        }
-        let (mut i, mut dropped, mut bytes) = (0, 0u64, 0u64);
-        let cache = self.exec.cache();
-        s.batch.retain_or(
-            |_| {
-                let keep = pass & (1 << i) != 0;
-                i += 1;
-                keep
-            },
-            |p| {
-                dropped += 1;
-                bytes += p.len() as u64;
-                cache.free(p);
-            },
-        );
-        self.local.add(Counter::RxPackets, dropped);
-        self.local.add(Counter::RxBytes, bytes);
-        self.local.add(Counter::DropPoliced, dropped);
-        let left = s.batch.len();
-        if left == 0 {
-            let busy = cycles().wrapping_sub(t0);
-            self.local.add(Counter::BusyCycles, busy);
-            self.budget.busy += busy;
-        }
-        left
     }
 
     /// Processes the packets in the scratch batch, received on `in_port` from rx queue `q`.

@@ -268,7 +268,7 @@ struct Noisy {
     victim_in: Box<dyn TxQueue>,
     victim_out: Box<dyn RxQueue>,
     cache: PoolCache,
-    _dp: Datapath,
+    dp: Datapath,
 }
 
 fn noisy(noisy: &str, policing: port::Policing, cfg: DpConfig, logic: Logic) -> Noisy {
@@ -293,7 +293,7 @@ fn noisy(noisy: &str, policing: port::Policing, cfg: DpConfig, logic: Logic) -> 
         victim_in: v_host.open_tx(0).unwrap(),
         victim_out: o_host.open_rx(0).unwrap(),
         cache: pool.cache(),
-        _dp: dp,
+        dp,
     }
 }
 
@@ -439,7 +439,7 @@ fn policing_set_while_polling_takes_effect_at_the_next_batch() {
     assert_eq!(r.pmd.poll_once(), 32);
     assert_eq!(r.pmd.stats()[Counter::DropPoliced], 0);
     // A 1-kpkt bucket, emptied: the next 1000 pass, then the rest is policed.
-    r._dp.set_policing(
+    r.dp.set_policing(
         1,
         port::Policing::parse("ingress_policing_kpkts_rate=1,ingress_policing_kpkts_burst=1")
             .unwrap(),
@@ -481,7 +481,7 @@ fn a_ports_packet_in_flood_spends_its_own_allowance_not_its_neighbours() {
             r.pmd.poll_once();
         }
         let mut from = [0u64; 3];
-        r._dp
+        r.dp
             .packet_ins(usize::MAX, |pi| from[pi.in_port as usize] += 1);
         let drops: Vec<_> = r.pmd.rx_drops().map(|(p, d)| (p, d.snapshot())).collect();
         (from, drops)
