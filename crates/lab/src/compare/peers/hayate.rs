@@ -105,7 +105,19 @@ impl Peer for Hayate {
             .stderr(File::create(&err)?)
             .spawn()
             .context("starting hayate")?;
-        let started = ChildSwitch { child, err }.settled(Duration::from_millis(500))?;
+        let mut started = ChildSwitch { child, err }.settled(Duration::from_millis(500))?;
+        if !cx.flows.is_empty() {
+            // Ports open before the management socket does (AF_XDP ports take a while).
+            let sock = std::path::Path::new(&run_dir).join("br0.mgmt");
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while !sock.exists() {
+                started.check_alive()?;
+                if std::time::Instant::now() > deadline {
+                    anyhow::bail!("hayate did not open {} within 20 s", sock.display());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         for f in cx.flows {
             let out = std::process::Command::new(cx.hayate)
                 .args(["ctl", "--run-dir", &run_dir, "br0", "add-flow", f])
