@@ -7,7 +7,7 @@
 # which lets it accept those flags; nothing else is built that way. Crashes land in
 # fuzz/artifacts/TARGET/ (replay one: cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O TARGET
 # artifacts/TARGET/crash-...), the corpus grows in fuzz/corpus/TARGET/ (both ignored by git).
-# The same bodies run on stable in `cargo test` (packet, openflow, pipeline, port `fuzzing`
+# The same bodies run on stable in `cargo test` (packet, openflow, pipeline, port, ovsdb `fuzzing`
 # modules), on seeded mutations instead of coverage feedback.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"

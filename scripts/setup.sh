@@ -5,7 +5,9 @@ set -euo pipefail
 
 need_apt=()
 # iperf3, iputils-ping: the network-namespace suite (crates/hayate/tests/netns_*.rs).
-# openvswitch-common: ovs-ofctl, which the OpenFlow tests drive and read.
+# openvswitch-common: ovs-ofctl, which the OpenFlow tests drive and read; ovsdb-server,
+# ovsdb-tool, ovsdb-client. openvswitch-switch: ovs-vsctl and vswitch.ovsschema, for the OVSDB
+# tests (crates/hayate/tests/ovsdb_vsctl.rs, which run their own ovsdb-server).
 # nftables: `hayate bench compare`'s sink on host B (and its test).
 # clang, libbpf-dev: the AF_XDP port's XDP program (crates/port/bpf/, built by build.rs).
 # dpdk-dev (dpdk-testpmd and the PMD libraries), librte-net-virtio23: DPDK's virtio-user, the
@@ -18,7 +20,7 @@ need_apt=()
 # python3-venv, python3-dev: the controllers' venv below (Faucet's pytricia has no wheel for
 # Debian 12's Python 3.11 and is compiled, which needs Python.h).
 for pkg in build-essential pkg-config tcpdump iproute2 ethtool iperf3 iputils-ping python3 python3-venv python3-dev linux-perf clang libbpf-dev \
-    openvswitch-common nftables qemu-system-x86 busybox-static cpio \
+    openvswitch-common openvswitch-switch nftables qemu-system-x86 busybox-static cpio \
     dpdk-dev librte-net-virtio23 librte-mempool-ring23 prometheus; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
@@ -56,4 +58,10 @@ if ! { [ -x "$VENV/bin/faucet" ] && "$VENV/bin/python" -c 'import os_ken, faucet
     mkdir -p "$(dirname "$VENV")"
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check 'faucet==1.10.12'
+fi
+# ovsdbapp, the OVSDB library Neutron and os-vif use (crates/hayate/tests/ovsdb_vsctl.rs plugs
+# a VM's port with it as os-vif does), in the same venv.
+if ! "$VENV/bin/python" -c 'import ovsdbapp' >/dev/null 2>&1; then
+    echo "setup: installing ovsdbapp into $VENV" >&2
+    "$VENV/bin/pip" install -q --disable-pip-version-check 'ovsdbapp==3.0.0'
 fi

@@ -340,3 +340,24 @@ fn a_push_beyond_the_headroom_is_dropped_and_counted() {
     assert_eq!(r.received(2), 0);
     assert_eq!(r.pmd.stats().drop_rewrite, 2);
 }
+
+/// A pop_vlan on an untagged packet would pop bytes that are not a tag: the packet is dropped
+/// and counted, never forwarded (issue 20's bad input); a tagged one is popped and sent.
+#[test]
+fn a_pop_vlan_on_an_untagged_packet_is_dropped_and_counted() {
+    let (mut control, cell) = Control::new(PipelineConfig::default());
+    add_flows(
+        &mut control,
+        &["priority=10,in_port=1,actions=pop_vlan,output:2"],
+    );
+    let mut r = rig(cell);
+    r.send(1, &vec![udp(7, [10, 0, 0, 1]); 3]);
+    assert_eq!(r.received(2), 0);
+    assert_eq!(r.pmd.stats().drop_rewrite, 3);
+    let mut tagged = udp(7, [10, 0, 0, 1]);
+    tagged.splice(12..12, [0x81, 0x00, 0x00, 0x0a]);
+    r.send(1, &[tagged]);
+    let out = r.received_frames(2);
+    assert_eq!(out, vec![udp(7, [10, 0, 0, 1])]);
+    assert_eq!(r.pmd.stats().drop_rewrite, 3);
+}

@@ -2,6 +2,7 @@
 //!
 //! - `hayate run` — run bridges from a TOML config, or one standalone (L2 learning) bridge on
 //!   the ports named with `--port`;
+//! - `hayate ovsdb-init` — a database and `ovsdb-server` for `hayate run --ovsdb`;
 //! - `hayate ctl` — ovs-ofctl's flow syntax on a running switch, over its management socket;
 //! - `hayate bench` — named in-process benchmark scenarios on null ports, one pinned thread;
 //! - `hayate gen` — traffic generator and analyzer on any port spec (`gen/`).
@@ -15,6 +16,7 @@ mod logging;
 mod metrics;
 mod nudge;
 mod openflow_side;
+mod ovsdb;
 mod plug;
 mod run;
 mod switch;
@@ -48,6 +50,9 @@ enum Command {
     /// Talk to a running switch in ovs-ofctl's flow syntax (add-flow, dump-flows, …) over its
     /// management socket; add-port and del-port plug ports in and out of a running bridge.
     Ctl(ctl::CtlArgs),
+    /// Create an Open vSwitch database (ovsdb-tool) and start ovsdb-server on DIR/db.sock for
+    /// `hayate run --ovsdb`; prints the target.
+    OvsdbInit(ovsdb::init::InitArgs),
     /// Check a config file and print the bridges, ports and flows it describes.
     Check {
         /// The TOML config.
@@ -64,6 +69,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::main(args),
         Command::Gen(args) => gen::main(args),
         Command::Ctl(args) => ctl::main(args),
+        Command::OvsdbInit(args) => ovsdb::init::main(args),
         Command::Check { config } => run::check(&config),
     };
     match result {

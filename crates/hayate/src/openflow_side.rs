@@ -52,6 +52,11 @@ pub struct OpenFlowSettings {
     pub run_dir: Option<PathBuf>,
     /// Packet-ins per controller: rate and burst.
     pub packet_in_limit: agent::RateLimit,
+    /// With no controllers: listen on [`DEFAULT_TARGET`] (`false`: no controller at all, as
+    /// a bridge of an OVSDB configuration without one).
+    pub default_listener: bool,
+    /// The controllers' inactivity probe (`None`: the agent's default).
+    pub probe_interval: Option<Duration>,
 }
 
 /// A bridge's OpenFlow side, running. Dropping it stops the agents and the pump.
@@ -65,6 +70,12 @@ pub struct OpenFlowSide {
     /// Where the management socket is (removed on drop).
     mgmt_path: Option<PathBuf>,
     pump: JoinHandle<()>,
+    /// What a new controllers' agent is started with (less its targets).
+    agent_config: AgentConfig,
+    /// Wakes the pump.
+    nudge: Arc<Notify>,
+    /// The datapath the pump serves.
+    running: Arc<datapath::Running>,
 }
 
 impl OpenFlowSide {
@@ -76,6 +87,52 @@ impl OpenFlowSide {
     /// The controllers' agent (e.g. for its connections).
     pub fn agent(&self) -> &Arc<Agent> {
         &self.agent
+    }
+
+    /// Changes the fail mode, keeping the bridge, its ports and flow tables.
+    pub fn set_fail_mode(&mut self, mode: FailMode) {
+        self.agent_config.fail_mode = mode;
+        let connected = !self.agent.connections().is_empty();
+        self.bridge.set_fail_mode(mode, connected);
+    }
+
+    /// Replaces the controllers with `targets` (none: no controller) and their inactivity
+    /// probe, keeping the bridge, its ports and its flow tables: the old connections close,
+    /// the new agent connects or listens, and the fail mode follows the new connections (a
+    /// standalone bridge with no controller in charge installs its fail-open flow after the
+    /// fail-open delay, as at start).
+    pub fn set_controllers(
+        &mut self,
+        rt: &Runtime,
+        targets: &[String],
+        probe: Option<Duration>,
+    ) -> Result<()> {
+        let name = self.bridge.config().name.clone();
+        let mut parsed = Vec::new();
+        for t in targets {
+            parsed.push(Target::parse(t).with_context(|| format!("bridge {name}"))?);
+        }
+        let cfg = AgentConfig {
+            targets: parsed,
+            probe_interval: probe.unwrap_or(AgentConfig::default().probe_interval),
+            ..self.agent_config.clone()
+        };
+        let agent = rt
+            .block_on(Agent::start(cfg, nudging(&self.bridge, &self.nudge)))
+            .map_err(|e| anyhow!("bridge {name}: {e}"))?;
+        for t in agent.listening() {
+            eprintln!("hayate: bridge {name}: listening for controllers on {t}");
+        }
+        self.pump.abort();
+        self.agent = Arc::new(agent);
+        self.pump = rt.spawn(pump(
+            self.bridge.clone(),
+            self.agent.clone(),
+            self._mgmt.clone(),
+            self.running.clone(),
+            self.nudge.clone(),
+        ));
+        Ok(())
     }
 }
 
@@ -130,6 +187,13 @@ pub fn start(
         },
         ..AgentConfig::default()
     };
+    let agent_config = match settings.probe_interval {
+        Some(p) => AgentConfig {
+            probe_interval: p,
+            ..agent_config
+        },
+        None => agent_config,
+    };
     let ports = s
         .ports
         .iter()
@@ -160,7 +224,7 @@ pub fn start(
         bridge: name.clone(),
         pending: Default::default(),
     }));
-    let default = settings.controllers.is_empty();
+    let default = settings.controllers.is_empty() && settings.default_listener;
     let texts: Vec<String> = if default {
         vec![DEFAULT_TARGET.to_string()]
     } else {
@@ -205,8 +269,8 @@ pub fn start(
         bridge.clone(),
         agent.clone(),
         mgmt.clone(),
-        running,
-        nudge,
+        running.clone(),
+        nudge.clone(),
     ));
     Ok(OpenFlowSide {
         bridge,
@@ -214,6 +278,9 @@ pub fn start(
         _mgmt: mgmt,
         mgmt_path,
         pump,
+        agent_config,
+        nudge,
+        running,
     })
 }
 

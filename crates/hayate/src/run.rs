@@ -89,12 +89,17 @@ pub struct RunArgs {
     /// to Prometheus over HTTP on ADDR/metrics, e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Take bridges, ports and controllers from an OVSDB server (Open vSwitch's database, as
+    /// ovs-vswitchd does) and apply its changes live: unix:PATH or tcp:HOST:PORT, e.g.
+    /// unix:/run/openvswitch/db.sock. See docs/ovsdb.md.
+    #[arg(long, value_name = "TARGET", conflicts_with_all = ["config", "ports"])]
+    pub ovsdb: Option<String>,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
+static STOP_FLAG: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
+    STOP_FLAG.store(true, Ordering::Relaxed);
 }
 
 fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
@@ -141,7 +146,7 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
 }
 
 /// The OpenFlow settings of bridge `b`, command-line options over config keys.
-fn openflow_settings(
+pub(crate) fn openflow_settings(
     args: &RunArgs,
     b: &config::Bridge,
     nbridges: usize,
@@ -188,6 +193,8 @@ fn openflow_settings(
         fail_mode,
         tls,
         run_dir: Some(args.run_dir.clone().unwrap_or_else(default_run_dir)),
+        default_listener: true,
+        probe_interval: None,
     })
 }
 
@@ -208,7 +215,17 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Err(e) = crate::fdlimit::raise() {
         eprintln!("warning: cannot raise the descriptor limit: {e}");
     }
-    let bridges = bridges_from(&args)?;
+    let bridges = if args.ovsdb.is_some() {
+        if args.metrics.is_some() {
+            bail!(
+                "--metrics is not served with --ovsdb yet (its bridges come and go); run \
+                 without --metrics, or from a config file"
+            );
+        }
+        Vec::new()
+    } else {
+        bridges_from(&args)?
+    };
     let metrics = args
         .metrics
         .as_deref()
@@ -248,101 +265,22 @@ pub fn run(args: RunArgs) -> Result<()> {
         frame_size: args.frame_size,
     })
     .map_err(|e| anyhow!("--pool-frames/--frame-size: {e}"))?;
+    if let Some(target) = &args.ovsdb {
+        let r = crate::ovsdb::run(target, &args, &rt, &pool, last_core, &STOP_FLAG);
+        rt.shutdown_timeout(Duration::from_secs(1));
+        return r;
+    }
     let mut running = Vec::new();
     for b in bridges {
-        let mut ports = Vec::new();
-        for (no, name, spec) in &b.ports {
-            // Policing options are the datapath's; the rest opens the port.
-            let (open_spec, options) = port::dp_options::split_spec(spec)
-                .map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
-            let port = port::spec::open(&open_spec, &pool)
-                .map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
-            if let Some(w) = port::mtu::check(&open_spec, port.capabilities().max_frame) {
-                eprintln!("warning: bridge {}: port {spec}: {w}", b.name);
-            }
-            ports.push(SwitchPort {
-                ofport: *no,
-                name: name.clone(),
-                port,
-                policing: options.policing,
-                rxq_affinity: options.rxq_affinity,
-            });
-        }
         let settings = openflow_settings(&args, &b, nbridges)?;
-        let mut sw =
-            Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
-        sw.config.idle.sleep = !args.busy_poll;
-        if let Some((rate, burst)) = b.packet_in_port {
-            sw.config.packet_in_port_rate = rate;
-            sw.config.packet_in_port_burst = burst;
-        }
-        if let Some(c) = b.lane_core {
-            // Online CPUs, not this process's affinity: the lane may leave the poll threads'.
-            // SAFETY: sysconf has no preconditions.
-            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-            if c >= online {
-                bail!(
-                    "bridge {}: lane core {c} does not exist; this machine has cores 0 ..= {}",
-                    b.name,
-                    online - 1
-                );
-            }
-        }
-        sw.lane_core = b.lane_core;
-        if settings.fail_mode == agent::FailMode::Standalone {
-            // Before the datapath starts: the first packets must meet the NORMAL flow, not an
-            // empty table (1.3 drops table misses).
-            let has_catch_all = !sw
-                .control
-                .flows(
-                    0,
-                    &pipeline::FlowFilter {
-                        matcher: pipeline::model::Match::ANY,
-                        strict_priority: Some(0),
-                        ..pipeline::FlowFilter::ALL
-                    },
-                )
-                .is_empty();
-            if !has_catch_all {
-                agent::ofproto::preinstall_fail_open(&mut sw.control)
-                    .map_err(|e| anyhow!("bridge {}: fail-open flow: {e}", b.name))?;
-            }
-        }
-        let cores: Vec<Option<usize>> = if b.cores.is_empty() {
-            vec![Some(last_core)]
-        } else {
-            b.cores.iter().map(|c| Some(*c)).collect()
-        };
-        let handle = Arc::new(sw.start(&cores)?);
-        let lanes: u16 = sw.ports.iter().map(|p| p.port.priority_queues()).sum();
-        eprintln!(
-            "hayate: bridge {} running: {} ports, {} thread(s) on cores {:?}{}",
-            sw.name,
-            sw.ports.len(),
-            cores.len(),
-            cores.iter().flatten().collect::<Vec<_>>(),
-            if lanes > 0 {
-                let core = b.lane_core.or(cores[0]);
-                let on = core.map_or(String::new(), |c| format!(" on core {c}"));
-                format!(", and a priority lane{on} for {lanes} control-frame queue(s)")
-            } else {
-                String::new()
-            }
-        );
-        let name = sw.name.clone();
-        let mut slot = Some(sw);
-        let side = crate::openflow_side::start(&rt, &mut slot, handle.clone(), &settings)?;
+        let started = start_bridge(&rt, &args, b, &pool, settings, last_core)?;
         metric_sources.push(crate::metrics::BridgeSource {
-            name: name.clone(),
-            bridge: side.bridge(),
-            datapath: Arc::downgrade(&handle),
-            agent: Arc::downgrade(side.agent()),
+            name: started.0.name.clone(),
+            bridge: started.0.bridge.clone(),
+            datapath: Arc::downgrade(&started.1),
+            agent: Arc::downgrade(started.2.agent()),
         });
-        let stats = StatsView {
-            name,
-            bridge: side.bridge(),
-        };
-        running.push((stats, handle, side));
+        running.push(started);
     }
     let metrics = metrics
         .map(|l| crate::metrics::serve(&rt, l, metric_sources))
@@ -355,7 +293,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     let start = Instant::now();
     let mut last_print = Instant::now();
-    while !STOP.load(Ordering::Relaxed) {
+    while !STOP_FLAG.load(Ordering::Relaxed) {
         // Timeouts and MAC aging run in each bridge's pump (control side, agent runtime).
         std::thread::sleep(Duration::from_millis(50));
         if let Some(d) = args.duration {
@@ -389,6 +327,118 @@ pub fn run(args: RunArgs) -> Result<()> {
         write_stats_json(path, &finals)?;
     }
     Ok(())
+}
+
+/// Starts bridge `b` (its ports opened in `pool`, its poll threads on `b.cores` or
+/// `last_core`) and its OpenFlow side on `rt`.
+pub(crate) fn start_bridge(
+    rt: &tokio::runtime::Runtime,
+    args: &RunArgs,
+    b: config::Bridge,
+    pool: &Pool,
+    settings: OpenFlowSettings,
+    last_core: usize,
+) -> Result<Running> {
+    let mut ports = Vec::new();
+    for (no, name, spec) in &b.ports {
+        // Policing and queue pinning are the datapath's; the rest opens the port.
+        let (open_spec, options) =
+            port::dp_options::split_spec(spec).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+        let port =
+            port::spec::open(&open_spec, pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+        if let Some(w) = port::mtu::check(&open_spec, port.capabilities().max_frame) {
+            eprintln!("warning: bridge {}: port {spec}: {w}", b.name);
+        }
+        ports.push(SwitchPort {
+            ofport: *no,
+            name: name.clone(),
+            port,
+            policing: options.policing,
+            rxq_affinity: options.rxq_affinity,
+        });
+    }
+    let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
+    sw.config.idle.sleep = !args.busy_poll;
+    if let Some((rate, burst)) = b.packet_in_port {
+        sw.config.packet_in_port_rate = rate;
+        sw.config.packet_in_port_burst = burst;
+    }
+    if let Some(c) = b.lane_core {
+        // Online CPUs, not this process's affinity: the lane may leave the poll threads'.
+        // SAFETY: sysconf has no preconditions.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+        if c >= online {
+            bail!(
+                "bridge {}: lane core {c} does not exist; this machine has cores 0 ..= {}",
+                b.name,
+                online - 1
+            );
+        }
+    }
+    sw.lane_core = b.lane_core;
+    if settings.fail_mode == agent::FailMode::Standalone {
+        // Before the datapath starts: the first packets must meet the NORMAL flow, not an
+        // empty table (1.3 drops table misses).
+        let has_catch_all = !sw
+            .control
+            .flows(
+                0,
+                &pipeline::FlowFilter {
+                    matcher: pipeline::model::Match::ANY,
+                    strict_priority: Some(0),
+                    ..pipeline::FlowFilter::ALL
+                },
+            )
+            .is_empty();
+        if !has_catch_all {
+            agent::ofproto::preinstall_fail_open(&mut sw.control)
+                .map_err(|e| anyhow!("bridge {}: fail-open flow: {e}", b.name))?;
+        }
+    }
+    let cores: Vec<Option<usize>> = if b.cores.is_empty() {
+        vec![Some(last_core)]
+    } else {
+        b.cores.iter().map(|c| Some(*c)).collect()
+    };
+    let handle = Arc::new(sw.start(&cores)?);
+    let lanes: u16 = sw.ports.iter().map(|p| p.port.priority_queues()).sum();
+    eprintln!(
+        "hayate: bridge {} running: {} ports, {} thread(s) on cores {:?}{}",
+        sw.name,
+        sw.ports.len(),
+        cores.len(),
+        cores.iter().flatten().collect::<Vec<_>>(),
+        if lanes > 0 {
+            let core = b.lane_core.or(cores[0]);
+            let on = core.map_or(String::new(), |c| format!(" on core {c}"));
+            format!(", and a priority lane{on} for {lanes} control-frame queue(s)")
+        } else {
+            String::new()
+        }
+    );
+    let name = sw.name.clone();
+    let mut slot = Some(sw);
+    let side = crate::openflow_side::start(rt, &mut slot, handle.clone(), &settings)?;
+    let stats = StatsView {
+        name,
+        bridge: side.bridge(),
+    };
+    Ok((stats, handle, side))
+}
+
+/// Stops a bridge started by [`start_bridge`]: its OpenFlow side, then its poll threads.
+pub(crate) fn stop_bridge(r: Running) {
+    let (_, mut handle, side) = r;
+    drop(side);
+    // The aborted pump lets go of the datapath on the runtime's thread, soon.
+    for _ in 0..200 {
+        match Arc::try_unwrap(handle) {
+            Ok(mut h) => return h.stop(),
+            Err(h) => handle = h,
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!("warning: a stopped bridge's poll threads are still held; they stop at exit");
 }
 
 /// One port's final counters: the port, its own counters, the switch's drops of its packets.
@@ -428,9 +478,9 @@ fn write_stats_json(path: &Path, bridges: &[(String, Vec<PortRow>)]) -> Result<(
 
 /// What stats printing needs of a bridge: its name and its ports now (they change with
 /// `hayate ctl BRIDGE add-port` / `del-port`).
-struct StatsView {
-    name: String,
-    bridge: Arc<agent::ofproto::OfBridge>,
+pub(crate) struct StatsView {
+    pub(crate) name: String,
+    pub(crate) bridge: Arc<agent::ofproto::OfBridge>,
 }
 
 impl StatsView {
@@ -452,7 +502,8 @@ impl StatsView {
     }
 }
 
-type Running = (
+/// A running bridge: its counters view, its datapath, its OpenFlow side.
+pub(crate) type Running = (
     StatsView,
     Arc<datapath::Running>,
     crate::openflow_side::OpenFlowSide,

@@ -8,7 +8,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ofctl_common::{flows, have_ofctl, pcap_packets, unhex, Hayate, UDP_FRAME_HEX};
+use ofctl_common::{
+    flows, have_ofctl, sent_on_port_2, sink_and_pcap, unhex, Hayate, UDP_FRAME_HEX,
+};
 
 #[test]
 fn add_mod_del_and_dump_flows() {
@@ -370,55 +372,4 @@ fn mpls_flows_install_dump_and_label_packets() {
     assert_eq!(&pkts[0][12..18], &[0x88, 0x47, 0x00, 0x01, 0x05, 0x08]);
     // Ethertype 0x8848, label 5 · TC 0 · bottom of stack · TTL 64.
     assert_eq!(&pkts[1][12..18], &[0x88, 0x48, 0x00, 0x00, 0x51, 0x40]);
-}
-
-/// A switch in secure fail mode, its port 1 a null sink and its port 2 writing what it sends
-/// to `out.pcap` in the switch's folder.
-fn sink_and_pcap() -> Hayate {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = format!("pcap:out={}", dir.path().join("out.pcap").display());
-    Hayate::start_in(
-        dir,
-        &[
-            "--fail-mode",
-            "secure",
-            "--port",
-            "null:sink",
-            "--port",
-            &spec,
-        ],
-    )
-}
-
-/// The `n` frames port 2 of a [`sink_and_pcap`] switch sent, read once it has sent them and
-/// the switch has stopped.
-fn sent_on_port_2(h: &mut Hayate, n: usize) -> Vec<Vec<u8>> {
-    wait_tx(h, 2, n as u64);
-    let pcap = h.file("out.pcap");
-    h.stop();
-    let pkts = pcap_packets(&pcap);
-    assert_eq!(pkts.len(), n, "{n} frames in {}", pcap.display());
-    pkts
-}
-
-/// Waits (at most 10 s) until port `port` of `h` has sent `n` packets by `dump-ports`, so
-/// that what a packet-out sent is in the port's file before the switch stops.
-fn wait_tx(h: &Hayate, port: u32, n: u64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = h.ofctl("dump-ports", &[&port.to_string()]);
-        let sent = text
-            .split("tx pkts=")
-            .nth(1)
-            .and_then(|t| t.split(',').next())
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if sent.is_some_and(|s| s >= n) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "port {port} sent {sent:?} of {n} packets:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

@@ -226,6 +226,8 @@ pub fn arb_flow_mod() -> impl Strategy<Value = FlowMod> {
                 out_port,
                 out_group,
                 flags,
+                matcher_as_sent: None,
+                instructions_as_sent: None,
             },
         )
 }
@@ -254,6 +256,7 @@ pub(crate) fn arb_group() -> impl Strategy<Value = Group> {
                     watch_port,
                     watch_group,
                     actions,
+                    actions_as_sent: None,
                 })
                 .collect(),
         })
@@ -282,6 +285,7 @@ pub(crate) fn arb_meter() -> impl Strategy<Value = Meter> {
             burst,
             stats,
             bands,
+            kbps: !pktps,
         })
 }
 
@@ -457,6 +461,7 @@ pub fn arb_message() -> impl Strategy<Value = Message> {
                         packet_count,
                         byte_count,
                         matcher,
+                        matcher_as_sent: None,
                     })
                 },
             )
@@ -537,7 +542,8 @@ pub fn arb_message() -> impl Strategy<Value = Message> {
         )
             .prop_map(|(command, mut meter, _)| {
                 if command == MeterModCommand::Delete {
-                    (meter.pktps, meter.burst, meter.stats) = (false, false, false);
+                    (meter.pktps, meter.burst, meter.stats, meter.kbps) =
+                        (false, false, false, false);
                 }
                 M::MeterMod(MeterModMsg {
                     meter_mod: MeterMod { command, meter },

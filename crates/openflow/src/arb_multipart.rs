@@ -177,6 +177,8 @@ fn arb_flow_stats() -> impl Strategy<Value = FlowStats> {
                 byte_count,
                 matcher,
                 instructions,
+                matcher_as_sent: None,
+                instructions_as_sent: None,
             },
         )
 }

@@ -44,6 +44,7 @@
 //! | `error.rs` | error types and codes, [`DecodeError`], [`EncodeError`] |
 //! | `wire.rs` | bounds-checked reader, big-endian writers |
 //! | `oxm.rs` | OXM match fields, prerequisites, `ofp_match` |
+//! | `as_sent.rs` | matches and bucket actions given back as the controller wrote them |
 //! | `pipeline_errors.rs` | the error code for each pipeline refusal |
 //! | `action.rs`, `instruction.rs` | actions and instructions |
 //! | `port.rs` | `ofp_port` (port descriptions) and its flag words |
@@ -55,6 +56,7 @@
 #![deny(missing_docs)]
 
 pub mod action;
+mod as_sent;
 pub mod error;
 pub mod fuzzing;
 pub mod header;

@@ -10,7 +10,7 @@
 //! identity on the model's [`Match`].
 
 use packet::Field;
-use pipeline::model::Match;
+use pipeline::model::{Match, WireForm};
 
 use crate::error::{DecodeError, EncodeError, ErrorCode};
 use crate::wire::{Put, Reader};
@@ -240,13 +240,70 @@ pub const OXM_FIELDS: &[OxmDef] = &[
     },
 ];
 
+#[cfg(test)]
 fn def_named(name: &str) -> &'static OxmDef {
-    // Every name passed here is in the table (checked by a test).
     OXM_FIELDS
         .iter()
         .find(|d| d.name == name)
         .unwrap_or(&OXM_FIELDS[0])
 }
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The index in [`OXM_FIELDS`] of the def named `name`; used in constants, so a name not in
+/// the table does not build.
+const fn index_named(name: &str) -> usize {
+    let mut i = 0;
+    while i < OXM_FIELDS.len() {
+        if same(OXM_FIELDS[i].name, name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no OXM field of that name")
+}
+
+/// The def named by a string literal, looked up when the program is built.
+macro_rules! named {
+    ($name:literal) => {
+        &OXM_FIELDS[const { index_named($name) }]
+    };
+}
+
+/// For each key field (`Field as usize`), the index in [`OXM_FIELDS`] of the def a match on it
+/// is written as when nothing else decides: the first `OPENFLOW_BASIC` one, else the first
+/// one; `u8::MAX` for none.
+const DEFAULT_DEFS: [u8; Field::ALL.len()] = {
+    let mut out = [u8::MAX; Field::ALL.len()];
+    let mut basic_only = false;
+    loop {
+        let mut i = OXM_FIELDS.len();
+        while i > 0 {
+            i -= 1;
+            let d = &OXM_FIELDS[i];
+            if !basic_only || d.class == oxm_class::OPENFLOW_BASIC {
+                out[d.key as usize] = i as u8;
+            }
+        }
+        if basic_only {
+            break out;
+        }
+        basic_only = true;
+    }
+};
 
 /// The def with this class, field and experimenter.
 pub fn lookup(class: u16, field: u8, experimenter: Option<u32>) -> Option<&'static OxmDef> {
@@ -264,33 +321,27 @@ pub fn def_for(field: Field, ctx: &Match) -> Option<&'static OxmDef> {
     };
     let eth = exact(Field::EthType);
     let proto = exact(Field::IpProto);
-    let name = match field {
-        F::Ipv4Src if eth == Some(0x0806) => "OXM_OF_ARP_SPA",
-        F::Ipv4Dst if eth == Some(0x0806) => "OXM_OF_ARP_TPA",
+    Some(match field {
+        F::Ipv4Src if eth == Some(0x0806) => named!("OXM_OF_ARP_SPA"),
+        F::Ipv4Dst if eth == Some(0x0806) => named!("OXM_OF_ARP_TPA"),
         F::TpSrc => match proto {
-            Some(17) => "OXM_OF_UDP_SRC",
-            Some(132) => "OXM_OF_SCTP_SRC",
-            _ => "OXM_OF_TCP_SRC",
+            Some(17) => named!("OXM_OF_UDP_SRC"),
+            Some(132) => named!("OXM_OF_SCTP_SRC"),
+            _ => named!("OXM_OF_TCP_SRC"),
         },
         F::TpDst => match proto {
-            Some(17) => "OXM_OF_UDP_DST",
-            Some(132) => "OXM_OF_SCTP_DST",
-            _ => "OXM_OF_TCP_DST",
+            Some(17) => named!("OXM_OF_UDP_DST"),
+            Some(132) => named!("OXM_OF_SCTP_DST"),
+            _ => named!("OXM_OF_TCP_DST"),
         },
-        F::IcmpType if eth == Some(0x86dd) => "OXM_OF_ICMPV6_TYPE",
-        F::IcmpCode if eth == Some(0x86dd) => "OXM_OF_ICMPV6_CODE",
-        F::ArpSha if eth == Some(0x86dd) => "OXM_OF_IPV6_ND_SLL",
-        F::ArpTha if eth == Some(0x86dd) => "OXM_OF_IPV6_ND_TLL",
-        F::TcpFlags => "ONFOXM_ET_TCP_FLAGS",
+        F::IcmpType if eth == Some(0x86dd) => named!("OXM_OF_ICMPV6_TYPE"),
+        F::IcmpCode if eth == Some(0x86dd) => named!("OXM_OF_ICMPV6_CODE"),
+        F::ArpSha if eth == Some(0x86dd) => named!("OXM_OF_IPV6_ND_SLL"),
+        F::ArpTha if eth == Some(0x86dd) => named!("OXM_OF_IPV6_ND_TLL"),
+        F::TcpFlags => named!("ONFOXM_ET_TCP_FLAGS"),
         F::Parsed | F::CvlanTci | F::MplsLse => return None,
-        _ => {
-            return OXM_FIELDS
-                .iter()
-                .find(|d| d.key == field && d.class == oxm_class::OPENFLOW_BASIC)
-                .or_else(|| OXM_FIELDS.iter().find(|d| d.key == field));
-        }
-    };
-    Some(def_named(name))
+        _ => OXM_FIELDS.get(usize::from(DEFAULT_DEFS[field as usize]))?,
+    })
 }
 
 /// One decoded OXM TLV.
@@ -484,6 +535,14 @@ fn overlaps(a: Field, b: Field) -> bool {
 
 /// Reads an `ofp_match` (type, length, OXM fields, padding to 8 bytes).
 pub(crate) fn read_match(r: &mut Reader<'_>) -> Result<Match, DecodeError> {
+    read_match_as_sent(r).map(|(m, _)| m)
+}
+
+/// Reads an `ofp_match` and how its fields were written when not as [`encode_oxm_fields`]
+/// writes them back ([`crate::as_sent`]).
+pub(crate) fn read_match_as_sent(
+    r: &mut Reader<'_>,
+) -> Result<(Match, Option<WireForm>), DecodeError> {
     let mut hr = Reader::new(
         r.bytes(r.remaining().min(4))?,
         ErrorCode::BMC_BAD_LEN,
@@ -513,7 +572,9 @@ pub(crate) fn read_match(r: &mut Reader<'_>) -> Result<Match, DecodeError> {
             "ofp_match lacks its padding to 8 bytes",
         )
     })?;
-    decode_oxm_fields(fields)
+    let m = decode_oxm_fields(fields)?;
+    let form = crate::as_sent::match_form(fields, &m);
+    Ok((m, form))
 }
 
 /// Appends the OXM TLVs of `m`, in the order Open vSwitch writes them (so a flow-mod that
@@ -547,14 +608,20 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
         write_tlv(buf, def, v & full, (mask != full).then_some(mask));
         Ok(())
     };
-    let by_key = |f: Field| def_for(f, m).unwrap_or(&OXM_FIELDS[0]);
+    // The name is looked up only for a field the match uses (most use a few of ~35).
+    let by_key = |f: Field, buf: &mut Vec<u8>| -> Result<(), EncodeError> {
+        if m.mask.get(f) == 0 {
+            return Ok(());
+        }
+        emit(f, def_for(f, m).unwrap_or(&OXM_FIELDS[0]), buf)
+    };
     for f in [F::CvlanTci, F::Parsed] {
         if m.get(f).1 != 0 {
             return Err(EncodeError::Unencodable(format!("match on {}", f.name())));
         }
     }
     for f in [F::InPort, F::EthSrc, F::EthDst, F::EthType] {
-        emit(f, by_key(f), buf)?;
+        by_key(f, buf)?;
     }
     // VLAN: OXM vid (+ pcp when a tag is required), else the whole TCI as NXM. Then MPLS
     // (Open vSwitch's order: tc, bos, label, ttl).
@@ -562,17 +629,17 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
     let pcp_mask = tci_mask & 0xe000;
     let tagged = tci & tci_mask & 0x1000 != 0;
     if pcp_mask == 0 || (pcp_mask == 0xe000 && tagged) {
-        emit(F::VlanVid, def_named("OXM_OF_VLAN_VID"), buf)?;
-        emit(F::VlanPcp, def_named("OXM_OF_VLAN_PCP"), buf)?;
+        emit(F::VlanVid, named!("OXM_OF_VLAN_VID"), buf)?;
+        emit(F::VlanPcp, named!("OXM_OF_VLAN_PCP"), buf)?;
     } else {
-        emit(F::VlanTci, def_named("NXM_OF_VLAN_TCI"), buf)?;
+        emit(F::VlanTci, named!("NXM_OF_VLAN_TCI"), buf)?;
     }
     for f in [F::MplsTc, F::MplsBos, F::MplsLabel, F::MplsTtl] {
-        emit(f, by_key(f), buf)?;
+        by_key(f, buf)?;
     }
     if eth == Some(0x0806) {
         for f in [F::ArpOp, F::Ipv4Src, F::Ipv4Dst, F::ArpSha, F::ArpTha] {
-            emit(f, by_key(f), buf)?;
+            by_key(f, buf)?;
         }
     }
     let l3 = [
@@ -590,50 +657,64 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
     ];
     for f in l3 {
         if eth != Some(0x0806) || !matches!(f, F::Ipv4Src | F::Ipv4Dst) {
-            emit(f, by_key(f), buf)?;
+            by_key(f, buf)?;
         }
     }
     let icmp = match (eth, proto) {
-        (Some(0x0800), Some(1)) => Some(("OXM_OF_ICMPV4_TYPE", "OXM_OF_ICMPV4_CODE")),
-        (Some(0x86dd), Some(58)) => Some(("OXM_OF_ICMPV6_TYPE", "OXM_OF_ICMPV6_CODE")),
+        (Some(0x0800), Some(1)) => {
+            Some((named!("OXM_OF_ICMPV4_TYPE"), named!("OXM_OF_ICMPV4_CODE")))
+        }
+        (Some(0x86dd), Some(58)) => {
+            Some((named!("OXM_OF_ICMPV6_TYPE"), named!("OXM_OF_ICMPV6_CODE")))
+        }
         _ => None,
     };
     if let Some((ty, code)) = icmp {
-        for (port, f, name) in [(F::TpSrc, F::IcmpType, ty), (F::TpDst, F::IcmpCode, code)] {
+        for (port, f, def) in [(F::TpSrc, F::IcmpType, ty), (F::TpDst, F::IcmpCode, code)] {
             let mask = m.get(port).1;
             if mask != 0 && mask != 0xff {
                 return Err(EncodeError::Unencodable(format!(
-                    "match on {} with mask {mask:#x} under ICMP: {name} takes the whole low byte",
-                    port.name()
+                    "match on {} with mask {mask:#x} under ICMP: {} takes the whole low byte",
+                    port.name(),
+                    def.name
                 )));
             }
-            emit(f, def_named(name), buf)?;
+            emit(f, def, buf)?;
         }
     } else {
         for f in [F::TpSrc, F::TpDst] {
-            emit(f, by_key(f), buf)?;
+            by_key(f, buf)?;
         }
     }
-    emit(F::TcpFlags, by_key(F::TcpFlags), buf)?;
+    by_key(F::TcpFlags, buf)?;
     if eth != Some(0x0806) {
         for f in [F::NdTarget, F::ArpSha, F::ArpTha, F::ArpOp] {
-            emit(f, by_key(f), buf)?;
+            by_key(f, buf)?;
         }
     } else {
-        emit(F::NdTarget, by_key(F::NdTarget), buf)?;
+        by_key(F::NdTarget, buf)?;
     }
     for f in [F::TunnelId, F::Metadata] {
-        emit(f, by_key(f), buf)?;
+        by_key(f, buf)?;
     }
     Ok(())
 }
 
 /// Appends an `ofp_match` (type OXM, length, fields, padding).
 pub(crate) fn write_match(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
+    write_match_as_sent(m, None, buf)
+}
+
+/// Appends an `ofp_match` whose fields are written as `form` says ([`crate::as_sent`]).
+pub(crate) fn write_match_as_sent(
+    m: &Match,
+    form: Option<&WireForm>,
+    buf: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
     let start = buf.len();
     buf.put_u16(1);
     buf.put_u16(0);
-    encode_oxm_fields(m, buf)?;
+    crate::as_sent::write_fields(m, form, buf)?;
     crate::wire::patch_len(buf, start + 2, start, "ofp_match")?;
     buf.pad_to_8(start);
     Ok(())

@@ -83,6 +83,8 @@ fn flow_stats_reply() {
                 byte_count: 64000,
                 matcher: fm.matcher,
                 instructions: fm.instructions,
+                matcher_as_sent: None,
+                instructions_as_sent: None,
             }]),
         }),
         "04130070 00000007 00010000 00000000

@@ -169,6 +169,7 @@ fn switch_messages_read_back_by_ovs() {
             packet_count: 12,
             byte_count: 3400,
             matcher: fm.matcher,
+            matcher_as_sent: None,
         }),
         &[
             "OFPT_FLOW_REMOVED (OF1.3)",
@@ -275,6 +276,8 @@ fn multipart_replies_read_back_by_ovs() {
             byte_count: 64000,
             matcher: fm.matcher,
             instructions: fm.instructions.clone(),
+            matcher_as_sent: None,
+            instructions_as_sent: None,
         }])),
         &["OFPST_FLOW reply (OF1.3)", "cookie=0x7, duration=12s, table=0, n_packets=1000, n_bytes=64000, send_flow_rem priority=100,ip,nw_dst=192.168.0.0/16 actions=dec_ttl,set_field:02:00:00:00:00:09->eth_dst,output:3"],
     );
@@ -351,6 +354,7 @@ fn multipart_replies_read_back_by_ovs() {
                     port: 1,
                     max_len: 0,
                 }],
+                actions_as_sent: None,
             }],
         }])),
         &[
@@ -413,6 +417,7 @@ fn multipart_replies_read_back_by_ovs() {
                         prec_level: 1,
                     },
                 ],
+                kbps: true,
             },
         }])),
         &[

@@ -161,6 +161,7 @@ fn expected(c: &Case) -> Option<Message> {
                     burst: false,
                     stats: false,
                     bands: vec![],
+                    kbps: false,
                 },
             },
         }),

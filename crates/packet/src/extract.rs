@@ -21,10 +21,13 @@
 //! - ICMP/ICMPv6 type and code go in the low bytes of `tp_src`/`tp_dst`; neighbour
 //!   solicitations and advertisements also fill `nd_target`, `arp_sha` (source link-layer
 //!   option) and `arp_tha` (target link-layer option).
-//! - MPLS (0x8847, 0x8848): the top label stack entry goes in the key's MPLS fields and
-//!   parsing stops there (an MPLS header does not say what it carries, so nothing below the
-//!   stack is read, as in Open vSwitch); `l3_off` stays 0. [`crate::mpls`] finds the stack
-//!   again from the Ethernet header when an action needs it.
+//! - MPLS (0x8847, 0x8848): the top label stack entry goes in the key's MPLS fields; when it
+//!   is the bottom of the stack and what follows reads as IPv4 or IPv6 (its version nibble),
+//!   that header and its L4 header fill the key's L3/L4 fields too, for the tables after a
+//!   `pop_mpls` (Open vSwitch re-parses the packet after the pop instead). `l3_off` stays 0
+//!   and nothing below the stack is reported truncated or malformed: an MPLS header does not
+//!   say what it carries. [`crate::mpls`] finds the stack again from the Ethernet header
+//!   when an action needs it.
 //! - IPv6 extension headers set `ipv6_exthdr` (see [`crate::key::exthdr`]) from the headers
 //!   the chain walk passes, and from the header where it stops (ESP, no next header).
 
@@ -425,14 +428,39 @@ fn parse(data: &[u8], key: &mut FlowKey, layers: &mut Layers) -> u16 {
     }
 }
 
-/// The top MPLS label stack entry into the key's word 15 (nothing below the stack is read).
+/// The top MPLS label stack entry into the key's word 15; when it is the bottom of the
+/// stack, what it carries too if that reads as IP ([`parse_below_stack`]).
 #[inline(always)]
 fn parse_mpls(data: &[u8], off: usize, key: &mut FlowKey) -> u16 {
     let Some(l) = hdr::<4>(data, off) else {
         return parsed::TRUNCATED;
     };
-    key.w[15] = (u32::from_be_bytes(*l) as u64) << 32;
+    let lse = u32::from_be_bytes(*l);
+    if lse & 0x100 != 0 {
+        parse_below_stack(data, off + 4, key);
+    }
+    key.w[15] |= (lse as u64) << 32;
     0
+}
+
+/// The IPv4 or IPv6 header (and its L4 header) under the bottom label stack entry, by its
+/// version nibble, into the key's L3/L4 fields, so that the tables after a `pop_mpls` to
+/// 0x0800 or 0x86dd match what the packet then is. MPLS does not announce its payload, so
+/// this is a guess: the layers stay unset (rewrites find the headers from the bytes after
+/// the pop, see [`crate::mpls`]) and what does not parse is no error of the packet's. No
+/// table sees these fields while `eth_type` is MPLS (their prerequisites need IP).
+#[inline(never)]
+fn parse_below_stack(data: &[u8], off: usize, key: &mut FlowKey) {
+    let mut layers = Layers::default();
+    match data.get(off).map(|b| b >> 4) {
+        Some(4) => {
+            parse_ipv4(data, off, key, &mut layers);
+        }
+        Some(6) => {
+            parse_ipv6(data, off, key, &mut layers);
+        }
+        _ => {}
+    }
 }
 
 #[inline(always)]

@@ -108,7 +108,7 @@ proptest! {
             bucket(vec![Action::SetField { field: Field::TpDst, value: 9 }, Action::DecNwTtl, out(4)]),
             bucket(vec![Action::PopVlan, out(5)]),
         ]);
-        let ff = |p: u32| Bucket { weight: 1, watch_port: p, watch_group: GROUP_ANY, actions: vec![out(p)] };
+        let ff = |p: u32| Bucket { weight: 1, watch_port: p, watch_group: GROUP_ANY, actions: vec![out(p)], actions_as_sent: None,  };
         group(&mut c, 3, GroupType::FastFailover, vec![ff(1), ff(2)]);
         for r in rules {
             let _ = c.flow_mod(&flow_mod(FlowModCommand::Add, r));

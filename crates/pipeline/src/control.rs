@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+use crate::as_sent::{given_order, FormCache};
 use crate::changes::Pending;
 use crate::dpaction::{now_ms, FlowCounters};
 use crate::error::{FlowModError, GroupModError, MeterModError};
@@ -89,6 +90,8 @@ pub struct Control {
     /// after the next publish (which then gives the memory back), so that freeing a big
     /// table's entries does not hold up the control side.
     emptied: Vec<Arc<FlowTable>>,
+    /// The match forms flows hold, shared (see [`crate::as_sent`]).
+    forms: FormCache,
 }
 
 impl Control {
@@ -122,6 +125,7 @@ impl Control {
             pending: Pending::default(),
             published_seq: 0,
             emptied: Vec::new(),
+            forms: FormCache::default(),
         };
         c.publish();
         let cell = c.cell.clone();
@@ -264,6 +268,9 @@ impl Control {
             priority: m.priority,
             matcher: m.matcher,
             instructions,
+            given_order: given_order(&m.instructions),
+            matcher_as_sent: self.forms.intern(&m.matcher_as_sent),
+            instructions_as_sent: m.instructions_as_sent.clone(),
             cookie: m.cookie,
             flags: m.flags,
             idle_timeout: m.idle_timeout,
@@ -672,6 +679,9 @@ fn modified(e: &FlowEntry, m: &FlowMod, instructions: Vec<crate::model::Instruct
         priority: e.priority,
         matcher: e.matcher,
         instructions,
+        given_order: given_order(&m.instructions),
+        matcher_as_sent: e.matcher_as_sent.clone(),
+        instructions_as_sent: m.instructions_as_sent.clone(),
         cookie: e.cookie,
         flags: e.flags,
         idle_timeout: e.idle_timeout,

@@ -359,6 +359,7 @@ fn deleting_a_group_or_meter_deletes_its_flows() {
             watch_port: ports::ANY,
             watch_group: GROUP_ANY,
             actions: vec![],
+            actions_as_sent: None,
         }],
     };
     c.group_mod(&GroupMod {
@@ -372,6 +373,7 @@ fn deleting_a_group_or_meter_deletes_its_flows() {
         pktps: true,
         burst: false,
         bands: vec![MeterBand::Drop { rate: 10, burst: 0 }],
+        kbps: false,
     };
     c.meter_mod(&MeterMod {
         command: MeterModCommand::Add,

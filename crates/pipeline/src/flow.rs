@@ -26,6 +26,13 @@ pub struct FlowEntry {
     pub matcher: Match,
     /// Instructions in OpenFlow execution order (meter, apply, clear, write, metadata, goto).
     pub instructions: Vec<Instruction>,
+    /// The order the instructions were given in (0: execution order).
+    pub given_order: crate::as_sent::GivenOrder,
+    /// How the controller wrote the match, when not as the codec writes it back (shared).
+    pub matcher_as_sent: Option<crate::model::WireForm>,
+    /// The instructions' bytes as the controller wrote them, when the codec would write them
+    /// otherwise (rare; per flow).
+    pub instructions_as_sent: Option<crate::model::WireForm>,
     /// Cookie.
     pub cookie: u64,
     /// Flags.
@@ -322,14 +329,15 @@ pub fn check_actions(
 }
 
 fn rank(i: &Instruction) -> (u8, &'static str) {
-    match i {
-        Instruction::Meter(_) => (0, "meter"),
-        Instruction::ApplyActions(_) => (1, "apply_actions"),
-        Instruction::ClearActions => (2, "clear_actions"),
-        Instruction::WriteActions(_) => (3, "write_actions"),
-        Instruction::WriteMetadata { .. } => (4, "write_metadata"),
-        Instruction::GotoTable(_) => (5, "goto_table"),
-    }
+    let name = match i {
+        Instruction::Meter(_) => "meter",
+        Instruction::ApplyActions(_) => "apply_actions",
+        Instruction::ClearActions => "clear_actions",
+        Instruction::WriteActions(_) => "write_actions",
+        Instruction::WriteMetadata { .. } => "write_metadata",
+        Instruction::GotoTable(_) => "goto_table",
+    };
+    (crate::as_sent::rank(i), name)
 }
 
 /// Checks the instructions of a flow in `table` with match `m` and returns them in execution

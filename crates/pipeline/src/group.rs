@@ -195,6 +195,7 @@ mod tests {
             watch_port: ports::ANY,
             watch_group: GROUP_ANY,
             actions,
+            actions_as_sent: None,
         }
     }
 
@@ -306,6 +307,7 @@ mod tests {
             watch_port: p,
             watch_group: GROUP_ANY,
             actions: vec![],
+            actions_as_sent: None,
         };
         add(&mut t, 1, GroupType::FastFailover, vec![watch(1), watch(2)]).unwrap();
         let live2 = |p| p == 2;
@@ -317,6 +319,7 @@ mod tests {
             watch_port: ports::ANY,
             watch_group: 1,
             actions: vec![],
+            actions_as_sent: None,
         };
         assert!(t.bucket_live(&via, &live2, 0));
         assert!(!t.bucket_live(&via, &none, 0));

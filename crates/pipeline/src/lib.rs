@@ -14,6 +14,7 @@
 //! | `prefix.rs` | prefix tracking: how few address bits rule a subtable out |
 //! | `flow.rs` | flow entries and flow-mod validation (prerequisites, instructions) |
 //! | `table.rs` | a flow table and flow-mod selection filters |
+//! | `as_sent.rs` | flows read back as installed: the instructions' given order, shared wire forms |
 //! | `group.rs`, `meter.rs` | group table and meters |
 //! | `normal.rs` | the MAC learning table behind NORMAL |
 //! | `pipeline.rs` | the snapshot and the cell the datapath holds |
@@ -24,6 +25,7 @@
 
 #![deny(missing_docs)]
 
+pub mod as_sent;
 pub mod changes;
 pub mod classifier;
 pub mod control;

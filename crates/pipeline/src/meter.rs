@@ -323,6 +323,7 @@ mod tests {
             pktps,
             burst: true,
             bands,
+            kbps: !pktps,
         })
     }
 
@@ -448,6 +449,7 @@ mod tests {
                 pktps: false,
                 burst: false,
                 bands,
+                kbps: true,
             },
         };
         assert_eq!(

@@ -2,6 +2,8 @@
 //! entries, flow-mods, groups and meters. These are what the flow-syntax parser produces, what
 //! the OpenFlow codec will decode into, and what the tables hold.
 
+use std::sync::Arc;
+
 use packet::{Field, FlowKey};
 
 /// Reserved OpenFlow port numbers (OpenFlow 1.3 `ofp_port_no`).
@@ -210,7 +212,24 @@ pub struct FlowMod {
     pub out_group: u32,
     /// Flags.
     pub flags: FlowFlags,
+    /// How the controller wrote the match on the wire, when not as the codec writes the
+    /// model back (see [`WireForm`]); `None` for the canonical form and for flows that never
+    /// crossed the wire.
+    pub matcher_as_sent: Option<WireForm>,
+    /// The instructions' bytes as the controller wrote them, when the codec would write them
+    /// otherwise even in the order given (a set-field of `tp_dst` is `udp_dst` to the codec
+    /// under a UDP match, whatever an earlier `ip_proto` rewrite made of the packet); `None`
+    /// almost always.
+    pub instructions_as_sent: Option<WireForm>,
 }
+
+/// How a controller wrote something on the wire (the OXM fields of a match in its own
+/// order, the actions of a bucket under other field names), kept so that statistics and
+/// descriptions give back what was installed. Opaque to the pipeline: the OpenFlow codec makes
+/// and reads the bytes (`openflow::as_sent`). Forms are shared: the match forms of flows a
+/// controller writes alike are one allocation (the control side interns them), so a million
+/// flows in a controller's field order cost a pointer each.
+pub type WireForm = Arc<[u8]>;
 
 impl FlowMod {
     /// An add of `matcher` at `priority` in `table_id` with `instructions`; other fields
@@ -234,6 +253,8 @@ impl FlowMod {
             out_port: ports::ANY,
             out_group: GROUP_ANY,
             flags: FlowFlags::default(),
+            matcher_as_sent: None,
+            instructions_as_sent: None,
         }
     }
 }
@@ -262,6 +283,10 @@ pub struct Bucket {
     pub watch_group: u32,
     /// Actions applied to a copy of the packet.
     pub actions: Vec<Action>,
+    /// The actions as the controller wrote them, when the codec would write them otherwise
+    /// (a set-field of `udp_src` is `tp_src` in the model, which a bucket, having no match to
+    /// tell, writes back as `tcp_src`); `None` otherwise.
+    pub actions_as_sent: Option<WireForm>,
 }
 
 /// A group definition.
@@ -303,6 +328,10 @@ pub struct Meter {
     pub id: u32,
     /// Rates are packets per second (else kbit/s).
     pub pktps: bool,
+    /// The controller set `OFPMF_KBPS`. Rates are kbit/s whenever `pktps` is not; a meter-mod
+    /// may leave both unit flags clear (Open vSwitch takes that too), so the bit is kept for
+    /// the meter to read back as it was installed.
+    pub kbps: bool,
     /// Bands honour their burst sizes.
     pub burst: bool,
     /// The controller asked for statistics (`OFPMF_STATS`). Hayate counts every meter; the

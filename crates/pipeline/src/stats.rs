@@ -17,7 +17,7 @@ pub struct FlowView {
     pub matcher: Match,
     /// Cookie.
     pub cookie: u64,
-    /// Instructions, in execution order.
+    /// Instructions, in the order the controller gave them.
     pub instructions: Vec<Instruction>,
     /// Packets matched (as flushed by the datapath so far).
     pub packets: u64,
@@ -31,6 +31,11 @@ pub struct FlowView {
     pub hard_timeout: u16,
     /// Flags.
     pub flags: FlowFlags,
+    /// How the controller wrote the match, when not as the codec writes it back.
+    pub matcher_as_sent: Option<crate::model::WireForm>,
+    /// The instructions' bytes as the controller wrote them, when the codec would write them
+    /// otherwise.
+    pub instructions_as_sent: Option<crate::model::WireForm>,
 }
 
 impl FlowView {
@@ -41,13 +46,15 @@ impl FlowView {
             priority: e.priority,
             matcher: e.matcher,
             cookie: e.cookie,
-            instructions: e.instructions.clone(),
+            instructions: crate::as_sent::in_given_order(&e.instructions, e.given_order),
             packets: e.counters.packets.load(Ordering::Relaxed),
             bytes: e.counters.bytes.load(Ordering::Relaxed),
             duration_ms: now_ms.saturating_sub(e.install_ms),
             idle_timeout: e.idle_timeout,
             hard_timeout: e.hard_timeout,
             flags: e.flags,
+            matcher_as_sent: e.matcher_as_sent.clone(),
+            instructions_as_sent: e.instructions_as_sent.clone(),
         }
     }
 }

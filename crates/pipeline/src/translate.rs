@@ -15,10 +15,14 @@
 //! MPLS from the IP header or the old top entry) adds the source bits in full.
 //!
 //! MPLS: push_mpls sets the working key's `eth_type` and top entry (what a new extraction
-//! would give); pop_mpls sets `eth_type` and clears the entry. Nothing below the top entry
-//! is in the key, so after a pop the next entry or the payload's L3/L4 fields are not known
-//! to later tables in the same pass (they read as 0; Open vSwitch re-parses such a packet by
-//! recirculating it, Hayate does not), and copy_ttl_out/in leave the key's TTLs as they were.
+//! would give); pop_mpls sets `eth_type` and clears the entry. Under a bottom-of-stack entry
+//! extraction reads an IPv4 or IPv6 header and its L4 header into the key
+//! ([`packet::extract`]), so after a pop to 0x0800 or 0x86dd later tables match the packet
+//! as it then is (Open vSwitch re-parses it by recirculating); the mask stays sound because
+//! translation is a function of the key alone. Below a top entry that is not the bottom of
+//! the stack nothing is in the key, so after its pop the next entry is not known to later
+//! tables in the same pass (it reads as 0), and copy_ttl_out/in leave the key's TTLs as
+//! they were.
 //! The datapath actions themselves work on the packet's bytes and are right either way: a
 //! push onto a packet that has a stack copies its real top entry, and dec_mpls_ttl on an
 //! entry the key does not hold is checked by the datapath (TTL 0 or 1: dropped and counted,
@@ -502,6 +506,9 @@ impl Ctx<'_> {
     fn pop_vlan(&mut self) {
         self.unwildcard(Field::VlanTci);
         if self.key.get(Field::VlanTci) & VLAN_PRESENT == 0 {
+            // A pop on a packet without a tag: the datapath refuses the rewrite, counts the
+            // packet in its rewrite drops and drops it (Open vSwitch skips the pop instead).
+            self.emit(DpAction::PopVlan);
             return;
         }
         self.unwildcard(Field::CvlanTci);

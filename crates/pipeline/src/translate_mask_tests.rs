@@ -131,7 +131,7 @@ proptest! {
         down in 1u32..6,
     ) {
         let mut c = control(5);
-        let ff = |p: u32| Bucket { weight: 1, watch_port: p, watch_group: GROUP_ANY, actions: vec![out(p)] };
+        let ff = |p: u32| Bucket { weight: 1, watch_port: p, watch_group: GROUP_ANY, actions: vec![out(p)], actions_as_sent: None,  };
         group(&mut c, 1, GroupType::Select, vec![
             bucket(vec![out(1)]),
             bucket(vec![Action::SetField { field: Field::Ipv4Src, value: 5 }, out(2)]),

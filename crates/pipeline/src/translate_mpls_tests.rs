@@ -18,9 +18,19 @@ fn eth(t: u128) -> Match {
     m
 }
 
+/// The key of an IPv4 packet under one label stack entry `entry` (bottom of the stack):
+/// extraction reads the IP and L4 headers under it.
+fn mpls_over_ip_key(in_port: u32, entry: u32) -> FlowKey {
+    let mut k = ip_key(in_port);
+    k.set(Field::EthType, 0x8847);
+    k.set(Field::MplsLse, u128::from(entry));
+    k
+}
+
 fn mpls_key(in_port: u32, entry: u32) -> FlowKey {
     let mut k = ip_key(in_port);
-    // An MPLS packet's key has no L3 fields (nothing under the stack is parsed).
+    // A key whose top entry is not the bottom of the stack has no L3 fields (nothing under
+    // it is parsed).
     for f in [Field::Ipv4Src, Field::Ipv4Dst, Field::IpProto, Field::IpTtl] {
         k.set(f, 0);
     }
@@ -399,6 +409,75 @@ fn flow_checks_follow_the_ethertype_through_push_and_pop() {
     assert_eq!(try_add(&mut c, m, vec![]).unwrap_err().ofp_error(), (4, 9));
 }
 
+/// After a pop to IPv4, a later table matches the IPv4 and UDP header that was under the
+/// label (extraction read it into the key), on a key extracted from a real frame; the mask
+/// holds what decided in both tables.
+#[test]
+fn after_a_pop_to_ip_a_later_table_matches_the_ip_header() {
+    use packet::builder::PacketSpec;
+    use std::net::Ipv4Addr;
+    let mut c = control(3);
+    let mut label = eth(0x8847);
+    label.set_exact(Field::MplsLabel, 200);
+    add(
+        &mut c,
+        0,
+        label,
+        vec![
+            Instruction::ApplyActions(vec![Action::PopMpls(0x0800)]),
+            Instruction::GotoTable(1),
+        ],
+    );
+    let mut web = eth(0x0800);
+    web.set_exact(Field::IpProto, 17);
+    web.set_exact(Field::Ipv4Dst, 0x0a00_0002);
+    web.set_exact(Field::TpDst, 80);
+    c.flow_mod(&FlowMod::add(
+        1,
+        10,
+        web,
+        vec![Instruction::ApplyActions(vec![Action::DecNwTtl, out(2)])],
+    ))
+    .unwrap();
+    add(
+        &mut c,
+        1,
+        eth(0x0800),
+        vec![Instruction::ApplyActions(vec![out(3)])],
+    );
+    let frame = |dst: u8| {
+        let spec = PacketSpec::udp4(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            Ipv4Addr::new(10, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 0, dst),
+            1234,
+            80,
+            60,
+        );
+        let mut k = FlowKey::ZERO;
+        packet::extract(&spec.build_mpls(0x8847, &[lse(200, 0, true, 9)]), 1, &mut k);
+        k
+    };
+    let to_web = run(&mut c, &frame(2));
+    assert_eq!(
+        to_web.actions,
+        vec![
+            DpAction::PopMpls(0x0800),
+            DpAction::DecTtl,
+            DpAction::Output(2)
+        ],
+        "the IP TTL under the label is known: 64, not 0"
+    );
+    assert_eq!(to_web.mask.get(Field::MplsLabel), 0xf_ffff);
+    assert_eq!(to_web.mask.get(Field::Ipv4Dst), 0xffff_ffff);
+    assert_eq!(to_web.mask.get(Field::TpDst), 0xffff);
+    assert_eq!(
+        run(&mut c, &frame(3)).actions,
+        vec![DpAction::PopMpls(0x0800), DpAction::Output(3)]
+    );
+}
+
 mod soundness {
     use super::*;
     use packet::KEY_WORDS;
@@ -440,11 +519,15 @@ mod soundness {
             prop::option::weighted(0.3, 0u128..3),
             prop::option::weighted(0.3, 0u128..2),
             prop::option::weighted(0.3, 1u128..4),
+            prop::option::weighted(0.4, 1u128..3),
         )
-            .prop_map(|(eth, label, ttl, bos, inp)| {
+            .prop_map(|(eth, label, ttl, bos, inp, dst)| {
                 let mut m = Match::ANY;
                 if let Some(e) = eth {
                     m.set_exact(Field::EthType, e);
+                    if let (0x0800, Some(d)) = (e, dst) {
+                        m.set_exact(Field::Ipv4Dst, 0x0a00_0000 | d);
+                    }
                     if e == 0x8847 {
                         let fields = [
                             (Field::MplsLabel, label),
@@ -469,21 +552,26 @@ mod soundness {
         (
             any::<bool>(),
             (0u32..3, 0u8..3, any::<bool>(), 0u8..4),
-            (1u128..5, 0u128..4, 0u128..3),
+            (1u128..5, 0u128..4, 0u128..3, 1u128..3),
         )
-            .prop_map(|(labelled, (label, tc, bos, ttl), (inp, ip_ttl, dscp))| {
-                let mut k = if labelled {
-                    mpls_key(1, lse(label, tc, bos, ttl))
-                } else {
-                    ip_key(1)
-                };
-                k.set(Field::InPort, inp);
-                if !labelled {
-                    k.set(Field::IpTtl, ip_ttl);
-                    k.set(Field::IpDscp, dscp);
-                }
-                k
-            })
+            .prop_map(
+                |(labelled, (label, tc, bos, ttl), (inp, ip_ttl, dscp, dst))| {
+                    let mut k = match (labelled, bos) {
+                        (true, true) => mpls_over_ip_key(1, lse(label, tc, bos, ttl)),
+                        (true, false) => mpls_key(1, lse(label, tc, bos, ttl)),
+                        (false, _) => ip_key(1),
+                    };
+                    k.set(Field::InPort, inp);
+                    if k.get(Field::Ipv4Dst) != 0 {
+                        k.set(Field::Ipv4Dst, 0x0a00_0000 | dst);
+                    }
+                    if !labelled || bos {
+                        k.set(Field::IpTtl, ip_ttl);
+                        k.set(Field::IpDscp, dscp);
+                    }
+                    k
+                },
+            )
     }
 
     proptest! {

@@ -93,6 +93,7 @@ pub(crate) fn bucket(actions: Vec<Action>) -> Bucket {
         watch_port: ports::ANY,
         watch_group: GROUP_ANY,
         actions,
+        actions_as_sent: None,
     }
 }
 
@@ -400,6 +401,7 @@ fn fast_failover_uses_the_first_live_bucket() {
         watch_port: p,
         watch_group: GROUP_ANY,
         actions: vec![out(o)],
+        actions_as_sent: None,
     };
     group(
         &mut c,
@@ -692,4 +694,69 @@ fn action_explosion_is_bounded() {
     let t = run(&mut c, &ip_key(1));
     assert!(t.actions.is_empty());
     assert!(!t.cacheable);
+}
+
+/// Bad input (issue 20): a packet that an action would make malformed is counted and dropped,
+/// never forwarded half-written. A pop_vlan on an untagged packet is emitted for the datapath
+/// to refuse: it drops the packet whole and counts it (`drop_rewrite`; Open vSwitch skips the
+/// pop instead), the mask holding the tag's present bit that decided it. A VLAN set-field on
+/// an untagged packet does nothing (as in Open vSwitch). An action the key cannot rule out
+/// but the bytes refuse (a port rewrite on a later fragment, a push beyond the headroom) is
+/// emitted and refused the same way (`packet::rewrite` tests: a refused rewrite leaves the
+/// packet as it was).
+#[test]
+fn actions_on_a_header_the_packet_lacks() {
+    let mut c = control(3);
+    add(
+        &mut c,
+        0,
+        1,
+        Match::ANY,
+        vec![Instruction::ApplyActions(vec![
+            Action::PopVlan,
+            Action::SetField {
+                field: Field::VlanVid,
+                value: 5,
+            },
+            out(2),
+        ])],
+    );
+    let t = run(&mut c, &ip_key(1));
+    assert_eq!(t.actions, vec![DpAction::PopVlan, DpAction::Output(2)]);
+    assert_eq!(t.mask.get(Field::VlanTci) & 0x1000, 0x1000);
+
+    let mut c = control(3);
+    let mut udp = ip();
+    udp.set_exact(Field::IpProto, 17);
+    add(
+        &mut c,
+        0,
+        1,
+        udp,
+        vec![Instruction::ApplyActions(vec![
+            Action::SetField {
+                field: Field::TpDst,
+                value: 99,
+            },
+            out(2),
+        ])],
+    );
+    let mut later = ip_key(1);
+    later.set(Field::IpProto, 17);
+    later.set(
+        Field::IpFrag,
+        u128::from(packet::key::frag::ANY | packet::key::frag::LATER),
+    );
+    later.set(Field::TpSrc, 0);
+    later.set(Field::TpDst, 0);
+    assert_eq!(
+        run(&mut c, &later).actions,
+        vec![
+            DpAction::SetField {
+                field: Field::TpDst,
+                value: 99
+            },
+            DpAction::Output(2)
+        ]
+    );
 }

@@ -11,7 +11,7 @@ use openflow::{
 };
 use pipeline::model::{ports, MAX_TABLE, N_TABLES};
 
-use super::{bulk, features, multipart, packet_out, OfBridge, State};
+use super::{assemble, bulk, features, multipart, packet_out, OfBridge, State};
 use crate::reply_stream::Producer;
 use crate::role::Role;
 use crate::ConnId;
@@ -87,6 +87,12 @@ pub(super) fn handle(
             );
         }
         M::SetConfig(c) => {
+            // Fragments are handled one way, OFPC_FRAG_NORMAL (0): as any packet. Dropping or
+            // reassembling them (1, 2) is refused rather than accepted and not done.
+            if c.flags != 0 {
+                error(out, msg, ErrorCode::SCFC_BAD_FLAGS);
+                return None;
+            }
             b.lock().config_flags = c.flags;
             b.miss_send_len.store(c.miss_send_len, Relaxed);
         }
@@ -161,9 +167,12 @@ pub(super) fn handle(
         }
         M::TableMod(tm) => {
             // OpenFlow 1.3 defines no table config bits a switch must act on (table-miss
-            // behaviour is a flow entry); accept and keep nothing.
+            // behaviour is a flow entry; OFPTC_DEPRECATED_MASK, 3, is what 1.1 and 1.2 had):
+            // accept those and keep nothing; any other bit is no configuration at all.
             if tm.table_id > MAX_TABLE && tm.table_id != pipeline::model::ALL_TABLES {
                 error(out, msg, ErrorCode::TMFC_BAD_TABLE);
+            } else if tm.config & !3 != 0 {
+                error(out, msg, ErrorCode::TMFC_BAD_CONFIG);
             }
         }
         M::PacketOut(po) => {
@@ -200,8 +209,13 @@ pub(super) fn handle(
             );
             if sets_tables && role == Role::Slave {
                 error(out, msg, ErrorCode::BRC_IS_SLAVE);
-            } else {
-                return multipart::reply_to(b, xid, msg, &r, out);
+                return None;
+            }
+            let step = b.lock().parts.take(conn, xid, r);
+            match step {
+                assemble::Step::Handle(r) => return multipart::reply_to(b, xid, msg, &r, out),
+                assemble::Step::Held => {}
+                assemble::Step::Refuse(code) => error(out, msg, code),
             }
         }
         M::QueueGetConfigRequest { port } => {
@@ -272,6 +286,11 @@ fn port_mod(st: &mut State, pm: &PortMod) -> Result<(), ErrorCode> {
         | port_config::NO_PACKET_IN;
     if pm.mask & !known != 0 {
         return Err(ErrorCode::PMFC_BAD_CONFIG);
+    }
+    // Ports advertise nothing (their descriptions say 0) and cannot be told to: 0 means
+    // "leave it", anything else is refused rather than accepted and not done.
+    if pm.advertise != 0 {
+        return Err(ErrorCode::PMFC_BAD_ADVERTISE);
     }
     let p = &mut st.ports[i];
     let new = (p.config & !pm.mask) | (pm.config & pm.mask);

@@ -15,6 +15,7 @@
 //! | `mod.rs` | [`OfBridge`], its settings and ports, the [`Bridge`] impl, fail mode |
 //! | `handle.rs` | one OpenFlow request → replies or an error |
 //! | `multipart.rs` | multipart (statistics) replies, split to fit 64 KiB messages |
+//! | `assemble.rs` | multipart requests in several messages (table-features set requests) |
 //! | `dump.rs` | flow and aggregate statistics from a snapshot, a big table's in pieces |
 //! | `bulk.rs` | a non-strict modify or filtered delete over a big table, worked out off the lock |
 //! | `features.rs` | what the switch says about itself: desc, table/group/meter features, ports |
@@ -38,6 +39,7 @@
 //! without it, for a big table on a thread of its own, in pieces ([`Bridge::handle_streamed`]);
 //! a bulk flow-mod holds it to take a snapshot and to swap the new tables in (`bulk.rs`).
 
+mod assemble;
 mod async_out;
 mod bulk;
 mod capture;
@@ -135,8 +137,11 @@ struct PortState {
 struct State {
     control: Control,
     ports: Vec<PortState>,
-    /// `ofp_switch_config` flags (fragment handling; kept, not acted on).
+    /// `ofp_switch_config` flags: always `OFPC_FRAG_NORMAL` (0), the one fragment handling
+    /// Hayate has (SET_CONFIG refuses the others).
     config_flags: u16,
+    /// Table-features requests arriving in parts ([`assemble`]).
+    parts: assemble::Parts,
     /// Per-connection SET_ASYNC settings (absent: the defaults).
     async_cfg: HashMap<ConnId, AsyncConfig>,
     /// Per-connection packet-in budgets for filtered sends.
@@ -176,6 +181,9 @@ pub struct OfBridge {
     /// Some port's link has been down: its link may change again (see
     /// [`OfBridge::watches_links`]).
     watch_links: AtomicBool,
+    /// The fail mode now is standalone (starts as `cfg.fail_mode`; see
+    /// [`OfBridge::set_fail_mode`]).
+    standalone: AtomicBool,
 }
 
 impl std::fmt::Debug for OfBridge {
@@ -217,6 +225,8 @@ fn fail_open_flow(command: FlowModCommand) -> FlowMod {
         out_port: pipeline::model::ports::ANY,
         out_group: pipeline::model::GROUP_ANY,
         flags: FlowFlags::default(),
+        matcher_as_sent: None,
+        instructions_as_sent: None,
     }
 }
 
@@ -238,6 +248,7 @@ impl OfBridge {
                 })
                 .collect(),
             config_flags: 0,
+            parts: assemble::Parts::default(),
             async_cfg: HashMap::new(),
             buckets: HashMap::new(),
             dirty: false,
@@ -262,6 +273,7 @@ impl OfBridge {
             st.install_fail_open();
             st.publish();
         }
+        let standalone = cfg.fail_mode == FailMode::Standalone;
         Arc::new(OfBridge {
             cfg,
             state: Arc::new(Mutex::new(st)),
@@ -270,6 +282,7 @@ impl OfBridge {
             plug: Mutex::new(None),
             counters: counters::Sources::default(),
             miss_send_len: AtomicU16::new(DEFAULT_MISS_SEND_LEN),
+            standalone: AtomicBool::new(standalone),
             filtered: AtomicBool::new(false),
             watch_links: AtomicBool::new(!down.is_empty()),
         })
@@ -323,6 +336,31 @@ impl OfBridge {
     /// Whether any flow has a timeout (the pump must then tick every 100 ms or so).
     pub fn has_timed_flows(&self) -> bool {
         self.lock().control.has_timed_flows()
+    }
+
+    /// The fail mode now.
+    pub fn fail_mode(&self) -> FailMode {
+        if self.standalone.load(Relaxed) {
+            FailMode::Standalone
+        } else {
+            FailMode::Secure
+        }
+    }
+
+    /// Changes the fail mode while running: to secure, the fail-open flow goes; to
+    /// standalone, it is installed unless `controller_connected` (a controller's connection
+    /// then removes it when it takes charge, as at start).
+    pub fn set_fail_mode(&self, mode: FailMode, controller_connected: bool) {
+        self.standalone.store(mode == FailMode::Standalone, Relaxed);
+        let mut st = self.lock();
+        match mode {
+            FailMode::Secure => st.remove_fail_open(),
+            FailMode::Standalone if !controller_connected => {
+                st.install_fail_open();
+                st.publish();
+            }
+            FailMode::Standalone => {}
+        }
     }
 
     /// Whether the standalone fail-open flow is installed now.
@@ -412,7 +450,7 @@ impl Bridge for OfBridge {
     }
 
     fn on_connectivity(&self, event: Connectivity) {
-        if self.cfg.fail_mode != FailMode::Standalone {
+        if self.fail_mode() != FailMode::Standalone {
             return;
         }
         let mut st = self.lock();
@@ -429,7 +467,7 @@ impl Bridge for OfBridge {
     fn on_connect(&self, conn: ConnId) {
         let _ = conn;
         // Hand the tables over before the controller's first request is handled.
-        if self.cfg.fail_mode == FailMode::Standalone {
+        if self.fail_mode() == FailMode::Standalone {
             self.lock().remove_fail_open();
         }
     }
@@ -438,6 +476,7 @@ impl Bridge for OfBridge {
         let mut st = self.lock();
         st.async_cfg.remove(&conn);
         st.buckets.remove(&conn);
+        st.parts.forget(conn);
         let filtered = !st.async_cfg.is_empty();
         self.filtered.store(filtered, Relaxed);
     }

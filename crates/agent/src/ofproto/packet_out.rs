@@ -319,6 +319,7 @@ mod tests {
             watch_port,
             watch_group: GROUP_ANY,
             actions,
+            actions_as_sent: None,
         }
     }
 

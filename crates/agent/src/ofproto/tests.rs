@@ -16,6 +16,11 @@ use pipeline::{Control, PipelineConfig, PortInfo};
 use super::*;
 use crate::bridge::Bridge;
 
+#[path = "echo_tests.rs"]
+mod echo;
+#[path = "requests_tests.rs"]
+mod requests;
+
 fn bridge(fail_mode: FailMode) -> Arc<OfBridge> {
     let pool = Pool::with_frames(256);
     let (mut control, _cell) = Control::new(PipelineConfig::default());
@@ -556,6 +561,25 @@ fn standalone_hands_the_tables_to_a_controller() {
 }
 
 #[test]
+fn the_fail_mode_changes_while_running() {
+    let b = bridge(FailMode::Standalone);
+    b.set_fail_mode(FailMode::Secure, false);
+    assert_eq!(b.fail_mode(), FailMode::Secure);
+    assert!(!b.fail_open_active());
+    assert!(flow_stats(&b).is_empty(), "secure: the fail-open flow went");
+    b.on_connectivity(Connectivity::Lost);
+    assert!(!b.fail_open_active(), "secure ignores a lost controller");
+    b.set_fail_mode(FailMode::Standalone, true);
+    assert!(
+        !b.fail_open_active(),
+        "a connected controller keeps the tables"
+    );
+    b.set_fail_mode(FailMode::Standalone, false);
+    assert!(b.fail_open_active());
+    assert_eq!(flow_stats(&b)[0].cookie, FAIL_OPEN_COOKIE);
+}
+
+#[test]
 fn packet_out_without_a_datapath_is_refused() {
     let b = bridge(FailMode::Secure);
     let po = Message::PacketOut(openflow::PacketOut {
@@ -732,6 +756,7 @@ async fn many_groups_and_meters_come_in_pieces() {
                             port: 1,
                             max_len: 0,
                         }],
+                        actions_as_sent: None,
                     }],
                 },
             })
@@ -747,6 +772,7 @@ async fn many_groups_and_meters_come_in_pieces() {
                         rate: 100,
                         burst: 0,
                     }],
+                    kbps: false,
                 },
             })
             .unwrap();

@@ -23,6 +23,8 @@ pub fn flows(flows: &[FlowStats]) -> String {
             idle_timeout: f.idle_timeout,
             hard_timeout: f.hard_timeout,
             flags: f.flags,
+            matcher_as_sent: f.matcher_as_sent.clone(),
+            instructions_as_sent: f.instructions_as_sent.clone(),
         };
         let _ = writeln!(s, " {}", pipeline::ofctl::format_flow_stats(&v));
     }

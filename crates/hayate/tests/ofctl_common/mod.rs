@@ -311,3 +311,54 @@ pub fn status_kib(pid: u32, field: &str) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
+
+/// A switch in secure fail mode, its port 1 a null sink and its port 2 writing what it sends
+/// to `out.pcap` in the switch's folder.
+pub fn sink_and_pcap() -> Hayate {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("pcap:out={}", dir.path().join("out.pcap").display());
+    Hayate::start_in(
+        dir,
+        &[
+            "--fail-mode",
+            "secure",
+            "--port",
+            "null:sink",
+            "--port",
+            &spec,
+        ],
+    )
+}
+
+/// The `n` frames port 2 of a [`sink_and_pcap`] switch sent, read once it has sent them and
+/// the switch has stopped.
+pub fn sent_on_port_2(h: &mut Hayate, n: usize) -> Vec<Vec<u8>> {
+    wait_tx(h, 2, n as u64);
+    let pcap = h.file("out.pcap");
+    h.stop();
+    let pkts = pcap_packets(&pcap);
+    assert_eq!(pkts.len(), n, "{n} frames in {}", pcap.display());
+    pkts
+}
+
+/// Waits (at most 10 s) until port `port` of `h` has sent `n` packets by `dump-ports`, so
+/// that what a packet-out sent is in the port's file before the switch stops.
+pub fn wait_tx(h: &Hayate, port: u32, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = h.ofctl("dump-ports", &[&port.to_string()]);
+        let sent = text
+            .split("tx pkts=")
+            .nth(1)
+            .and_then(|t| t.split(',').next())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if sent.is_some_and(|s| s >= n) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "port {port} sent {sent:?} of {n} packets:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

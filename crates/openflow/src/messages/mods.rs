@@ -7,9 +7,10 @@ use pipeline::model::{
 };
 
 use crate::action::{decode_actions, encode_actions};
+use crate::as_sent::{instructions_form, write_instructions};
 use crate::error::{DecodeError, EncodeError, ErrorCode};
-use crate::instruction::{decode_instructions, encode_instructions};
-use crate::oxm::{read_match, write_match};
+use crate::instruction::decode_instructions;
+use crate::oxm::{read_match_as_sent, write_match_as_sent};
 use crate::wire::{patch_len, Put, Reader};
 
 /// `ofp_flow_mod_flags` bits.
@@ -93,8 +94,10 @@ impl FlowModMsg {
             )
         })?;
         r.skip(2)?;
-        let matcher = read_match(r)?;
-        let instructions = decode_instructions(r.rest())?;
+        let (matcher, matcher_as_sent) = read_match_as_sent(r)?;
+        let bytes = r.rest();
+        let instructions = decode_instructions(bytes)?;
+        let instructions_as_sent = instructions_form(bytes, &instructions, &matcher);
         Ok(FlowModMsg {
             flow_mod: FlowMod {
                 command,
@@ -109,6 +112,8 @@ impl FlowModMsg {
                 out_port,
                 out_group,
                 flags,
+                matcher_as_sent,
+                instructions_as_sent,
             },
             buffer_id,
         })
@@ -134,8 +139,13 @@ impl FlowModMsg {
         buf.put_u32(f.out_group);
         buf.put_u16(flow_flags_to_wire(f.flags));
         buf.put_zeros(2);
-        write_match(&f.matcher, buf)?;
-        encode_instructions(&f.instructions, &f.matcher, buf)
+        write_match_as_sent(&f.matcher, f.matcher_as_sent.as_ref(), buf)?;
+        write_instructions(
+            &f.instructions,
+            &f.matcher,
+            f.instructions_as_sent.as_ref(),
+            buf,
+        )
     }
 }
 
@@ -180,11 +190,14 @@ pub(crate) fn read_buckets(r: &mut Reader<'_>) -> Result<Vec<Bucket>, DecodeErro
         let watch_port = b.u32()?;
         let watch_group = b.u32()?;
         b.skip(4)?;
+        let bytes = b.rest();
+        let actions = decode_actions(bytes)?;
         out.push(Bucket {
             weight,
             watch_port,
             watch_group,
-            actions: decode_actions(b.rest())?,
+            actions_as_sent: crate::as_sent::actions_form(bytes, &actions),
+            actions,
         });
     }
     Ok(out)
@@ -206,7 +219,10 @@ pub(crate) fn write_buckets(buckets: &[Bucket], buf: &mut Vec<u8>) -> Result<(),
         buf.put_u32(b.watch_port);
         buf.put_u32(b.watch_group);
         buf.put_zeros(4);
-        encode_actions(&b.actions, &pipeline::model::Match::ANY, buf)?;
+        match &b.actions_as_sent {
+            Some(bytes) => buf.extend_from_slice(bytes),
+            None => encode_actions(&b.actions, &pipeline::model::Match::ANY, buf)?,
+        }
         patch_len(buf, start, start, "group bucket")?;
     }
     Ok(())
@@ -270,8 +286,8 @@ pub mod meter_band_type {
     pub const EXPERIMENTER: u16 = 0xffff;
 }
 
-/// A meter's flags: (pktps, burst, stats).
-pub(crate) fn meter_flags_from_wire(v: u16) -> Result<(bool, bool, bool), DecodeError> {
+/// A meter's flags: (pktps, burst, stats, kbps).
+pub(crate) fn meter_flags_from_wire(v: u16) -> Result<(bool, bool, bool, bool), DecodeError> {
     use meter_flags::*;
     if v & !0xf != 0 || (v & KBPS != 0 && v & PKTPS != 0) {
         return Err(DecodeError::new(
@@ -279,12 +295,18 @@ pub(crate) fn meter_flags_from_wire(v: u16) -> Result<(bool, bool, bool), Decode
             format!("meter flags {v:#x}: only kbps (1) or pktps (2), burst (4) and stats (8) exist, and kbps and pktps exclude each other"),
         ));
     }
-    Ok((v & PKTPS != 0, v & BURST != 0, v & STATS != 0))
+    Ok((
+        v & PKTPS != 0,
+        v & BURST != 0,
+        v & STATS != 0,
+        v & KBPS != 0,
+    ))
 }
 
 pub(crate) fn meter_flags_to_wire(m: &Meter) -> u16 {
     use meter_flags::*;
-    (if m.pktps { PKTPS } else { KBPS })
+    (if m.pktps { PKTPS } else { 0 })
+        | if m.kbps { KBPS } else { 0 }
         | if m.burst { BURST } else { 0 }
         | if m.stats { STATS } else { 0 }
 }
@@ -377,9 +399,9 @@ impl MeterModMsg {
                 ))
             }
         };
-        let (mut pktps, mut burst, mut stats) = meter_flags_from_wire(r.u16()?)?;
+        let (mut pktps, mut burst, mut stats, mut kbps) = meter_flags_from_wire(r.u16()?)?;
         if command == MeterModCommand::Delete {
-            (pktps, burst, stats) = (false, false, false);
+            (pktps, burst, stats, kbps) = (false, false, false, false);
         }
         let id = r.u32()?;
         let bands = read_bands(r)?;
@@ -392,6 +414,7 @@ impl MeterModMsg {
                     burst,
                     stats,
                     bands,
+                    kbps,
                 },
             },
         })

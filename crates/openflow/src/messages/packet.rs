@@ -2,12 +2,12 @@
 //! flow-removed and port-status.
 
 use packet::{Field, FlowKey};
-use pipeline::model::{Action, Match};
+use pipeline::model::{Action, Match, WireForm};
 use pipeline::{PacketInReason, RemovedFlow, RemovedReason};
 
 use crate::action::{decode_actions, encode_actions};
 use crate::error::{DecodeError, EncodeError, ErrorCode};
-use crate::oxm::{read_match, write_match};
+use crate::oxm::{read_match, read_match_as_sent, write_match, write_match_as_sent};
 use crate::port::PortDesc;
 use crate::wire::{Put, Reader};
 
@@ -196,6 +196,9 @@ pub struct FlowRemoved {
     pub byte_count: u64,
     /// Its match.
     pub matcher: Match,
+    /// How the controller wrote the match, when not as the codec writes it back
+    /// ([`WireForm`]): the match is written that way.
+    pub matcher_as_sent: Option<WireForm>,
 }
 
 impl From<&RemovedFlow> for FlowRemoved {
@@ -213,6 +216,7 @@ impl From<&RemovedFlow> for FlowRemoved {
             packet_count: v.packets,
             byte_count: v.bytes,
             matcher: v.matcher,
+            matcher_as_sent: v.matcher_as_sent.clone(),
         }
     }
 }
@@ -228,18 +232,27 @@ impl FlowRemoved {
             3 => FlowRemovedReason::GroupDelete,
             x => return Err(bad(format!("flow-removed reason {x} is not 0..=3"))),
         };
+        let table_id = r.u8()?;
+        let duration_sec = r.u32()?;
+        let duration_nsec = r.u32()?;
+        let idle_timeout = r.u16()?;
+        let hard_timeout = r.u16()?;
+        let packet_count = r.u64()?;
+        let byte_count = r.u64()?;
+        let (matcher, matcher_as_sent) = read_match_as_sent(r)?;
         Ok(FlowRemoved {
             cookie,
             priority,
             reason,
-            table_id: r.u8()?,
-            duration_sec: r.u32()?,
-            duration_nsec: r.u32()?,
-            idle_timeout: r.u16()?,
-            hard_timeout: r.u16()?,
-            packet_count: r.u64()?,
-            byte_count: r.u64()?,
-            matcher: read_match(r)?,
+            table_id,
+            duration_sec,
+            duration_nsec,
+            idle_timeout,
+            hard_timeout,
+            packet_count,
+            byte_count,
+            matcher,
+            matcher_as_sent,
         })
     }
 
@@ -259,7 +272,7 @@ impl FlowRemoved {
         buf.put_u16(self.hard_timeout);
         buf.put_u64(self.packet_count);
         buf.put_u64(self.byte_count);
-        write_match(&self.matcher, buf)
+        write_match_as_sent(&self.matcher, self.matcher_as_sent.as_ref(), buf)
     }
 }
 
@@ -345,6 +358,8 @@ mod tests {
                 idle_timeout: 1,
                 hard_timeout: 2,
                 flags: Default::default(),
+                matcher_as_sent: None,
+                instructions_as_sent: None,
             },
         };
         let f = FlowRemoved::from(&r);

@@ -86,7 +86,7 @@ impl MeterConfig {
     pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let mut b = sized_entry(r, 8, "meter configuration", 0)?;
         b.skip(2)?;
-        let (pktps, burst, stats) = meter_flags_from_wire(b.u16()?)?;
+        let (pktps, burst, stats, kbps) = meter_flags_from_wire(b.u16()?)?;
         let id = b.u32()?;
         Ok(MeterConfig {
             meter: Meter {
@@ -95,6 +95,7 @@ impl MeterConfig {
                 burst,
                 stats,
                 bands: read_bands(&mut b)?,
+                kbps,
             },
         })
     }

@@ -1,13 +1,14 @@
 //! Flow and aggregate statistics: `ofp_flow_stats_request`, `ofp_flow_stats`,
 //! `ofp_aggregate_stats_reply`.
 
-use pipeline::model::{ports, FlowFlags, Instruction, Match, ALL_TABLES, GROUP_ANY};
+use pipeline::model::{ports, FlowFlags, Instruction, Match, WireForm, ALL_TABLES, GROUP_ANY};
 use pipeline::FlowView;
 
+use crate::as_sent::{instructions_form, write_instructions};
 use crate::error::{DecodeError, EncodeError, ErrorCode};
-use crate::instruction::{decode_instructions, encode_instructions};
+use crate::instruction::decode_instructions;
 use crate::messages::mods::{flow_flags_from_wire, flow_flags_to_wire};
-use crate::oxm::{read_match, write_match};
+use crate::oxm::{read_match, read_match_as_sent, write_match, write_match_as_sent};
 use crate::wire::{patch_len, Put, Reader};
 
 /// The body of a flow or aggregate statistics request: which entries to report.
@@ -95,8 +96,14 @@ pub struct FlowStats {
     pub byte_count: u64,
     /// Match.
     pub matcher: Match,
-    /// Instructions.
+    /// Instructions, in the order the controller gave them.
     pub instructions: Vec<Instruction>,
+    /// How the controller wrote the match, when not as the codec writes it back
+    /// ([`WireForm`]): the entry's match is written that way.
+    pub matcher_as_sent: Option<WireForm>,
+    /// The instructions' bytes as the controller wrote them, when the codec would write them
+    /// otherwise: written as they are.
+    pub instructions_as_sent: Option<WireForm>,
 }
 
 impl From<&FlowView> for FlowStats {
@@ -114,6 +121,8 @@ impl From<&FlowView> for FlowStats {
             byte_count: v.bytes,
             matcher: v.matcher,
             instructions: v.instructions.clone(),
+            matcher_as_sent: v.matcher_as_sent.clone(),
+            instructions_as_sent: v.instructions_as_sent.clone(),
         }
     }
 }
@@ -147,7 +156,10 @@ impl FlowStats {
         let cookie = b.u64()?;
         let packet_count = b.u64()?;
         let byte_count = b.u64()?;
-        let matcher = read_match(&mut b)?;
+        let (matcher, matcher_as_sent) = read_match_as_sent(&mut b)?;
+        let bytes = b.rest();
+        let instructions = decode_instructions(bytes)?;
+        let instructions_as_sent = instructions_form(bytes, &instructions, &matcher);
         Ok(FlowStats {
             table_id,
             duration_sec,
@@ -160,7 +172,9 @@ impl FlowStats {
             packet_count,
             byte_count,
             matcher,
-            instructions: decode_instructions(b.rest())?,
+            instructions,
+            matcher_as_sent,
+            instructions_as_sent,
         })
     }
 
@@ -179,8 +193,13 @@ impl FlowStats {
         buf.put_u64(self.cookie);
         buf.put_u64(self.packet_count);
         buf.put_u64(self.byte_count);
-        write_match(&self.matcher, buf)?;
-        encode_instructions(&self.instructions, &self.matcher, buf)?;
+        write_match_as_sent(&self.matcher, self.matcher_as_sent.as_ref(), buf)?;
+        write_instructions(
+            &self.instructions,
+            &self.matcher,
+            self.instructions_as_sent.as_ref(),
+            buf,
+        )?;
         patch_len(buf, start, start, "flow stats entry")
     }
 }

@@ -21,6 +21,9 @@ pub use table_features::{PropValue, TableFeatureProp, TableFeatures};
 /// `OFPMPF_REQ_MORE` / `OFPMPF_REPLY_MORE`: more messages of this multipart follow.
 pub const MORE: u16 = 1;
 
+/// `OFPQ_ALL`: every queue (queue statistics requests).
+pub const QUEUE_ALL: u32 = 0xffff_ffff;
+
 /// `ofp_multipart_type` values.
 pub mod multipart_type {
     /// `OFPMP_DESC`.

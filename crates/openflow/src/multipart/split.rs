@@ -133,6 +133,8 @@ mod tests {
                 };
                 4
             ])],
+            matcher_as_sent: None,
+            instructions_as_sent: None,
         };
         let body = MultipartReplyBody::Flow(vec![entry; 2000]);
         let mut buf = Vec::new();

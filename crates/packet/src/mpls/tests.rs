@@ -56,6 +56,51 @@ fn extraction_keeps_the_top_entry_and_reads_nothing_below() {
     assert_ne!(k.get(Field::Parsed) as u16 & parsed::TRUNCATED, 0);
 }
 
+/// Under a bottom-of-stack entry, an IP header and its L4 header fill the key (what the
+/// tables after a pop_mpls match); the layers stay unset and a payload that does not parse
+/// is no error of the frame's.
+#[test]
+fn extraction_reads_ip_under_the_bottom_of_the_stack() {
+    let frame = udp4(64).build_mpls(0x8847, &[lse(200, 1, true, 8)]);
+    let mut k = FlowKey::ZERO;
+    let l = crate::extract(&frame, 1, &mut k);
+    assert_eq!(k.get(Field::EthType), 0x8847);
+    assert_eq!(k.get(Field::MplsLabel), 200);
+    assert_eq!(k.get(Field::MplsBos), 1);
+    assert_eq!(k.get(Field::MplsTtl), 8);
+    assert_eq!(k.get(Field::Ipv4Src), 0x0a00_0001);
+    assert_eq!(k.get(Field::Ipv4Dst), 0x0a00_0002);
+    assert_eq!(k.get(Field::IpProto), 17);
+    assert_eq!(k.get(Field::IpTtl), 64);
+    assert_eq!((k.get(Field::TpSrc), k.get(Field::TpDst)), (1234, 80));
+    assert_eq!((l.l3_off, l.l4_off), (0, 0));
+    assert_eq!(k.get(Field::Parsed) as u16 & !parsed::ETH, 0);
+
+    let mut v6 = udp4(64);
+    v6.l3 = L3Spec::Ipv6(Ipv6Spec::new(
+        "2001:db8::1".parse().unwrap(),
+        "2001:db8::2".parse().unwrap(),
+    ));
+    let frame = v6.build_mpls(0x8847, &[lse(2, 0, true, 7)]);
+    let mut k = FlowKey::ZERO;
+    crate::extract(&frame, 1, &mut k);
+    assert_eq!(
+        k.get(Field::Ipv6Dst),
+        0x2001_0db8_0000_0000_0000_0000_0000_0002
+    );
+    assert_eq!(k.get(Field::IpProto), 17);
+    assert_eq!(k.get(Field::MplsLabel), 2);
+    assert_eq!(k.get(Field::MplsTtl), 7);
+
+    // Cut inside the IPv4 header: the entry is read, the rest is not, nothing is reported.
+    let frame = udp4(64).build_mpls(0x8847, &[lse(200, 1, true, 8)]);
+    let mut k = FlowKey::ZERO;
+    crate::extract(&frame[..30], 1, &mut k);
+    assert_eq!(k.get(Field::MplsLabel), 200);
+    assert_eq!(k.get(Field::Ipv4Src), 0);
+    assert_eq!(k.get(Field::Parsed) as u16 & !parsed::ETH, 0);
+}
+
 #[test]
 fn push_then_pop_gives_back_the_frame() {
     let mut c = cache();

@@ -248,6 +248,56 @@ fn sctp_port_rewrite_keeps_crc32c() {
     c.free(p);
 }
 
+/// An action the packet lacks the header for is refused and the packet left as it was, so
+/// the datapath drops it whole (counted) instead of sending it half-written: a port rewrite
+/// on a later fragment (no L4 header, though the flow matched udp), a pop of a tag that is
+/// not there, an IPv4 field on an ARP packet.
+#[test]
+fn a_header_the_packet_lacks_is_refused_and_the_packet_left_alone() {
+    let mut c = cache();
+    let mut later = PacketSpec::udp4(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        Ipv4Addr::new(10, 0, 0, 1),
+        Ipv4Addr::new(10, 0, 0, 2),
+        1234,
+        80,
+        60,
+    );
+    if let L3Spec::Ipv4(ip) = &mut later.l3 {
+        ip.frag = 0x2000 | 10;
+    }
+    let bytes = later.build();
+    for at_zero in [false, true] {
+        let mut p = packet(&mut c, &bytes);
+        if at_zero {
+            p.meta.l3_off = 0;
+            p.meta.l4_off = 0;
+        }
+        assert!(set_field(&mut p, Field::TpDst, 99).is_err());
+        assert!(set_field(&mut p, Field::TpSrc, 99).is_err());
+        assert!(pop_vlan(&mut p).is_err());
+        assert_eq!(p.data(), &bytes[..]);
+        c.free(p);
+    }
+    let arp = PacketSpec {
+        l3: L3Spec::Arp(crate::builder::ArpSpec {
+            op: 1,
+            sha: [2, 0, 0, 0, 0, 1],
+            spa: Ipv4Addr::new(10, 0, 0, 1),
+            tha: [0; 6],
+            tpa: Ipv4Addr::new(10, 0, 0, 2),
+        }),
+        ..PacketSpec::default()
+    }
+    .build();
+    let mut p = packet(&mut c, &arp);
+    assert!(set_field(&mut p, Field::IpTtl, 9).is_err());
+    assert!(set_field(&mut p, Field::IpDscp, 9).is_err());
+    assert_eq!(p.data(), &arp[..]);
+    c.free(p);
+}
+
 #[test]
 fn offsets_left_at_zero_are_rederived() {
     let mut c = cache();

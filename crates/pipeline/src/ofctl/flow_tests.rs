@@ -470,6 +470,8 @@ fn dump_flows_with_counters_reads_back() {
         idle_timeout: fm.idle_timeout,
         hard_timeout: fm.hard_timeout,
         flags: fm.flags,
+        matcher_as_sent: None,
+        instructions_as_sent: None,
     };
     let text = format_flow_stats(&view);
     assert_eq!(
@@ -533,4 +535,22 @@ fn mpls_words_parse_and_print_as_ovs_ofctl() {
     assert!(err("actions=push_mpls:0x0800").contains("not an MPLS ethertype"));
     assert!(err("actions=set_mpls_label:0x100000").contains("out of range"));
     assert!(err("mpls,actions=set_field:1->mpls_bos").contains("cannot write mpls_bos"));
+}
+
+/// Text lists instructions in execution order, as ovs-ofctl does, whatever order a flow was
+/// given them in (its FLOW_STATS on the wire keep that order).
+#[test]
+fn text_lists_instructions_in_execution_order() {
+    let given = [
+        Instruction::GotoTable(2),
+        Instruction::ApplyActions(vec![Action::Output {
+            port: 1,
+            max_len: 0,
+        }]),
+        Instruction::Meter(3),
+    ];
+    assert_eq!(
+        crate::ofctl::format::format_actions(&given),
+        "meter:3,output:1,goto_table:2"
+    );
 }

@@ -301,7 +301,11 @@ pub fn format_action_list(actions: &[Action]) -> String {
 /// `drop` when there are none.
 pub fn format_actions(instructions: &[Instruction]) -> String {
     let mut out: Vec<String> = Vec::new();
-    for i in instructions {
+    // In execution order, as ovs-ofctl writes and reads them, whatever order a controller
+    // gave them in (the wire keeps that: crate::as_sent).
+    let mut in_order: Vec<&Instruction> = instructions.iter().collect();
+    in_order.sort_by_key(|i| crate::as_sent::rank(i));
+    for i in in_order {
         match i {
             Instruction::Meter(m) => out.push(format!("meter:{m}")),
             Instruction::ApplyActions(a) => out.extend(a.iter().map(format_action)),

@@ -202,6 +202,7 @@ fn finish_bucket(kind: GroupType, n: usize, d: Draft) -> PResult<Bucket> {
         watch_port: d.watch_port.unwrap_or(ports::ANY),
         watch_group: d.watch_group.unwrap_or(GROUP_ANY),
         actions,
+        actions_as_sent: None,
     })
 }
 
@@ -258,12 +259,14 @@ mod tests {
                         watch_port: ports::ANY,
                         watch_group: GROUP_ANY,
                         actions: vec![out(1)],
+                        actions_as_sent: None,
                     },
                     Bucket {
                         weight: 1,
                         watch_port: ports::ANY,
                         watch_group: GROUP_ANY,
                         actions: vec![out(2)],
+                        actions_as_sent: None,
                     },
                 ],
             }

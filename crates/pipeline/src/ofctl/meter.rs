@@ -113,6 +113,7 @@ fn parse(text: &str) -> PResult<Meter> {
         burst: burst.unwrap_or(false),
         stats: stats.unwrap_or(false),
         bands: out,
+        kbps: unit != Some(true),
     })
 }
 
@@ -235,6 +236,7 @@ mod tests {
                     rate: 1000,
                     burst: 100
                 }],
+                kbps: true,
             }
         );
         assert_eq!(

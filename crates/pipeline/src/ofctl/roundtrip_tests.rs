@@ -338,6 +338,7 @@ fn gen_group(r: &mut Src) -> Group {
                 watch_port,
                 watch_group,
                 actions: gen_actions(r, 0),
+                actions_as_sent: None,
             }
         })
         .collect();
@@ -365,10 +366,12 @@ fn gen_meter(r: &mut Src) -> Meter {
             }
         })
         .collect();
+    let pktps = r.coin();
     Meter {
         stats: false,
         id: 1 + r.below(0xffff_0000) as u32,
-        pktps: r.coin(),
+        pktps,
+        kbps: !pktps,
         burst: r.coin(),
         bands,
     }

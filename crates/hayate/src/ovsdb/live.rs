@@ -1,0 +1,277 @@
+//! The switch as it runs, brought to what the database wants: bridges started and stopped,
+//! ports plugged in and out of running bridges (the live plugging of `hayate ctl add-port`,
+//! [`agent::ofproto::OfBridge::add_port`]), the error of each interface that could not be
+//! applied. Only the difference is applied: a port whose row did not change is not touched.
+//!
+//! A change of a bridge's controllers (or their inactivity probe) replaces its controller
+//! connections, a change of its fail mode adds or removes the fail-open flow; both keep its
+//! ports and flow tables. A bridge whose datapath id changes is stopped and started again
+//! with its ports: its flow tables start empty, as after a restart of ovs-vswitchd.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Result;
+
+use super::want::{Controllers, Setup, Want};
+use crate::run::{stop_bridge, Running};
+
+/// A port the switch runs for an Interface row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LivePort {
+    /// The Interface row.
+    pub uuid: String,
+    /// The spec it was opened from.
+    pub spec: String,
+    /// `ofport_request` when it was added.
+    pub request: Option<u32>,
+    /// Its OpenFlow number.
+    pub ofport: u32,
+    /// Its MAC address (the kernel interface's, else the OpenFlow port's), read once.
+    pub mac: String,
+}
+
+/// A running bridge.
+pub struct LiveBridge {
+    /// What it was started with.
+    pub setup: Setup,
+    /// Its controllers now.
+    pub ctl: Controllers,
+    /// The bridge.
+    pub running: Running,
+    /// Its ports by interface name.
+    pub ports: BTreeMap<String, LivePort>,
+}
+
+/// Everything running, and what could not be applied.
+#[derive(Default)]
+pub struct Live {
+    /// Bridges by name.
+    pub bridges: BTreeMap<String, LiveBridge>,
+    /// Errors by Interface row UUID.
+    pub errors: BTreeMap<String, String>,
+}
+
+/// What starts bridges and changes their controllers.
+pub trait Runner {
+    /// Starts a bridge named `name` with `setup`, controllers `ctl` and no ports.
+    fn start(&mut self, name: &str, setup: &Setup, ctl: &Controllers) -> Result<Running>;
+    /// Replaces a running bridge's controllers (`old`: what it has now) and fail mode.
+    fn set_controllers(
+        &mut self,
+        bridge: &mut Running,
+        old: &Controllers,
+        ctl: &Controllers,
+    ) -> Result<()>;
+}
+
+impl Live {
+    /// Brings the switch to `want`.
+    pub fn apply(&mut self, want: &Want, runner: &mut dyn Runner) {
+        self.errors.clear();
+        let mut rings = BTreeSet::new();
+        // Ports taken out to be added again (their type or options changed, or a patch
+        // peer's did): they keep their number unless another is asked for, as in Open
+        // vSwitch.
+        let mut again: BTreeMap<(String, String), u32> = BTreeMap::new();
+        // Bridges that go, or whose OpenFlow settings changed.
+        let gone: Vec<String> = self
+            .bridges
+            .iter()
+            .filter(|(n, b)| want.bridges.get(*n).is_none_or(|w| w.setup != b.setup))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in gone {
+            if let Some(mut b) = self.bridges.remove(&name) {
+                // Ports out first, so their devices are closed before a new bridge opens them.
+                let names: Vec<String> = b.ports.keys().cloned().collect();
+                for n in names {
+                    remove_port(&mut b, &n, &mut rings);
+                }
+                tracing::info!(bridge = %name, "OVSDB: bridge stopped");
+                stop_bridge(b.running);
+            }
+        }
+        // Controllers that changed.
+        for (name, b) in &mut self.bridges {
+            let w = &want.bridges[name];
+            if w.ctl != b.ctl {
+                match runner.set_controllers(&mut b.running, &b.ctl, &w.ctl) {
+                    Ok(()) => {
+                        tracing::info!(bridge = %name, controllers = ?w.ctl.targets, "OVSDB: controllers set");
+                        b.ctl = w.ctl.clone();
+                    }
+                    Err(e) => tracing::warn!(bridge = %name, "OVSDB: controllers: {e:#}"),
+                }
+            }
+        }
+        // Ports that go or changed.
+        for (name, b) in &mut self.bridges {
+            let w = &want.bridges[name];
+            let stale: Vec<String> = b
+                .ports
+                .iter()
+                .filter(|(n, p)| match w.ifaces.get(*n) {
+                    None => true,
+                    Some(i) => {
+                        i.uuid != p.uuid
+                            || i.spec.as_deref() != Ok(p.spec.as_str())
+                            || i.ofport_request.is_some_and(|r| r != p.ofport)
+                    }
+                })
+                .map(|(n, _)| n.clone())
+                .collect();
+            for n in stale {
+                if let Some(p) = b.ports.get(&n) {
+                    again.insert((name.clone(), n.clone()), p.ofport);
+                }
+                remove_port(b, &n, &mut rings);
+            }
+        }
+        // A patch end that went takes its peer with it: a ring is made anew for both.
+        for r in &rings {
+            for (name, b) in &mut self.bridges {
+                let peers: Vec<String> = b
+                    .ports
+                    .iter()
+                    .filter(|(_, p)| ring(&p.spec).as_ref() == Some(r))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                for n in peers {
+                    if let Some(p) = b.ports.get(&n) {
+                        again.insert((name.clone(), n.clone()), p.ofport);
+                    }
+                    remove_port(b, &n, &mut BTreeSet::new());
+                }
+            }
+            port::ring::Registry::global().forget(r);
+        }
+        // New bridges.
+        for (name, w) in &want.bridges {
+            if self.bridges.contains_key(name) {
+                continue;
+            }
+            match runner.start(name, &w.setup, &w.ctl) {
+                Ok(running) => {
+                    tracing::info!(bridge = %name, "OVSDB: bridge started");
+                    self.bridges.insert(
+                        name.clone(),
+                        LiveBridge {
+                            setup: w.setup.clone(),
+                            ctl: w.ctl.clone(),
+                            running,
+                            ports: BTreeMap::new(),
+                        },
+                    );
+                }
+                Err(e) => {
+                    for i in w.ifaces.values() {
+                        self.errors.insert(i.uuid.clone(), format!("{e:#}"));
+                    }
+                }
+            }
+        }
+        // New ports.
+        for (name, b) in &mut self.bridges {
+            let w = &want.bridges[name];
+            let of = b.running.0.bridge.clone();
+            let mut added = Vec::new();
+            for (iname, i) in &w.ifaces {
+                if b.ports.contains_key(iname) {
+                    continue;
+                }
+                let spec = match &i.spec {
+                    Ok(s) => s,
+                    Err(e) => {
+                        self.errors.insert(i.uuid.clone(), e.clone());
+                        continue;
+                    }
+                };
+                // A requested number in use by another port: the lowest free one, as Open
+                // vSwitch does.
+                let request = i
+                    .ofport_request
+                    .or_else(|| again.get(&(name.clone(), iname.clone())).copied());
+                let r = of
+                    .add_port(spec, request, Some(iname))
+                    .or_else(|e| match request {
+                        Some(_) if e.contains("is in use by") => {
+                            of.add_port(spec, None, Some(iname))
+                        }
+                        _ => Err(e),
+                    });
+                match r {
+                    Ok(_) => added.push((iname, i, spec)),
+                    Err(e) => {
+                        tracing::warn!(bridge = %name, port = %iname, "OVSDB: {e}");
+                        self.errors.insert(i.uuid.clone(), e);
+                    }
+                }
+            }
+            if added.is_empty() {
+                continue;
+            }
+            // One look at the bridge's ports for the numbers of all those added.
+            let ports: BTreeMap<String, (u32, [u8; 6])> = of
+                .ports()
+                .into_iter()
+                .map(|p| (p.name, (p.no, p.hw_addr)))
+                .collect();
+            for (iname, i, spec) in added {
+                let (ofport, hw) = ports.get(iname).copied().unwrap_or((0, [0; 6]));
+                tracing::info!(bridge = %name, port = %iname, ofport, "OVSDB: port added");
+                b.ports.insert(
+                    iname.clone(),
+                    LivePort {
+                        uuid: i.uuid.clone(),
+                        spec: spec.clone(),
+                        request: i.ofport_request,
+                        ofport,
+                        mac: mac_in_use(iname, hw),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Stops every bridge.
+    pub fn stop(&mut self) {
+        for (_, mut b) in std::mem::take(&mut self.bridges) {
+            let names: Vec<String> = b.ports.keys().cloned().collect();
+            for n in names {
+                remove_port(&mut b, &n, &mut BTreeSet::new());
+            }
+            stop_bridge(b.running);
+        }
+    }
+}
+
+/// The ring a patch port's spec names.
+fn ring(spec: &str) -> Option<String> {
+    spec.strip_prefix("ring:").map(str::to_string)
+}
+
+fn remove_port(b: &mut LiveBridge, name: &str, rings: &mut BTreeSet<String>) {
+    let Some(p) = b.ports.remove(name) else {
+        return;
+    };
+    if let Some(r) = ring(&p.spec) {
+        rings.insert(r);
+    }
+    match b.running.0.bridge.del_port(&p.ofport.to_string()) {
+        Ok(_) => tracing::info!(port = %name, "OVSDB: port removed"),
+        Err(e) => tracing::warn!(port = %name, "OVSDB: removing the port: {e}"),
+    }
+}
+
+/// The MAC address a port uses: its kernel interface's when it has one, else `hw`.
+fn mac_in_use(name: &str, hw: [u8; 6]) -> String {
+    std::fs::read_to_string(format!("/sys/class/net/{name}/address"))
+        .map(|m| m.trim().to_string())
+        .unwrap_or_else(|_| {
+            let m = hw;
+            format!(
+                "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                m[0], m[1], m[2], m[3], m[4], m[5]
+            )
+        })
+}
