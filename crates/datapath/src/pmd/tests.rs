@@ -481,8 +481,7 @@ fn a_ports_packet_in_flood_spends_its_own_allowance_not_its_neighbours() {
             r.pmd.poll_once();
         }
         let mut from = [0u64; 3];
-        r.dp
-            .packet_ins(usize::MAX, |pi| from[pi.in_port as usize] += 1);
+        r.dp.packet_ins(usize::MAX, |pi| from[pi.in_port as usize] += 1);
         let drops: Vec<_> = r.pmd.rx_drops().map(|(p, d)| (p, d.snapshot())).collect();
         (from, drops)
     };
