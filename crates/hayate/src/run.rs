@@ -22,7 +22,10 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
     /// Without a config: a port of the one standalone bridge, numbered in the order given
     /// (`null:`, `null:sink`, `ring:NAME`, `pcap:in=FILE`, `pcap:out=FILE`, `afxdp:IFNAME`,
-    /// `afpacket:IFNAME`, `tap:NAME`, `vhostuser:PATH` for a VM).
+    /// `afpacket:IFNAME`, `tap:NAME`, `vhostuser:PATH` for a VM); any of them may add
+    /// `,ingress_policing_rate=KBPS[,ingress_policing_burst=KBIT]`,
+    /// `,ingress_policing_kpkts_rate=KPPS[,ingress_policing_kpkts_burst=KPKTS]` and
+    /// `,rxq_affinity=QUEUE:CORE` (docs/config.md).
     #[arg(long = "port", short = 'p')]
     pub ports: Vec<String>,
     /// Without a config: cores for poll threads (default: the last core).
