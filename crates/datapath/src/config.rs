@@ -32,6 +32,14 @@ pub struct DpConfig {
     pub maintenance_ms: u64,
     /// Capacity of the packet-in queue shared by all threads.
     pub packet_in_queue: usize,
+    /// Packet-ins each rx queue may queue per second (0: no bound of its own; the packet-in
+    /// queue and the controllers' rate limits still apply). With a bound, a port that
+    /// floods the controller with new flows spends its own allowance, not its neighbours'
+    /// share of the queue; what is over it is counted as `drop_packet_in_budget`.
+    pub packet_in_port_rate: u32,
+    /// Packet-ins an rx queue may queue at once after a quiet period (with
+    /// `packet_in_port_rate`).
+    pub packet_in_port_burst: u32,
     /// How threads idle when their queues are empty (busy-poll, then sleep).
     pub idle: IdleConfig,
     /// After a published flow change, keep the megaflows it cannot affect
@@ -52,6 +60,8 @@ impl Default for DpConfig {
             megaflow_idle_ms: 10_000,
             maintenance_ms: 100,
             packet_in_queue: 1024,
+            packet_in_port_rate: 0,
+            packet_in_port_burst: 100,
             idle: IdleConfig::default(),
             revalidate: true,
         }
@@ -87,6 +97,12 @@ impl DpConfig {
         }
         if self.packet_in_queue == 0 {
             return Err("packet_in_queue is 0; use at least 1 (default 1024)".into());
+        }
+        if self.packet_in_port_rate != 0 && self.packet_in_port_burst == 0 {
+            return Err(
+                "packet_in_port_burst is 0 with a packet_in_port_rate; use at least 1 (default 100)"
+                    .into(),
+            );
         }
         self.idle.validate()
     }

@@ -1,7 +1,10 @@
 //! Assembling a datapath: ports, threads, queue assignment, starting and stopping.
 //!
 //! Rx queues of all ports are dealt round-robin to the threads (ports added while running,
-//! [`Running::add_port`], go to the threads with the fewest; [`crate::plug`]). Every thread has a tx table
+//! [`Running::add_port`], go to the threads with the fewest; [`crate::plug`]). A queue pinned
+//! to a core ([`Builder::rxq_affinity`], as Open vSwitch's `pmd-rxq-affinity`) goes to the
+//! poll thread of that core, and a thread with a pinned queue is dedicated: the unpinned
+//! queues are dealt to the other threads (to all when every thread has a pinned queue). Every thread has a tx table
 //! with one entry per port; thread `t` sends on tx queue `t % tx_queues` of each port. When a
 //! port has fewer tx queues than there are threads, the threads that land on the same queue
 //! share it behind a mutex taken once per tx batch; otherwise each thread owns its queue.
@@ -38,6 +41,7 @@ use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
 use crate::look::{Look, MegaflowRecord};
 use crate::plug::{tx_entries, Plugboard};
 use crate::pmd::{Pmd, PmdParts};
+use crate::police::Policers;
 use crate::rx_drops::RxQueueStats;
 use crate::stats::{PmdStats, Snapshot};
 use crate::upcall::{Upcall, UpcallFactory};
@@ -66,6 +70,8 @@ pub struct Builder {
     threads: Vec<Option<usize>>,
     lane_core: Option<usize>,
     config: DpConfig,
+    policers: Arc<Policers>,
+    affinity: BTreeMap<u32, Vec<(u16, usize)>>,
 }
 
 impl Builder {
@@ -78,6 +84,23 @@ impl Builder {
     /// Adds a port under OpenFlow port number `ofport`.
     pub fn port(mut self, ofport: u32, port: Arc<dyn Port>) -> Self {
         self.ports.push((ofport, port));
+        self
+    }
+
+    /// Polices port `ofport`'s ingress ([`crate::police`]); change it while running with
+    /// [`Running::set_policing`].
+    pub fn policing(self, ofport: u32, policing: port::Policing) -> Self {
+        self.policers.set(ofport, policing);
+        self
+    }
+
+    /// Pins port `ofport`'s rx queues to the poll threads of cores: `(queue, core)` pairs
+    /// (module docs). [`Builder::build`] refuses a queue the port lacks and a core no
+    /// thread runs on.
+    pub fn rxq_affinity(mut self, ofport: u32, pins: Vec<(u16, usize)>) -> Self {
+        if !pins.is_empty() {
+            self.affinity.insert(ofport, pins);
+        }
         self
     }
 
@@ -154,6 +177,7 @@ impl Builder {
         } else {
             self.threads
         };
+        let affinity = check_affinity(&self.affinity, &self.ports, &threads)?;
         let (pi_tx, pi_rx) = sync_channel(self.config.packet_in_queue);
         let packet_ins = Arc::new(PacketInQueue {
             rx: Mutex::new(pi_rx),
@@ -174,6 +198,8 @@ impl Builder {
             threads,
             lane_core: self.lane_core,
             config: self.config,
+            policers: self.policers,
+            affinity,
             pi_tx,
             packet_ins,
         })
@@ -189,6 +215,10 @@ pub struct Datapath {
     threads: Vec<Option<usize>>,
     lane_core: Option<usize>,
     config: DpConfig,
+    /// Each port's ingress policer ([`crate::police`]).
+    policers: Arc<Policers>,
+    /// The thread of each pinned rx queue: (port, queue) → thread index.
+    affinity: BTreeMap<(u32, u16), usize>,
     pi_tx: SyncSender<PacketIn>,
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
@@ -246,6 +276,12 @@ impl Datapath {
         &self.config
     }
 
+    /// Polices port `ofport`'s ingress from now on, also in threads already made by
+    /// [`Datapath::build_pmds`] (as [`Running::set_policing`]).
+    pub fn set_policing(&self, ofport: u32, policing: port::Policing) {
+        self.policers.set(ofport, policing);
+    }
+
     /// Opens every queue and makes one [`Pmd`] per thread, without starting threads (for
     /// `hayate bench` and tests). Queues open once: call this or [`Datapath::start`], once.
     pub fn build_pmds(&self) -> Result<Vec<Pmd>, DpError> {
@@ -254,11 +290,26 @@ impl Datapath {
         // Rx queues, dealt round-robin.
         let mut rx: Vec<Vec<(u32, Box<dyn port::RxQueue>)>> =
             (0..nthreads).map(|_| Vec::new()).collect();
+        // Threads with a pinned queue are dedicated to their pinned queues.
+        let free: Vec<usize> = (0..nthreads)
+            .filter(|t| !self.affinity.values().any(|a| a == t))
+            .collect();
+        let free = if free.is_empty() {
+            (0..nthreads).collect()
+        } else {
+            free
+        };
         let mut k = 0;
         for (ofport, p) in &self.ports {
             for q in 0..p.capabilities().rx_queues {
-                rx[k % nthreads].push((*ofport, p.open_rx(q).map_err(open_err)?));
-                k += 1;
+                let t = match self.affinity.get(&(*ofport, q)) {
+                    Some(&t) => t,
+                    None => {
+                        k += 1;
+                        free[(k - 1) % free.len()]
+                    }
+                };
+                rx[t].push((*ofport, p.open_rx(q).map_err(open_err)?));
             }
         }
         // Priority queues go to a thread of their own, the priority lane (module docs).
@@ -311,6 +362,7 @@ impl Datapath {
             if is_lane {
                 pmd.make_lane();
             }
+            pmd.attach_policers(&self.policers);
             pmds.push(pmd);
         }
         let inject_rx = self
@@ -331,7 +383,7 @@ impl Datapath {
     /// (when pinning fails the thread warns on stderr and runs unpinned).
     pub fn start(&self) -> Result<Running, DpError> {
         let mut pmds = self.build_pmds()?;
-        let plug = Plugboard::wire(&mut pmds, &self.ports);
+        let plug = Plugboard::wire(&mut pmds, &self.ports, self.policers.clone());
         let stop = Arc::new(AtomicBool::new(false));
         // One eventfd wakes every sleeping thread when the datapath stops, so a sleep need
         // not end on its own to notice the stop flag.
@@ -373,6 +425,7 @@ impl Datapath {
         }
         Ok(Running {
             plug: Mutex::new(plug),
+            policers: self.policers.clone(),
             handles,
             stop,
             stop_wake,
@@ -402,6 +455,8 @@ impl Datapath {
 pub struct Running {
     /// The ports and the threads' mailboxes ([`crate::plug`]).
     plug: Mutex<Plugboard>,
+    /// Each port's ingress policer ([`crate::police`]).
+    policers: Arc<Policers>,
     handles: Vec<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
     /// Signalled after `stop` is set: wakes threads sleeping in `poll(2)`.
@@ -539,6 +594,17 @@ impl Running {
         self.plugboard().remove(ofport)
     }
 
+    /// Polices port `ofport`'s ingress from now on (`Policing::default()`: not at all);
+    /// takes effect at each thread's next batch of the port. Also for a port not added yet.
+    pub fn set_policing(&self, ofport: u32, policing: port::Policing) {
+        self.policers.set(ofport, policing);
+    }
+
+    /// Port `ofport`'s ingress policing.
+    pub fn policing(&self, ofport: u32) -> port::Policing {
+        self.policers.port(ofport).policing()
+    }
+
     /// The OpenFlow numbers of the datapath's ports, in the order they joined.
     pub fn ports(&self) -> Vec<u32> {
         self.plugboard().ports()
@@ -565,6 +631,46 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The thread of each pinned queue, or an error naming the queue or core and the fix.
+fn check_affinity(
+    pins: &BTreeMap<u32, Vec<(u16, usize)>>,
+    ports: &[(u32, Arc<dyn Port>)],
+    threads: &[Option<usize>],
+) -> Result<BTreeMap<(u32, u16), usize>, DpError> {
+    let mut out = BTreeMap::new();
+    for (ofport, pins) in pins {
+        let Some((_, p)) = ports.iter().find(|(o, _)| o == ofport) else {
+            return Err(DpError(format!(
+                "rxq_affinity for OpenFlow port {ofport}, which the datapath does not have"
+            )));
+        };
+        let queues = p.capabilities().rx_queues;
+        for &(q, core) in pins {
+            if q >= queues {
+                return Err(DpError(format!(
+                    "rxq_affinity={q}:{core} on {}: it has rx queues 0 ..= {}; fix the queue",
+                    p.name(),
+                    queues.saturating_sub(1)
+                )));
+            }
+            let Some(t) = threads.iter().position(|c| *c == Some(core)) else {
+                let cores: Vec<String> = threads
+                    .iter()
+                    .map(|c| c.map_or("unpinned".into(), |c| c.to_string()))
+                    .collect();
+                return Err(DpError(format!(
+                    "rxq_affinity={q}:{core} on {}: no poll thread runs on core {core} (threads' \
+                     cores: {}); add core {core} to the bridge's cores or fix the option",
+                    p.name(),
+                    cores.join(", ")
+                )));
+            };
+            out.insert((*ofport, q), t);
+        }
+    }
+    Ok(out)
 }
 
 /// Makes the calling thread a real-time one (`SCHED_FIFO`, the lowest real-time priority):

@@ -234,6 +234,9 @@ pub struct Executor {
     pub now_ns: u64,
     /// Captures of sent frames ([`crate::capture`]; none until attached).
     pub tap: Tap,
+    /// Packet-ins this rx batch may still queue (`u32::MAX`: no bound; set per batch by
+    /// the thread when [`crate::DpConfig::packet_in_port_rate`] is set).
+    pub(crate) packet_in_allow: u32,
 }
 
 impl Executor {
@@ -247,6 +250,7 @@ impl Executor {
             packet_ins,
             now_ns: 0,
             tap: Tap::default(),
+            packet_in_allow: u32::MAX,
         }
     }
 
@@ -406,6 +410,10 @@ impl Executor {
         if pkt.is_gso() {
             return self.packet_in_segments(pkt, reason, max_len, table_id, cookie, st);
         }
+        if self.packet_in_allow == 0 {
+            st.add(Counter::DropPacketInBudget, 1);
+            return;
+        }
         let max = if max_len == u16::MAX {
             usize::MAX
         } else {
@@ -424,7 +432,10 @@ impl Executor {
             cookie,
         };
         match self.packet_ins.try_send(pi) {
-            Ok(()) => st.add(Counter::PacketIns, 1),
+            Ok(()) => {
+                st.add(Counter::PacketIns, 1);
+                self.packet_in_allow = self.packet_in_allow.saturating_sub(1);
+            }
             Err(TrySendError::Full(pi)) | Err(TrySendError::Disconnected(pi)) => {
                 st.add(Counter::DropPacketInFull, 1);
                 self.cache.free(pi.packet);

@@ -7,7 +7,9 @@
 //! with no allocation, lock or system call per packet:
 //!
 //! 1. **Receive** — `RxQueue::recv` fills the thread's scratch batch from one rx queue
-//!    ([`pmd`]).
+//!    ([`pmd`]); every rx queue of the thread is polled once per round, each for one batch
+//!    of at most 32, so a queue that always has packets cannot starve the others. A policed
+//!    port's frames beyond its rate are dropped here, before anything else ([`police`]).
 //! 2. **Extract** — each packet's [`packet::FlowKey`] and its hash are computed once
 //!    (`packet::extract_packet`), prefetching the next packet's bytes.
 //! 3. **Exact-match cache** — [`emc::Emc::lookup_batch`] finds the megaflow of packets whose
@@ -39,6 +41,7 @@
 //! | [`RxDrops`] of an rx queue | written by the [`Pmd`] that reads the queue | summed per port by [`Running::port_drops`] |
 //! | flow entries' `FlowCounters` | the pipeline | megaflows add to them every ~100 ms |
 //! | meters ([`Policer`]) | the pipeline | every thread polices through them |
+//! | a port's ingress policer ([`PortPolicer`]) | [`Datapath`] ([`Policers`]) | every thread reading one of the port's rx queues |
 //! | packet-in queue | [`Datapath`] | every thread sends, the agent drains with [`Datapath::packet_ins`] |
 //!
 //! When the pipeline's generation changes, each thread takes what the publishes changed at
@@ -66,6 +69,7 @@ pub mod look;
 pub mod megaflow;
 pub mod plug;
 pub mod pmd;
+pub mod police;
 pub mod revalidate;
 pub mod rx_drops;
 pub mod stats;
@@ -79,6 +83,7 @@ pub use idle::IdleConfig;
 pub use inject::{InjectError, Injector, Wake};
 pub use look::MegaflowRecord;
 pub use pmd::{now_ns, Pmd, PmdParts};
+pub use police::{Policers, PortPolicer};
 pub use rx_drops::{RxDrops, RxQueueStats, IN_PORT_DROPS};
 pub use stats::{Counter, PmdStats, Snapshot};
 pub use upcall::{Police, Policer, Upcall, UpcallFactory};

@@ -48,6 +48,7 @@ use crate::datapath::DpError;
 use crate::execute::{Executor, TxPort, TxSlot};
 use crate::inject::Wake;
 use crate::pmd::Pmd;
+use crate::police::Policers;
 use crate::rx_drops::{RxDrops, RxQueueStats, RxSlot};
 use crate::stats::{LocalStats, Snapshot};
 
@@ -184,12 +185,18 @@ pub(crate) struct Plugboard {
     ports: Vec<(u32, Arc<dyn Port>)>,
     /// Some port has virtio-net headers (so others cut super-packets).
     supers: bool,
+    /// Each port's ingress policer, also for ports plugged in later.
+    policers: Arc<Policers>,
 }
 
 impl Plugboard {
     /// A plugboard over `ports` and the threads `pmds` (about to start); gives each its
     /// mailbox.
-    pub(crate) fn wire(pmds: &mut [Pmd], ports: &[(u32, Arc<dyn Port>)]) -> Plugboard {
+    pub(crate) fn wire(
+        pmds: &mut [Pmd],
+        ports: &[(u32, Arc<dyn Port>)],
+        policers: Arc<Policers>,
+    ) -> Plugboard {
         let gen = Arc::new(AtomicU64::new(0));
         let threads = pmds
             .iter_mut()
@@ -212,6 +219,7 @@ impl Plugboard {
             lane: pmds.last().is_some_and(Pmd::is_lane),
             ports: ports.to_vec(),
             supers: ports.iter().any(|(_, p)| p.capabilities().vnet_hdr),
+            policers,
         }
     }
 
@@ -233,12 +241,17 @@ impl Plugboard {
         // Poll threads are 0..poll; the lane, when there is one, is the last thread.
         let poll = n - usize::from(self.lane);
         let caps = port.capabilities();
+        let police = self.policers.port(ofport);
         let open_err = |e: PortError| DpError(e.to_string());
         let mut rx: Vec<Vec<RxSlot>> = (0..n).map(|_| Vec::new()).collect();
         let mut load: Vec<usize> = self.threads.iter().map(|t| t.rx.len()).collect();
         for q in 0..caps.rx_queues {
             let t = fewest(&load[..poll]);
-            rx[t].push(RxSlot::new(ofport, port.open_rx(q).map_err(open_err)?));
+            rx[t].push(RxSlot::new(
+                ofport,
+                port.open_rx(q).map_err(open_err)?,
+                police.clone(),
+            ));
             load[t] += 1;
         }
         for q in 0..port.priority_queues() {
@@ -250,6 +263,7 @@ impl Plugboard {
             rx[t].push(RxSlot::new(
                 ofport,
                 port.open_priority_rx(q).map_err(open_err)?,
+                police.clone(),
             ));
             load[t] += 1;
         }

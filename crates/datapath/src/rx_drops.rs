@@ -17,22 +17,36 @@ use std::sync::Arc;
 
 use port::RxQueue;
 
+use pipeline::meter::TokenBucket;
+
+use crate::police::PortPolicer;
 use crate::stats::{Counter, LocalStats, Snapshot};
 
-/// An rx queue as a poll thread holds it: its OpenFlow port, the queue, its drop counters.
+/// An rx queue as a poll thread holds it: its OpenFlow port, the queue, its drop counters,
+/// its port's ingress policer and the queue's share of the upcall budget.
 pub(crate) struct RxSlot {
     pub(crate) ofport: u32,
     pub(crate) queue: Box<dyn RxQueue>,
     pub(crate) drops: Arc<RxDrops>,
+    /// The port's policer, shared with its other queues ([`crate::police`]).
+    pub(crate) police: Arc<PortPolicer>,
+    /// Cycles this queue's upcalls took in the upcall budget's window (`pmd/budget.rs`).
+    pub(crate) upcall_cycles: u64,
+    /// The queue's packet-in allowance, made at its first batch when
+    /// [`crate::DpConfig::packet_in_port_rate`] is set (`pmd/budget.rs`).
+    pub(crate) packet_ins: Option<TokenBucket>,
 }
 
 impl RxSlot {
-    /// A slot for `queue` of port `ofport`, with new counters.
-    pub(crate) fn new(ofport: u32, queue: Box<dyn RxQueue>) -> RxSlot {
+    /// A slot for `queue` of port `ofport`, policed by `police`, with new counters.
+    pub(crate) fn new(ofport: u32, queue: Box<dyn RxQueue>, police: Arc<PortPolicer>) -> RxSlot {
         RxSlot {
             ofport,
             queue,
             drops: Arc::new(RxDrops::new()),
+            police,
+            upcall_cycles: 0,
+            packet_ins: None,
         }
     }
 }
@@ -52,7 +66,8 @@ pub struct RxQueueStats {
 
 /// The drop reasons counted against the port a packet came in on. Drops at output
 /// (`drop_tx_full`) are counted by the output port itself ([`port::TxQueue::dropped`]).
-pub const IN_PORT_DROPS: [Counter; 7] = [
+pub const IN_PORT_DROPS: [Counter; 9] = [
+    Counter::DropPoliced,
     Counter::DropMalformed,
     Counter::UpcallShed,
     Counter::DropNoAction,
@@ -60,11 +75,12 @@ pub const IN_PORT_DROPS: [Counter; 7] = [
     Counter::DropMeter,
     Counter::DropPoolEmpty,
     Counter::DropPacketInFull,
+    Counter::DropPacketInBudget,
 ];
 
 /// What is counted per rx queue: [`IN_PORT_DROPS`], then the queue's packets and the busy
 /// cycles of its batches.
-const PER_QUEUE: [Counter; 9] = [
+const PER_QUEUE: [Counter; 11] = [
     IN_PORT_DROPS[0],
     IN_PORT_DROPS[1],
     IN_PORT_DROPS[2],
@@ -72,6 +88,8 @@ const PER_QUEUE: [Counter; 9] = [
     IN_PORT_DROPS[4],
     IN_PORT_DROPS[5],
     IN_PORT_DROPS[6],
+    IN_PORT_DROPS[7],
+    IN_PORT_DROPS[8],
     Counter::RxPackets,
     Counter::BusyCycles,
 ];

@@ -75,10 +75,16 @@ pub enum Counter {
     /// Megaflows removed because a published flow change may affect them (their packets take
     /// an upcall).
     MegaflowInvalidated,
+    /// Frames dropped on receive, before lookup, because their port sent more than its
+    /// ingress policing rate ([`crate::police`]).
+    DropPoliced,
+    /// Packet-ins not queued because their rx queue had used its packet-in allowance
+    /// ([`crate::DpConfig::packet_in_port_rate`]).
+    DropPacketInBudget,
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 29;
+pub const COUNTERS: usize = 31;
 
 impl Counter {
     /// Every counter, in index order.
@@ -112,6 +118,8 @@ impl Counter {
         Counter::LaneYields,
         Counter::MegaflowRevalidated,
         Counter::MegaflowInvalidated,
+        Counter::DropPoliced,
+        Counter::DropPacketInBudget,
     ];
 
     /// A stable snake_case name (for JSON and tables).
@@ -136,6 +144,8 @@ impl Counter {
             Counter::DropPacketInFull => "drop_packet_in_full",
             Counter::DropPoolEmpty => "drop_pool_empty",
             Counter::DropMalformed => "drop_malformed",
+            Counter::DropPoliced => "drop_policed",
+            Counter::DropPacketInBudget => "drop_packet_in_budget",
             Counter::PacketIns => "packet_ins",
             Counter::BusyCycles => "busy_cycles",
             Counter::IdleCycles => "idle_cycles",
@@ -268,6 +278,10 @@ pub struct Snapshot {
     pub drop_pool_empty: u64,
     /// Frames dropped on receive because their headers were truncated or malformed.
     pub drop_malformed: u64,
+    /// Frames dropped on receive because their port exceeded its ingress policing rate.
+    pub drop_policed: u64,
+    /// Packet-ins over their rx queue's allowance.
+    pub drop_packet_in_budget: u64,
     /// Packet-ins queued for the agent.
     pub packet_ins: u64,
     /// Cycles spent on batches that carried packets.
@@ -301,6 +315,7 @@ impl Snapshot {
             Counter::DropMeter,
             Counter::DropPoolEmpty,
             Counter::DropMalformed,
+            Counter::DropPoliced,
         ]
         .iter()
         .map(|&c| self[c])
@@ -336,6 +351,8 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::DropPacketInFull => &self.drop_packet_in_full,
             Counter::DropPoolEmpty => &self.drop_pool_empty,
             Counter::DropMalformed => &self.drop_malformed,
+            Counter::DropPoliced => &self.drop_policed,
+            Counter::DropPacketInBudget => &self.drop_packet_in_budget,
             Counter::PacketIns => &self.packet_ins,
             Counter::BusyCycles => &self.busy_cycles,
             Counter::IdleCycles => &self.idle_cycles,
@@ -372,6 +389,8 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::DropPacketInFull => &mut self.drop_packet_in_full,
             Counter::DropPoolEmpty => &mut self.drop_pool_empty,
             Counter::DropMalformed => &mut self.drop_malformed,
+            Counter::DropPoliced => &mut self.drop_policed,
+            Counter::DropPacketInBudget => &mut self.drop_packet_in_budget,
             Counter::PacketIns => &mut self.packet_ins,
             Counter::BusyCycles => &mut self.busy_cycles,
             Counter::IdleCycles => &mut self.idle_cycles,

@@ -14,7 +14,14 @@
 //! name = "p1"
 //! spec = "pcap:in=in.pcap"         # ring:NAME, null:, null:sink, pcap:in=F,out=G
 //! ofport = 1                       # optional; default: the order of the ports
+//! ingress_policing_rate = 10000    # optional: kbit/s this port may send into the switch
+//! ingress_policing_burst = 1000    # optional: its bucket, kbit (default 8000)
+//! ingress_policing_kpkts_rate = 100   # optional: thousands of packets a second
+//! ingress_policing_kpkts_burst = 10   # optional: its bucket, thousands of packets
 //! ```
+//!
+//! The policing keys may also be written as options of the port's spec
+//! (`spec = "afxdp:veth0,ingress_policing_rate=10000"`; `port::policing`).
 //!
 //! OpenFlow keys of a bridge (all optional): `datapath_id = "0xa1"` (default: derived from the
 //! bridge name, stable across restarts), `controllers = ["tcp:10.0.0.1:6653", "ptcp:6653"]`
@@ -79,6 +86,12 @@ pub struct BridgeConfig {
     pub packet_in_rate: Option<Spanned<u32>>,
     /// Packet-ins that may go at once after a quiet period (default 100).
     pub packet_in_burst: Option<Spanned<u32>>,
+    /// Packet-ins per second each rx queue (a port, with one queue) may queue for the
+    /// controllers (default: no bound of its own), so one port's flood of new flows does not
+    /// take its neighbours' packet-ins.
+    pub packet_in_port_rate: Option<Spanned<u32>>,
+    /// Packet-ins an rx queue may queue at once (default 100).
+    pub packet_in_port_burst: Option<Spanned<u32>>,
     /// Most flow entries per table (default 2,000,000; an add beyond it gets
     /// OFPFMFC_TABLE_FULL).
     pub flow_limit: Option<Spanned<usize>>,
@@ -96,6 +109,45 @@ pub struct PortConfig {
     pub spec: Spanned<String>,
     /// Requested OpenFlow port number.
     pub ofport: Option<Spanned<u32>>,
+    /// Ingress policing: kbit/s ([`port::policing`]).
+    pub ingress_policing_rate: Option<u32>,
+    /// Ingress policing: bucket of the bit rate, kbit.
+    pub ingress_policing_burst: Option<u32>,
+    /// Ingress policing: thousands of packets a second.
+    pub ingress_policing_kpkts_rate: Option<u32>,
+    /// Ingress policing: bucket of the packet rate, thousands of packets.
+    pub ingress_policing_kpkts_burst: Option<u32>,
+}
+
+impl PortConfig {
+    /// The port's spec with its policing keys added as spec options, checked; the error
+    /// names the line.
+    fn full_spec(&self, src: &str) -> Result<String, ConfigError> {
+        let mut spec = self.spec.get_ref().clone();
+        for (key, v) in [
+            ("ingress_policing_rate", self.ingress_policing_rate),
+            ("ingress_policing_burst", self.ingress_policing_burst),
+            (
+                "ingress_policing_kpkts_rate",
+                self.ingress_policing_kpkts_rate,
+            ),
+            (
+                "ingress_policing_kpkts_burst",
+                self.ingress_policing_kpkts_burst,
+            ),
+        ] {
+            if let Some(v) = v {
+                spec.push_str(&format!(",{key}={v}"));
+            }
+        }
+        port::dp_options::split_spec(&spec).map_err(|e| {
+            ConfigError(format!(
+                "line {}: {e}",
+                line_of(src, self.spec.span().start)
+            ))
+        })?;
+        Ok(spec)
+    }
 }
 
 /// A bridge after validation: ports numbered, flows parsed.
@@ -123,6 +175,8 @@ pub struct Bridge {
     pub packet_in_limit: agent::RateLimit,
     /// Pipeline settings (the flow limits).
     pub pipeline: PipelineConfig,
+    /// Packet-ins per second and burst each rx queue may queue (`None`: no bound).
+    pub packet_in_port: Option<(u32, u32)>,
 }
 
 /// Parses a datapath id in hex, with or without `0x`.
@@ -238,7 +292,7 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
                 )));
             }
             let pname = p.name.clone().unwrap_or_else(|| p.spec.get_ref().clone());
-            if by_no.insert(n, (pname, p.spec.get_ref().clone())).is_some() {
+            if by_no.insert(n, (pname, p.full_spec(src)?)).is_some() {
                 return Err(ConfigError(format!(
                     "line {line}: ofport {n} is requested twice in bridge {name:?}; give each port its own number"
                 )));
@@ -251,7 +305,7 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
             next += 1;
         }
         let pname = p.name.clone().unwrap_or_else(|| p.spec.get_ref().clone());
-        by_no.insert(next, (pname, p.spec.get_ref().clone()));
+        by_no.insert(next, (pname, p.full_spec(src)?));
     }
     let mut seen_names = HashSet::new();
     for (pname, _) in by_no.values() {
@@ -334,6 +388,23 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
                 .map_err(|e| ConfigError(format!("line {}: {e}", line_of(src, v.span().start))))?;
         }
     }
+    let mut packet_in_port = None;
+    if let Some(r) = &b.packet_in_port_rate {
+        let at = |v: &Spanned<u32>| line_of(src, v.span().start);
+        let rate = check_packet_in("packet_in_port_rate", *r.get_ref())
+            .map_err(|e| ConfigError(format!("line {}: {e}", at(r))))?;
+        let burst = match &b.packet_in_port_burst {
+            Some(v) => check_packet_in("packet_in_port_burst", *v.get_ref())
+                .map_err(|e| ConfigError(format!("line {}: {e}", at(v))))?,
+            None => 100,
+        };
+        packet_in_port = Some((rate, burst));
+    } else if let Some(v) = &b.packet_in_port_burst {
+        return Err(ConfigError(format!(
+            "line {}: packet_in_port_burst without packet_in_port_rate; add the rate",
+            line_of(src, v.span().start)
+        )));
+    }
     let mut pipeline = PipelineConfig::default();
     for (key, value, slot) in [
         ("flow_limit", &b.flow_limit, &mut pipeline.table_capacity),
@@ -360,6 +431,7 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
         tls,
         packet_in_limit,
         pipeline,
+        packet_in_port,
     })
 }
 
@@ -445,6 +517,42 @@ spec = "null:sink"
         assert_eq!(parse(GOOD).unwrap()[0].lane_core, None);
         let src = GOOD.replacen("[[bridge]]\n", "[[bridge]]\nlane_core = 0\n", 1);
         assert_eq!(parse(&src).unwrap()[0].lane_core, Some(0), "{src}");
+    }
+
+    #[test]
+    fn packet_in_port_keys_are_read_and_checked() {
+        assert_eq!(parse(GOOD).unwrap()[0].packet_in_port, None);
+        let src = GOOD.replacen("[[bridge]]\n", "[[bridge]]\npacket_in_port_rate = 200\n", 1);
+        assert_eq!(parse(&src).unwrap()[0].packet_in_port, Some((200, 100)));
+        let src = GOOD.replacen("[[bridge]]\n", "[[bridge]]\npacket_in_port_burst = 5\n", 1);
+        assert!(parse(&src).unwrap_err().0.contains("add the rate"));
+    }
+
+    #[test]
+    fn policing_keys_join_the_spec_and_bad_ones_name_the_line() {
+        let src = GOOD.replacen(
+            "spec = \"null:\"\n",
+            "spec = \"null:\"\ningress_policing_rate = 1000\ningress_policing_burst = 100\n",
+            1,
+        );
+        let b = parse(&src).unwrap();
+        let (_, o) = port::dp_options::split_spec(&b[0].ports[0].2).unwrap();
+        let p = o.policing;
+        assert_eq!(
+            (p.rate_kbps, p.burst_kbit),
+            (1000, 100),
+            "{}",
+            b[0].ports[0].2
+        );
+        let bad = src.replace("ingress_policing_burst = 100", "ingress_policing_burst = 1");
+        let e = parse(&bad).unwrap_err().0;
+        assert!(e.starts_with("line 9:"), "{e}");
+        assert!(e.contains("less than one 1518-byte frame"), "{e}");
+        let zero = GOOD.replace(
+            "spec = \"null:sink\"",
+            "spec = \"null:sink,ingress_policing_kpkts_rate=0\"",
+        );
+        assert!(parse(&zero).unwrap_err().0.contains("leave the option out"));
     }
 
     #[test]

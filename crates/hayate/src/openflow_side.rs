@@ -222,6 +222,7 @@ pub fn start(
         pool: s.pool.clone(),
         datapath: Arc::downgrade(&running),
         bridge: name.clone(),
+        pending: Default::default(),
     }));
     let default = settings.controllers.is_empty() && settings.default_listener;
     let texts: Vec<String> = if default {

@@ -5,8 +5,12 @@
 //! The datapath waits for its poll threads to take a change (microseconds while they poll, up
 //! to a nap or a wake-up when they sleep); the request arrives on the agent runtime, so the
 //! wait runs in `block_in_place` there and the runtime's other tasks go on meanwhile.
+//!
+//! A spec's ingress policing options (`port::policing`) are the datapath's: `open` takes
+//! them out of the spec and keeps them beside the port it opened until `plug` hands both
+//! to the datapath.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use agent::ofproto::PortPlug;
 use packet::Pool;
@@ -20,6 +24,8 @@ pub struct Plugger {
     pub datapath: Weak<datapath::Running>,
     /// Bridge name, for messages.
     pub bridge: String,
+    /// Policing of ports opened and not plugged yet, by the port's address.
+    pub pending: Mutex<Vec<(usize, port::Policing)>>,
 }
 
 impl Plugger {
@@ -40,13 +46,44 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+impl Plugger {
+    fn pending_policing(&self) -> std::sync::MutexGuard<'_, Vec<(usize, port::Policing)>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A port's address, to know it again between `open` and `plug`.
+fn address(port: &Arc<dyn Port>) -> usize {
+    Arc::as_ptr(port) as *const u8 as usize
+}
+
 impl PortPlug for Plugger {
     fn open(&self, spec: &str) -> Result<Arc<dyn Port>, String> {
-        blocking(|| port::spec::open(spec, &self.pool)).map_err(|e| e.to_string())
+        let (spec, options) = port::dp_options::split_spec(spec).map_err(|e| e.to_string())?;
+        if !options.rxq_affinity.is_empty() {
+            return Err(
+                "rxq_affinity is set when the bridge starts (its config or --port); \
+                 a port added while running goes to the threads with the fewest queues"
+                    .into(),
+            );
+        }
+        let policing = options.policing;
+        let port = blocking(|| port::spec::open(&spec, &self.pool)).map_err(|e| e.to_string())?;
+        if policing.is_on() {
+            self.pending_policing().push((address(&port), policing));
+        }
+        Ok(port)
     }
 
     fn plug(&self, ofport: u32, port: Arc<dyn Port>) -> Result<(), String> {
         let running = self.running()?;
+        let policing = {
+            let mut pending = self.pending_policing();
+            let at = pending.iter().position(|(a, _)| *a == address(&port));
+            at.map(|i| pending.swap_remove(i).1).unwrap_or_default()
+        };
+        // Before the queues reach the threads, so the port's first frame is policed.
+        running.set_policing(ofport, policing);
         blocking(|| running.add_port(ofport, port)).map_err(|e| e.to_string())
     }
 

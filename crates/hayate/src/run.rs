@@ -22,7 +22,10 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
     /// Without a config: a port of the one standalone bridge, numbered in the order given
     /// (`null:`, `null:sink`, `ring:NAME`, `pcap:in=FILE`, `pcap:out=FILE`, `afxdp:IFNAME`,
-    /// `afpacket:IFNAME`, `tap:NAME`, `vhostuser:PATH` for a VM).
+    /// `afpacket:IFNAME`, `tap:NAME`, `vhostuser:PATH` for a VM); any of them may add
+    /// `,ingress_policing_rate=KBPS[,ingress_policing_burst=KBIT]`,
+    /// `,ingress_policing_kpkts_rate=KPPS[,ingress_policing_kpkts_burst=KPKTS]` and
+    /// `,rxq_affinity=QUEUE:CORE` (docs/config.md).
     #[arg(long = "port", short = 'p')]
     pub ports: Vec<String>,
     /// Without a config: cores for poll threads (default: the last core).
@@ -141,6 +144,7 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
         tls: None,
         packet_in_limit: agent::RateLimit::default(),
         pipeline: pipeline::PipelineConfig::default(),
+        packet_in_port: None,
     }])
 }
 
@@ -340,18 +344,28 @@ pub(crate) fn start_bridge(
 ) -> Result<Running> {
     let mut ports = Vec::new();
     for (no, name, spec) in &b.ports {
-        let port = port::spec::open(spec, pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
-        if let Some(w) = port::mtu::check(spec, port.capabilities().max_frame) {
+        // Policing and queue pinning are the datapath's; the rest opens the port.
+        let (open_spec, options) =
+            port::dp_options::split_spec(spec).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+        let port =
+            port::spec::open(&open_spec, pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+        if let Some(w) = port::mtu::check(&open_spec, port.capabilities().max_frame) {
             eprintln!("warning: bridge {}: port {spec}: {w}", b.name);
         }
         ports.push(SwitchPort {
             ofport: *no,
             name: name.clone(),
             port,
+            policing: options.policing,
+            rxq_affinity: options.rxq_affinity,
         });
     }
     let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
     sw.config.idle.sleep = !args.busy_poll;
+    if let Some((rate, burst)) = b.packet_in_port {
+        sw.config.packet_in_port_rate = rate;
+        sw.config.packet_in_port_burst = burst;
+    }
     if let Some(c) = b.lane_core {
         // Online CPUs, not this process's affinity: the lane may leave the poll threads'.
         // SAFETY: sysconf has no preconditions.

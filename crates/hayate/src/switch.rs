@@ -17,6 +17,10 @@ pub struct SwitchPort {
     pub name: String,
     /// The backend.
     pub port: Arc<dyn Port>,
+    /// Its ingress policing (default: none).
+    pub policing: port::Policing,
+    /// Its rx queues pinned to cores: `(queue, core)` (default: none).
+    pub rxq_affinity: Vec<(u16, usize)>,
 }
 
 /// A bridge, ready to start.
@@ -105,6 +109,10 @@ impl Switch {
             .config(self.config.clone());
         for p in &self.ports {
             b = b.port(p.ofport, p.port.clone());
+            if p.policing.is_on() {
+                b = b.policing(p.ofport, p.policing);
+            }
+            b = b.rxq_affinity(p.ofport, p.rxq_affinity.clone());
         }
         b
     }

@@ -26,7 +26,6 @@
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -392,7 +391,7 @@ fn soak(args: &SoakArgs, dir: &Path) -> Result<Soak> {
             args.flood,
         );
         threads.push(std::thread::spawn(move || {
-            if enter_netns(&ns).is_err() {
+            if crate::sys::host::enter_netns(&ns).is_err() {
                 return;
             }
             flood(&stop, rounds, &held, &strays);
@@ -406,7 +405,7 @@ fn soak(args: &SoakArgs, dir: &Path) -> Result<Soak> {
             topo.a0.clone(),
         );
         threads.push(std::thread::spawn(move || {
-            if enter_netns(&ns).is_err() {
+            if crate::sys::host::enter_netns(&ns).is_err() {
                 return;
             }
             malformed(&stop, &dev, &n);
@@ -618,16 +617,6 @@ fn nap(stop: &AtomicBool, d: Duration) {
     while Instant::now() < end && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Moves the calling thread into network namespace `ns`.
-fn enter_netns(ns: &str) -> Result<()> {
-    let f = std::fs::File::open(format!("/var/run/netns/{ns}"))?;
-    // SAFETY: setns on an open namespace file; affects only this thread.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        bail!("setns {ns}: {}", std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Rounds of `per_round` connections that send a HELLO and half of a message and hang for

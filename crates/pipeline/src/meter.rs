@@ -7,6 +7,9 @@
 //! conforms to are debited. Tokens are kept in thousandths of a bit (kbit/s meters) or of a
 //! packet (pkt/s meters). Bucket capacity is the band's burst size when the meter has the
 //! burst flag, else 100 ms worth of rate (at least one 1500-byte packet or one packet).
+//!
+//! [`TokenBucket`] is the one token bucket of the datapath side: the meters' bands and the
+//! datapath's ingress policing per port (`datapath::police`) both use it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,13 +42,145 @@ pub struct BandCounters {
     pub bytes: AtomicU64,
 }
 
+/// A lock-free token bucket shared by any number of threads: atomics only, no lock, no
+/// allocation, no system call.
+///
+/// Tokens are counted in thousandths ("milli-tokens": millibits for a bit rate, millipackets
+/// for a packet rate) so that rates and costs stay exact integers. The rate and capacity can
+/// be changed while other threads take tokens ([`TokenBucket::set`]). Time is any monotonic
+/// nanosecond clock, the same for every caller. Elapsed time turns into tokens exactly: the
+/// part of an interval too short to make a whole milli-token is carried to the next refill,
+/// so frequent refills lose nothing.
+#[derive(Debug)]
+pub struct TokenBucket {
+    /// Milli-tokens added per second.
+    rate: AtomicU64,
+    /// Most milli-tokens held.
+    capacity: AtomicU64,
+    tokens: AtomicU64,
+    /// Time up to which elapsed time has been turned into tokens.
+    last_ns: AtomicU64,
+}
+
+impl TokenBucket {
+    /// A full bucket: `rate` milli-tokens per second, at most `capacity` milli-tokens.
+    pub fn new(rate: u64, capacity: u64) -> TokenBucket {
+        TokenBucket {
+            rate: AtomicU64::new(rate),
+            capacity: AtomicU64::new(capacity),
+            tokens: AtomicU64::new(capacity),
+            last_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Changes rate and capacity (milli-tokens per second, milli-tokens) and fills the
+    /// bucket to its new capacity.
+    pub fn set(&self, rate: u64, capacity: u64) {
+        self.rate.store(rate, Ordering::Relaxed);
+        self.capacity.store(capacity, Ordering::Relaxed);
+        self.tokens.store(capacity, Ordering::Release);
+    }
+
+    /// Milli-tokens per second.
+    pub fn rate(&self) -> u64 {
+        self.rate.load(Ordering::Relaxed)
+    }
+
+    /// Most milli-tokens held.
+    pub fn capacity(&self) -> u64 {
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Adds the tokens that time `now_ns` earned since the last refill. Only the caller that
+    /// moves the refill time forward adds them, so concurrent refills count time once.
+    #[inline]
+    pub fn refill(&self, now_ns: u64) {
+        let last = self.last_ns.load(Ordering::Acquire);
+        if now_ns <= last {
+            return;
+        }
+        let rate = u128::from(self.rate.load(Ordering::Relaxed));
+        let cap = self.capacity.load(Ordering::Relaxed);
+        if rate == 0 {
+            return;
+        }
+        let elapsed = u128::from(now_ns - last);
+        let add = elapsed * rate / 1_000_000_000;
+        if add == 0 {
+            // Too soon for one milli-token: keep the time for a later refill.
+            return;
+        }
+        // A full bucket forgets the time it was full; otherwise the time that made `add`
+        // is used and the rest carried over.
+        let (add, until) = if add >= u128::from(cap) {
+            (cap, now_ns)
+        } else {
+            (add as u64, last + (add * 1_000_000_000 / rate) as u64)
+        };
+        if self
+            .last_ns
+            .compare_exchange(last, until, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_add(add).min(cap))
+            });
+    }
+
+    /// Takes `cost` milli-tokens if the bucket holds them (call [`TokenBucket::refill`]
+    /// first).
+    #[inline]
+    pub fn take(&self, cost: u64) -> bool {
+        self.tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(cost))
+            .is_ok()
+    }
+
+    /// Takes tokens for up to 32 items in order, `cost(i)` milli-tokens each, with one
+    /// atomic update for all of them: an item passes when the tokens left after the items
+    /// before it cover its cost. Returns the mask of items that passed (bit `i`: item `i`).
+    /// Call [`TokenBucket::refill`] first.
+    #[inline]
+    pub fn take_each(&self, n: usize, mut cost: impl FnMut(usize) -> u64) -> u32 {
+        let n = n.min(32);
+        let mut t = self.tokens.load(Ordering::Acquire);
+        loop {
+            let (mut left, mut passed) = (t, 0u32);
+            for i in 0..n {
+                let c = cost(i);
+                if c <= left {
+                    left -= c;
+                    passed |= 1 << i;
+                }
+            }
+            if left == t {
+                return passed;
+            }
+            match self
+                .tokens
+                .compare_exchange_weak(t, left, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return passed,
+                Err(now) => t = now,
+            }
+        }
+    }
+
+    /// Milli-tokens held now (without a refill).
+    pub fn tokens(&self) -> u64 {
+        self.tokens.load(Ordering::Relaxed)
+    }
+}
+
 #[derive(Debug)]
 struct BandState {
     band: MeterBand,
     rate: u64,
-    capacity: u64,
-    tokens: AtomicU64,
-    last_ns: AtomicU64,
+    bucket: TokenBucket,
     counters: BandCounters,
 }
 
@@ -91,12 +226,16 @@ impl MeterState {
                     // 100 ms of rate: rate kbit/s × 0.1 s = rate × 100 bits = rate × 1e5 mbit.
                     (rate * 100_000).max(1500 * 8 * 1000)
                 };
+                // Milli-tokens per second: kbit/s → millibits (×1e6), pkt/s → ×1e3.
+                let per_s = if meter.pktps {
+                    rate * 1000
+                } else {
+                    rate * 1_000_000
+                };
                 BandState {
                     band: *b,
                     rate,
-                    capacity,
-                    tokens: AtomicU64::new(capacity),
-                    last_ns: AtomicU64::new(0),
+                    bucket: TokenBucket::new(per_s, capacity),
                     counters: BandCounters::default(),
                 }
             })
@@ -126,11 +265,8 @@ impl MeterState {
         };
         let mut worst: Option<usize> = None;
         for (i, b) in self.bands.iter().enumerate() {
-            self.refill(b, now_ns);
-            let took = b
-                .tokens
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(cost))
-                .is_ok();
+            b.bucket.refill(now_ns);
+            let took = b.bucket.take(cost);
             if !took && worst.map(|w| self.bands[w].rate < b.rate).unwrap_or(true) {
                 worst = Some(i);
             }
@@ -147,34 +283,6 @@ impl MeterState {
             MeterBand::Drop { .. } => MeterVerdict::Drop { band: i },
             MeterBand::DscpRemark { prec_level, .. } => MeterVerdict::Remark { prec: prec_level },
         }
-    }
-
-    fn refill(&self, b: &BandState, now_ns: u64) {
-        let last = b.last_ns.load(Ordering::Acquire);
-        if now_ns <= last {
-            return;
-        }
-        // Only the thread that moves `last_ns` forward adds the elapsed time's tokens.
-        if b.last_ns
-            .compare_exchange(last, now_ns, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            return;
-        }
-        let elapsed = u128::from(now_ns - last);
-        // kbit/s: millibits per ns = rate / 1000. pkt/s: millipackets per ns = rate / 1e6.
-        let add = if self.meter.pktps {
-            elapsed * u128::from(b.rate) / 1_000_000
-        } else {
-            elapsed * u128::from(b.rate) / 1000
-        };
-        let add = add.min(u128::from(b.capacity)) as u64;
-        let cap = b.capacity;
-        let _ = b
-            .tokens
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-                Some(t.saturating_add(add).min(cap))
-            });
     }
 }
 
@@ -299,6 +407,35 @@ mod tests {
             "exactly the burst passes"
         );
         assert_eq!(m.packets.load(Ordering::Relaxed), 2000);
+    }
+
+    #[test]
+    fn bucket_carries_time_too_short_for_a_token() {
+        // 1 pkt/s = 1000 milli-tokens a second: one milli-token per millisecond.
+        let b = TokenBucket::new(1000, 1000);
+        assert!(b.take(1000));
+        // Refills every 0.1 ms earn nothing each, but ten of them make a milli-token.
+        for i in 1..=10_000u64 {
+            b.refill(i * 100_000);
+        }
+        assert_eq!(
+            b.tokens(),
+            1000,
+            "one second of refills in small steps: one packet"
+        );
+    }
+
+    #[test]
+    fn bucket_take_each_passes_in_order_with_one_update() {
+        let b = TokenBucket::new(1_000_000, 5_000);
+        // Costs 2000, 4000, 2000, 1000: the first fits, the second not, the third and
+        // fourth fit what is left.
+        let costs = [2000, 4000, 2000, 1000];
+        assert_eq!(b.take_each(4, |i| costs[i]), 0b1101);
+        assert_eq!(b.tokens(), 0);
+        assert_eq!(b.take_each(4, |i| costs[i]), 0);
+        b.set(1_000_000, 3_000);
+        assert_eq!(b.tokens(), 3_000, "set fills to the new capacity");
     }
 
     #[test]

@@ -22,11 +22,13 @@
 pub mod afpacket;
 pub mod afxdp;
 mod claim;
+pub mod dp_options;
 pub mod fuzzing;
 pub mod mtu;
 pub mod null;
 pub mod partial_csum;
 pub mod pcap;
+pub mod policing;
 pub mod ring;
 pub mod spec;
 pub mod tap;
@@ -36,6 +38,8 @@ pub mod vnet;
 mod xdp_test_run;
 pub mod xdplive;
 
+pub use dp_options::DatapathOptions;
+pub use policing::Policing;
 pub use spec::open;
 
 use std::os::fd::RawFd;

@@ -18,6 +18,10 @@
 //! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off][,prio=on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); prio=on (default): control frames through an AF_PACKET socket to the datapath's priority lane; needs root |
 //!
 //! File names cannot contain commas.
+//!
+//! Options that are the datapath's — ingress policing (`ingress_policing_rate=…`) and queue
+//! pinning (`rxq_affinity=Q:CORE`) — are not a backend's: [`crate::dp_options::split_spec`]
+//! takes them out of a spec before [`open`] sees it.
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! megaflow arena, its [`PmdStats`] and scratch arrays for one batch (32 keys, hashes, ids),
 //! all allocated once. Nothing else reads or writes them, so the path needs no lock.
 //!
-//! One rx batch goes: recv → extract keys and hashes (prefetching the next packet) → EMC batch
+//! One rx batch goes: recv → (a policed port's excess dropped) → extract keys and hashes (prefetching the next packet) → EMC batch
 //! lookup → classifier batch lookup for the EMC misses (hits are offered to the EMC) →
 //! upcalls for the classifier misses, within the upcall budget → execute → flush outputs.
 //!
@@ -27,7 +27,9 @@
 //!
 //! Misses with the same key in one batch share one translation, within the upcall budget.
 //!
-//! This file is the path of a batch; beside it: `budget.rs` (the upcall budget), `changes.rs`
+//! This file is the path of a batch; beside it: `budget.rs` (the upcall budget and the
+//! packet-in allowance, per rx queue), `police.rs` (a policed port's excess dropped right
+//! after receive), `changes.rs`
 //! (flow changes taken per generation and megaflows checked on a hit), `lane.rs` (the
 //! priority lane's share of its core), `maintain.rs` (the periodic pass: counters flushed,
 //! subtables re-ranked, idle megaflows swept), `time.rs` (the two time bases).
@@ -36,6 +38,7 @@ mod budget;
 mod changes;
 mod lane;
 mod maintain;
+mod police;
 mod time;
 
 pub use time::now_ns;
@@ -46,7 +49,7 @@ use std::sync::Arc;
 use packet::key::parsed;
 use packet::{extract_packet, Batch, Field, FlowKey, PoolCache, BATCH_SIZE};
 use pipeline::Translation;
-use port::RxQueue;
+use port::{Policing, RxQueue};
 
 use crate::bits::{bit_iter, prefetch};
 use crate::clock::TscClock;
@@ -60,6 +63,7 @@ use crate::inject::{InjectQueue, Wake};
 use crate::look::Look;
 use crate::megaflow::{Actions, Arena, InPlace, MegaflowId, MegaflowPool, Plan, PortMap};
 use crate::plug::Mailbox;
+use crate::police::{Policers, PortPolicer};
 use crate::revalidate::Revalidator;
 use crate::rx_drops::{RxDrops, RxSlot};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
@@ -219,7 +223,9 @@ impl Pmd {
         );
         let rx =
             p.rx.into_iter()
-                .map(|(ofport, q)| RxSlot::new(ofport, q))
+                .map(|(ofport, q)| {
+                    RxSlot::new(ofport, q, Arc::new(PortPolicer::new(Policing::default())))
+                })
                 .collect();
         Pmd {
             index: p.index,
@@ -306,6 +312,13 @@ impl Pmd {
         self.lane
     }
 
+    /// Polices each rx queue by its port's policer in `policers` ([`crate::police`]).
+    pub(crate) fn attach_policers(&mut self, policers: &Policers) {
+        for r in self.rx.iter_mut() {
+            r.police = policers.port(r.ofport);
+        }
+    }
+
     /// Lets the datapath's captures ([`crate::capture`]) see this thread's frames.
     pub(crate) fn attach_taps(&mut self, taps: Arc<crate::capture::Taps>) {
         self.exec.tap = crate::capture::Tap::new(taps, self.index);
@@ -356,6 +369,11 @@ impl Pmd {
     }
 
     /// Polls every rx queue once and processes what arrived. Returns packets processed.
+    ///
+    /// The fair share of the thread: each queue gets one receive of at most one batch (32
+    /// packets) per round, in turn, so a queue that always has packets takes one batch's
+    /// time per round and the others still get theirs (`pmd/tests.rs`,
+    /// `a_full_queue_does_not_starve_its_neighbour`).
     pub fn poll_once(&mut self) -> usize {
         if self.mailbox.as_ref().is_some_and(Mailbox::changed) {
             self.take_port_changes();
@@ -392,7 +410,12 @@ impl Pmd {
             }
             // Drops of this batch are the rx queue's too (per port, `crate::rx_drops`).
             let mark = RxDrops::mark(&self.local);
-            self.process(ofport, t0);
+            if self.rx[q].police.is_on() && self.police(q, t0) == 0 {
+                self.rx[q].drops.record(&mark, &self.local);
+                total += n;
+                continue;
+            }
+            self.process(ofport, q, t0);
             self.rx[q].drops.record(&mark, &self.local);
             total += n;
         }
@@ -457,8 +480,8 @@ impl Pmd {
         self.stats.absorb(&mut self.local);
     }
 
-    /// Processes the packets in the scratch batch, received on `in_port`.
-    fn process(&mut self, in_port: u32, t0: u64) {
+    /// Processes the packets in the scratch batch, received on `in_port` from rx queue `q`.
+    fn process(&mut self, in_port: u32, q: usize, t0: u64) {
         let now = self.clock.at(t0);
         self.exec.now_ns = now;
         self.check_generation();
@@ -476,9 +499,15 @@ impl Pmd {
         self.roll_budget(now, hits);
         if miss != 0 {
             self.ensure_hashes(miss);
-            self.handle_misses(miss, t0);
+            self.handle_misses(q, miss, t0);
         }
-        self.execute(n);
+        if self.cfg.packet_in_port_rate != 0 {
+            let allowed = self.allow_packet_ins(q, now);
+            self.execute(n);
+            self.settle_packet_ins(q, allowed);
+        } else {
+            self.execute(n);
+        }
         self.exec.flush(&mut self.local);
         self.s.uncached.clear();
         let busy = cycles().wrapping_sub(t0);
@@ -744,7 +773,7 @@ impl Pmd {
         s.hashed |= bits;
     }
 
-    fn handle_misses(&mut self, miss: u32, batch_t0: u64) {
+    fn handle_misses(&mut self, q: usize, miss: u32, batch_t0: u64) {
         // The batch's time, not a clock read per upcall.
         let now_ms = pipeline_ms(self.exec.now_ns);
         // One cycle-counter read per upcall: the end of one is the start of the next (the
@@ -775,7 +804,7 @@ impl Pmd {
                     }
                 }
             }
-            if !self.upcall_allowed(done, batch_t0, t) {
+            if !self.upcall_allowed(q, done, batch_t0, t) {
                 self.s.targets[i] = Target::Shed.into();
                 continue;
             }
@@ -788,7 +817,9 @@ impl Pmd {
             let t_end = cycles();
             let spent = t_end.wrapping_sub(t);
             t = t_end;
-            self.budget.upcall += spent;
+            if let Some(r) = self.rx.get_mut(q) {
+                r.upcall_cycles += spent;
+            }
             self.local.add(Counter::UpcallCycles, spent);
         }
         self.local.add(Counter::Upcalls, done as u64);

@@ -9,7 +9,7 @@ mod report;
 mod runner;
 mod scenario;
 
-use hayate_lab::{churn, compare, generators, soak, vhost};
+use hayate_lab::{churn, compare, generators, noisy, soak, vhost};
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
@@ -80,6 +80,11 @@ pub enum BenchCommand {
     /// table) and paced flow-mods with barriers (the churn); the rate during churn as a share
     /// of the rate without, the ratio to OVS-DPDK, and how soon a changed flow takes effect.
     ChurnCompare(churn::ChurnArgs),
+    /// Noisy neighbours: a victim pair of hosts runs TCP, pings and request/response
+    /// transactions while a neighbour on the same switch core floods 64-byte frames (one flow,
+    /// then new flows), without and with ingress policing on the neighbour's port; Hayate
+    /// beside the Linux bridge and Open vSwitch; the victim's figures as a share of alone.
+    Noisy(noisy::NoisyArgs),
 }
 
 /// Runs `hayate bench`.
@@ -90,6 +95,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         Some(BenchCommand::Vhost(v)) => return vhost::main(v),
         Some(BenchCommand::Soak(s)) => return soak::main(s),
         Some(BenchCommand::ChurnCompare(c)) => return churn::main(c),
+        Some(BenchCommand::Noisy(n)) => return noisy::main(n),
         None => {}
     }
     if args.list {

@@ -161,6 +161,8 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
             ofport: i as u32 + 1,
             name,
             port: p as Arc<dyn Port>,
+            policing: port::Policing::default(),
+            rxq_affinity: Vec::new(),
         });
     }
     // Setup-rate scenarios run with the default megaflow bound: once the table is full every

@@ -19,6 +19,7 @@ fn bridge() -> BridgeSample {
             drops: Snapshot {
                 upcall_shed: 2,
                 drop_no_action: 3,
+                drop_policed: 4,
                 ..Default::default()
             },
         }],

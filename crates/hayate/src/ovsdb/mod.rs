@@ -252,6 +252,7 @@ impl live::Runner for Bridges<'_> {
             tls: None,
             packet_in_limit: agent::RateLimit::default(),
             pipeline: pipeline::PipelineConfig::default(),
+            packet_in_port: None,
         };
         let mut settings = openflow_settings(self.args, &b, 1)?;
         settings.default_listener = false;

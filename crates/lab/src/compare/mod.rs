@@ -10,7 +10,7 @@
 pub(crate) mod generator;
 pub(crate) mod measure;
 pub(crate) mod median;
-mod peers;
+pub(crate) mod peers;
 mod report;
 pub(crate) mod topo;
 
@@ -202,6 +202,8 @@ fn measure_switch(
         core: args.switch_core,
         host_core: args.gen_core,
         dir,
+        police: None,
+        flows: &[],
     })?;
     if !measure::reachable(&topo, Duration::from_secs(10)) {
         running.check_alive()?;

@@ -7,6 +7,10 @@
 //! netns <p>B: <p>b0 10.77.0.2/24 ──veth── <p>b1 ┘
 //! ```
 //!
+//! [`Topo::up_with`] adds more hosts the same way (`hayate bench noisy`: a noisy host and
+//! the sink of its frames): host `i` (from 0 after A and B) is netns `<p>C`, `<p>D`, …, with
+//! interfaces `<p>c0` / `<p>c1`, …, address 10.77.0.(3 + i) and MAC 02:00:00:77:00:(03 + i).
+//!
 //! The switch lives in its own namespace so that nothing it creates (bridge devices, OVS's
 //! internal port) can meet the host's interfaces. Every name starts with a prefix unique to
 //! this process; [`Topo`]'s `Drop` kills what still runs inside the namespaces and deletes them.
@@ -78,6 +82,23 @@ pub struct Topo {
     pub b0: String,
     /// The switch's interface towards B.
     pub b1: String,
+    /// More hosts beside A and B ([`Topo::up_with`]).
+    pub extra: Vec<Host>,
+}
+
+/// A host beyond A and B.
+#[derive(Debug, Clone)]
+pub struct Host {
+    /// Its namespace.
+    pub ns: String,
+    /// Its interface.
+    pub dev: String,
+    /// The switch's interface towards it.
+    pub sw: String,
+    /// Its MAC address.
+    pub mac: String,
+    /// Its IPv4 address.
+    pub ip: String,
 }
 
 /// Runs a command, failing with its stderr when it fails.
@@ -105,6 +126,14 @@ pub fn in_ns(ns: &str, args: &[&str]) -> Command {
 impl Topo {
     /// Builds the topology with names starting with `prefix` (at most 8 characters).
     pub fn up(prefix: &str) -> Result<Topo> {
+        Topo::up_with(prefix, 0)
+    }
+
+    /// Builds the topology with `extra` more hosts (at most 20; module docs).
+    pub fn up_with(prefix: &str, extra: usize) -> Result<Topo> {
+        if extra > 20 {
+            bail!("at most 20 hosts beside A and B");
+        }
         if prefix.len() > 8 {
             bail!("namespace prefix '{prefix}' is longer than 8 characters");
         }
@@ -116,27 +145,56 @@ impl Topo {
             a1: format!("{prefix}a1"),
             b0: format!("{prefix}b0"),
             b1: format!("{prefix}b1"),
+            extra: (0..extra)
+                .map(|i| {
+                    let l = (b'c' + i as u8) as char;
+                    Host {
+                        ns: format!("{prefix}{}", l.to_ascii_uppercase()),
+                        dev: format!("{prefix}{l}0"),
+                        sw: format!("{prefix}{l}1"),
+                        mac: format!("02:00:00:77:00:{:02x}", 3 + i),
+                        ip: format!("10.77.0.{}", 3 + i),
+                    }
+                })
+                .collect(),
         };
         // From here on, Drop cleans up whatever part was made.
         t.build()?;
         Ok(t)
     }
 
+    /// Every namespace: A, B, the switch's, then the extra hosts'.
+    fn namespaces(&self) -> Vec<&String> {
+        let mut v = vec![&self.ns_a, &self.ns_b, &self.ns_s];
+        v.extend(self.extra.iter().map(|h| &h.ns));
+        v
+    }
+
+    /// The switch's interfaces, towards A, B, then the extra hosts: OpenFlow ports 1, 2, …
+    /// in that order.
+    pub fn switch_ports(&self) -> Vec<&str> {
+        let mut v = vec![self.a1.as_str(), self.b1.as_str()];
+        v.extend(self.extra.iter().map(|h| h.sw.as_str()));
+        v
+    }
+
     fn build(&self) -> Result<()> {
-        for ns in [&self.ns_a, &self.ns_b, &self.ns_s] {
+        for ns in self.namespaces() {
             run(Command::new("ip").args(["netns", "add", ns]))?;
             self.sh(ns, "ip link set lo up")?;
         }
-        for (h, s, hns) in [
+        let mut links = vec![
             (&self.a0, &self.a1, &self.ns_a),
             (&self.b0, &self.b1, &self.ns_b),
-        ] {
+        ];
+        links.extend(self.extra.iter().map(|h| (&h.dev, &h.sw, &h.ns)));
+        for (h, s, hns) in links {
             run(Command::new("ip").args([
                 "link", "add", h, "netns", hns, "type", "veth", "peer", "name", s, "netns",
                 &self.ns_s,
             ]))?;
         }
-        for ns in [&self.ns_a, &self.ns_b, &self.ns_s] {
+        for ns in self.namespaces() {
             // IPv4 only: IPv6 router solicitations and ND would add packets to the counts.
             self.sh(
                 ns,
@@ -162,6 +220,18 @@ impl Topo {
             &self.ns_b,
             &format!("ip neigh replace {IP_A} lladdr {MAC_A} dev {b0} nud permanent"),
         )?;
+        for h in &self.extra {
+            let (ns, dev) = (&h.ns, &h.dev);
+            self.sh(
+                ns,
+                &format!(
+                    "ip link set {dev} address {} && ip addr add {}/24 dev {dev} && \
+                     sysctl -qw net.ipv4.ip_forward=0 && ip link set {dev} up",
+                    h.mac, h.ip
+                ),
+            )?;
+            self.sh(&self.ns_s, &format!("ip link set {} up", h.sw))?;
+        }
         Ok(())
     }
 
@@ -252,7 +322,7 @@ impl Topo {
 
 impl Drop for Topo {
     fn drop(&mut self) {
-        for ns in [&self.ns_a, &self.ns_b, &self.ns_s] {
+        for ns in self.namespaces() {
             Topo::kill_all(ns);
             let _ = Command::new("ip")
                 .args(["netns", "del", ns])

@@ -125,6 +125,18 @@ impl Drop for HugeMount {
     }
 }
 
+/// Moves the calling thread (only it) into network namespace `ns` (`ip netns add`'s).
+pub fn enter_netns(ns: &str) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(format!("/var/run/netns/{ns}"))
+        .with_context(|| format!("opening namespace {ns}"))?;
+    // SAFETY: setns on an open namespace file; affects only this thread.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        bail!("setns {ns}: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A network namespace; dropping deletes it.
 #[derive(Debug)]
 pub struct Netns {

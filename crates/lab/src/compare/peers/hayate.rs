@@ -1,5 +1,6 @@
-//! Hayate on the topology's veths: `hayate run --port KIND:IF --port KIND:IF --core N`, in the
-//! switch namespace, pinned to the switch core; AF_XDP or AF_PACKET ports, with or without
+//! Hayate on the topology's veths: `hayate run --port KIND:IF --port KIND:IF … --core N`, in
+//! the switch namespace, pinned to the switch core (policing as the policed port's
+//! `ingress_policing_rate`/`_burst` options; flows added with `hayate ctl` once it runs); AF_XDP or AF_PACKET ports, with or without
 //! the priority lane (`prio=off`), or with the lane on the hosts' core (`--lane-core`: what
 //! the lane gives on a host with a housekeeping core; this machine has two cores, so the lane
 //! then shares the hosts' one — outside the one-core rule the other figures keep).
@@ -64,25 +65,36 @@ impl Peer for Hayate {
         let opts = if self.prio { "" } else { ",prio=off" };
         let (core, host) = (cx.core.to_string(), cx.host_core.to_string());
         let hayate = cx.hayate.to_string_lossy();
-        let (a, b) = (
-            format!("{kind}:{}{opts}", cx.topo.a1),
-            format!("{kind}:{}{opts}", cx.topo.b1),
-        );
-        let mut argv = vec![
-            "taskset",
-            "-c",
-            &core,
-            &hayate,
-            "run",
-            "--port",
-            &a,
-            "--port",
-            &b,
+        let ports: Vec<String> = cx
+            .topo
+            .switch_ports()
+            .into_iter()
+            .map(|dev| {
+                let police = match cx.police {
+                    Some(p) if p.dev == dev => format!(
+                        ",ingress_policing_rate={},ingress_policing_burst={}",
+                        p.kbps, p.burst_kbit
+                    ),
+                    _ => String::new(),
+                };
+                format!("{kind}:{dev}{opts}{police}")
+            })
+            .collect();
+        let run_dir = cx.dir.join("hayate-run");
+        std::fs::create_dir_all(&run_dir)?;
+        let run_dir = run_dir.to_string_lossy().to_string();
+        let mut argv = vec!["taskset", "-c", &core, &hayate, "run"];
+        for p in &ports {
+            argv.extend(["--port", p]);
+        }
+        argv.extend([
             "--core",
             &core,
             "--stats-interval",
             "0",
-        ];
+            "--run-dir",
+            &run_dir,
+        ]);
         if self.lane_on_hosts {
             argv.extend(["--lane-core", &host]);
         }
@@ -93,6 +105,32 @@ impl Peer for Hayate {
             .stderr(File::create(&err)?)
             .spawn()
             .context("starting hayate")?;
-        ChildSwitch { child, err }.settled(Duration::from_millis(500))
+        let mut started = ChildSwitch { child, err }.settled(Duration::from_millis(500))?;
+        if !cx.flows.is_empty() {
+            // Ports open before the management socket does (AF_XDP ports take a while).
+            let sock = std::path::Path::new(&run_dir).join("br0.mgmt");
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while !sock.exists() {
+                started.check_alive()?;
+                if std::time::Instant::now() > deadline {
+                    anyhow::bail!("hayate did not open {} within 20 s", sock.display());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        for f in cx.flows {
+            let out = std::process::Command::new(cx.hayate)
+                .args(["ctl", "--run-dir", &run_dir, "br0", "add-flow", f])
+                .stdin(Stdio::null())
+                .output()
+                .context("running hayate ctl")?;
+            if !out.status.success() {
+                anyhow::bail!(
+                    "hayate ctl br0 add-flow {f}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+        }
+        Ok(started)
     }
 }

@@ -9,6 +9,10 @@
 //! - [`ovs`]: Open vSwitch's userspace datapath on system ports (also with its userspace TSO)
 //!   or on AF_XDP ports, a private instance;
 //! - [`testpmd`]: dpdk-testpmd io forwarding between two AF_XDP ports, the I/O floor.
+//!
+//! `hayate bench noisy` starts the same peers on a topology with more hosts
+//! ([`Topo::switch_ports`]), some with ingress policing on one port ([`Police`]) and flows
+//! of their own ([`StartCtx::flows`]).
 
 mod bridge;
 mod child;
@@ -22,9 +26,22 @@ use anyhow::Result;
 
 use super::topo::Topo;
 
+/// Ingress policing of one of the switch's interfaces, each peer in its own terms (Hayate:
+/// `ingress_policing_rate`; Open vSwitch: the same column; the Linux bridge: a tc police
+/// action on the interface's ingress).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Police {
+    /// The switch's interface whose received frames are policed.
+    pub dev: String,
+    /// Rate, kbit/s.
+    pub kbps: u64,
+    /// Bucket, kbit.
+    pub burst_kbit: u64,
+}
+
 /// Where a peer starts.
 pub struct StartCtx<'a> {
-    /// The topology (the switch goes between `a1` and `b1` in its switch namespace).
+    /// The topology (the switch joins its [`Topo::switch_ports`] in its switch namespace).
     pub topo: &'a Topo,
     /// The hayate binary.
     pub hayate: &'a Path,
@@ -34,6 +51,11 @@ pub struct StartCtx<'a> {
     pub host_core: usize,
     /// The run's folder for logs.
     pub dir: &'a Path,
+    /// Ingress policing of one interface, if any.
+    pub police: Option<&'a Police>,
+    /// Flows (ovs-ofctl syntax) added above the switch's default forwarding (standalone
+    /// NORMAL), for switches that take flows; the Linux bridge ignores them.
+    pub flows: &'a [String],
 }
 
 /// A switch `hayate bench compare` can measure.
@@ -44,7 +66,11 @@ pub trait Peer {
     fn unavailable(&self) -> Option<String> {
         None
     }
-    /// Starts it between the topology's `a1` and `b1`.
+    /// Whether it can join more than two interfaces and police ([`Police`]).
+    fn multiport(&self) -> bool {
+        true
+    }
+    /// Starts it on the topology's [`Topo::switch_ports`].
     fn start(&self, cx: &StartCtx<'_>) -> Result<Box<dyn Started>>;
 }
 

@@ -3,6 +3,8 @@
 //! (AF_PACKET) ports; on system ports with its userspace TSO support on
 //! (`other_config:userspace-tso-enable=true`: virtio-net headers on the sockets, the one other
 //! userspace switch here that can carry the hosts' TCP super-packets); or on AF_XDP ports.
+//! Policing: the interface's `ingress_policing_rate`/`_burst`; flows: `ovs-ofctl add-flow`
+//! on the bridge's management socket, above its NORMAL flow.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,18 +55,51 @@ impl Peer for OvsPeer {
             self.0 == Mode::NetdevTso,
             &cx.dir.join("ovs"),
         )?;
-        let port = |dev: &str| {
+        let port = |i: usize, dev: &str| {
+            let mut s = format!(
+                "-- add-port hcovs {dev} -- set interface {dev} ofport_request={}",
+                i + 1
+            );
             if self.0 == Mode::Afxdp {
-                format!(
-                    "-- add-port hcovs {dev} -- set interface {dev} type=afxdp \
-                     options:xdp-mode=best-effort options:n_rxq=1"
-                )
-            } else {
-                format!("-- add-port hcovs {dev}")
+                s += " type=afxdp options:xdp-mode=best-effort options:n_rxq=1";
             }
+            if let Some(p) = cx.police.filter(|p| p.dev == dev) {
+                s += &format!(
+                    " ingress_policing_rate={} ingress_policing_burst={}",
+                    p.kbps, p.burst_kbit
+                );
+            }
+            s
         };
-        ovs.vsctl(&format!("{} {}", port(&cx.topo.a1), port(&cx.topo.b1)))?;
+        let ports: Vec<String> = cx
+            .topo
+            .switch_ports()
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| port(i, d))
+            .collect();
+        ovs.vsctl(&ports.join(" "))?;
         std::thread::sleep(Duration::from_secs(2));
+        if let Some(p) = cx.police {
+            // Open vSwitch polices system and AF_XDP ports with the kernel's tc police action;
+            // it only logs when that fails.
+            let out = cx.topo.sh(
+                &cx.topo.ns_s,
+                &format!("tc filter show dev {} parent ffff:", p.dev),
+            );
+            let shown = out.map(|o| String::from_utf8_lossy(&o.stdout).contains("police"));
+            if !shown.unwrap_or(false) {
+                anyhow::bail!(
+                    "Open vSwitch could not police {} (this kernel lacks tc's police action, \
+                     act_police; see {}/ovs-vswitchd.log)",
+                    p.dev,
+                    ovs.dir.display()
+                );
+            }
+        }
+        for f in cx.flows {
+            ovs.ofctl(&["add-flow", f])?;
+        }
         Ok(Box::new(ovs))
     }
 }
@@ -89,6 +124,15 @@ impl Ovs {
             .env("OVS_DBDIR", d)
             .env("OVS_LOGDIR", d)
             .env("OVS_SYSCONFDIR", d);
+    }
+
+    /// Runs `ovs-ofctl ARGS` on the bridge `hcovs` of this instance.
+    pub fn ofctl(&self, args: &[&str]) -> Result<()> {
+        let mgmt = format!("unix:{}/hcovs.mgmt", self.dir.display());
+        let mut c = Command::new("ovs-ofctl");
+        c.arg(args[0]).arg(&mgmt).args(&args[1..]);
+        self.env(&mut c);
+        run(&mut c).map(|_| ())
     }
 
     fn db(&self) -> String {

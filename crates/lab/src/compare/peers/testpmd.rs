@@ -24,6 +24,10 @@ impl Peer for TestpmdAfxdp {
         Generator::TestpmdAfxdp.unavailable()
     }
 
+    fn multiport(&self) -> bool {
+        false
+    }
+
     fn start(&self, cx: &StartCtx<'_>) -> Result<Box<dyn Started>> {
         // Its main lcore (which only prints statistics) shares the core.
         let lcores = format!("0@{c},1@{c}", c = cx.core);
