@@ -5,7 +5,7 @@
 //!
 //! | port counter | is |
 //! |---|---|
-//! | `rx_dropped` | the port's own receive drops (ring or socket full, no buffer) + `upcall_shed` (misses the switch had no time to translate) |
+//! | `rx_dropped` | the port's own receive drops (ring or socket full, no buffer) + `upcall_shed` (misses the switch had no time to translate) + `drop_policed` (over the port's ingress policing rate, as Open vSwitch counts its policer's drops) |
 //! | `rx_errors` | the port's own receive errors (refused offloads, bad descriptors) + `drop_malformed` (truncated or malformed headers) |
 //! | `tx_dropped`, `tx_errors` | the port's own (a full ring's drops reach it through `port::TxQueue::dropped`) |
 //!
@@ -178,7 +178,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A port's counters with the switch's drops of its packets folded in (module docs).
 pub fn merged(port: port::PortStats, drops: &Snapshot) -> port::PortStats {
     port::PortStats {
-        rx_dropped: port.rx_dropped + drops.upcall_shed,
+        rx_dropped: port.rx_dropped + drops.upcall_shed + drops.drop_policed,
         rx_errors: port.rx_errors + drops.drop_malformed,
         ..port
     }
@@ -349,11 +349,12 @@ mod tests {
         let drops = Snapshot {
             drop_malformed: 10,
             upcall_shed: 20,
+            drop_policed: 160,
             drop_no_action: 40,
             drop_meter: 80,
             ..Snapshot::default()
         };
         let m = merged(own, &drops);
-        assert_eq!((m.rx_dropped, m.rx_errors, m.tx_dropped), (21, 12, 3));
+        assert_eq!((m.rx_dropped, m.rx_errors, m.tx_dropped), (181, 12, 3));
     }
 }

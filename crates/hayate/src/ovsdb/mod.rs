@@ -83,6 +83,8 @@ const TABLES: &[(&str, &[&str])] = &[
             "type",
             "options",
             "ofport_request",
+            "ingress_policing_rate",
+            "ingress_policing_burst",
             "ofport",
             "error",
             "link_state",

@@ -155,6 +155,7 @@ fn bridge(r: &Replica, uuid: &str, row: &Row, name: &str, cx: &Context) -> Bridg
                 ))
             } else {
                 iface::spec(&iname, kind, &col_map(irow, "options"), cx)
+                    .map(|s| s + &policing(irow))
             };
             let ofport_request = if iname == name && kind == "internal" {
                 Some(OFPP_LOCAL)
@@ -183,6 +184,19 @@ fn bridge(r: &Replica, uuid: &str, row: &Row, name: &str, cx: &Context) -> Bridg
         },
         controllers,
         ifaces,
+    }
+}
+
+/// An Interface's `ingress_policing_rate` (kbit/s; 0: off) and `ingress_policing_burst`
+/// (kbit; 0: the default) as the port spec options of the same names (`port::policing`).
+fn policing(irow: &Row) -> String {
+    let col = |c: &str| irow.get(c).and_then(integer).filter(|n| *n > 0);
+    match (col("ingress_policing_rate"), col("ingress_policing_burst")) {
+        (Some(rate), Some(burst)) => {
+            format!(",ingress_policing_rate={rate},ingress_policing_burst={burst}")
+        }
+        (Some(rate), None) => format!(",ingress_policing_rate={rate}"),
+        _ => String::new(),
     }
 }
 
@@ -250,6 +264,31 @@ mod tests {
         assert_eq!(b.ifaces["veth1"].spec.as_deref(), Ok("afpacket:veth1"));
         assert_eq!(b.ifaces["veth1"].ofport_request, Some(7));
         assert_eq!(b.ifaces["veth1"].uuid, "i1");
+    }
+
+    #[test]
+    fn ingress_policing_columns_become_spec_options() {
+        let with = |cols: &str| {
+            let rows = ROWS.replace(
+                r#""name":"veth1","type":"","#,
+                &format!(r#""name":"veth1","type":"",{cols},"#),
+            );
+            want(&replica(&rows), |n| n == "veth1", "/run/hayate").bridges["br0"].ifaces["veth1"]
+                .spec
+                .clone()
+        };
+        assert_eq!(
+            with(r#""ingress_policing_rate":1000,"ingress_policing_burst":100"#).as_deref(),
+            Ok("afpacket:veth1,ingress_policing_rate=1000,ingress_policing_burst=100")
+        );
+        assert_eq!(
+            with(r#""ingress_policing_rate":1000,"ingress_policing_burst":0"#).as_deref(),
+            Ok("afpacket:veth1,ingress_policing_rate=1000")
+        );
+        assert_eq!(
+            with(r#""ingress_policing_rate":0,"ingress_policing_burst":100"#).as_deref(),
+            Ok("afpacket:veth1")
+        );
     }
 
     #[test]
