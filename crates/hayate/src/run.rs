@@ -219,12 +219,6 @@ pub fn run(args: RunArgs) -> Result<()> {
         eprintln!("warning: cannot raise the descriptor limit: {e}");
     }
     let bridges = if args.ovsdb.is_some() {
-        if args.metrics.is_some() {
-            bail!(
-                "--metrics is not served with --ovsdb yet (its bridges come and go); run \
-                 without --metrics, or from a config file"
-            );
-        }
         Vec::new()
     } else {
         bridges_from(&args)?
@@ -234,7 +228,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         .as_deref()
         .map(crate::metrics::bind)
         .transpose()?;
-    let mut metric_sources = Vec::new();
+    let metric_sources = crate::metrics::Sources::default();
     let nbridges = bridges.len();
     let last_core = cpu::available_cores().saturating_sub(1);
     // Before any other thread starts (they inherit this thread's cores): housekeeping —
@@ -269,7 +263,19 @@ pub fn run(args: RunArgs) -> Result<()> {
     })
     .map_err(|e| anyhow!("--pool-frames/--frame-size: {e}"))?;
     if let Some(target) = &args.ovsdb {
-        let r = crate::ovsdb::run(target, &args, &rt, &pool, last_core, &STOP_FLAG);
+        let metrics = metrics
+            .map(|l| crate::metrics::serve(&rt, l, metric_sources.clone()))
+            .transpose()?;
+        let r = crate::ovsdb::run(
+            target,
+            &args,
+            &rt,
+            &pool,
+            last_core,
+            &metric_sources,
+            &STOP_FLAG,
+        );
+        drop(metrics);
         rt.shutdown_timeout(Duration::from_secs(1));
         return r;
     }
@@ -277,12 +283,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     for b in bridges {
         let settings = openflow_settings(&args, &b, nbridges)?;
         let started = start_bridge(&rt, &args, b, &pool, settings, last_core)?;
-        metric_sources.push(crate::metrics::BridgeSource {
-            name: started.0.name.clone(),
-            bridge: started.0.bridge.clone(),
-            datapath: Arc::downgrade(&started.1),
-            agent: Arc::downgrade(started.2.agent()),
-        });
+        lock(&metric_sources).push(crate::metrics::BridgeSource::of(&started));
         running.push(started);
     }
     let metrics = metrics
@@ -503,6 +504,10 @@ impl StatsView {
             None => self.bridge.port_counters(),
         }
     }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A running bridge: its counters view, its datapath, its OpenFlow side.

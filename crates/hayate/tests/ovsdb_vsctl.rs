@@ -90,6 +90,17 @@ fn eventually(mut f: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// Where `hayate run --ovsdb --metrics` serves Prometheus, inside the switch's namespace.
+const METRICS_PORT: u16 = 19464;
+
+/// A scrape of the metrics in namespace `sw`.
+fn metrics(sw: &str) -> String {
+    let url = format!("http://127.0.0.1:{METRICS_PORT}/metrics");
+    let code =
+        format!("import urllib.request; print(urllib.request.urlopen('{url}').read().decode())");
+    String::from_utf8_lossy(&ns_run(sw, &["python3", "-c", &code]).stdout).into_owned()
+}
+
 fn start_hayate(sw: &str, sock: &Path, run_dir: &Path, log: &Path) -> Killed {
     let child = Command::new("ip")
         .args([
@@ -106,6 +117,7 @@ fn start_hayate(sw: &str, sock: &Path, run_dir: &Path, log: &Path) -> Killed {
         .arg(format!("unix:{}", sock.display()))
         .arg("--run-dir")
         .arg(run_dir)
+        .args(["--metrics", &format!("127.0.0.1:{METRICS_PORT}")])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).expect("log file"))
         .spawn()
@@ -235,6 +247,13 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
         "up"
     );
     assert_eq!(vsctl(&db, &["get", "interface", &br, "ofport"]), "65534");
+    // Bridges started by the database are scraped by --metrics.
+    let port11 = format!(r#"hayate_port_link_up{{bridge="{br}",ofport="11","#);
+    assert!(
+        eventually(|| metrics(&sw).contains(&port11)),
+        "{port11} not in the metrics:\n{}",
+        metrics(&sw)
+    );
     let mac = vsctl(&db, &["get", "interface", &a.switch_if, "mac_in_use"]);
     let kernel_mac = ns_run(
         &sw,
@@ -467,6 +486,14 @@ fn ovs_vsctl_drives_hayate_through_ovsdb() {
         a.ping("10.19.0.3", 3),
         "ping across the patch pair\n{}",
         logs()
+    );
+    let second = format!(r#"bridge="{br2}""#);
+    assert!(eventually(|| metrics(&sw).contains(&second)), "{second}");
+    // A bridge deleted is stopped and no longer scraped (its patch peer stays, in error).
+    vsctl(&db, &["del-br", &br2]);
+    assert!(
+        eventually(|| !metrics(&sw).contains(&second) && metrics(&sw).contains(&port11)),
+        "{second} still scraped"
     );
 
     // The database goes away: forwarding goes on; it comes back: changes apply again.

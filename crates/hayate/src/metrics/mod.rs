@@ -23,7 +23,7 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
 pub use encode::{render, CONTENT_TYPE};
-pub use sample::BridgeSource;
+pub use sample::{BridgeSource, Sources};
 
 /// Parses `--metrics ADDR` and listens on it (before the bridges start, so a bad address or
 /// one in use stops `hayate run` at once with a clear error).
@@ -52,14 +52,17 @@ impl Drop for Server {
     }
 }
 
-/// Serves `sources` on `listener` (from [`bind`]) on `rt`.
-pub fn serve(rt: &Runtime, listener: TcpListener, sources: Vec<BridgeSource>) -> Result<Server> {
+/// Serves `sources` on `listener` (from [`bind`]) on `rt`; each scrape reads the bridges the
+/// list holds then.
+pub fn serve(rt: &Runtime, listener: TcpListener, sources: Sources) -> Result<Server> {
     let addr = listener.local_addr()?;
     let _in_rt = rt.enter();
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| anyhow!("--metrics {addr}: {e}"))?;
-    let scrape: http::Scraper =
-        Arc::new(move || render(sources.iter().map(BridgeSource::read).collect()));
+    let scrape: http::Scraper = Arc::new(move || {
+        let now = sources.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        render(now.iter().map(BridgeSource::read).collect())
+    });
     eprintln!("hayate: metrics on http://{addr}{}", http::PATH);
     Ok(Server {
         task: rt.spawn(http::serve(listener, scrape)),

@@ -25,6 +25,22 @@ pub struct BridgeSource {
     pub agent: Weak<Agent>,
 }
 
+impl BridgeSource {
+    /// What a scrape reads of a bridge started by `run::start_bridge`.
+    pub(crate) fn of(r: &crate::run::Running) -> BridgeSource {
+        BridgeSource {
+            name: r.0.name.clone(),
+            bridge: r.0.bridge.clone(),
+            datapath: Arc::downgrade(&r.1),
+            agent: Arc::downgrade(r.2.agent()),
+        }
+    }
+}
+
+/// The bridges a metrics server reads, shared with whoever starts and stops them (`hayate
+/// run --ovsdb` does as the database changes).
+pub type Sources = Arc<std::sync::Mutex<Vec<BridgeSource>>>;
+
 /// One port as a scrape saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortSample {

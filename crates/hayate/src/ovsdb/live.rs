@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 
 use super::want::{Controllers, Setup, Want};
-use crate::run::{stop_bridge, Running};
+use crate::run::Running;
 
 /// A port the switch runs for an Interface row.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +55,8 @@ pub struct Live {
 pub trait Runner {
     /// Starts a bridge named `name` with `setup`, controllers `ctl` and no ports.
     fn start(&mut self, name: &str, setup: &Setup, ctl: &Controllers) -> Result<Running>;
+    /// Stops a bridge `start` started (its ports already taken out).
+    fn stop(&mut self, running: Running);
     /// Replaces a running bridge's controllers (`old`: what it has now) and fail mode.
     fn set_controllers(
         &mut self,
@@ -88,7 +90,7 @@ impl Live {
                     remove_port(&mut b, &n, &mut rings);
                 }
                 tracing::info!(bridge = %name, "OVSDB: bridge stopped");
-                stop_bridge(b.running);
+                runner.stop(b.running);
             }
         }
         // Controllers that changed.
@@ -234,13 +236,13 @@ impl Live {
     }
 
     /// Stops every bridge.
-    pub fn stop(&mut self) {
+    pub fn stop(&mut self, runner: &mut dyn Runner) {
         for (_, mut b) in std::mem::take(&mut self.bridges) {
             let names: Vec<String> = b.ports.keys().cloned().collect();
             for n in names {
                 remove_port(&mut b, &n, &mut BTreeSet::new());
             }
-            stop_bridge(b.running);
+            runner.stop(b.running);
         }
     }
 }

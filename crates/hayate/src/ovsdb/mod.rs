@@ -39,7 +39,7 @@ use serde_json::json;
 use tokio::runtime::Runtime;
 
 use crate::config;
-use crate::run::{openflow_settings, start_bridge, RunArgs, Running};
+use crate::run::{openflow_settings, start_bridge, stop_bridge, RunArgs, Running};
 use live::Live;
 use want::{Controllers, Setup};
 use writeback::{Pass, Written, STATS_EVERY};
@@ -112,6 +112,7 @@ pub fn run(
     rt: &Runtime,
     pool: &Pool,
     last_core: usize,
+    metrics: &crate::metrics::Sources,
     stop: &AtomicBool,
 ) -> Result<()> {
     let target = ovsdb::Target::parse(target)?;
@@ -124,6 +125,7 @@ pub fn run(
         args,
         pool,
         last_core,
+        metrics,
     };
     let mut live = Live::default();
     let mut written = Written::default();
@@ -153,7 +155,7 @@ pub fn run(
             }
         }
     }
-    live.stop();
+    live.stop(&mut runner);
     Ok(())
 }
 
@@ -238,6 +240,14 @@ struct Bridges<'a> {
     args: &'a RunArgs,
     pool: &'a Pool,
     last_core: usize,
+    /// What `--metrics` reads: a bridge is in it while it runs.
+    metrics: &'a crate::metrics::Sources,
+}
+
+impl Bridges<'_> {
+    fn sources(&self) -> std::sync::MutexGuard<'_, Vec<crate::metrics::BridgeSource>> {
+        self.metrics.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl live::Runner for Bridges<'_> {
@@ -259,7 +269,15 @@ impl live::Runner for Bridges<'_> {
         let mut settings = openflow_settings(self.args, &b, 1)?;
         settings.default_listener = false;
         settings.probe_interval = ctl.probe;
-        start_bridge(self.rt, self.args, b, self.pool, settings, self.last_core)
+        let running = start_bridge(self.rt, self.args, b, self.pool, settings, self.last_core)?;
+        self.sources()
+            .push(crate::metrics::BridgeSource::of(&running));
+        Ok(running)
+    }
+
+    fn stop(&mut self, running: Running) {
+        self.sources().retain(|s| s.name != running.0.name);
+        stop_bridge(running);
     }
 
     fn set_controllers(
