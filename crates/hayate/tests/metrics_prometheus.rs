@@ -59,6 +59,43 @@ fn metrics_endpoint_answers_the_exposition_and_refuses_the_rest() {
     );
 }
 
+/// Every metric the Grafana dashboard in docs/ queries is one the switch serves, so a panel
+/// cannot show "no data" for a misspelt or removed name.
+#[test]
+fn every_dashboard_metric_is_served() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let h = switch(&addr);
+    // A controller connected, so that its per-connection families have series.
+    let _c = controller(h.port);
+    let (_, body) = get(&addr, "GET", "/metrics");
+    let dashboard = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/grafana-dashboard.json"
+    ))
+    .expect("docs/grafana-dashboard.json");
+    let mut names: Vec<&str> = dashboard
+        .match_indices("hayate_")
+        .map(|(at, _)| {
+            let rest = &dashboard[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 20, "{names:?}");
+    for n in names {
+        let typed = format!("# TYPE {n} ");
+        assert!(
+            body.lines().any(|l| l.starts_with(&typed)),
+            "the dashboard queries {n}, which the switch does not serve\nlog:\n{}",
+            h.log()
+        );
+    }
+}
+
 /// A controller on `port` that said HELLO and got its barrier reply.
 fn controller(port: u16) -> TcpStream {
     use openflow::{Hello, Message};
