@@ -2,7 +2,7 @@
 //! arena that owns them.
 //!
 //! Size and owner: one [`Arena`] per poll-mode thread holding at most `max_megaflows`
-//! (default 200k) megaflows of 384 + 32 bytes each (83 MB at the default), reserved up front and
+//! (default 200k) megaflows of 512 + 32 bytes each (109 MB at the default), reserved up front and
 //! never grown; only that thread reads or writes it. The exact-match cache and the classifier
 //! name megaflows by [`MegaflowId`] (slot index + slot generation), so a slot that is freed
 //! and reused never answers for an id that pointed at its previous tenant.
@@ -298,7 +298,7 @@ fn plan_of(ops: &[Op]) -> Plan {
 
 /// A cached flow: packets equal to `key` under `mask` get `actions`.
 ///
-/// Layout (`repr(C)`, 384 bytes): the first cache line holds the flags, the counters of a
+/// Layout (`repr(C)`, 512 bytes): the first cache line holds the flags, the counters of a
 /// megaflow outside an arena, the flow counter list and the plan, the second the ops and the
 /// trail (what revalidation reads first), the rest the key and mask (read at install and eviction only). In an [`Arena`], what every hit
 /// reads or writes (generation, counters, where the packets go) is in the slot's [`Hot`]
@@ -323,7 +323,7 @@ pub struct Megaflow {
     pub mask: FlowKey,
 }
 
-const _: () = assert!(std::mem::size_of::<Megaflow>() == 384);
+const _: () = assert!(std::mem::size_of::<Megaflow>() == 512);
 // The trail shares the second cache line with the ops.
 const _: () = assert!(std::mem::offset_of!(Megaflow, trail) + std::mem::size_of::<Trail>() <= 128);
 // The plan ends within the first cache line.
