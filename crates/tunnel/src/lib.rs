@@ -65,10 +65,12 @@ pub mod endpoint;
 pub mod fuzzing;
 pub mod nexthop;
 pub mod pmtud;
+pub mod rx;
 pub mod spec;
 
 pub use decap::{terminate, Decapped, DropReason, Locals, Termination};
 pub use encap::{EncapError, EncapTemplate};
 pub use endpoint::{Encap, OuterAddrs, TunnelKind};
 pub use nexthop::{NextHop, Resolver, Unreachable};
+pub use rx::{RxDrop, RxDrops, RxOutcome, Terminator, TunMeta, TunnelPort};
 pub use spec::{PerFlow, SpecError, TunnelSpec};
