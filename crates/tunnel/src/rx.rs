@@ -72,7 +72,7 @@ fn fixed<T>(p: PerFlow<T>) -> Option<T> {
 }
 
 /// What the outer headers of a terminated packet put into its flow key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TunMeta {
     /// The tunnel port it arrived on.
     pub ofport: u32,

@@ -1,0 +1,201 @@
+//! Tunnel termination on the datapath's underlay ports (issue 18; the design is in the
+//! `tunnel` crate's `lib.rs`).
+//!
+//! Size and owner: one [`Tunnels`] per datapath, shared by every poll-mode thread. The
+//! control side publishes which underlay port terminates which tunnel ports (a
+//! [`tunnel::Terminator`] per underlay port) by swapping the whole table (arc-swap) when tunnel
+//! ports or local addresses change; a thread loads it once per batch received on a port and
+//! does nothing more when the port terminates no tunnel. Drops are counted by reason in shared
+//! atomics, touched only when a frame is dropped.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use packet::{Batch, PoolCache};
+use tunnel::{DropReason, RxDrop, RxOutcome, Terminator, TunMeta};
+
+/// Counted drop reasons: [`DropReason::ALL`], then "no tunnel port accepts it".
+const REASONS: usize = DropReason::ALL.len() + 1;
+
+/// The datapath's table of terminating underlay ports, and the drops of termination.
+#[derive(Debug, Default)]
+pub struct Tunnels {
+    table: ArcSwap<Vec<(u32, Arc<Terminator>)>>,
+    drops: [AtomicU64; REASONS],
+}
+
+impl Tunnels {
+    /// No underlay port terminates anything.
+    pub fn new() -> Tunnels {
+        Tunnels::default()
+    }
+
+    /// Makes underlay port `ofport` terminate what `t` says (`None` or an empty terminator:
+    /// nothing). Control side; the threads see it from their next batch.
+    pub fn set(&self, ofport: u32, t: Option<Terminator>) {
+        let mut next: Vec<_> = self
+            .table
+            .load()
+            .iter()
+            .filter(|(p, _)| *p != ofport)
+            .cloned()
+            .collect();
+        if let Some(t) = t.filter(|t| !t.is_empty()) {
+            next.push((ofport, Arc::new(t)));
+        }
+        self.table.store(Arc::new(next));
+    }
+
+    /// `(reason, count)` for every drop reason, `tunnel_no_port` last.
+    pub fn drops(&self) -> Vec<(&'static str, u64)> {
+        DropReason::ALL
+            .iter()
+            .map(|r| r.name())
+            .chain(["tunnel_no_port"])
+            .zip(self.drops.iter().map(|c| c.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    fn count(&self, d: RxDrop) {
+        let i = match d {
+            RxDrop::Header(r) => DropReason::ALL.iter().position(|&x| x == r).unwrap_or(0),
+            RxDrop::NoPort => REASONS - 1,
+        };
+        self.drops[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Terminates the tunnel packets of `batch`, received on `in_port`: their outer headers
+    /// come off, `meta[i]` and bit `i` of the returned mask say what packet `i` (in the batch
+    /// as it is afterwards) carried; dropped frames leave the batch (freed into `cache`,
+    /// counted). Returns `(tunneled mask, frames dropped)`.
+    pub fn terminate(
+        &self,
+        in_port: u32,
+        batch: &mut Batch,
+        meta: &mut [TunMeta],
+        cache: &mut PoolCache,
+    ) -> (u32, u64) {
+        let table = self.table.load();
+        let Some((_, t)) = table.iter().find(|(p, _)| *p == in_port) else {
+            return (0, 0);
+        };
+        let (mut tunneled, mut bad) = (0u32, 0u32);
+        for (i, p) in batch.as_mut_slice().iter_mut().enumerate() {
+            match t.receive(p) {
+                RxOutcome::NotTunnel => {}
+                RxOutcome::Tunnel(m) => {
+                    meta[i] = m;
+                    tunneled |= 1 << i;
+                }
+                RxOutcome::Drop(d) => {
+                    self.count(d);
+                    bad |= 1 << i;
+                }
+            }
+        }
+        if bad == 0 {
+            return (tunneled, 0);
+        }
+        // Close the gaps: survivors move down, their metadata with them.
+        let (mut k, mut kept_tunneled) = (0usize, 0u32);
+        for i in 0..batch.len() {
+            if bad & (1 << i) != 0 {
+                continue;
+            }
+            meta[k] = meta[i];
+            kept_tunneled |= ((tunneled >> i) & 1) << k;
+            k += 1;
+        }
+        let (mut i, mut dropped) = (0, 0u64);
+        batch.retain_or(
+            |_| {
+                let keep = bad & (1 << i) == 0;
+                i += 1;
+                keep
+            },
+            |p| {
+                dropped += 1;
+                cache.free(p);
+            },
+        );
+        (kept_tunneled, dropped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use packet::pool::Pool;
+    use tunnel::{Encap, EncapTemplate, OuterAddrs, TunnelKind, TunnelPort};
+
+    use super::*;
+
+    const LOCAL: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
+
+    fn vxlan(cache: &mut PoolCache, vni: u32, inner: &[u8]) -> packet::Packet {
+        let a = OuterAddrs {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src: Ipv4Addr::new(192, 168, 0, 1).into(),
+            dst: LOCAL.into(),
+        };
+        let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, false), &a).unwrap();
+        let mut p = cache.alloc_from(inner).unwrap();
+        t.push(&mut p, 1, 1).unwrap();
+        p
+    }
+
+    /// A batch of plain, tunneled, unknown-VNI and tunneled frames: the unknown one leaves
+    /// and is counted, the others keep their order and the metadata follows them.
+    #[test]
+    fn a_batch_is_terminated_and_its_drops_leave_it() {
+        let mut cache = Pool::with_frames(16).cache();
+        let tunnels = Tunnels::new();
+        let port = TunnelPort {
+            ofport: 9,
+            kind: TunnelKind::Vxlan,
+            dst_port: 4789,
+            vni: Some(42),
+            remote: None,
+            local: None,
+        };
+        tunnels.set(1, Some(Terminator::new(vec![port], &[IpAddr::V4(LOCAL)])));
+        let inner: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 60]).collect();
+        let mut batch = Batch::new();
+        let frames = [
+            cache.alloc_from(&inner[0]).unwrap(),
+            vxlan(&mut cache, 42, &inner[1]),
+            vxlan(&mut cache, 7, &inner[2]),
+            vxlan(&mut cache, 42, &inner[3]),
+        ];
+        for p in frames {
+            batch.push(p).unwrap();
+        }
+        let mut meta = [TunMeta::default(); packet::BATCH_SIZE];
+        // Another port terminates nothing.
+        assert_eq!(
+            tunnels.terminate(2, &mut batch, &mut meta, &mut cache),
+            (0, 0)
+        );
+        let (mask, dropped) = tunnels.terminate(1, &mut batch, &mut meta, &mut cache);
+        assert_eq!((mask, dropped), (0b110, 1));
+        let data: Vec<&[u8]> = batch.as_slice().iter().map(|p| p.data()).collect();
+        assert_eq!(data, [&inner[0][..], &inner[1][..], &inner[3][..]]);
+        assert_eq!((meta[1].ofport, meta[1].vni), (9, 42));
+        assert_eq!((meta[2].ofport, meta[2].vni), (9, 42));
+        let drops = tunnels.drops();
+        assert_eq!(drops.last(), Some(&("tunnel_no_port", 1)));
+        assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
+        batch.free_into(&mut cache);
+        // Unset: the port switches tunnel frames as they are.
+        tunnels.set(1, None);
+        batch.push(vxlan(&mut cache, 42, &inner[1])).unwrap();
+        assert_eq!(
+            tunnels.terminate(1, &mut batch, &mut meta, &mut cache),
+            (0, 0)
+        );
+        batch.free_into(&mut cache);
+    }
+}
