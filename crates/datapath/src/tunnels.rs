@@ -13,16 +13,13 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use packet::{Batch, PoolCache};
-use tunnel::{DropReason, RxDrop, RxOutcome, Terminator, TunMeta};
-
-/// Counted drop reasons: [`DropReason::ALL`], then "no tunnel port accepts it".
-const REASONS: usize = DropReason::ALL.len() + 1;
+use tunnel::{RxDrop, RxOutcome, Terminator, TunMeta};
 
 /// The datapath's table of terminating underlay ports, and the drops of termination.
 #[derive(Debug, Default)]
 pub struct Tunnels {
     table: ArcSwap<Vec<(u32, Arc<Terminator>)>>,
-    drops: [AtomicU64; REASONS],
+    drops: [AtomicU64; RxDrop::COUNT],
 }
 
 impl Tunnels {
@@ -49,20 +46,9 @@ impl Tunnels {
 
     /// `(reason, count)` for every drop reason, `tunnel_no_port` last.
     pub fn drops(&self) -> Vec<(&'static str, u64)> {
-        DropReason::ALL
-            .iter()
-            .map(|r| r.name())
-            .chain(["tunnel_no_port"])
+        RxDrop::names()
             .zip(self.drops.iter().map(|c| c.load(Ordering::Relaxed)))
             .collect()
-    }
-
-    fn count(&self, d: RxDrop) {
-        let i = match d {
-            RxDrop::Header(r) => DropReason::ALL.iter().position(|&x| x == r).unwrap_or(0),
-            RxDrop::NoPort => REASONS - 1,
-        };
-        self.drops[i].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Terminates the tunnel packets of `batch`, received on `in_port`: their outer headers
@@ -89,7 +75,7 @@ impl Tunnels {
                     tunneled |= 1 << i;
                 }
                 RxOutcome::Drop(d) => {
-                    self.count(d);
+                    self.drops[d.index()].fetch_add(1, Ordering::Relaxed);
                     bad |= 1 << i;
                 }
             }

@@ -4,7 +4,7 @@
 //!
 //! Size and owner: one [`Terminator`] per underlay port that has tunnel ports, built by the
 //! control side when tunnel ports come and go and shared read-only with the poll-mode
-//! threads; each thread keeps its own [`RxDrops`]. No allocation or I/O per packet.
+//! threads; the caller counts the drops ([`RxDrop::index`]). No allocation or I/O per packet.
 //!
 //! Port choice follows Open vSwitch: among the tunnel ports of the frame's encapsulation and
 //! UDP port whose fixed remote, local address and VNI (where fixed) agree with the outer
@@ -128,6 +128,27 @@ pub enum RxDrop {
     NoPort,
 }
 
+impl RxDrop {
+    /// Number of distinct drops: every [`DropReason`], then `NoPort`.
+    pub const COUNT: usize = DropReason::ALL.len() + 1;
+
+    /// A dense index for counters, below [`RxDrop::COUNT`].
+    pub fn index(self) -> usize {
+        match self {
+            RxDrop::Header(r) => DropReason::ALL.iter().position(|&x| x == r).unwrap_or(0),
+            RxDrop::NoPort => DropReason::ALL.len(),
+        }
+    }
+
+    /// The counters' names in index order (`tunnel_no_port` last).
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        DropReason::ALL
+            .iter()
+            .map(|r| r.name())
+            .chain(["tunnel_no_port"])
+    }
+}
+
 /// What the receive stage made of one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RxOutcome {
@@ -204,38 +225,6 @@ impl Terminator {
         let tunnel_hdr = 8 + d.options.len();
         let udp = d.inner.start.saturating_sub(tunnel_hdr + 8);
         packet::wire::get_be16(frame, udp + 2).unwrap_or(0)
-    }
-}
-
-/// Drops of the receive stage by reason, for one poll-mode thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RxDrops {
-    counts: [u64; DropReason::ALL.len() + 1],
-}
-
-impl RxDrops {
-    /// Counts one drop.
-    #[inline]
-    pub fn add(&mut self, d: RxDrop) {
-        let i = match d {
-            RxDrop::Header(r) => DropReason::ALL.iter().position(|&x| x == r).unwrap_or(0),
-            RxDrop::NoPort => DropReason::ALL.len(),
-        };
-        self.counts[i] += 1;
-    }
-
-    /// `(name, count)` for every reason, `tunnel_no_port` last.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        DropReason::ALL
-            .iter()
-            .map(|r| r.name())
-            .chain(["tunnel_no_port"])
-            .zip(self.counts.iter().copied())
-    }
-
-    /// All drops added up.
-    pub fn total(&self) -> u64 {
-        self.counts.iter().sum()
     }
 }
 
