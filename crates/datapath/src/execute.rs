@@ -309,6 +309,19 @@ impl Executor {
                 }
                 true
             }
+            Op::Tunnel { template, port } => {
+                match self.copy(pkt, usize::MAX) {
+                    Some(mut c) => match template.push(&mut c, pkt.meta.hash, 0) {
+                        Ok(()) => self.enqueue(*port, c, st),
+                        Err(_) => {
+                            self.cache.free(c);
+                            st.add(Counter::DropRewrite, 1);
+                        }
+                    },
+                    None => st.add(Counter::DropPoolEmpty, 1),
+                }
+                true
+            }
             Op::SetField { field, value } => rewrite::set_field(pkt, *field, *value).is_ok(),
             Op::PushVlan { tpid, tci } => rewrite::push_vlan(pkt, *tpid, *tci).is_ok(),
             Op::PopVlan => rewrite::pop_vlan(pkt).is_ok(),

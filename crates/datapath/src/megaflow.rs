@@ -26,7 +26,9 @@ use std::sync::Arc;
 use packet::{Field, FlowKey};
 use pipeline::{DpAction, FlowCounters, PacketInReason, Trail, Translation};
 
+use crate::tunnels::Tunnels;
 use crate::upcall::Policer;
+use tunnel::EncapTemplate;
 
 #[path = "megaflow_arena.rs"]
 mod arena;
@@ -74,6 +76,14 @@ impl MegaflowId {
 pub enum Op {
     /// Send to the port at this index of the thread's tx table.
     Output(u16),
+    /// Send a copy, in a tunnel's outer headers, to the underlay port at this tx index
+    /// (output to a tunnel port, [`crate::tunnels`]).
+    Tunnel {
+        /// The outer headers.
+        template: Arc<EncapTemplate>,
+        /// The underlay port's tx index.
+        port: u16,
+    },
     /// Rewrite a header field.
     SetField {
         /// The field.
@@ -128,6 +138,7 @@ impl std::fmt::Debug for Op {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Op::Output(i) => write!(f, "output(tx#{i})"),
+            Op::Tunnel { port, .. } => write!(f, "tunnel(tx#{port})"),
             Op::SetField { field, value } => write!(f, "set({}={value:#x})", field.name()),
             Op::PushVlan { tpid, tci } => write!(f, "push_vlan({tpid:#06x},{tci:#06x})"),
             Op::PopVlan => f.write_str("pop_vlan"),
@@ -179,18 +190,34 @@ impl Default for Actions {
     }
 }
 
-/// Maps OpenFlow port numbers to the thread's tx table indices. Sorted; looked up only when a
-/// megaflow is compiled.
+/// Maps OpenFlow port numbers to the thread's tx table indices, and tunnel ports to their
+/// outer headers and underlay port. Sorted; looked up only when a megaflow is compiled.
 #[derive(Debug, Clone, Default)]
 pub struct PortMap {
     sorted: Vec<(u32, u16)>,
+    tunnels: Option<Arc<Tunnels>>,
 }
 
 impl PortMap {
     /// Builds the map from `(ofport, tx index)` pairs.
     pub fn new(mut pairs: Vec<(u32, u16)>) -> PortMap {
         pairs.sort_unstable();
-        PortMap { sorted: pairs }
+        PortMap {
+            sorted: pairs,
+            tunnels: None,
+        }
+    }
+
+    /// Resolves outputs to tunnel ports through `tunnels` from now on.
+    pub fn set_tunnels(&mut self, tunnels: Option<Arc<Tunnels>>) {
+        self.tunnels = tunnels;
+    }
+
+    /// The outer headers and underlay tx index of tunnel port `ofport`, when it has a next hop
+    /// and its underlay port is in the tx table.
+    pub fn tunnel(&self, ofport: u32) -> Option<(Arc<EncapTemplate>, u16)> {
+        let (template, underlay) = self.tunnels.as_ref()?.output(ofport)?;
+        Some((template, self.get(underlay)?))
     }
 
     /// The OpenFlow port at tx index `index` (a linear search: for dumps, not packets).
@@ -247,9 +274,10 @@ impl Actions {
         self.ops.clear();
         for a in actions {
             let op = match *a {
-                DpAction::Output(p) => match ports.get(p) {
-                    Some(i) => Op::Output(i),
-                    None => continue,
+                DpAction::Output(p) => match (ports.get(p), ports.tunnel(p)) {
+                    (Some(i), _) => Op::Output(i),
+                    (None, Some((template, port))) => Op::Tunnel { template, port },
+                    (None, None) => continue,
                 },
                 DpAction::SetField { field, value } => Op::SetField { field, value },
                 DpAction::PushVlan { tpid, tci } => Op::PushVlan { tpid, tci },
@@ -287,7 +315,9 @@ fn plan_of(ops: &[Op]) -> Plan {
     if let [Op::Output(i)] = ops {
         return Plan::Forward(*i);
     }
-    let last_out = ops.iter().rposition(|o| matches!(o, Op::Output(_)));
+    let last_out = ops
+        .iter()
+        .rposition(|o| matches!(o, Op::Output(_) | Op::Tunnel { .. }));
     let last_pi = ops.iter().rposition(|o| matches!(o, Op::Controller { .. }));
     match (last_out, last_pi) {
         (None, None) => Plan::Drop,

@@ -1,5 +1,6 @@
-//! Tunnel termination on the datapath's underlay ports (issue 18; the design is in the
-//! `tunnel` crate's `lib.rs`).
+//! Tunnels on the datapath's underlay ports (issue 18; the design is in the `tunnel` crate's
+//! `lib.rs`): termination right after receive, and the outer headers of output to a tunnel
+//! port.
 //!
 //! Size and owner: one [`Tunnels`] per datapath, shared by every poll-mode thread. The
 //! control side publishes which underlay port terminates which tunnel ports (a
@@ -13,12 +14,15 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use packet::{Batch, PoolCache};
-use tunnel::{RxDrop, RxOutcome, Terminator, TunMeta};
+use tunnel::{EncapTemplate, RxDrop, RxOutcome, Terminator, TunMeta};
 
-/// The datapath's table of terminating underlay ports, and the drops of termination.
+/// The datapath's table of terminating underlay ports, the outer headers of its tunnel
+/// ports, and the drops of termination.
 #[derive(Debug, Default)]
 pub struct Tunnels {
     table: ArcSwap<Vec<(u32, Arc<Terminator>)>>,
+    /// `(tunnel ofport, underlay ofport, outer headers)`.
+    outputs: ArcSwap<Vec<(u32, u32, Arc<EncapTemplate>)>>,
     drops: [AtomicU64; RxDrop::COUNT],
 }
 
@@ -42,6 +46,32 @@ impl Tunnels {
             next.push((ofport, Arc::new(t)));
         }
         self.table.store(Arc::new(next));
+    }
+
+    /// Makes output to tunnel port `ofport` encapsulate with `template` and send to underlay
+    /// port `underlay` (`None`: the port has no next hop; its outputs are left out). Megaflows
+    /// compiled before keep the old headers: the caller makes the threads drop their caches
+    /// (a pipeline generation bump) after a change.
+    pub fn set_output(&self, ofport: u32, out: Option<(u32, EncapTemplate)>) {
+        let mut next: Vec<_> = self
+            .outputs
+            .load()
+            .iter()
+            .filter(|o| o.0 != ofport)
+            .cloned()
+            .collect();
+        if let Some((underlay, t)) = out {
+            next.push((ofport, underlay, Arc::new(t)));
+        }
+        self.outputs.store(Arc::new(next));
+    }
+
+    /// The outer headers and underlay port of tunnel port `ofport` (when a megaflow is
+    /// compiled, not per packet).
+    pub fn output(&self, ofport: u32) -> Option<(Arc<EncapTemplate>, u32)> {
+        let outputs = self.outputs.load();
+        let o = outputs.iter().find(|o| o.0 == ofport)?;
+        Some((o.2.clone(), o.1))
     }
 
     /// `(reason, count)` for every drop reason, `tunnel_no_port` last.

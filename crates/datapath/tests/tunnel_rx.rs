@@ -1,7 +1,8 @@
-//! Tunnel termination in the fast path: VXLAN frames received on an underlay port come out
-//! of the tables as their inner frames from the tunnel port, with the outer headers' VNI and
+//! Tunnels in the fast path. Receive: VXLAN frames received on an underlay port come out of
+//! the tables as their inner frames from the tunnel port, with the outer headers' VNI and
 //! endpoints in the key (and in the megaflows' masks); frames no tunnel port accepts are
-//! counted and dropped.
+//! counted and dropped. Send: output to a tunnel port leaves the underlay port encapsulated,
+//! while other outputs of the same packet leave as they were.
 
 mod common;
 
@@ -11,7 +12,10 @@ use common::{fixture, mask_of, udp};
 use datapath::{Counter, DpConfig};
 use packet::Field;
 use pipeline::DpAction;
-use tunnel::{Encap, EncapTemplate, OuterAddrs, Terminator, TunnelKind, TunnelPort};
+use tunnel::{
+    terminate, Encap, EncapTemplate, Locals, OuterAddrs, Termination, Terminator, TunnelKind,
+    TunnelPort,
+};
 
 const UNDERLAY: u32 = 1;
 const TUNNEL: u32 = 9;
@@ -127,4 +131,52 @@ fn a_malformed_outer_header_is_counted_and_dropped_and_other_traffic_passes() {
         4,
         "dropped frames were received"
     );
+}
+
+#[test]
+fn output_to_a_tunnel_port_leaves_the_underlay_encapsulated_and_other_outputs_plain() {
+    // From port 2: to the tunnel port and to port 3.
+    let mut f = fixture(
+        3,
+        DpConfig::default(),
+        Box::new(|_, out| {
+            out.mask = mask_of(&[Field::InPort]);
+            out.actions.push(DpAction::Output(TUNNEL));
+            out.actions.push(DpAction::Output(3));
+        }),
+    );
+    // This host is LOCAL, the remote REMOTE.
+    let a = OuterAddrs {
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        src: LOCAL.into(),
+        dst: REMOTE.into(),
+    };
+    let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 42, false), &a).unwrap();
+    f.dp.tunnels().set_output(TUNNEL, Some((UNDERLAY, t)));
+    let inner: Vec<_> = (0..4).map(|i| udp(1000 + i, [10, 0, 0, 2])).collect();
+    f.inject(2, &inner);
+    f.poll();
+    assert_eq!(f.collect(3), inner, "the other output is not encapsulated");
+    let sent = f.collect(UNDERLAY);
+    assert_eq!(sent.len(), inner.len());
+    // The remote's view: each one terminates to its inner frame, VNI 42, from LOCAL.
+    let remote = Locals {
+        addrs: vec![REMOTE.into()],
+        ports: vec![(4789, TunnelKind::Vxlan)],
+    };
+    for (frame, want) in sent.iter().zip(&inner) {
+        let Termination::Decapped(d) = terminate(frame, &remote) else {
+            panic!("{:?}", terminate(frame, &remote))
+        };
+        assert_eq!((d.vni, d.src), (42, IpAddr::V4(LOCAL)));
+        assert_eq!(&frame[d.inner.clone()], &want[..]);
+    }
+    // No next hop: the output is left out, the other one stays.
+    f.dp.tunnels().set_output(TUNNEL, None);
+    f.bump();
+    f.inject(2, &inner[..1]);
+    f.poll();
+    assert!(f.collect(UNDERLAY).is_empty());
+    assert_eq!(f.collect(3), &inner[..1]);
 }

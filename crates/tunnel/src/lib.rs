@@ -49,10 +49,11 @@
 //! 4. **Ports** (to do). `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow
 //!    port with no queues, named with its underlay port; the switch builds the underlay's
 //!    [`rx::Terminator`] from them and the underlay's addresses.
-//! 5. **Send** (to do). `output:TUNNEL` translated into "encapsulate with template T, output
-//!    to the underlay": an encapsulation op in the datapath's `execute.rs` over a table of
-//!    templates the control side swaps (arc-swap) when a next hop changes; the MTU check and
-//!    the [`pmtud`] answer there; drops for unreachable remotes.
+//! 5. **Send** (fixed remote and VNI done in the datapath). Output to a tunnel port compiles
+//!    to the datapath's `Op::Tunnel` (a copy with template T pushed, to the underlay's tx
+//!    entry) from templates the control side swaps (arc-swap) when a next hop changes. To do:
+//!    templates per (`tun_dst`, `tun_id`) for `remote=flow`/`vni=flow`, the MTU check and the
+//!    [`pmtud`] answer, drops counted for unreachable remotes.
 //! 6. **Control side** (to do). Housekeeping re-resolves every remote each second
 //!    ([`nexthop::Resolver`]) and puts [`nexthop::Unreachable`] in the port's status.
 //!

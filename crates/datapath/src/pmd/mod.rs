@@ -324,6 +324,7 @@ impl Pmd {
 
     /// Lets this thread terminate the tunnels the datapath's table names ([`crate::tunnels`]).
     pub(crate) fn attach_tunnels(&mut self, tunnels: Arc<Tunnels>) {
+        self.ports.set_tunnels(Some(tunnels.clone()));
         self.tunnels = Some(tunnels);
     }
 
@@ -568,6 +569,7 @@ impl Pmd {
             .collect();
         self.mailbox = Some(mailbox);
         self.ports = self.exec.port_map();
+        self.ports.set_tunnels(self.tunnels.clone());
         self.flush_caches();
         self.rebuild_idle();
         self.stats.absorb(&mut self.local);
