@@ -18,6 +18,7 @@ mod openflow_side;
 mod plug;
 mod run;
 mod switch;
+mod tunnels;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

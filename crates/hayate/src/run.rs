@@ -250,7 +250,19 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut running = Vec::new();
     for b in bridges {
         let mut ports = Vec::new();
+        let (mut tunnel_ports, mut underlays) = (Vec::new(), Vec::new());
         for (no, name, spec) in &b.ports {
+            if let Some(t) = crate::tunnels::parse(spec) {
+                let (spec, underlay) = t.map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+                tunnel_ports.push(crate::tunnels::TunnelConf {
+                    ofport: *no,
+                    name: name.clone(),
+                    spec,
+                    underlay,
+                });
+                continue;
+            }
+            underlays.push(crate::tunnels::Underlay::of(*no, name, spec));
             let port =
                 port::spec::open(spec, &pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
             if let Some(w) = port::mtu::check(spec, port.capabilities().max_frame) {
@@ -266,6 +278,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         let mut sw =
             Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
         sw.config.idle.sleep = !args.busy_poll;
+        if !tunnel_ports.is_empty() {
+            let mut infos = sw.control.ports().to_vec();
+            infos.extend(crate::tunnels::port_infos(&tunnel_ports));
+            sw.control.set_ports(infos);
+            sw.control.publish();
+        }
         if let Some(c) = b.lane_core {
             // Online CPUs, not this process's affinity: the lane may leave the poll threads'.
             // SAFETY: sysconf has no preconditions.
@@ -304,6 +322,14 @@ pub fn run(args: RunArgs) -> Result<()> {
             b.cores.iter().map(|c| Some(*c)).collect()
         };
         let handle = Arc::new(sw.start(&cores)?);
+        if !tunnel_ports.is_empty() {
+            let mut hk = crate::tunnels::Housekeeping::new(tunnel_ports, underlays)
+                .map_err(|e| anyhow!("bridge {}: tunnel next hops (rtnetlink): {e}", b.name))?;
+            if hk.refresh(handle.tunnels()) {
+                sw.cell.invalidate_megaflows();
+            }
+            crate::tunnels::spawn(hk, Arc::downgrade(handle.tunnels()), sw.cell.clone());
+        }
         let lanes: u16 = sw.ports.iter().map(|p| p.port.priority_queues()).sum();
         eprintln!(
             "hayate: bridge {} running: {} ports, {} thread(s) on cores {:?}{}",
