@@ -120,6 +120,8 @@ pub struct Housekeeping {
     underlays: Vec<Underlay>,
     resolver: Resolver,
     last: Vec<Option<Found>>,
+    /// Termination drops counted so far (logged when they grow).
+    drops: u64,
 }
 
 impl Housekeeping {
@@ -131,6 +133,7 @@ impl Housekeeping {
             underlays,
             resolver: Resolver::new()?,
             last,
+            drops: 0,
         })
     }
 
@@ -239,6 +242,23 @@ impl Housekeeping {
     }
 }
 
+impl Housekeeping {
+    /// Logs the termination drops by reason when they grew since the last call.
+    pub fn report_drops(&mut self, dp: &Tunnels) {
+        let drops = dp.drops();
+        let total: u64 = drops.iter().map(|d| d.1).sum();
+        if total > self.drops {
+            self.drops = total;
+            let text: Vec<String> = drops
+                .iter()
+                .filter(|d| d.1 > 0)
+                .map(|(n, c)| format!("{n}={c}"))
+                .collect();
+            tracing::warn!("tunnel frames dropped on receive: {}", text.join(" "));
+        }
+    }
+}
+
 /// Runs `hk` once a second while the datapath's tunnel table lives, dropping the megaflows
 /// of `cell`'s datapath when an output changed.
 pub fn spawn(mut hk: Housekeeping, dp: Weak<Tunnels>, cell: Arc<PipelineCell>) {
@@ -250,6 +270,7 @@ pub fn spawn(mut hk: Housekeeping, dp: Weak<Tunnels>, cell: Arc<PipelineCell>) {
         if hk.refresh(&dp) {
             cell.invalidate_megaflows();
         }
+        hk.report_drops(&dp);
     };
     if let Err(e) = std::thread::Builder::new()
         .name("hayate-tunnels".into())

@@ -1,7 +1,7 @@
-//! Hayate's VXLAN tunnel against a Linux kernel VXLAN device (issue 18). Host 1 is a namespace
-//! running `hayate run` with a VM port (a veth to namespace "vm1"), an AF_PACKET underlay
-//! port and a `vxlan:` port; host 2 is a namespace with a kernel VXLAN device (VNI 42) in a
-//! Linux bridge with its own VM namespace. The hosts are joined by an underlay veth pair
+//! Hayate's VXLAN and Geneve tunnels against the Linux kernel's devices (issue 18). Host 1 is
+//! a namespace running `hayate run` with a VM port (a veth to namespace "vm1"), an AF_PACKET
+//! underlay port and a `vxlan:` / `geneve:` port; host 2 is a namespace with a kernel VXLAN /
+//! Geneve device (VNI 42) in a Linux bridge with its own VM namespace. The hosts are joined by an underlay veth pair
 //! whose addresses the hosts' kernels own (Hayate's next hop comes from host 1's routing and
 //! neighbour tables). The VMs ping each other both ways and run iperf3 TCP through the tunnel.
 //! Offloads are off on the VM and underlay veths: super-packets are not encapsulated whole yet.
@@ -27,6 +27,19 @@ fn vms_across_hayate_and_a_kernel_vxlan_device_ping_and_run_tcp() {
     if !netns::can_run("tunnel_vxlan", &["ping", "iperf3", "ethtool"]) {
         return;
     }
+    across("vxlan");
+}
+
+#[test]
+fn vms_across_hayate_and_a_kernel_geneve_device_ping_and_run_tcp() {
+    if !netns::can_run("tunnel_geneve", &["ping", "iperf3", "ethtool"]) {
+        return;
+    }
+    across("geneve");
+}
+
+/// VMs across Hayate's `kind` port and the kernel's `kind` device.
+fn across(kind: &str) {
     let mut net = Net::new();
     let h1 = net.switch_ns("h1");
     let h2 = net.switch_ns("h2");
@@ -61,10 +74,23 @@ fn vms_across_hayate_and_a_kernel_vxlan_device_ping_and_run_tcp() {
     let (b2, vm2_if) = net.trunk(&h2, &vm2_ns, "w");
     let vx = format!("{}vx", net.prefix);
     let br = format!("{}br", net.prefix);
-    must(&[
-        "ip", "-n", &h2, "link", "add", &vx, "type", "vxlan", "id", "42", "remote", UNDERLAY_1,
-        "local", UNDERLAY_2, "dstport", "4789", "dev", &u2,
-    ]);
+    if kind == "vxlan" {
+        must(&[
+            "ip", "-n", &h2, "link", "add", &vx, "type", "vxlan", "id", "42", "remote", UNDERLAY_1,
+            "local", UNDERLAY_2, "dstport", "4789", "dev", &u2,
+        ]);
+    } else {
+        let o = netns::run(&[
+            "ip", "-n", &h2, "link", "add", &vx, "type", "geneve", "id", "42", "remote", UNDERLAY_1,
+        ]);
+        if !o.status.success() {
+            eprintln!(
+                "SKIPPED tunnel_geneve: this kernel has no Geneve devices ({})",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return;
+        }
+    }
     must(&["ip", "-n", &h2, "link", "add", &br, "type", "bridge"]);
     for i in [&vx, &b2] {
         must(&["ip", "-n", &h2, "link", "set", i, "master", &br]);
@@ -87,7 +113,7 @@ fn vms_across_hayate_and_a_kernel_vxlan_device_ping_and_run_tcp() {
     let ports = [
         format!("{},vnet_hdr=off", vm1.spec()),
         format!("afpacket:{u1},vnet_hdr=off"),
-        format!("vxlan:remote={UNDERLAY_2},vni=42"),
+        format!("{kind}:remote={UNDERLAY_2},vni=42"),
     ];
     let hayate = net.hayate(
         &h1,
@@ -121,23 +147,44 @@ fn vms_across_hayate_and_a_kernel_vxlan_device_ping_and_run_tcp() {
             break;
         }
     }
-    assert!(
-        ok,
-        "VM 1 -> VM 2 through the tunnel; log: {}",
-        hayate.log_text()
-    );
-    assert!(vm1.ping("10.77.0.2", 3), "ping VM 1 -> VM 2");
+    assert!(ok, "{kind}: VM 1 -> VM 2; log: {}", hayate.log_text());
+    assert!(vm1.ping("10.77.0.2", 3), "{kind}: ping VM 1 -> VM 2");
     assert!(
         ns_run(&vm2_ns, &["ping", "-c", "3", "-W", "1", "10.77.0.1"])
             .status
             .success(),
-        "ping VM 2 -> VM 1"
+        "{kind}: ping VM 2 -> VM 1"
     );
     let server = IperfServer::start(&vm2_ns);
     let v = iperf3(&vm1, &["-c", "10.77.0.2", "-t", "2"]);
     server.reap();
     let bytes = v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
-    eprintln!("iperf3 TCP VM 1 -> VM 2 through the tunnel: {bytes} bytes in 2 s");
-    assert!(bytes > 1_000_000, "TCP through the tunnel: {bytes} bytes");
+    eprintln!("iperf3 TCP VM 1 -> VM 2 through the {kind} tunnel: {bytes} bytes in 2 s");
+    assert!(
+        bytes > 1_000_000,
+        "{kind}: TCP through the tunnel: {bytes} bytes"
+    );
+    if kind == "vxlan" {
+        // A VNI no port of Hayate's accepts: counted and dropped (and said in the log).
+        let vx43 = format!("{}vx43", net.prefix);
+        must(&[
+            "ip", "-n", &h2, "link", "add", &vx43, "type", "vxlan", "id", "43", "remote",
+            UNDERLAY_1, "local", UNDERLAY_2, "dstport", "4789", "dev", &u2,
+        ]);
+        must(&["ip", "-n", &h2, "addr", "add", "10.78.0.2/24", "dev", &vx43]);
+        must(&["ip", "-n", &h2, "link", "set", &vx43, "up"]);
+        let ping = ns_run(&h2, &["ping", "-c", "2", "-W", "1", "10.78.0.1"]);
+        assert!(!ping.status.success(), "nobody answers on VNI 43");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !hayate.log_text().contains("tunnel_no_port=") && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        assert!(
+            hayate.log_text().contains("tunnel_no_port="),
+            "unknown VNI counted: {}",
+            hayate.log_text()
+        );
+    }
     hayate.stop();
 }
