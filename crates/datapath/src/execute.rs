@@ -35,6 +35,16 @@ use packet::rewrite;
 /// Raises the drop precedence of an AF-marked IPv4 or IPv6 packet by `prec` levels (capped
 /// at 3, "high"). Other DSCP values carry no drop precedence and are left alone. Returns
 /// `false` only when the rewrite itself fails.
+/// The inner flow's hash that picks a tunnel packet's UDP source port: the batch's when it
+/// computed one, else one from the packet's addresses and ports (never one shared by all).
+#[inline]
+fn tunnel_hash(pkt: &Packet) -> u32 {
+    match pkt.meta.hash {
+        0 => tunnel::encap::inner_flow_hash(pkt),
+        h => h,
+    }
+}
+
 fn remark_dscp(pkt: &mut Packet, prec: u8) -> bool {
     let l3 = pkt.meta.l3_off as usize;
     let d = pkt.data();
@@ -311,7 +321,7 @@ impl Executor {
             }
             Op::Tunnel { template, port } => {
                 match self.copy(pkt, usize::MAX) {
-                    Some(mut c) => match template.push(&mut c, pkt.meta.hash, 0) {
+                    Some(mut c) => match template.push(&mut c, tunnel_hash(pkt), 0) {
                         Ok(()) => self.enqueue(*port, c, st),
                         Err(_) => {
                             self.cache.free(c);

@@ -165,13 +165,32 @@ fn output_to_a_tunnel_port_leaves_the_underlay_encapsulated_and_other_outputs_pl
         addrs: vec![REMOTE.into()],
         ports: vec![(4789, TunnelKind::Vxlan)],
     };
+    let mut sports = std::collections::HashSet::new();
     for (frame, want) in sent.iter().zip(&inner) {
         let Termination::Decapped(d) = terminate(frame, &remote) else {
             panic!("{:?}", terminate(frame, &remote))
         };
         assert_eq!((d.vni, d.src), (42, IpAddr::V4(LOCAL)));
         assert_eq!(&frame[d.inner.clone()], &want[..]);
+        sports.insert(d.src_port);
     }
+    assert!(sports.len() >= 3, "source ports {sports:?}");
+    // New flows that hit the megaflow: the batch computes no flow hash for them (one mask:
+    // the exact-match cache is not probed), yet each flow has its own UDP source port (for
+    // the underlay's ECMP and RSS).
+    let more: Vec<_> = (0..4).map(|i| udp(2000 + i, [10, 0, 0, 2])).collect();
+    f.inject(2, &more);
+    f.poll();
+    f.collect(3);
+    let sports: std::collections::HashSet<u16> = f
+        .collect(UNDERLAY)
+        .iter()
+        .map(|frame| match terminate(frame, &remote) {
+            Termination::Decapped(d) => d.src_port,
+            t => panic!("{t:?}"),
+        })
+        .collect();
+    assert!(sports.len() >= 3, "source ports of hits {sports:?}");
     // No next hop: the output is left out, the other one stays.
     f.dp.tunnels().set_output(TUNNEL, None);
     f.bump();
