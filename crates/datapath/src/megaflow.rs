@@ -26,9 +26,8 @@ use std::sync::Arc;
 use packet::{Field, FlowKey};
 use pipeline::{DpAction, FlowCounters, PacketInReason, Trail, Translation};
 
-use crate::tunnels::Tunnels;
+use crate::tunnels::{TunnelOutput, Tunnels};
 use crate::upcall::Policer;
-use tunnel::EncapTemplate;
 
 #[path = "megaflow_arena.rs"]
 mod arena;
@@ -79,8 +78,8 @@ pub enum Op {
     /// Send a copy, in a tunnel's outer headers, to the underlay port at this tx index
     /// (output to a tunnel port, [`crate::tunnels`]).
     Tunnel {
-        /// The outer headers.
-        template: Arc<EncapTemplate>,
+        /// The outer headers, the underlay's MTU and the too-big counter.
+        out: TunnelOutput,
         /// The underlay port's tx index.
         port: u16,
     },
@@ -213,11 +212,12 @@ impl PortMap {
         self.tunnels = tunnels;
     }
 
-    /// The outer headers and underlay tx index of tunnel port `ofport`, when it has a next hop
-    /// and its underlay port is in the tx table.
-    pub fn tunnel(&self, ofport: u32) -> Option<(Arc<EncapTemplate>, u16)> {
-        let (template, underlay) = self.tunnels.as_ref()?.output(ofport)?;
-        Some((template, self.get(underlay)?))
+    /// The output and underlay tx index of tunnel port `ofport`, when it has a next hop and
+    /// its underlay port is in the tx table.
+    pub fn tunnel(&self, ofport: u32) -> Option<(TunnelOutput, u16)> {
+        let out = self.tunnels.as_ref()?.output(ofport)?;
+        let port = self.get(out.underlay)?;
+        Some((out, port))
     }
 
     /// The OpenFlow port at tx index `index` (a linear search: for dumps, not packets).
@@ -276,7 +276,7 @@ impl Actions {
             let op = match *a {
                 DpAction::Output(p) => match (ports.get(p), ports.tunnel(p)) {
                     (Some(i), _) => Op::Output(i),
-                    (None, Some((template, port))) => Op::Tunnel { template, port },
+                    (None, Some((out, port))) => Op::Tunnel { out, port },
                     (None, None) => continue,
                 },
                 DpAction::SetField { field, value } => Op::SetField { field, value },

@@ -16,13 +16,29 @@ use arc_swap::ArcSwap;
 use packet::{Batch, PoolCache};
 use tunnel::{EncapTemplate, RxDrop, RxOutcome, Terminator, TunMeta};
 
+/// Where output to a tunnel port goes, in which outer headers.
+#[derive(Debug, Clone)]
+pub struct TunnelOutput {
+    /// The outer headers.
+    pub template: Arc<EncapTemplate>,
+    /// The underlay port.
+    pub underlay: u32,
+    /// The underlay's IP MTU.
+    pub mtu: u16,
+    /// Where frames too large for it are counted.
+    pub too_big: Arc<AtomicU64>,
+}
+
 /// The datapath's table of terminating underlay ports, the outer headers of its tunnel
 /// ports, and the drops of termination.
 #[derive(Debug, Default)]
 pub struct Tunnels {
     table: ArcSwap<Vec<(u32, Arc<Terminator>)>>,
-    /// `(tunnel ofport, underlay ofport, outer headers)`.
-    outputs: ArcSwap<Vec<(u32, u32, Arc<EncapTemplate>)>>,
+    /// `(tunnel ofport, its output)`.
+    outputs: ArcSwap<Vec<(u32, TunnelOutput)>>,
+    /// Frames too large for their tunnel's underlay after encapsulation (counted where they
+    /// are executed; they are rare, so one shared counter).
+    too_big: Arc<AtomicU64>,
     drops: [AtomicU64; RxDrop::COUNT],
 }
 
@@ -49,10 +65,10 @@ impl Tunnels {
     }
 
     /// Makes output to tunnel port `ofport` encapsulate with `template` and send to underlay
-    /// port `underlay` (`None`: the port has no next hop; its outputs are left out). Megaflows
-    /// compiled before keep the old headers: the caller makes the threads drop their caches
-    /// (a pipeline generation bump) after a change.
-    pub fn set_output(&self, ofport: u32, out: Option<(u32, EncapTemplate)>) {
+    /// port `underlay`, whose IP MTU is `mtu` (`None`: the port has no next hop; its outputs
+    /// are left out). Megaflows compiled before keep the old headers: the caller makes the
+    /// threads drop their caches (a pipeline generation bump) after a change.
+    pub fn set_output(&self, ofport: u32, out: Option<(u32, EncapTemplate, u16)>) {
         let mut next: Vec<_> = self
             .outputs
             .load()
@@ -60,24 +76,30 @@ impl Tunnels {
             .filter(|o| o.0 != ofport)
             .cloned()
             .collect();
-        if let Some((underlay, t)) = out {
-            next.push((ofport, underlay, Arc::new(t)));
+        if let Some((underlay, t, mtu)) = out {
+            let o = TunnelOutput {
+                template: Arc::new(t),
+                underlay,
+                mtu,
+                too_big: self.too_big.clone(),
+            };
+            next.push((ofport, o));
         }
         self.outputs.store(Arc::new(next));
     }
 
-    /// The outer headers and underlay port of tunnel port `ofport` (when a megaflow is
-    /// compiled, not per packet).
-    pub fn output(&self, ofport: u32) -> Option<(Arc<EncapTemplate>, u32)> {
+    /// The output of tunnel port `ofport` (when a megaflow is compiled, not per packet).
+    pub fn output(&self, ofport: u32) -> Option<TunnelOutput> {
         let outputs = self.outputs.load();
-        let o = outputs.iter().find(|o| o.0 == ofport)?;
-        Some((o.2.clone(), o.1))
+        outputs.iter().find(|o| o.0 == ofport).map(|o| o.1.clone())
     }
 
-    /// `(reason, count)` for every drop reason, `tunnel_no_port` last.
+    /// `(reason, count)` for every drop reason: termination's (`tunnel_no_port` last of them),
+    /// then `tunnel_too_big` (outputs too large for the underlay after encapsulation).
     pub fn drops(&self) -> Vec<(&'static str, u64)> {
         RxDrop::names()
             .zip(self.drops.iter().map(|c| c.load(Ordering::Relaxed)))
+            .chain([("tunnel_too_big", self.too_big.load(Ordering::Relaxed))])
             .collect()
     }
 
@@ -202,7 +224,7 @@ mod tests {
         assert_eq!((meta[1].ofport, meta[1].vni), (9, 42));
         assert_eq!((meta[2].ofport, meta[2].vni), (9, 42));
         let drops = tunnels.drops();
-        assert_eq!(drops.last(), Some(&("tunnel_no_port", 1)));
+        assert!(drops.contains(&("tunnel_no_port", 1)), "{drops:?}");
         assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
         batch.free_into(&mut cache);
         // Unset: the port switches tunnel frames as they are.

@@ -153,7 +153,8 @@ fn output_to_a_tunnel_port_leaves_the_underlay_encapsulated_and_other_outputs_pl
         dst: REMOTE.into(),
     };
     let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 42, false), &a).unwrap();
-    f.dp.tunnels().set_output(TUNNEL, Some((UNDERLAY, t)));
+    f.dp.tunnels()
+        .set_output(TUNNEL, Some((UNDERLAY, t.clone(), 1500)));
     let inner: Vec<_> = (0..4).map(|i| udp(1000 + i, [10, 0, 0, 2])).collect();
     f.inject(2, &inner);
     f.poll();
@@ -198,4 +199,60 @@ fn output_to_a_tunnel_port_leaves_the_underlay_encapsulated_and_other_outputs_pl
     f.poll();
     assert!(f.collect(UNDERLAY).is_empty());
     assert_eq!(f.collect(3), &inner[..1]);
+}
+
+/// A frame too large for the underlay after encapsulation is counted, answered with ICMP
+/// "fragmentation needed" (IPv4 with DF) out of the port it came in by, and not sent; the
+/// packet's other outputs still happen.
+#[test]
+fn a_frame_too_big_for_the_tunnel_is_answered_and_counted() {
+    let mut f = fixture(
+        3,
+        DpConfig::default(),
+        Box::new(|_, out| {
+            out.mask = mask_of(&[Field::InPort]);
+            out.actions.push(DpAction::Output(TUNNEL));
+            out.actions.push(DpAction::Output(3));
+        }),
+    );
+    let a = OuterAddrs {
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        src: LOCAL.into(),
+        dst: REMOTE.into(),
+    };
+    let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 42, false), &a).unwrap();
+    // An underlay MTU of 1000: inner IP packets of at most 950 bytes fit.
+    f.dp.tunnels().set_output(TUNNEL, Some((UNDERLAY, t, 1000)));
+    let frame = |len: usize| {
+        let mut spec = packet::builder::PacketSpec::udp4(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            Ipv4Addr::new(10, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 0, 2),
+            1000,
+            80,
+            len,
+        );
+        if let packet::builder::L3Spec::Ipv4(ip) = &mut spec.l3 {
+            ip.frag = 0x4000;
+        }
+        spec.build()
+    };
+    let (fits, big) = (frame(14 + 950), frame(14 + 951));
+    f.inject(2, &[fits.clone(), big.clone()]);
+    f.poll();
+    assert_eq!(f.collect(3), [fits, big], "the other output happens");
+    assert_eq!(f.collect(UNDERLAY).len(), 1, "only the frame that fits");
+    let back = f.collect(2);
+    assert_eq!(back.len(), 1, "one answer to the sender");
+    let r = &back[0];
+    // IPv4, ICMP, type 3 code 4, next-hop MTU 950, from the address it was sent to.
+    assert_eq!(&r[12..14], &[0x08, 0x00]);
+    assert_eq!(r[14 + 9], 1);
+    assert_eq!(&r[34..36], &[3, 4]);
+    assert_eq!(u16::from_be_bytes([r[40], r[41]]), 950);
+    assert_eq!(&r[26..30], &[10, 0, 0, 2]);
+    let drops = f.dp.tunnels().drops();
+    assert_eq!(drops.last(), Some(&("tunnel_too_big", 1)));
 }

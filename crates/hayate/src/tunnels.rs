@@ -96,6 +96,14 @@ pub fn port_infos(tunnels: &[TunnelConf]) -> impl Iterator<Item = PortInfo> + '_
     })
 }
 
+/// The IP MTU of kernel interface `ifname` (1500 when it cannot be read).
+fn mtu_of(ifname: &str) -> u16 {
+    std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1500)
+}
+
 /// What one pass found for one tunnel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Found {
@@ -104,6 +112,8 @@ enum Found {
         underlay: u32,
         header: Vec<u8>,
         local: IpAddr,
+        /// The underlay interface's IP MTU.
+        mtu: u16,
     },
     /// Received on `underlay` only (a `remote=flow` or `vni=flow` port), to `local` if known.
     ReceiveOnly {
@@ -192,6 +202,7 @@ impl Housekeeping {
                     underlay,
                     header: tpl.header().to_vec(),
                     local: hop.src,
+                    mtu: mtu_of(&hop.ifname),
                 };
                 (found, Some(tpl))
             }
@@ -226,7 +237,9 @@ impl Housekeeping {
                     tracing::info!(port = %t.name, "tunnel port: {found:?}");
                 }
                 let out = match &found {
-                    Found::Ready { underlay, .. } => template.map(|tpl| (*underlay, tpl)),
+                    Found::Ready { underlay, mtu, .. } => {
+                        template.map(|tpl| (*underlay, tpl, *mtu))
+                    }
                     _ => None,
                 };
                 dp.set_output(t.ofport, out);

@@ -43,19 +43,20 @@
 //!    underlay's family.
 //! 2. **OpenFlow** (done). OXM `TUNNEL_ID`, Nicira `tun_src`/`tun_dst` and the IPv6 ones in
 //!    the codec and the ofctl syntax, `set_field` of them and `set_tunnel`.
-//! 3. **Receive** (done in the datapath, not yet set up by the switch). [`rx::Terminator`]
+//! 3. **Receive** (done). [`rx::Terminator`]
 //!    per underlay port, run by the datapath's `tunnels.rs` right after receive (termination
 //!    before extraction, `in_port` = the tunnel's port, drops by reason).
-//! 4. **Ports** (to do). `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow
+//! 4. **Ports** (done in `hayate run`). `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow
 //!    port with no queues, named with its underlay port; the switch builds the underlay's
 //!    [`rx::Terminator`] from them and the underlay's addresses.
 //! 5. **Send** (fixed remote and VNI done in the datapath). Output to a tunnel port compiles
 //!    to the datapath's `Op::Tunnel` (a copy with template T pushed, to the underlay's tx
-//!    entry) from templates the control side swaps (arc-swap) when a next hop changes. To do:
-//!    templates per (`tun_dst`, `tun_id`) for `remote=flow`/`vni=flow`, the MTU check and the
-//!    [`pmtud`] answer, drops counted for unreachable remotes.
-//! 6. **Control side** (to do). Housekeeping re-resolves every remote each second
-//!    ([`nexthop::Resolver`]) and puts [`nexthop::Unreachable`] in the port's status.
+//!    entry) from templates the control side swaps (arc-swap) when a next hop changes; the
+//!    MTU check and the [`pmtud`] answer there. To do: templates per (`tun_dst`, `tun_id`)
+//!    for `remote=flow`/`vni=flow`, super-packets.
+//! 6. **Control side** (done but for the port status). Housekeeping re-resolves every remote
+//!    each second ([`nexthop::Resolver`]) and logs [`nexthop::Unreachable`]; to do: put it in
+//!    the port's status.
 //!
 //! This crate holds the per-packet halves (encapsulate, terminate), which do no I/O, and the
 //! control side's next-hop questions to the kernel (`nexthop.rs`).
