@@ -44,6 +44,7 @@ use crate::pmd::{Pmd, PmdParts};
 use crate::police::Policers;
 use crate::rx_drops::RxQueueStats;
 use crate::stats::{PmdStats, Snapshot};
+use crate::tunnels::Tunnels;
 use crate::upcall::{Upcall, UpcallFactory};
 
 /// Errors building or starting a datapath; the message names the thing and the fix.
@@ -202,6 +203,7 @@ impl Builder {
             affinity,
             pi_tx,
             packet_ins,
+            tunnels: Arc::new(Tunnels::new()),
         })
     }
 }
@@ -225,6 +227,8 @@ pub struct Datapath {
     #[allow(clippy::type_complexity)]
     inject_rx: Mutex<Option<(Receiver<Injected>, Arc<Wake>, Arc<AtomicUsize>)>>,
     packet_in_wake: Arc<Wake>,
+    /// The underlay ports' tunnel termination ([`crate::tunnels`]).
+    tunnels: Arc<Tunnels>,
 }
 
 /// The receiving end of the packet-in queue (control side; a mutex is fine here).
@@ -266,6 +270,12 @@ impl std::fmt::Debug for Datapath {
 }
 
 impl Datapath {
+    /// Which underlay ports terminate which tunnel ports ([`crate::tunnels`]); the running
+    /// datapath shares it ([`Running::tunnels`]).
+    pub fn tunnels(&self) -> &Arc<Tunnels> {
+        &self.tunnels
+    }
+
     /// A new builder.
     pub fn builder() -> Builder {
         Builder::default()
@@ -375,6 +385,7 @@ impl Datapath {
         }
         for p in pmds.iter_mut() {
             p.attach_packet_in_wake(self.packet_in_wake.clone());
+            p.attach_tunnels(self.tunnels.clone());
         }
         Ok(pmds)
     }
@@ -436,6 +447,7 @@ impl Datapath {
             packet_ins: self.packet_ins.clone(),
             injector: self.injector.clone(),
             packet_in_wake: self.packet_in_wake.clone(),
+            tunnels: self.tunnels.clone(),
         })
     }
 
@@ -471,6 +483,8 @@ pub struct Running {
     packet_ins: Arc<PacketInQueue>,
     injector: Injector,
     packet_in_wake: Arc<Wake>,
+    /// The underlay ports' tunnel termination, as the datapath's.
+    tunnels: Arc<Tunnels>,
 }
 
 /// One poll thread's counters with what the operator needs to tell it apart
@@ -538,6 +552,12 @@ impl Running {
     /// `maintenance_ms` old; a sleeping thread's as it fell asleep).
     pub fn megaflow_counts(&self) -> Vec<u64> {
         self.looks.iter().map(|l| l.live()).collect()
+    }
+
+    /// Which underlay ports terminate which tunnel ports, and the drops of termination
+    /// ([`crate::tunnels`]); set it before or after `start`.
+    pub fn tunnels(&self) -> &Arc<Tunnels> {
+        &self.tunnels
     }
 
     /// The captures of this datapath's frames ([`crate::capture`]).

@@ -20,6 +20,7 @@
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
 use crate::capture::Tap;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -30,11 +31,24 @@ use port::TxQueue;
 use crate::megaflow::{Actions, Op, Plan, PortMap};
 use crate::stats::{Counter, LocalStats};
 use crate::upcall::Police;
+
+/// Bytes of an Ethernet header (an IP MTU plus this is the largest frame).
+const ETH_HEADER: usize = 14;
 use packet::rewrite;
 
 /// Raises the drop precedence of an AF-marked IPv4 or IPv6 packet by `prec` levels (capped
 /// at 3, "high"). Other DSCP values carry no drop precedence and are left alone. Returns
 /// `false` only when the rewrite itself fails.
+/// The inner flow's hash that picks a tunnel packet's UDP source port: the batch's when it
+/// computed one, else one from the packet's addresses and ports (never one shared by all).
+#[inline]
+fn tunnel_hash(pkt: &Packet) -> u32 {
+    match pkt.meta.hash {
+        0 => tunnel::encap::inner_flow_hash(pkt),
+        h => h,
+    }
+}
+
 fn remark_dscp(pkt: &mut Packet, prec: u8) -> bool {
     let l3 = pkt.meta.l3_off as usize;
     let d = pkt.data();
@@ -301,6 +315,29 @@ impl Executor {
         self.cache.free(pkt);
     }
 
+    /// Answers a frame too large for a tunnel ([`tunnel::pmtud`]) out of the port it came
+    /// in by, when an answer is due. Rare: a search of the tx table for the port.
+    #[cold]
+    fn too_big_reply(&mut self, pkt: &Packet, inner_mtu: u16, st: &mut LocalStats) {
+        let Some(i) = self.tx.iter().position(|t| t.ofport == pkt.meta.in_port) else {
+            return;
+        };
+        let Some(mut r) = self.cache.alloc() else {
+            st.add(Counter::DropPoolEmpty, 1);
+            return;
+        };
+        let n = r
+            .set_len(tunnel::pmtud::REPLY_MAX)
+            .then(|| tunnel::pmtud::too_big_reply(pkt.data(), inner_mtu, r.data_mut()));
+        match n.flatten() {
+            Some(n) => {
+                r.truncate(n);
+                self.enqueue(i as u16, r, st);
+            }
+            None => self.cache.free(r),
+        }
+    }
+
     /// Runs one op that does not take the packet (an output here sends a copy). `Err` names
     /// the drop counter when the packet must be dropped.
     #[inline]
@@ -309,6 +346,26 @@ impl Executor {
             Op::Output(port) => {
                 match self.copy(pkt, usize::MAX) {
                     Some(c) => self.enqueue(*port, c, st),
+                    None => st.add(Counter::DropPoolEmpty, 1),
+                }
+                true
+            }
+            Op::Tunnel { out, port } => {
+                let overhead = out.template.overhead();
+                if pkt.len() + overhead > usize::from(out.mtu) + ETH_HEADER {
+                    out.too_big.fetch_add(1, Ordering::Relaxed);
+                    let inner_mtu = usize::from(out.mtu).saturating_sub(overhead);
+                    self.too_big_reply(pkt, inner_mtu as u16, st);
+                    return Ok(());
+                }
+                match self.copy(pkt, usize::MAX) {
+                    Some(mut c) => match out.template.push(&mut c, tunnel_hash(pkt), 0) {
+                        Ok(()) => self.enqueue(*port, c, st),
+                        Err(_) => {
+                            self.cache.free(c);
+                            st.add(Counter::DropRewrite, 1);
+                        }
+                    },
                     None => st.add(Counter::DropPoolEmpty, 1),
                 }
                 true

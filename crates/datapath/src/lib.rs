@@ -74,6 +74,7 @@ pub mod revalidate;
 pub mod rx_drops;
 pub mod stats;
 mod target;
+pub mod tunnels;
 pub mod upcall;
 
 pub use config::DpConfig;
@@ -86,4 +87,5 @@ pub use pmd::{now_ns, Pmd, PmdParts};
 pub use police::{Policers, PortPolicer};
 pub use rx_drops::{RxDrops, RxQueueStats, IN_PORT_DROPS};
 pub use stats::{Counter, PmdStats, Snapshot};
+pub use tunnels::Tunnels;
 pub use upcall::{Police, Policer, Upcall, UpcallFactory};

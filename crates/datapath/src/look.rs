@@ -145,6 +145,12 @@ pub(crate) fn op_text(op: &Op, ofport: impl Fn(u16) -> Option<u32>) -> String {
         Op::CopyTtlIn => DpAction::CopyTtlIn,
         Op::SetQueue(q) => DpAction::SetQueue(q),
         Op::Meter(_) => return "meter".into(),
+        Op::Tunnel { port, .. } => {
+            return match ofport(port) {
+                Some(p) => format!("tunnel_push,output:{p}"),
+                None => format!("tunnel_push,tx#{port}"),
+            }
+        }
         Op::Controller {
             reason,
             max_len,

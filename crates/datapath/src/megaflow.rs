@@ -2,7 +2,7 @@
 //! arena that owns them.
 //!
 //! Size and owner: one [`Arena`] per poll-mode thread holding at most `max_megaflows`
-//! (default 200k) megaflows of 384 + 32 bytes each (83 MB at the default), reserved up front and
+//! (default 200k) megaflows of 512 + 32 bytes each (109 MB at the default), reserved up front and
 //! never grown; only that thread reads or writes it. The exact-match cache and the classifier
 //! name megaflows by [`MegaflowId`] (slot index + slot generation), so a slot that is freed
 //! and reused never answers for an id that pointed at its previous tenant.
@@ -26,6 +26,7 @@ use std::sync::Arc;
 use packet::{Field, FlowKey};
 use pipeline::{DpAction, FlowCounters, PacketInReason, Trail, Translation};
 
+use crate::tunnels::{TunnelOutput, Tunnels};
 use crate::upcall::Policer;
 
 #[path = "megaflow_arena.rs"]
@@ -74,6 +75,14 @@ impl MegaflowId {
 pub enum Op {
     /// Send to the port at this index of the thread's tx table.
     Output(u16),
+    /// Send a copy, in a tunnel's outer headers, to the underlay port at this tx index
+    /// (output to a tunnel port, [`crate::tunnels`]).
+    Tunnel {
+        /// The outer headers, the underlay's MTU and the too-big counter.
+        out: TunnelOutput,
+        /// The underlay port's tx index.
+        port: u16,
+    },
     /// Rewrite a header field.
     SetField {
         /// The field.
@@ -128,6 +137,7 @@ impl std::fmt::Debug for Op {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Op::Output(i) => write!(f, "output(tx#{i})"),
+            Op::Tunnel { port, .. } => write!(f, "tunnel(tx#{port})"),
             Op::SetField { field, value } => write!(f, "set({}={value:#x})", field.name()),
             Op::PushVlan { tpid, tci } => write!(f, "push_vlan({tpid:#06x},{tci:#06x})"),
             Op::PopVlan => f.write_str("pop_vlan"),
@@ -179,18 +189,35 @@ impl Default for Actions {
     }
 }
 
-/// Maps OpenFlow port numbers to the thread's tx table indices. Sorted; looked up only when a
-/// megaflow is compiled.
+/// Maps OpenFlow port numbers to the thread's tx table indices, and tunnel ports to their
+/// outer headers and underlay port. Sorted; looked up only when a megaflow is compiled.
 #[derive(Debug, Clone, Default)]
 pub struct PortMap {
     sorted: Vec<(u32, u16)>,
+    tunnels: Option<Arc<Tunnels>>,
 }
 
 impl PortMap {
     /// Builds the map from `(ofport, tx index)` pairs.
     pub fn new(mut pairs: Vec<(u32, u16)>) -> PortMap {
         pairs.sort_unstable();
-        PortMap { sorted: pairs }
+        PortMap {
+            sorted: pairs,
+            tunnels: None,
+        }
+    }
+
+    /// Resolves outputs to tunnel ports through `tunnels` from now on.
+    pub fn set_tunnels(&mut self, tunnels: Option<Arc<Tunnels>>) {
+        self.tunnels = tunnels;
+    }
+
+    /// The output and underlay tx index of tunnel port `ofport`, when it has a next hop and
+    /// its underlay port is in the tx table.
+    pub fn tunnel(&self, ofport: u32) -> Option<(TunnelOutput, u16)> {
+        let out = self.tunnels.as_ref()?.output(ofport)?;
+        let port = self.get(out.underlay)?;
+        Some((out, port))
     }
 
     /// The OpenFlow port at tx index `index` (a linear search: for dumps, not packets).
@@ -247,9 +274,10 @@ impl Actions {
         self.ops.clear();
         for a in actions {
             let op = match *a {
-                DpAction::Output(p) => match ports.get(p) {
-                    Some(i) => Op::Output(i),
-                    None => continue,
+                DpAction::Output(p) => match (ports.get(p), ports.tunnel(p)) {
+                    (Some(i), _) => Op::Output(i),
+                    (None, Some((out, port))) => Op::Tunnel { out, port },
+                    (None, None) => continue,
                 },
                 DpAction::SetField { field, value } => Op::SetField { field, value },
                 DpAction::PushVlan { tpid, tci } => Op::PushVlan { tpid, tci },
@@ -287,7 +315,9 @@ fn plan_of(ops: &[Op]) -> Plan {
     if let [Op::Output(i)] = ops {
         return Plan::Forward(*i);
     }
-    let last_out = ops.iter().rposition(|o| matches!(o, Op::Output(_)));
+    let last_out = ops
+        .iter()
+        .rposition(|o| matches!(o, Op::Output(_) | Op::Tunnel { .. }));
     let last_pi = ops.iter().rposition(|o| matches!(o, Op::Controller { .. }));
     match (last_out, last_pi) {
         (None, None) => Plan::Drop,
@@ -298,7 +328,7 @@ fn plan_of(ops: &[Op]) -> Plan {
 
 /// A cached flow: packets equal to `key` under `mask` get `actions`.
 ///
-/// Layout (`repr(C)`, 384 bytes): the first cache line holds the flags, the counters of a
+/// Layout (`repr(C)`, 512 bytes): the first cache line holds the flags, the counters of a
 /// megaflow outside an arena, the flow counter list and the plan, the second the ops and the
 /// trail (what revalidation reads first), the rest the key and mask (read at install and eviction only). In an [`Arena`], what every hit
 /// reads or writes (generation, counters, where the packets go) is in the slot's [`Hot`]
@@ -323,7 +353,7 @@ pub struct Megaflow {
     pub mask: FlowKey,
 }
 
-const _: () = assert!(std::mem::size_of::<Megaflow>() == 384);
+const _: () = assert!(std::mem::size_of::<Megaflow>() == 512);
 // The trail shares the second cache line with the ops.
 const _: () = assert!(std::mem::offset_of!(Megaflow, trail) + std::mem::size_of::<Trail>() <= 128);
 // The plan ends within the first cache line.

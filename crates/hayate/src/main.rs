@@ -20,6 +20,7 @@ mod ovsdb;
 mod plug;
 mod run;
 mod switch;
+mod tunnels;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -344,10 +344,23 @@ pub(crate) fn start_bridge(
     last_core: usize,
 ) -> Result<Running> {
     let mut ports = Vec::new();
+    let (mut tunnel_ports, mut underlays) = (Vec::new(), Vec::new());
     for (no, name, spec) in &b.ports {
+        // A tunnel port has no queues: the datapath serves it through its underlay port.
+        if let Some(t) = crate::tunnels::parse(spec) {
+            let (spec, underlay) = t.map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+            tunnel_ports.push(crate::tunnels::TunnelConf {
+                ofport: *no,
+                name: name.clone(),
+                spec,
+                underlay,
+            });
+            continue;
+        }
         // Policing and queue pinning are the datapath's; the rest opens the port.
         let (open_spec, options) =
             port::dp_options::split_spec(spec).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+        underlays.push(crate::tunnels::Underlay::of(*no, name, &open_spec));
         let port =
             port::spec::open(&open_spec, pool).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
         if let Some(w) = port::mtu::check(&open_spec, port.capabilities().max_frame) {
@@ -363,6 +376,12 @@ pub(crate) fn start_bridge(
     }
     let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
     sw.config.idle.sleep = !args.busy_poll;
+    if !tunnel_ports.is_empty() {
+        let mut infos = sw.control.ports().to_vec();
+        infos.extend(crate::tunnels::port_infos(&tunnel_ports));
+        sw.control.set_ports(infos);
+        sw.control.publish();
+    }
     if let Some((rate, burst)) = b.packet_in_port {
         sw.config.packet_in_port_rate = rate;
         sw.config.packet_in_port_burst = burst;
@@ -405,6 +424,14 @@ pub(crate) fn start_bridge(
         b.cores.iter().map(|c| Some(*c)).collect()
     };
     let handle = Arc::new(sw.start(&cores)?);
+    if !tunnel_ports.is_empty() {
+        let mut hk = crate::tunnels::Housekeeping::new(tunnel_ports, underlays)
+            .map_err(|e| anyhow!("bridge {}: tunnel next hops (rtnetlink): {e}", b.name))?;
+        if hk.refresh(handle.tunnels()) {
+            sw.cell.invalidate_megaflows();
+        }
+        crate::tunnels::spawn(hk, Arc::downgrade(handle.tunnels()), sw.cell.clone());
+    }
     let lanes: u16 = sw.ports.iter().map(|p| p.port.priority_queues()).sum();
     eprintln!(
         "hayate: bridge {} running: {} ports, {} thread(s) on cores {:?}{}",

@@ -3,8 +3,9 @@
 //!
 //! Every `OPENFLOW_BASIC` (class 0x8000) field the model can hold is supported, plus the few
 //! Open vSwitch extensions the model also has (`NXM_OF_VLAN_TCI`, `NXM_NX_IP_FRAG`,
-//! `NXM_NX_IP_TTL`, and TCP flags as `ONFOXM_ET_TCP_FLAGS`, which is how `ovs-ofctl -O
-//! OpenFlow13` writes them). Fields that share a key slot (ARP addresses and IPv4 addresses;
+//! `NXM_NX_IP_TTL`, the tunnel endpoints `NXM_NX_TUN_IPV4_SRC`/`DST` and
+//! `NXM_NX_TUN_IPV6_SRC`/`DST`, and TCP flags as `ONFOXM_ET_TCP_FLAGS`, which is how
+//! `ovs-ofctl -O OpenFlow13` writes them). Fields that share a key slot (ARP addresses and IPv4 addresses;
 //! TCP, UDP and SCTP ports and ICMP type/code; ARP and ND hardware addresses) are written
 //! under the name the match's `eth_type` / `ip_proto` implies, so decode ∘ encode is the
 //! identity on the model's [`Match`].
@@ -234,6 +235,10 @@ pub const OXM_FIELDS: &[OxmDef] = &[
     ext(oxm_class::NXM_1, 29, 1, false, F::IpTtl, P::Ip, "NXM_NX_IP_TTL"),
     ext(oxm_class::NXM_1, 30, 1, false, F::MplsTtl, P::Mpls, "NXM_NX_MPLS_TTL"),
     ext(oxm_class::NXM_1, 34, 2, true, F::TcpFlags, P::Proto(6), "NXM_NX_TCP_FLAGS"),
+    ext(oxm_class::NXM_1, 31, 4, true, F::TunSrc, P::None, "NXM_NX_TUN_IPV4_SRC"),
+    ext(oxm_class::NXM_1, 32, 4, true, F::TunDst, P::None, "NXM_NX_TUN_IPV4_DST"),
+    ext(oxm_class::NXM_1, 109, 16, true, F::TunIpv6Src, P::None, "NXM_NX_TUN_IPV6_SRC"),
+    ext(oxm_class::NXM_1, 110, 16, true, F::TunIpv6Dst, P::None, "NXM_NX_TUN_IPV6_DST"),
     OxmDef {
         experimenter: Some(ONF_EXPERIMENTER),
         ..ext(oxm_class::EXPERIMENTER, 42, 2, true, F::TcpFlags, P::Proto(6), "ONFOXM_ET_TCP_FLAGS")
@@ -524,13 +529,20 @@ pub fn decode_oxm_fields(bytes: &[u8]) -> Result<Match, DecodeError> {
     Ok(m)
 }
 
-/// Whether two key fields share any bit (so a match may not name both).
+/// Whether two key fields share any bit (so a match may not name both): a 128-bit field
+/// covers its two words whole (`tun_ipv6_src` covers `tun_src`).
 fn overlaps(a: Field, b: Field) -> bool {
-    let (sa, sb) = (a.spec(), b.spec());
-    if sa.bits == 128 || sb.bits == 128 {
-        return sa.word == sb.word;
-    }
-    sa.word == sb.word && a.word_mask() & b.word_mask() != 0
+    let words = |f: Field| {
+        let s = f.spec();
+        if s.bits == 128 {
+            [(s.word, u64::MAX), (s.word + 1, u64::MAX)]
+        } else {
+            [(s.word, f.word_mask()), (s.word, f.word_mask())]
+        }
+    };
+    words(a)
+        .iter()
+        .any(|&(wa, ma)| words(b).iter().any(|&(wb, mb)| wa == wb && ma & mb != 0))
 }
 
 /// Reads an `ofp_match` (type, length, OXM fields, padding to 8 bytes).
@@ -579,7 +591,7 @@ pub(crate) fn read_match_as_sent(
 
 /// Appends the OXM TLVs of `m`, in the order Open vSwitch writes them (so a flow-mod that
 /// `ovs-ofctl` sent encodes back to the same bytes): in_port, Ethernet, VLAN, L3 and L4 (or
-/// ARP), tunnel id, metadata.
+/// ARP), tunnel id, tunnel endpoints, metadata.
 pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
     let (eth, proto) = (m.get(F::EthType), m.get(F::IpProto));
     let eth = (eth.1 == 0xffff).then_some(eth.0);
@@ -694,8 +706,28 @@ pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError
     } else {
         by_key(F::NdTarget, buf)?;
     }
-    for f in [F::TunnelId, F::Metadata] {
-        by_key(f, buf)?;
+    by_key(F::TunnelId, buf)?;
+    encode_tunnel_endpoints(m, buf, emit)?;
+    by_key(F::Metadata, buf)
+}
+
+/// The tunnel endpoints of a match: the IPv4 names when only their low 32 bits are matched,
+/// else the IPv6 names (between the tunnel id and metadata, where Open vSwitch puts them).
+fn encode_tunnel_endpoints(
+    m: &Match,
+    buf: &mut Vec<u8>,
+    emit: impl Fn(Field, &OxmDef, &mut Vec<u8>) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    for (v4, v6) in [(F::TunSrc, F::TunIpv6Src), (F::TunDst, F::TunIpv6Dst)] {
+        let mask = m.get(v6).1;
+        if mask == 0 {
+            continue;
+        }
+        if mask >> 32 == 0 {
+            emit(v4, def_for(v4, m).unwrap_or(&OXM_FIELDS[0]), buf)?;
+        } else {
+            emit(v6, def_for(v6, m).unwrap_or(&OXM_FIELDS[0]), buf)?;
+        }
     }
     Ok(())
 }

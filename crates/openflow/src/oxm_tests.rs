@@ -357,3 +357,34 @@ fn mpls_and_exthdr_hex_vectors() {
         ErrorCode::BMC_BAD_VALUE
     );
 }
+
+/// The tunnel endpoints as `ovs-ofctl` sends them (NXM class 1, fields 31/32 and 109/110):
+/// golden bytes both ways, the IPv4 names for an IPv4 underlay, and an IPv4 and an IPv6
+/// name over the same slot refused as duplicates.
+#[test]
+fn tunnel_endpoint_hex_vectors() {
+    const TUN_IPV4_SRC: u32 = 0x0001_3e04;
+    const TUN_IPV4_DST_W: u32 = 0x0001_4108;
+    const TUN_IPV6_SRC: u32 = 0x0001_da10;
+    let v4 = [
+        tlv(TUN_IPV4_SRC, &[192, 168, 1, 1]),
+        tlv(TUN_IPV4_DST_W, &[192, 168, 1, 0, 255, 255, 255, 0]),
+    ];
+    let m = fields(&v4).unwrap();
+    assert_eq!(m.get(Field::TunSrc), (0xc0a8_0101, 0xffff_ffff));
+    assert_eq!(m.get(Field::TunDst), (0xc0a8_0100, 0xffff_ff00));
+    let mut b = Vec::new();
+    encode_oxm_fields(&m, &mut b).unwrap();
+    assert_eq!(b, v4.concat());
+
+    let addr = 0x2001_0db8_0000_0000_0000_0000_0000_0001u128;
+    let v6 = [tlv(TUN_IPV6_SRC, &addr.to_be_bytes())];
+    let m = fields(&v6).unwrap();
+    assert_eq!(m.get(Field::TunIpv6Src), (addr, u128::MAX));
+    let mut b = Vec::new();
+    encode_oxm_fields(&m, &mut b).unwrap();
+    assert_eq!(b, v6.concat());
+
+    let both = [tlv(TUN_IPV6_SRC, &addr.to_be_bytes()), v4[0].clone()];
+    assert_eq!(fields(&both).unwrap_err().code, ErrorCode::BMC_DUP_FIELD);
+}

@@ -31,7 +31,7 @@
 //! - IPv6 extension headers set `ipv6_exthdr` (see [`crate::key::exthdr`]) from the headers
 //!   the chain walk passes, and from the header where it stops (ESP, no next header).
 
-use crate::key::{exthdr, frag, parsed, FlowKey};
+use crate::key::{exthdr, frag, parsed, FlowKey, KEY_WORDS};
 use crate::wire::{at, be16, be32, ethernet, ipv4, ipv6, tcp};
 
 /// Length of an Ethernet II header.
@@ -330,24 +330,13 @@ fn extract_fast(data: &[u8], in_port: u32, key: &mut FlowKey) -> Option<Layers> 
         | ((a >> 32) & 0xff) << 48
         | ((b >> 40) & 0xff) << 40
         | ports(&h[L4..]);
-    key.w = [
-        w0,
-        0,
-        0,
-        dst << 16,
-        src,
-        w5,
-        w6,
-        0,
-        0,
-        0,
-        0,
-        0,
-        w12,
-        0,
-        0,
-        0,
-    ];
+    key.w = [0; KEY_WORDS];
+    key.w[0] = w0;
+    key.w[3] = dst << 16;
+    key.w[4] = src;
+    key.w[5] = w5;
+    key.w[6] = w6;
+    key.w[12] = w12;
     Some(Layers {
         l3_off: L3 as u16,
         l4_off: L4 as u16,

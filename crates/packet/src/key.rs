@@ -21,23 +21,31 @@
 //! | 12 | `arp_tha` / `nd_tll` (48) · `tcp_flags` (16) |
 //! | 13–14 | `nd_target` |
 //! | 15 | MPLS top label stack entry (32: `mpls_label` 20 · `mpls_tc` 3 · `mpls_bos` 1 · `mpls_ttl` 8) · unused (3) · `ipv6_exthdr` (9) · `ipv6_label` (20) |
+//! | 16–17 | `tun_ipv6_src`; `tun_src` is the low 32 bits of word 17 |
+//! | 18–19 | `tun_ipv6_dst`; `tun_dst` is the low 32 bits of word 19 |
+//!
+//! Tunnel metadata (words 2 and 16–19) describe the outer headers a packet arrived in
+//! (written by tunnel termination; zero for a packet that did not come from a tunnel). An
+//! IPv4 underlay's addresses sit in the low 32 bits of the 128-bit slots, so `tun_src` and
+//! `tun_ipv6_src` are two fields over the same bits, and [`parsed::TUN_IPV4`] /
+//! [`parsed::TUN_IPV6`] say which underlay the packet came over.
 //!
 //! ICMP and ICMPv6 type and code live in the low bytes of `tp_src` and `tp_dst`, as in Open
 //! vSwitch, so that an L4 mask covers them.
 //!
-//! Room: the key stays 128 bytes (two cache lines, the size every cache tier and the
-//! `const` assertions assume). The MPLS entry and `ipv6_exthdr` fill the last free bits of
-//! word 15, so the key holds the *top* MPLS label stack entry only (Open vSwitch keeps three):
-//! a label below it is reached by popping, not by matching. PBB's `pbb_isid` (24 bits) has no
-//! room left and is not supported.
+//! Room: the key is 20 words (160 bytes, padded to 192 by its 64-byte alignment; the
+//! `const` assertions pin it). Words 16–19 were added for tunnel endpoints (issue 18); the
+//! MPLS entry and `ipv6_exthdr` fill the last free bits of word 15, so the key holds the
+//! *top* MPLS label stack entry only (Open vSwitch keeps three): a label below it is reached
+//! by popping, not by matching. PBB's `pbb_isid` (24 bits) is not supported.
 
 /// Number of `u64` words in a key.
-pub const KEY_WORDS: usize = 16;
+pub const KEY_WORDS: usize = 20;
 
 /// A flow key (or a mask of one): see the module documentation for the layout.
 ///
-/// Equality is a word loop (xor and or over the 16 words, no early exit), which compiles to
-/// a few vector instructions instead of a call to `memcmp`.
+/// Equality is a word loop (xor and or over the words, no early exit), which compiles to a
+/// few vector instructions instead of a call to `memcmp`.
 #[derive(Clone, Copy, Eq, Default)]
 #[repr(C, align(64))]
 pub struct FlowKey {
@@ -69,9 +77,9 @@ pub fn words_equal(a: &[u64; KEY_WORDS], b: &[u64; KEY_WORDS]) -> bool {
     diff == 0
 }
 
-/// [`words_equal`] in eight 16-byte xors and one test (SSE2 is part of every x86-64 CPU).
-/// Written with intrinsics because the optimizer turns the generic loop into sixteen
-/// compare-and-branch pairs.
+/// [`words_equal`] in `KEY_WORDS / 2` 16-byte xors and one test (SSE2 is part of every x86-64
+/// CPU). Written with intrinsics because the optimizer turns the generic loop into a
+/// compare-and-branch pair per word.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub fn words_equal_sse2(a: &[u64; KEY_WORDS], b: &[u64; KEY_WORDS]) -> bool {
@@ -80,8 +88,8 @@ pub fn words_equal_sse2(a: &[u64; KEY_WORDS], b: &[u64; KEY_WORDS]) -> bool {
         _mm_setzero_si128, _mm_xor_si128,
     };
     let (pa, pb) = (a.as_ptr() as *const __m128i, b.as_ptr() as *const __m128i);
-    // SAFETY: both arrays are 128 bytes, read as eight unaligned 16-byte vectors; SSE2 is
-    // always available on x86_64.
+    // SAFETY: both arrays are `KEY_WORDS * 8` bytes (KEY_WORDS is even), read as
+    // `KEY_WORDS / 2` unaligned 16-byte vectors; SSE2 is always available on x86_64.
     unsafe {
         let mut acc = _mm_setzero_si128();
         for i in 0..KEY_WORDS / 2 {
@@ -98,8 +106,11 @@ impl std::hash::Hash for FlowKey {
     }
 }
 
-const _: () = assert!(std::mem::size_of::<FlowKey>() == 128);
+// 160 bytes of words, padded to three cache lines by the alignment.
+const _: () = assert!(std::mem::size_of::<FlowKey>() == 192);
 const _: () = assert!(std::mem::align_of::<FlowKey>() == 64);
+// `hash` folds the words into four lanes of `KEY_WORDS / 4` words; SSE2 equality reads pairs.
+const _: () = assert!(KEY_WORDS.is_multiple_of(4));
 
 impl std::fmt::Debug for FlowKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -134,6 +145,12 @@ pub mod parsed {
     pub const TRUNCATED: u16 = 1 << 7;
     /// A header had an impossible value (bad IHL, version mismatch, …).
     pub const MALFORMED: u16 = 1 << 8;
+    /// The packet arrived in a tunnel over IPv4: `tun_src` / `tun_dst` hold the outer
+    /// addresses (in the low 32 bits of the `tun_ipv6_*` slots, whose other bits are zero).
+    pub const TUN_IPV4: u16 = 1 << 9;
+    /// The packet arrived in a tunnel over IPv6: `tun_ipv6_src` / `tun_ipv6_dst` hold the
+    /// outer addresses.
+    pub const TUN_IPV6: u16 = 1 << 10;
 }
 
 /// Values of the `ip_frag` field (word 6): bit 0 = is a fragment, bit 1 = a later fragment.
@@ -281,6 +298,14 @@ fields! {
     MplsBos = (15, 40, 1, "mpls_bos");
     /// MPLS TTL of the top entry.
     MplsTtl = (15, 32, 8, "mpls_ttl");
+    /// Outer IPv6 source of a tunnel packet (the remote endpoint it came from).
+    TunIpv6Src = (16, 0, 128, "tun_ipv6_src");
+    /// Outer IPv4 source of a tunnel packet (low 32 bits of `tun_ipv6_src`'s slot).
+    TunSrc = (17, 0, 32, "tun_src");
+    /// Outer IPv6 destination of a tunnel packet (the local endpoint).
+    TunIpv6Dst = (18, 0, 128, "tun_ipv6_dst");
+    /// Outer IPv4 destination of a tunnel packet (low 32 bits of `tun_ipv6_dst`'s slot).
+    TunDst = (19, 0, 32, "tun_dst");
 }
 
 impl Field {
@@ -388,9 +413,10 @@ impl FlowKey {
     /// A 32-bit hash of the whole key, for the exact-match cache (where a full key compare
     /// decides, so the hash only has to spread keys well; it is not cryptographic).
     ///
-    /// The 16 words are folded into 4 lanes with xor, add and constant rotations (the same
-    /// operations in every lane, so the loop vectorizes), and the lanes are mixed with two
-    /// 64×64→128-bit multiplies at the end: about a third of the work of hashing each word.
+    /// The words are folded into 4 lanes (lane `j` takes words `j`, `j + 4`, …) with xor, add
+    /// and constant rotations (the same operations in every lane, so the loop vectorizes), and
+    /// the lanes are mixed with two 64×64→128-bit multiplies at the end: about a third of the
+    /// work of hashing each word.
     /// Not equal to [`FlowKey::hash_words`] over all words (that one is the classifier's).
     #[inline(always)]
     pub fn hash(&self) -> u32 {
@@ -400,8 +426,10 @@ impl FlowKey {
             let x1 = self.w[j + 4] ^ HASH_SEEDS[j + 4];
             let x2 = self.w[j + 8] ^ HASH_SEEDS[j + 8];
             let x3 = self.w[j + 12] ^ HASH_SEEDS[j + 12];
+            let x4 = self.w[j + 16] ^ HASH_SEEDS[j + 16];
             *a = x0.wrapping_add(x1.rotate_left(23))
-                ^ x2.wrapping_add(x3.rotate_left(23)).rotate_left(41);
+                ^ x2.wrapping_add(x3.rotate_left(23)).rotate_left(41)
+                ^ x4.rotate_left(11);
         }
         let lo = acc[0].wrapping_add(acc[1].rotate_left(32));
         let hi = acc[2].wrapping_add(acc[3].rotate_left(32));
@@ -467,6 +495,10 @@ const HASH_SEEDS: [u64; KEY_WORDS] = [
     0x2d35_8dcc_aa6c_78a5,
     0x4f1b_bcdc_bfa5_4418,
     0x7a4b_1c5f_3f7c_2e59,
+    0x3c6e_f372_fe94_f82b,
+    0xa54f_f53a_5f1d_36f1,
+    0x510e_527f_ade6_82d1,
+    0x9b05_688c_2b3e_6c1f,
 ];
 
 /// [`FlowKey::masked_fold_hash`] of a key whose masked words, in the mask's word order, are
@@ -565,6 +597,19 @@ mod tests {
             k.set(*f, 0);
             assert_eq!(k, FlowKey::ZERO, "{f:?} left bits behind");
         }
+    }
+
+    #[test]
+    fn ipv4_tunnel_endpoints_are_the_low_bits_of_the_ipv6_slots() {
+        let mut k = FlowKey::ZERO;
+        k.set(Field::TunSrc, 0x0a00_0001);
+        k.set(Field::TunDst, 0x0a00_0002);
+        assert_eq!(k.get(Field::TunIpv6Src), 0x0a00_0001);
+        assert_eq!(k.get(Field::TunIpv6Dst), 0x0a00_0002);
+        assert_eq!(
+            (k.w[16], k.w[17], k.w[18], k.w[19]),
+            (0, 0x0a00_0001, 0, 0x0a00_0002)
+        );
     }
 
     #[test]
@@ -708,6 +753,8 @@ mod tests {
             Field::EthSrc,
             Field::InPort,
             Field::Ipv6Label,
+            Field::TunSrc,
+            Field::TunDst,
         ];
         const BUCKETS: usize = 4096;
         const KEYS: u32 = 65536;

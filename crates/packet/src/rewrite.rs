@@ -199,14 +199,20 @@ fn need(field: Field, needs: &'static str) -> RewriteError {
 /// written), `VlanTci` the key's TCI (bit 12 is the present bit and is not written: the wire
 /// DEI bit is kept). `Ipv4Src`/`Ipv4Dst` write the ARP sender/target protocol address in an
 /// ARP packet; `ArpSha`/`ArpTha` write the source/target link-layer option of a neighbour
-/// solicitation/advertisement. `InPort`, `Metadata` and `TunnelId` are not packet bytes:
-/// `Ok(())` with nothing done (the datapath keeps them).
+/// solicitation/advertisement. `InPort`, `Metadata` and the tunnel fields (`TunnelId`,
+/// `TunSrc`, …) are not packet bytes: `Ok(())` with nothing done (the datapath keeps them).
 pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), RewriteError> {
     if value > field.max_value() {
         return Err(RewriteError::ValueTooWide(field));
     }
     match field {
-        Field::InPort | Field::Metadata | Field::TunnelId => return Ok(()),
+        Field::InPort
+        | Field::Metadata
+        | Field::TunnelId
+        | Field::TunSrc
+        | Field::TunDst
+        | Field::TunIpv6Src
+        | Field::TunIpv6Dst => return Ok(()),
         Field::Parsed | Field::CvlanTci | Field::IpFrag | Field::TcpFlags | Field::Ipv6Exthdr => {
             return Err(RewriteError::ReadOnly(field))
         }
@@ -358,6 +364,10 @@ pub fn set_field(pkt: &mut Packet, field: Field, value: u128) -> Result<(), Rewr
         Field::InPort
         | Field::Metadata
         | Field::TunnelId
+        | Field::TunSrc
+        | Field::TunDst
+        | Field::TunIpv6Src
+        | Field::TunIpv6Dst
         | Field::EthDst
         | Field::EthSrc
         | Field::VlanTci

@@ -170,6 +170,7 @@ fn prerequisite(field: Field, m: &Match, vlan_pushed: bool) -> Result<(), &'stat
         InPort | EthType | Parsed | Metadata | TunnelId | EthDst | EthSrc | VlanTci | VlanVid => {
             true
         }
+        TunSrc | TunDst | TunIpv6Src | TunIpv6Dst => true,
         VlanPcp | CvlanTci => vlan_pushed || vlan_present(m),
         Ipv4Src | Ipv4Dst => eth_is(m, &[ETH_IPV4, ETH_ARP]),
         IpProto | IpDscp | IpEcn | IpTtl | IpFrag => eth_is(m, &[ETH_IPV4, ETH_IPV6]),

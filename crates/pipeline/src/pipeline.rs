@@ -223,6 +223,13 @@ impl PipelineCell {
         self.current.load().translate(key, out);
     }
 
+    /// Makes every datapath thread drop its cached megaflows at its next batch: for a change
+    /// outside the pipeline that megaflows depend on (a tunnel port's next hop and outer
+    /// headers).
+    pub fn invalidate_megaflows(&self) {
+        self.shared.bump();
+    }
+
     /// A number that changes whenever any translation result could change: a published
     /// snapshot, a MAC table change, a port liveness change.
     #[inline]

@@ -60,7 +60,8 @@ pub fn open(spec: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
         "tap" => open_tap(spec, rest, pool),
         "vhostuser" => open_vhostuser(spec, rest, pool),
         "vxlan" | "geneve" => Err(err(format!(
-            "{kind} ports are not built yet; use one of: {KINDS}"
+            "{kind} ports are tunnel ports of a bridge, given in `hayate run`'s port list \
+             (they have no queues of their own and cannot be added at run time yet)"
         ))),
         _ => Err(err(format!(
             "unknown port kind '{kind}'; use one of: {KINDS}"
@@ -526,7 +527,7 @@ mod tests {
                 "bogus:x",
                 "unknown port kind 'bogus'; use one of: ring, null, pcap, afxdp, afpacket, tap, vhostuser",
             ),
-            ("vxlan:x", "vxlan ports are not built yet"),
+            ("vxlan:x", "vxlan ports are tunnel ports of a bridge"),
             ("vhostuser:/x.sock,queues=0", "queues=0: give 1 to 64 queue pairs"),
             ("afxdp:", "starts with the interface name"),
             ("afxdp:queues=2", "starts with the interface name"),

@@ -153,3 +153,34 @@ proptest! {
         prop_assert_eq!(terminate(&frame, &other), Termination::NotTunnel);
     }
 }
+
+#[test]
+fn the_inner_flow_hash_is_the_flows_and_spreads_flows() {
+    let mut pool = Pool::with_frames(8).cache();
+    let frame = |sport: u16, ident: u8| {
+        let mut f = packet::builder::PacketSpec::udp4(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            std::net::Ipv4Addr::new(10, 0, 0, 1),
+            std::net::Ipv4Addr::new(10, 0, 0, 2),
+            sport,
+            80,
+            64,
+        )
+        .build();
+        f[18] = ident; // the IPv4 identification differs packet to packet
+        f
+    };
+    let hash_of = |pool: &mut packet::PoolCache, f: &[u8]| {
+        let mut p = pool.alloc_from(f).unwrap();
+        let mut k = packet::FlowKey::ZERO;
+        packet::extract_packet(&mut p, &mut k);
+        let h = super::inner_flow_hash(&p);
+        pool.free(p);
+        h
+    };
+    let a = hash_of(&mut pool, &frame(1000, 1));
+    assert_ne!(a, 0);
+    assert_eq!(a, hash_of(&mut pool, &frame(1000, 2)), "one flow, one hash");
+    assert_ne!(a, hash_of(&mut pool, &frame(1001, 1)), "another flow");
+}

@@ -36,25 +36,27 @@
 //! IPv4 with DF and for IPv6, answered with ICMP "fragmentation needed" / "packet too big"
 //! carrying the MTU left after [`encap::EncapTemplate::overhead`].
 //!
-//! # Wiring into the switch (issue 18; not done yet)
+//! # Wiring into the switch (issue 18; `docs/tunnels.md` says what works)
 //!
-//! 1. **Key room.** The flow key is full (16 words; only `tun_id` has a word). `tun_src` and
-//!    `tun_dst` need 64 bits for IPv4 underlays and 256 for IPv6. Two candidates, to be
-//!    decided by `hayate bench` before/after on a quiet machine: grow the key to 20 words
-//!    (every cache tier compares and hashes a quarter more), or keep 16 words and intern
-//!    tunnel endpoint addresses into 16-bit ids beside a 24-bit `tun_id` in word 2 (exact
-//!    matches only on `tun_src`/`tun_dst`; masked ones refused with `OFPBMC_BAD_MASK`).
-//! 2. **Ports.** `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow port with no
-//!    queues; the switch hands its [`decap::Locals`] to the underlay port's receive stage in
-//!    the poll loop (termination before extraction, `in_port` = the tunnel's port).
-//! 3. **OpenFlow.** OXM `TUNNEL_ID`, Nicira `tun_src`/`tun_dst` (NXM_NX_TUN_IPV4_SRC/DST and
-//!    the IPv6 ones) in the codec and the ofctl syntax; `set_field` of them and `set_tunnel`;
-//!    `output:TUNNEL` translated into "encapsulate with template T, output to the underlay".
-//! 4. **Datapath.** An encapsulation op in `execute.rs` over a table of templates the control
-//!    side swaps (arc-swap) when a next hop changes; the MTU check and the [`pmtud`] answer
-//!    there; drop counters by [`decap::DropReason`] and for unreachable remotes.
-//! 5. **Control side.** Housekeeping re-resolves every remote each second
-//!    ([`nexthop::Resolver`]) and puts [`nexthop::Unreachable`] in the port's status.
+//! 1. **Key room** (done). The key grew to 20 words: `tun_ipv6_src`/`tun_ipv6_dst` in words
+//!    16–19, `tun_src`/`tun_dst` their low 32 bits, `parsed::TUN_IPV4`/`TUN_IPV6` the
+//!    underlay's family.
+//! 2. **OpenFlow** (done). OXM `TUNNEL_ID`, Nicira `tun_src`/`tun_dst` and the IPv6 ones in
+//!    the codec and the ofctl syntax, `set_field` of them and `set_tunnel`.
+//! 3. **Receive** (done). [`rx::Terminator`]
+//!    per underlay port, run by the datapath's `tunnels.rs` right after receive (termination
+//!    before extraction, `in_port` = the tunnel's port, drops by reason).
+//! 4. **Ports** (done in `hayate run`). `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow
+//!    port with no queues, named with its underlay port; the switch builds the underlay's
+//!    [`rx::Terminator`] from them and the underlay's addresses.
+//! 5. **Send** (fixed remote and VNI done in the datapath). Output to a tunnel port compiles
+//!    to the datapath's `Op::Tunnel` (a copy with template T pushed, to the underlay's tx
+//!    entry) from templates the control side swaps (arc-swap) when a next hop changes; the
+//!    MTU check and the [`pmtud`] answer there. To do: templates per (`tun_dst`, `tun_id`)
+//!    for `remote=flow`/`vni=flow`, super-packets.
+//! 6. **Control side** (done but for the port status). Housekeeping re-resolves every remote
+//!    each second ([`nexthop::Resolver`]) and logs [`nexthop::Unreachable`]; to do: put it in
+//!    the port's status.
 //!
 //! This crate holds the per-packet halves (encapsulate, terminate), which do no I/O, and the
 //! control side's next-hop questions to the kernel (`nexthop.rs`).
@@ -65,10 +67,12 @@ pub mod endpoint;
 pub mod fuzzing;
 pub mod nexthop;
 pub mod pmtud;
+pub mod rx;
 pub mod spec;
 
 pub use decap::{terminate, Decapped, DropReason, Locals, Termination};
 pub use encap::{EncapError, EncapTemplate};
 pub use endpoint::{Encap, OuterAddrs, TunnelKind};
 pub use nexthop::{NextHop, Resolver, Unreachable};
+pub use rx::{RxDrop, RxOutcome, Terminator, TunMeta, TunnelPort};
 pub use spec::{PerFlow, SpecError, TunnelSpec};

@@ -16,9 +16,6 @@ use super::{Subtable, PREFETCH_MIN_SLOTS};
 use crate::bits::{bit_iter, prefetch};
 use crate::megaflow::MegaflowId;
 
-// Word indices are reduced with `& (KEY_WORDS - 1)` so that no bounds check is left.
-const _: () = assert!(KEY_WORDS.is_power_of_two());
-
 /// A subtable's mask in registers: the key words it uses and their mask values.
 struct Fixed<const N: usize> {
     idx: [usize; N],
@@ -29,7 +26,9 @@ impl<const N: usize> Fixed<N> {
     #[inline(always)]
     fn of(st: &Subtable) -> Self {
         debug_assert_eq!(st.words.len(), N);
-        let idx: [usize; N] = std::array::from_fn(|j| st.words[j] as usize & (KEY_WORDS - 1));
+        let idx: [usize; N] = std::array::from_fn(|j| st.words[j] as usize);
+        // Checked once per batch, so that `values` reads without a bounds check per key.
+        assert!(idx.iter().all(|&i| i < KEY_WORDS));
         let mask = std::array::from_fn(|j| st.mask.w[idx[j]]);
         Fixed { idx, mask }
     }
@@ -37,7 +36,8 @@ impl<const N: usize> Fixed<N> {
     /// `key & mask` over the mask's words, in word-list order (what an entry stores).
     #[inline(always)]
     fn values(&self, key: &FlowKey) -> [u64; N] {
-        std::array::from_fn(|j| key.w[self.idx[j] & (KEY_WORDS - 1)] & self.mask[j])
+        // SAFETY: `of` checked every index against KEY_WORDS, the length of `key.w`.
+        std::array::from_fn(|j| unsafe { *key.w.get_unchecked(self.idx[j]) } & self.mask[j])
     }
 }
 

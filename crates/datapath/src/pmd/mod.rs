@@ -68,7 +68,9 @@ use crate::revalidate::Revalidator;
 use crate::rx_drops::{RxDrops, RxSlot};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
+use crate::tunnels::Tunnels;
 use crate::upcall::{Policer, Upcall};
+use tunnel::TunMeta;
 
 use budget::Budget;
 use lane::LaneWindow;
@@ -102,6 +104,10 @@ struct Scratch {
     since_train_check: u32,
     /// The rx batch; packets stay here until they are executed.
     batch: Batch,
+    /// Bit `i`: packet `i` arrived in a tunnel and `tun[i]` says what the outer headers
+    /// carried ([`crate::tunnels`]).
+    tunneled: u32,
+    tun: [TunMeta; BATCH_SIZE],
     tr: Translation,
     /// Translations of this batch that were not installed, compiled.
     uncached: MegaflowPool,
@@ -150,6 +156,8 @@ pub struct Pmd {
     /// Dumps asked of this thread ([`crate::look`]) and the last one answered.
     look: Arc<Look>,
     look_answered: u64,
+    /// The datapath's terminating underlay ports ([`crate::tunnels`]).
+    tunnels: Option<Arc<Tunnels>>,
 }
 
 impl std::fmt::Debug for Pmd {
@@ -205,6 +213,8 @@ impl Pmd {
             had_trains: true,
             since_train_check: 0,
             batch: Batch::new(),
+            tunneled: 0,
+            tun: [TunMeta::default(); BATCH_SIZE],
             tr: Translation::default(),
             uncached: MegaflowPool::with_capacity(uncached_cap.min(BATCH_SIZE)),
             idle: Vec::with_capacity(SWEEP_SLOTS),
@@ -258,6 +268,7 @@ impl Pmd {
             lane_window: LaneWindow::default(),
             look,
             look_answered: 0,
+            tunnels: None,
         }
     }
 
@@ -322,6 +333,12 @@ impl Pmd {
     /// Lets the datapath's captures ([`crate::capture`]) see this thread's frames.
     pub(crate) fn attach_taps(&mut self, taps: Arc<crate::capture::Taps>) {
         self.exec.tap = crate::capture::Tap::new(taps, self.index);
+    }
+
+    /// Lets this thread terminate the tunnels the datapath's table names ([`crate::tunnels`]).
+    pub(crate) fn attach_tunnels(&mut self, tunnels: Arc<Tunnels>) {
+        self.ports.set_tunnels(Some(tunnels.clone()));
+        self.tunnels = Some(tunnels);
     }
 
     /// Signals `wake` after each poll that queued packet-ins.
@@ -488,6 +505,9 @@ impl Pmd {
         // When a classifier lookup probes few subtables it costs about what an EMC probe
         // does, and the EMC only adds a probe (and inserts) in front of it.
         let probe = self.emc_in_use() && self.emc.probe_this_batch();
+        if !self.terminate_tunnels(in_port) {
+            return;
+        }
         let mut n = self.extract(in_port, probe);
         if self.s.malformed != 0 {
             n = self.drop_malformed();
@@ -514,6 +534,24 @@ impl Pmd {
         self.local.add(Counter::BusyCycles, busy);
         self.budget.busy += busy;
         self.maybe_maintain(now);
+    }
+
+    /// Terminates the tunnel packets of the rx batch when `in_port` is an underlay port
+    /// ([`crate::tunnels`]); the frames it drops count as received. Returns whether packets
+    /// are left.
+    #[inline]
+    fn terminate_tunnels(&mut self, in_port: u32) -> bool {
+        let s = &mut *self.s;
+        s.tunneled = 0;
+        let Some(t) = &self.tunnels else {
+            return true;
+        };
+        let (mask, dropped) = t.terminate(in_port, &mut s.batch, &mut s.tun, self.exec.cache());
+        s.tunneled = mask;
+        if dropped != 0 {
+            self.local.add(Counter::RxPackets, dropped);
+        }
+        !s.batch.is_empty()
     }
 
     /// Whether the EMC is probed and filled at all: always with `emc_min_subtables` 0, else
@@ -560,6 +598,7 @@ impl Pmd {
             .collect();
         self.mailbox = Some(mailbox);
         self.ports = self.exec.port_map();
+        self.ports.set_tunnels(self.tunnels.clone());
         self.flush_caches();
         self.rebuild_idle();
         self.stats.absorb(&mut self.local);
@@ -586,8 +625,12 @@ impl Pmd {
                 prefetch(next.data().as_ptr());
             }
             let p = &mut pkts[i];
-            p.meta.in_port = in_port;
+            let tunneled = s.tunneled & (1 << i) != 0;
+            p.meta.in_port = if tunneled { s.tun[i].ofport } else { in_port };
             extract_packet(p, &mut s.keys[i]);
+            if tunneled {
+                s.tun[i].write(&mut s.keys[i]);
+            }
             let parsed = s.keys[i].get(Field::Parsed) as u16;
             s.malformed |= (((parsed & BAD_FRAME) != 0) as u32) << i;
             s.targets[i] = Packed::NONE;

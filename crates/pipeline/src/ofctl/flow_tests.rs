@@ -215,6 +215,30 @@ fn table_of_flows() {
             ),
         ),
         (
+            "tun_id=0x2a,tun_src=192.168.1.1,tun_ipv6_dst=2001:db8::/64,\
+             actions=set_field:10.0.0.2->tun_dst,set_tunnel:42,output:2",
+            FlowMod::add(
+                0,
+                32768,
+                m(&[
+                    (Field::TunnelId, 0x2a, !0),
+                    (Field::TunSrc, 0xc0a8_0101, 0xffff_ffff),
+                    (Field::TunIpv6Dst, 0x2001_0db8 << 96, u128::MAX << 64),
+                ]),
+                apply(vec![
+                    Action::SetField {
+                        field: Field::TunDst,
+                        value: 0x0a00_0002,
+                    },
+                    Action::SetField {
+                        field: Field::TunnelId,
+                        value: 42,
+                    },
+                    out(2),
+                ]),
+            ),
+        ),
+        (
             "sctp,sctp_src=9,nw_src=192.168.0.0/255.255.0.0 actions=set_queue:2,2",
             FlowMod::add(
                 0,

@@ -117,6 +117,21 @@ fn ip_frag(out: &mut Vec<String>, m: &Match) {
     out.push(format!("nw_frag={word}"));
 }
 
+/// The tunnel endpoints: `tun_src`/`tun_dst` when only the low 32 bits of a slot are
+/// matched (an IPv4 underlay), else `tun_ipv6_src`/`tun_ipv6_dst` (the same bits).
+fn tunnel_endpoints(out: &mut Vec<String>, m: &Match) {
+    for (v4, v6) in [
+        (Field::TunSrc, Field::TunIpv6Src),
+        (Field::TunDst, Field::TunIpv6Dst),
+    ] {
+        if m.get(v6).1 >> 32 == 0 {
+            field(out, m, v4.name(), v4, Syntax::Ipv4, false);
+        } else {
+            field(out, m, v6.name(), v6, Syntax::Ipv6, false);
+        }
+    }
+}
+
 /// Formats a match: `tcp,in_port=1,nw_dst=10.0.0.0/8,tp_dst=80`; the empty string matches
 /// everything.
 pub fn format_match(m: &Match) -> String {
@@ -134,6 +149,7 @@ pub fn format_match(m: &Match) -> String {
         out.push(name.to_string());
     }
     field(&mut out, m, "tun_id", Field::TunnelId, Syntax::Num, true);
+    tunnel_endpoints(&mut out, m);
     field(&mut out, m, "metadata", Field::Metadata, Syntax::Num, true);
     field(&mut out, m, "in_port", Field::InPort, Syntax::Port, false);
     vlan(&mut out, m);
@@ -244,6 +260,8 @@ fn set_field(f: Field, value: u128) -> String {
         _ => {
             let (syntax, hex) = match f {
                 Field::Ipv6Src | Field::Ipv6Dst | Field::NdTarget => (Syntax::Ipv6, false),
+                Field::TunIpv6Src | Field::TunIpv6Dst => (Syntax::Ipv6, false),
+                Field::TunSrc | Field::TunDst => (Syntax::Ipv4, false),
                 Field::ArpSha | Field::ArpTha => (Syntax::Mac, false),
                 Field::TunnelId | Field::Metadata | Field::Ipv6Label | Field::VlanVid => {
                     (Syntax::Num, true)

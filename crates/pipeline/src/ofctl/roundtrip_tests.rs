@@ -116,6 +116,17 @@ fn gen_match(r: &mut Src) -> Match {
     ] {
         maybe_masked(r, &mut m, f);
     }
+    // A tunnel endpoint over IPv4 or over IPv6 (one name per slot).
+    for (v4, v6) in [
+        (Field::TunSrc, Field::TunIpv6Src),
+        (Field::TunDst, Field::TunIpv6Dst),
+    ] {
+        match r.below(3) {
+            0 => maybe_masked(r, &mut m, v4),
+            1 => m.set_masked(v6, r.wide(), u128::MAX << r.below(64)),
+            _ => {}
+        }
+    }
     let (tci, tci_mask) = m.get(Field::VlanTci);
     if tci & tci_mask & 0x1000 != 0 {
         // An inner tag needs an outer one.
@@ -200,6 +211,10 @@ fn gen_action(r: &mut Src) -> Action {
         Field::Ipv6Label,
         Field::NdTarget,
         Field::TunnelId,
+        Field::TunSrc,
+        Field::TunDst,
+        Field::TunIpv6Src,
+        Field::TunIpv6Dst,
     ];
     match r.below(9) {
         0 => {

@@ -1,0 +1,239 @@
+//! Tunnels on the datapath's underlay ports (issue 18; the design is in the `tunnel` crate's
+//! `lib.rs`): termination right after receive, and the outer headers of output to a tunnel
+//! port.
+//!
+//! Size and owner: one [`Tunnels`] per datapath, shared by every poll-mode thread. The
+//! control side publishes which underlay port terminates which tunnel ports (a
+//! [`tunnel::Terminator`] per underlay port) by swapping the whole table (arc-swap) when tunnel
+//! ports or local addresses change; a thread loads it once per batch received on a port and
+//! does nothing more when the port terminates no tunnel. Drops are counted by reason in shared
+//! atomics, touched only when a frame is dropped.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use packet::{Batch, PoolCache};
+use tunnel::{EncapTemplate, RxDrop, RxOutcome, Terminator, TunMeta};
+
+/// Where output to a tunnel port goes, in which outer headers.
+#[derive(Debug, Clone)]
+pub struct TunnelOutput {
+    /// The outer headers.
+    pub template: Arc<EncapTemplate>,
+    /// The underlay port.
+    pub underlay: u32,
+    /// The underlay's IP MTU.
+    pub mtu: u16,
+    /// Where frames too large for it are counted.
+    pub too_big: Arc<AtomicU64>,
+}
+
+/// The datapath's table of terminating underlay ports, the outer headers of its tunnel
+/// ports, and the drops of termination.
+#[derive(Debug, Default)]
+pub struct Tunnels {
+    table: ArcSwap<Vec<(u32, Arc<Terminator>)>>,
+    /// `(tunnel ofport, its output)`.
+    outputs: ArcSwap<Vec<(u32, TunnelOutput)>>,
+    /// Frames too large for their tunnel's underlay after encapsulation (counted where they
+    /// are executed; they are rare, so one shared counter).
+    too_big: Arc<AtomicU64>,
+    drops: [AtomicU64; RxDrop::COUNT],
+}
+
+impl Tunnels {
+    /// No underlay port terminates anything.
+    pub fn new() -> Tunnels {
+        Tunnels::default()
+    }
+
+    /// Makes underlay port `ofport` terminate what `t` says (`None` or an empty terminator:
+    /// nothing). Control side; the threads see it from their next batch.
+    pub fn set(&self, ofport: u32, t: Option<Terminator>) {
+        let mut next: Vec<_> = self
+            .table
+            .load()
+            .iter()
+            .filter(|(p, _)| *p != ofport)
+            .cloned()
+            .collect();
+        if let Some(t) = t.filter(|t| !t.is_empty()) {
+            next.push((ofport, Arc::new(t)));
+        }
+        self.table.store(Arc::new(next));
+    }
+
+    /// Makes output to tunnel port `ofport` encapsulate with `template` and send to underlay
+    /// port `underlay`, whose IP MTU is `mtu` (`None`: the port has no next hop; its outputs
+    /// are left out). Megaflows compiled before keep the old headers: the caller makes the
+    /// threads drop their caches (a pipeline generation bump) after a change.
+    pub fn set_output(&self, ofport: u32, out: Option<(u32, EncapTemplate, u16)>) {
+        let mut next: Vec<_> = self
+            .outputs
+            .load()
+            .iter()
+            .filter(|o| o.0 != ofport)
+            .cloned()
+            .collect();
+        if let Some((underlay, t, mtu)) = out {
+            let o = TunnelOutput {
+                template: Arc::new(t),
+                underlay,
+                mtu,
+                too_big: self.too_big.clone(),
+            };
+            next.push((ofport, o));
+        }
+        self.outputs.store(Arc::new(next));
+    }
+
+    /// The output of tunnel port `ofport` (when a megaflow is compiled, not per packet).
+    pub fn output(&self, ofport: u32) -> Option<TunnelOutput> {
+        let outputs = self.outputs.load();
+        outputs.iter().find(|o| o.0 == ofport).map(|o| o.1.clone())
+    }
+
+    /// `(reason, count)` for every drop reason: termination's (`tunnel_no_port` last of them),
+    /// then `tunnel_too_big` (outputs too large for the underlay after encapsulation).
+    pub fn drops(&self) -> Vec<(&'static str, u64)> {
+        RxDrop::names()
+            .zip(self.drops.iter().map(|c| c.load(Ordering::Relaxed)))
+            .chain([("tunnel_too_big", self.too_big.load(Ordering::Relaxed))])
+            .collect()
+    }
+
+    /// Terminates the tunnel packets of `batch`, received on `in_port`: their outer headers
+    /// come off, `meta[i]` and bit `i` of the returned mask say what packet `i` (in the batch
+    /// as it is afterwards) carried; dropped frames leave the batch (freed into `cache`,
+    /// counted). Returns `(tunneled mask, frames dropped)`.
+    pub fn terminate(
+        &self,
+        in_port: u32,
+        batch: &mut Batch,
+        meta: &mut [TunMeta],
+        cache: &mut PoolCache,
+    ) -> (u32, u64) {
+        let table = self.table.load();
+        let Some((_, t)) = table.iter().find(|(p, _)| *p == in_port) else {
+            return (0, 0);
+        };
+        let (mut tunneled, mut bad) = (0u32, 0u32);
+        for (i, p) in batch.as_mut_slice().iter_mut().enumerate() {
+            match t.receive(p) {
+                RxOutcome::NotTunnel => {}
+                RxOutcome::Tunnel(m) => {
+                    meta[i] = m;
+                    tunneled |= 1 << i;
+                }
+                RxOutcome::Drop(d) => {
+                    self.drops[d.index()].fetch_add(1, Ordering::Relaxed);
+                    bad |= 1 << i;
+                }
+            }
+        }
+        if bad == 0 {
+            return (tunneled, 0);
+        }
+        // Close the gaps: survivors move down, their metadata with them.
+        let (mut k, mut kept_tunneled) = (0usize, 0u32);
+        for i in 0..batch.len() {
+            if bad & (1 << i) != 0 {
+                continue;
+            }
+            meta[k] = meta[i];
+            kept_tunneled |= ((tunneled >> i) & 1) << k;
+            k += 1;
+        }
+        let (mut i, mut dropped) = (0, 0u64);
+        batch.retain_or(
+            |_| {
+                let keep = bad & (1 << i) == 0;
+                i += 1;
+                keep
+            },
+            |p| {
+                dropped += 1;
+                cache.free(p);
+            },
+        );
+        (kept_tunneled, dropped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use packet::pool::Pool;
+    use tunnel::{Encap, EncapTemplate, OuterAddrs, TunnelKind, TunnelPort};
+
+    use super::*;
+
+    const LOCAL: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
+
+    fn vxlan(cache: &mut PoolCache, vni: u32, inner: &[u8]) -> packet::Packet {
+        let a = OuterAddrs {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src: Ipv4Addr::new(192, 168, 0, 1).into(),
+            dst: LOCAL.into(),
+        };
+        let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, false), &a).unwrap();
+        let mut p = cache.alloc_from(inner).unwrap();
+        t.push(&mut p, 1, 1).unwrap();
+        p
+    }
+
+    /// A batch of plain, tunneled, unknown-VNI and tunneled frames: the unknown one leaves
+    /// and is counted, the others keep their order and the metadata follows them.
+    #[test]
+    fn a_batch_is_terminated_and_its_drops_leave_it() {
+        let mut cache = Pool::with_frames(16).cache();
+        let tunnels = Tunnels::new();
+        let port = TunnelPort {
+            ofport: 9,
+            kind: TunnelKind::Vxlan,
+            dst_port: 4789,
+            vni: Some(42),
+            remote: None,
+            local: None,
+        };
+        tunnels.set(1, Some(Terminator::new(vec![port], &[IpAddr::V4(LOCAL)])));
+        let inner: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 60]).collect();
+        let mut batch = Batch::new();
+        let frames = [
+            cache.alloc_from(&inner[0]).unwrap(),
+            vxlan(&mut cache, 42, &inner[1]),
+            vxlan(&mut cache, 7, &inner[2]),
+            vxlan(&mut cache, 42, &inner[3]),
+        ];
+        for p in frames {
+            batch.push(p).unwrap();
+        }
+        let mut meta = [TunMeta::default(); packet::BATCH_SIZE];
+        // Another port terminates nothing.
+        assert_eq!(
+            tunnels.terminate(2, &mut batch, &mut meta, &mut cache),
+            (0, 0)
+        );
+        let (mask, dropped) = tunnels.terminate(1, &mut batch, &mut meta, &mut cache);
+        assert_eq!((mask, dropped), (0b110, 1));
+        let data: Vec<&[u8]> = batch.as_slice().iter().map(|p| p.data()).collect();
+        assert_eq!(data, [&inner[0][..], &inner[1][..], &inner[3][..]]);
+        assert_eq!((meta[1].ofport, meta[1].vni), (9, 42));
+        assert_eq!((meta[2].ofport, meta[2].vni), (9, 42));
+        let drops = tunnels.drops();
+        assert!(drops.contains(&("tunnel_no_port", 1)), "{drops:?}");
+        assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
+        batch.free_into(&mut cache);
+        // Unset: the port switches tunnel frames as they are.
+        tunnels.set(1, None);
+        batch.push(vxlan(&mut cache, 42, &inner[1])).unwrap();
+        assert_eq!(
+            tunnels.terminate(1, &mut batch, &mut meta, &mut cache),
+            (0, 0)
+        );
+        batch.free_into(&mut cache);
+    }
+}

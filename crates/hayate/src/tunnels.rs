@@ -1,0 +1,318 @@
+//! A bridge's tunnel ports (issue 18): `vxlan:`/`geneve:` port specs, which bridge port is
+//! their underlay, and the housekeeping that resolves every remote's next hop each second
+//! and publishes the outer headers and the underlay's termination to the datapath
+//! ([`datapath::Tunnels`]). The design is in the `tunnel` crate's `lib.rs`.
+//!
+//! A tunnel port has no queues: it is an OpenFlow port of the pipeline only. Its underlay is
+//! the bridge port named by `underlay=NAME`, else the bridge port whose kernel interface
+//! (`afpacket:IF`, `afxdp:IF`) the route to the remote leaves by. A tunnel whose remote cannot
+//! be reached has its outputs left out, and the reason is logged when it changes.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use datapath::Tunnels;
+use pipeline::{PipelineCell, PortInfo};
+use tunnel::{
+    Encap, EncapTemplate, PerFlow, Resolver, Terminator, TunnelKind, TunnelPort, TunnelSpec,
+};
+
+/// A tunnel port of a bridge.
+#[derive(Debug, Clone)]
+pub struct TunnelConf {
+    /// OpenFlow port number.
+    pub ofport: u32,
+    /// Port name.
+    pub name: String,
+    /// Its options.
+    pub spec: TunnelSpec,
+    /// The bridge port named by `underlay=`, if any.
+    pub underlay: Option<String>,
+}
+
+/// Parses `vxlan:OPTIONS` / `geneve:OPTIONS` (the `tunnel` crate's options plus
+/// `underlay=PORTNAME`); `None` when `spec` is another kind of port.
+pub fn parse(spec: &str) -> Option<Result<(TunnelSpec, Option<String>), String>> {
+    let (kind, rest) = spec.split_once(':')?;
+    let kind = match kind {
+        "vxlan" => TunnelKind::Vxlan,
+        "geneve" => TunnelKind::Geneve,
+        _ => return None,
+    };
+    let mut underlay = None;
+    let opts: Vec<&str> = rest
+        .split(',')
+        .filter(|o| match o.strip_prefix("underlay=") {
+            Some(u) => {
+                underlay = Some(u.to_string());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    Some(
+        TunnelSpec::parse(kind, &opts.join(","))
+            .map(|s| (s, underlay))
+            .map_err(|e| format!("port {spec}: {e}")),
+    )
+}
+
+/// A bridge port that can carry tunnels: its number, name and kernel interface.
+#[derive(Debug, Clone)]
+pub struct Underlay {
+    /// OpenFlow port number.
+    pub ofport: u32,
+    /// Port name.
+    pub name: String,
+    /// The kernel interface its spec opens (`afpacket:IF`, `afxdp:IF`).
+    pub ifname: Option<String>,
+}
+
+impl Underlay {
+    /// The underlay candidate a bridge port spec makes.
+    pub fn of(ofport: u32, name: &str, spec: &str) -> Underlay {
+        let ifname = ["afpacket:", "afxdp:"].iter().find_map(|k| {
+            let rest = spec.strip_prefix(k)?;
+            Some(rest.split(',').next().unwrap_or(rest).to_string())
+        });
+        Underlay {
+            ofport,
+            name: name.to_string(),
+            ifname,
+        }
+    }
+}
+
+/// The pipeline's view of the tunnel ports: added to `ports` so that flows output to them
+/// and floods reach them.
+pub fn port_infos(tunnels: &[TunnelConf]) -> impl Iterator<Item = PortInfo> + '_ {
+    tunnels.iter().map(|t| PortInfo {
+        no: t.ofport,
+        name: t.name.clone(),
+        live: true,
+        ..PortInfo::default()
+    })
+}
+
+/// The IP MTU of kernel interface `ifname` (1500 when it cannot be read).
+fn mtu_of(ifname: &str) -> u16 {
+    std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1500)
+}
+
+/// What one pass found for one tunnel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Found {
+    /// Outputs go to `underlay` in these outer headers; packets to `local` terminate.
+    Ready {
+        underlay: u32,
+        header: Vec<u8>,
+        local: IpAddr,
+        /// The underlay interface's IP MTU.
+        mtu: u16,
+    },
+    /// Received on `underlay` only (a `remote=flow` or `vni=flow` port), to `local` if known.
+    ReceiveOnly {
+        underlay: Option<u32>,
+        local: Option<IpAddr>,
+    },
+    /// Not reachable: why.
+    Unreachable(String),
+}
+
+/// The housekeeping state of a bridge's tunnels: what the last pass published.
+pub struct Housekeeping {
+    tunnels: Vec<TunnelConf>,
+    underlays: Vec<Underlay>,
+    resolver: Resolver,
+    last: Vec<Option<Found>>,
+    /// Termination drops counted so far (logged when they grow).
+    drops: u64,
+}
+
+impl Housekeeping {
+    /// The housekeeping of `tunnels` over the bridge's `underlays`.
+    pub fn new(tunnels: Vec<TunnelConf>, underlays: Vec<Underlay>) -> std::io::Result<Self> {
+        let last = vec![None; tunnels.len()];
+        Ok(Housekeeping {
+            tunnels,
+            underlays,
+            resolver: Resolver::new()?,
+            last,
+            drops: 0,
+        })
+    }
+
+    fn underlay_named(&self, name: &str) -> Option<u32> {
+        self.underlays
+            .iter()
+            .find(|u| u.name == name || u.ifname.as_deref() == Some(name))
+            .map(|u| u.ofport)
+    }
+
+    fn find(&mut self, i: usize) -> (Found, Option<EncapTemplate>) {
+        let t = &self.tunnels[i];
+        let named = t.underlay.as_deref().map(|n| self.underlay_named(n));
+        if let Some(None) = named {
+            let n = t.underlay.as_deref().unwrap_or_default();
+            return (
+                Found::Unreachable(format!("no bridge port named {n}")),
+                None,
+            );
+        }
+        let (PerFlow::Fixed(remote), PerFlow::Fixed(vni)) = (t.spec.remote, t.spec.vni) else {
+            let found = Found::ReceiveOnly {
+                underlay: named.flatten(),
+                local: t.spec.local,
+            };
+            return (found, None);
+        };
+        let hop = match self.resolver.resolve(remote, t.spec.local) {
+            Ok(h) => h,
+            Err(e) => return (Found::Unreachable(e.to_string()), None),
+        };
+        let underlay = match named.flatten() {
+            Some(u) => u,
+            None => match self.underlay_named(&hop.ifname) {
+                Some(u) => u,
+                None => {
+                    let why = format!(
+                        "the route to {remote} leaves by {}, which is not a port of this bridge \
+                         (add it, or name the underlay port: underlay=PORTNAME)",
+                        hop.ifname
+                    );
+                    return (Found::Unreachable(why), None);
+                }
+            },
+        };
+        let mut e = Encap::new(t.spec.kind, vni, remote.is_ipv6());
+        e.dst_port = t.spec.dst_port;
+        e.ttl = t.spec.ttl;
+        e.tos = t.spec.tos;
+        e.df = t.spec.df;
+        e.udp_csum = t.spec.csum.unwrap_or(remote.is_ipv6());
+        e.options = t.spec.options.clone();
+        match EncapTemplate::new(&e, &hop.outer(remote)) {
+            Ok(tpl) => {
+                let found = Found::Ready {
+                    underlay,
+                    header: tpl.header().to_vec(),
+                    local: hop.src,
+                    mtu: mtu_of(&hop.ifname),
+                };
+                (found, Some(tpl))
+            }
+            Err(e) => (Found::Unreachable(format!("{e:?}")), None),
+        }
+    }
+
+    /// Resolves every tunnel once and publishes what changed to `dp`. Returns whether the
+    /// datapath's megaflows must be dropped (an output's headers changed).
+    pub fn refresh(&mut self, dp: &Tunnels) -> bool {
+        let mut changed = false;
+        let mut rx: BTreeMap<u32, (Vec<TunnelPort>, Vec<IpAddr>)> = BTreeMap::new();
+        for i in 0..self.tunnels.len() {
+            let (found, template) = self.find(i);
+            let t = &self.tunnels[i];
+            let (underlay, local) = match &found {
+                Found::Ready {
+                    underlay, local, ..
+                } => (Some(*underlay), Some(*local)),
+                Found::ReceiveOnly { underlay, local } => (*underlay, *local),
+                Found::Unreachable(_) => (None, None),
+            };
+            if let Some(u) = underlay {
+                let e = rx.entry(u).or_default();
+                e.0.push(TunnelPort::from_spec(t.ofport, &t.spec));
+                e.1.extend(local);
+            }
+            if self.last[i].as_ref() != Some(&found) {
+                if let Found::Unreachable(why) = &found {
+                    tracing::warn!(port = %t.name, "tunnel port cannot reach its remote: {why}");
+                } else {
+                    tracing::info!(port = %t.name, "tunnel port: {found:?}");
+                }
+                let out = match &found {
+                    Found::Ready { underlay, mtu, .. } => {
+                        template.map(|tpl| (*underlay, tpl, *mtu))
+                    }
+                    _ => None,
+                };
+                dp.set_output(t.ofport, out);
+                self.last[i] = Some(found);
+                changed = true;
+            }
+        }
+        for u in &self.underlays {
+            let (ports, locals) = rx.remove(&u.ofport).unwrap_or_default();
+            dp.set(u.ofport, Some(Terminator::new(ports, &locals)));
+        }
+        changed
+    }
+}
+
+impl Housekeeping {
+    /// Logs the termination drops by reason when they grew since the last call.
+    pub fn report_drops(&mut self, dp: &Tunnels) {
+        let drops = dp.drops();
+        let total: u64 = drops.iter().map(|d| d.1).sum();
+        if total > self.drops {
+            self.drops = total;
+            let text: Vec<String> = drops
+                .iter()
+                .filter(|d| d.1 > 0)
+                .map(|(n, c)| format!("{n}={c}"))
+                .collect();
+            tracing::warn!("tunnel frames dropped on receive: {}", text.join(" "));
+        }
+    }
+}
+
+/// Runs `hk` once a second while the datapath's tunnel table lives, dropping the megaflows
+/// of `cell`'s datapath when an output changed.
+pub fn spawn(mut hk: Housekeeping, dp: Weak<Tunnels>, cell: Arc<PipelineCell>) {
+    let run = move || loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let Some(dp) = dp.upgrade() else {
+            return;
+        };
+        if hk.refresh(&dp) {
+            cell.invalidate_megaflows();
+        }
+        hk.report_drops(&dp);
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("hayate-tunnels".into())
+        .spawn(run)
+    {
+        eprintln!("warning: tunnel housekeeping did not start: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunnel_specs_parse_with_their_underlay_and_others_are_not_tunnels() {
+        let (spec, underlay) = parse("vxlan:remote=192.0.2.2,vni=42,underlay=uplink")
+            .unwrap()
+            .unwrap();
+        assert_eq!(spec.vni, PerFlow::Fixed(42));
+        assert_eq!(underlay.as_deref(), Some("uplink"));
+        assert!(parse("afpacket:eth0").is_none());
+        let err = parse("geneve:remote=not-an-address").unwrap().unwrap_err();
+        assert!(err.contains("geneve:remote=not-an-address"), "{err}");
+        assert_eq!(
+            Underlay::of(1, "p1", "afpacket:eth1,queues=2")
+                .ifname
+                .as_deref(),
+            Some("eth1")
+        );
+        assert_eq!(Underlay::of(2, "p2", "null:").ifname, None);
+    }
+}
