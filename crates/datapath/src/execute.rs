@@ -30,6 +30,7 @@ use port::TxQueue;
 
 use crate::megaflow::{Actions, Op, Plan, PortMap};
 use crate::stats::{Counter, LocalStats};
+use crate::tunnels::TunnelOutput;
 use crate::upcall::Police;
 
 /// Bytes of an Ethernet header (an IP MTU plus this is the largest frame).
@@ -301,9 +302,14 @@ impl Executor {
         st: &mut LocalStats,
     ) {
         for (i, op) in ops.iter().enumerate() {
-            if let (Op::Output(port), true) = (op, move_at == Some(i)) {
-                self.enqueue(*port, pkt, st);
-                return;
+            if move_at == Some(i) {
+                match op {
+                    Op::Output(port) => return self.enqueue(*port, pkt, st),
+                    // The last output is a tunnel: the packet itself takes the outer headers
+                    // in its headroom (no copy).
+                    Op::Tunnel { out, port } => return self.tunnel_move(pkt, out, *port, st),
+                    _ => {}
+                }
             }
             if let Err(reason) = self.step(&mut pkt, op, st) {
                 st.add(reason, 1);
@@ -312,6 +318,58 @@ impl Executor {
             }
         }
         // Every output was a copy (or there was only a packet-in): the original is done.
+        self.cache.free(pkt);
+    }
+
+    /// Whether `pkt` still fits the tunnel's underlay once encapsulated; when it does not, it
+    /// is counted and answered ([`Executor::too_big_reply`]).
+    #[inline]
+    fn tunnel_fits(&mut self, pkt: &Packet, out: &TunnelOutput, st: &mut LocalStats) -> bool {
+        let overhead = out.template.overhead();
+        if pkt.len() + overhead <= usize::from(out.mtu) + ETH_HEADER {
+            return true;
+        }
+        out.too_big.fetch_add(1, Ordering::Relaxed);
+        let inner_mtu = usize::from(out.mtu).saturating_sub(overhead);
+        self.too_big_reply(pkt, inner_mtu as u16, st);
+        false
+    }
+
+    /// Encapsulates `c` (a copy, or the packet itself) and queues it on the underlay's tx
+    /// entry `port`.
+    #[inline]
+    fn tunnel_send(
+        &mut self,
+        mut c: Packet,
+        hash: u32,
+        out: &TunnelOutput,
+        port: u16,
+        st: &mut LocalStats,
+    ) {
+        match out.template.push(&mut c, hash, 0) {
+            Ok(()) => self.enqueue(port, c, st),
+            Err(_) => {
+                self.cache.free(c);
+                st.add(Counter::DropRewrite, 1);
+            }
+        }
+    }
+
+    /// The last output of a packet to a tunnel: the packet itself is encapsulated, unless
+    /// earlier pushes left its headroom too small for the outer headers (then a copy, which
+    /// starts with the whole headroom, is).
+    fn tunnel_move(&mut self, pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
+        if !self.tunnel_fits(&pkt, out, st) {
+            return self.cache.free(pkt);
+        }
+        let hash = tunnel_hash(&pkt);
+        if pkt.headroom() >= out.template.overhead() {
+            return self.tunnel_send(pkt, hash, out, port, st);
+        }
+        match self.copy(&pkt, usize::MAX) {
+            Some(c) => self.tunnel_send(c, hash, out, port, st),
+            None => st.add(Counter::DropPoolEmpty, 1),
+        }
         self.cache.free(pkt);
     }
 
@@ -351,22 +409,11 @@ impl Executor {
                 true
             }
             Op::Tunnel { out, port } => {
-                let overhead = out.template.overhead();
-                if pkt.len() + overhead > usize::from(out.mtu) + ETH_HEADER {
-                    out.too_big.fetch_add(1, Ordering::Relaxed);
-                    let inner_mtu = usize::from(out.mtu).saturating_sub(overhead);
-                    self.too_big_reply(pkt, inner_mtu as u16, st);
-                    return Ok(());
-                }
-                match self.copy(pkt, usize::MAX) {
-                    Some(mut c) => match out.template.push(&mut c, tunnel_hash(pkt), 0) {
-                        Ok(()) => self.enqueue(*port, c, st),
-                        Err(_) => {
-                            self.cache.free(c);
-                            st.add(Counter::DropRewrite, 1);
-                        }
-                    },
-                    None => st.add(Counter::DropPoolEmpty, 1),
+                if self.tunnel_fits(pkt, out, st) {
+                    match self.copy(pkt, usize::MAX) {
+                        Some(c) => self.tunnel_send(c, tunnel_hash(pkt), out, *port, st),
+                        None => st.add(Counter::DropPoolEmpty, 1),
+                    }
                 }
                 true
             }

@@ -201,6 +201,60 @@ fn output_to_a_tunnel_port_leaves_the_underlay_encapsulated_and_other_outputs_pl
     assert_eq!(f.collect(3), &inner[..1]);
 }
 
+/// When the tunnel is a packet's last output, the packet itself takes the outer headers in
+/// its headroom: the frames that leave the underlay are the frames that came in (no copy).
+#[test]
+fn the_last_output_to_a_tunnel_encapsulates_the_packet_itself() {
+    let mut f = fixture(
+        3,
+        DpConfig::default(),
+        Box::new(|_, out| {
+            out.mask = mask_of(&[Field::InPort]);
+            out.actions.push(DpAction::Output(3));
+            out.actions.push(DpAction::Output(TUNNEL));
+        }),
+    );
+    let a = OuterAddrs {
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        src: LOCAL.into(),
+        dst: REMOTE.into(),
+    };
+    let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 42, false), &a).unwrap();
+    f.dp.tunnels()
+        .set_output(TUNNEL, Some((UNDERLAY, t.clone(), 1500)));
+    let inner: Vec<_> = (0..4).map(|i| udp(1000 + i, [10, 0, 0, 2])).collect();
+    let mut b = packet::Batch::new();
+    let mut frames = Vec::new();
+    for i in &inner {
+        let p = f.cache.alloc_from(i).unwrap();
+        frames.push(p.frame());
+        b.push(p).unwrap();
+    }
+    assert_eq!(f.peers[1].tx.send(&mut b), inner.len());
+    f.poll();
+    assert_eq!(f.collect(3), inner, "the copy to port 3 leaves plain");
+    let mut b = packet::Batch::new();
+    assert_eq!(f.peers[UNDERLAY as usize - 1].rx.recv(&mut b), inner.len());
+    let remote = Locals {
+        addrs: vec![REMOTE.into()],
+        ports: vec![(4789, TunnelKind::Vxlan)],
+    };
+    let mut sent = Vec::new();
+    for (p, want) in b.drain().zip(&inner) {
+        let Termination::Decapped(d) = terminate(p.data(), &remote) else {
+            panic!("{:?}", terminate(p.data(), &remote))
+        };
+        assert_eq!(&p.data()[d.inner.clone()], &want[..]);
+        sent.push(p.frame());
+        f.cache.free(p);
+    }
+    assert_eq!(
+        sent, frames,
+        "the underlay sent the received frames, not copies"
+    );
+}
+
 /// A frame too large for the underlay after encapsulation is counted, answered with ICMP
 /// "fragmentation needed" (IPv4 with DF) out of the port it came in by, and not sent; the
 /// packet's other outputs still happen.
