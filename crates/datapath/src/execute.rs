@@ -20,7 +20,6 @@
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
 use crate::capture::Tap;
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +29,7 @@ use port::TxQueue;
 
 use crate::megaflow::{Actions, Op, Plan, PortMap};
 use crate::stats::{Counter, LocalStats};
+use crate::tunnel_drops::SendDrop;
 use crate::tunnels::TunnelOutput;
 use crate::upcall::Police;
 
@@ -329,7 +329,7 @@ impl Executor {
         if pkt.len() + overhead <= usize::from(out.mtu) + ETH_HEADER {
             return true;
         }
-        out.too_big.fetch_add(1, Ordering::Relaxed);
+        out.drops.send(SendDrop::TooBig);
         let inner_mtu = usize::from(out.mtu).saturating_sub(overhead);
         self.too_big_reply(pkt, inner_mtu as u16, st);
         false

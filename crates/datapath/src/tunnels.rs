@@ -6,15 +6,17 @@
 //! control side publishes which underlay port terminates which tunnel ports (a
 //! [`tunnel::Terminator`] per underlay port) by swapping the whole table (arc-swap) when tunnel
 //! ports or local addresses change; a thread loads it once per batch received on a port and
-//! does nothing more when the port terminates no tunnel. Drops are counted by reason in shared
-//! atomics, touched only when a frame is dropped.
+//! does nothing more when the port terminates no tunnel. Drops are counted per port by reason
+//! ([`crate::tunnel_drops`]) in atomics reached through those entries, touched only when a
+//! frame is dropped.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use packet::{Batch, PoolCache};
-use tunnel::{EncapTemplate, RxDrop, RxOutcome, Terminator, TunMeta};
+use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
+
+use crate::tunnel_drops::{DropBook, Side, TunnelDrops};
 
 /// Where output to a tunnel port goes, in which outer headers.
 #[derive(Debug, Clone)]
@@ -25,21 +27,20 @@ pub struct TunnelOutput {
     pub underlay: u32,
     /// The underlay's IP MTU.
     pub mtu: u16,
-    /// Where frames too large for it are counted.
-    pub too_big: Arc<AtomicU64>,
+    /// The tunnel port's send-side drops ([`crate::tunnel_drops::SendDrop`]).
+    pub drops: Arc<TunnelDrops>,
 }
 
 /// The datapath's table of terminating underlay ports, the outer headers of its tunnel
 /// ports, and the drops of termination.
 #[derive(Debug, Default)]
 pub struct Tunnels {
-    table: ArcSwap<Vec<(u32, Arc<Terminator>)>>,
+    /// `(underlay ofport, its terminator, its drops)`.
+    table: ArcSwap<Vec<(u32, Arc<Terminator>, Arc<TunnelDrops>)>>,
     /// `(tunnel ofport, its output)`.
     outputs: ArcSwap<Vec<(u32, TunnelOutput)>>,
-    /// Frames too large for their tunnel's underlay after encapsulation (counted where they
-    /// are executed; they are rare, so one shared counter).
-    too_big: Arc<AtomicU64>,
-    drops: [AtomicU64; RxDrop::COUNT],
+    /// Every port's drops.
+    book: DropBook,
 }
 
 impl Tunnels {
@@ -55,11 +56,11 @@ impl Tunnels {
             .table
             .load()
             .iter()
-            .filter(|(p, _)| *p != ofport)
+            .filter(|(p, ..)| *p != ofport)
             .cloned()
             .collect();
         if let Some(t) = t.filter(|t| !t.is_empty()) {
-            next.push((ofport, Arc::new(t)));
+            next.push((ofport, Arc::new(t), self.book.of(ofport, Side::Underlay)));
         }
         self.table.store(Arc::new(next));
     }
@@ -81,7 +82,7 @@ impl Tunnels {
                 template: Arc::new(t),
                 underlay,
                 mtu,
-                too_big: self.too_big.clone(),
+                drops: self.book.of(ofport, Side::Tunnel),
             };
             next.push((ofport, o));
         }
@@ -94,13 +95,22 @@ impl Tunnels {
         outputs.iter().find(|o| o.0 == ofport).map(|o| o.1.clone())
     }
 
-    /// `(reason, count)` for every drop reason: termination's (`tunnel_no_port` last of them),
-    /// then `tunnel_too_big` (outputs too large for the underlay after encapsulation).
+    /// `(reason, count)` for every drop reason summed over the ports: termination's
+    /// (`tunnel_no_port` last of them), then the send side's
+    /// ([`crate::tunnel_drops::SendDrop`]).
     pub fn drops(&self) -> Vec<(&'static str, u64)> {
-        RxDrop::names()
-            .zip(self.drops.iter().map(|c| c.load(Ordering::Relaxed)))
-            .chain([("tunnel_too_big", self.too_big.load(Ordering::Relaxed))])
-            .collect()
+        self.book.total()
+    }
+
+    /// Port `ofport`'s tunnel drops by reason: termination's when it is an underlay port,
+    /// the send side's when it is a tunnel port (empty for other ports).
+    pub fn port_drops(&self, ofport: u32) -> Vec<(&'static str, u64)> {
+        self.book.port(ofport)
+    }
+
+    /// Forgets port `ofport`'s drops (it left the bridge).
+    pub fn forget(&self, ofport: u32) {
+        self.book.forget(ofport);
     }
 
     /// Terminates the tunnel packets of `batch`, received on `in_port`: their outer headers
@@ -115,7 +125,7 @@ impl Tunnels {
         cache: &mut PoolCache,
     ) -> (u32, u64) {
         let table = self.table.load();
-        let Some((_, t)) = table.iter().find(|(p, _)| *p == in_port) else {
+        let Some((_, t, drops)) = table.iter().find(|(p, ..)| *p == in_port) else {
             return (0, 0);
         };
         let (mut tunneled, mut bad) = (0u32, 0u32);
@@ -127,7 +137,7 @@ impl Tunnels {
                     tunneled |= 1 << i;
                 }
                 RxOutcome::Drop(d) => {
-                    self.drops[d.index()].fetch_add(1, Ordering::Relaxed);
+                    drops.rx(d);
                     bad |= 1 << i;
                 }
             }
@@ -226,6 +236,8 @@ mod tests {
         let drops = tunnels.drops();
         assert!(drops.contains(&("tunnel_no_port", 1)), "{drops:?}");
         assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
+        assert!(tunnels.port_drops(1).contains(&("tunnel_no_port", 1)));
+        assert!(tunnels.port_drops(2).is_empty());
         batch.free_into(&mut cache);
         // Unset: the port switches tunnel frames as they are.
         tunnels.set(1, None);

@@ -20,6 +20,7 @@ mod ovsdb;
 mod plug;
 mod run;
 mod switch;
+mod tunnel_iface;
 mod tunnels;
 
 use std::path::PathBuf;

@@ -170,6 +170,7 @@ pub fn start(
     sw: &mut Option<Switch>,
     running: Arc<datapath::Running>,
     settings: &OpenFlowSettings,
+    tunnels: Arc<crate::tunnels::BridgeTunnels>,
 ) -> Result<OpenFlowSide> {
     let s = sw
         .take()
@@ -223,6 +224,7 @@ pub fn start(
         datapath: Arc::downgrade(&running),
         bridge: name.clone(),
         pending: Default::default(),
+        tunnels,
     }));
     let default = settings.controllers.is_empty() && settings.default_listener;
     let texts: Vec<String> = if default {

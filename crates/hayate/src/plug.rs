@@ -9,12 +9,20 @@
 //! A spec's ingress policing options (`port::policing`) are the datapath's: `open` takes
 //! them out of the spec and keeps them beside the port it opened until `plug` hands both
 //! to the datapath.
+//!
+//! Tunnel ports (`vxlan:`, `geneve:`) have no queues: `open` makes their
+//! [`crate::tunnel_iface::TunnelIface`] and `plug` hands them to the bridge's tunnel
+//! housekeeping ([`crate::tunnels::BridgeTunnels`]), not to the poll threads. Every other port
+//! plugged becomes a candidate underlay for them.
 
 use std::sync::{Arc, Mutex, Weak};
 
 use agent::ofproto::PortPlug;
 use packet::Pool;
 use port::Port;
+
+use crate::tunnel_iface::TunnelIface;
+use crate::tunnels::{BridgeTunnels, TunnelConf, Underlay};
 
 /// Opens ports in `pool` and plugs them into one bridge's running datapath.
 pub struct Plugger {
@@ -24,8 +32,19 @@ pub struct Plugger {
     pub datapath: Weak<datapath::Running>,
     /// Bridge name, for messages.
     pub bridge: String,
-    /// Policing of ports opened and not plugged yet, by the port's address.
-    pub pending: Mutex<Vec<(usize, port::Policing)>>,
+    /// Ports opened and not plugged yet (a port dropped before its plug leaves a dead
+    /// entry, cleared at the next open).
+    pub pending: Mutex<Vec<(Weak<dyn Port>, Pending)>>,
+    /// The bridge's tunnel ports and their underlays.
+    pub tunnels: Arc<BridgeTunnels>,
+}
+
+/// What `open` learnt of a port that `plug` needs.
+pub enum Pending {
+    /// A port for the poll threads: its spec (without the datapath's options) and policing.
+    Queued(String, port::Policing),
+    /// A tunnel port: its options, the underlay port it names, and its link.
+    Tunnel(tunnel::TunnelSpec, Option<String>, Arc<TunnelIface>),
 }
 
 impl Plugger {
@@ -47,8 +66,20 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
 }
 
 impl Plugger {
-    fn pending_policing(&self) -> std::sync::MutexGuard<'_, Vec<(usize, port::Policing)>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    /// Keeps what `plug` will need of `port`.
+    fn keep(&self, port: &Arc<dyn Port>, what: Pending) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.retain(|(w, _)| w.strong_count() > 0);
+        pending.push((Arc::downgrade(port), what));
+    }
+
+    /// Takes what `open` kept about `port`.
+    fn take_pending(&self, port: &Arc<dyn Port>) -> Option<Pending> {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let at = pending
+            .iter()
+            .position(|(w, _)| w.upgrade().is_some_and(|p| address(&p) == address(port)));
+        at.map(|i| pending.swap_remove(i).1)
     }
 }
 
@@ -59,6 +90,14 @@ fn address(port: &Arc<dyn Port>) -> usize {
 
 impl PortPlug for Plugger {
     fn open(&self, spec: &str) -> Result<Arc<dyn Port>, String> {
+        if let Some(t) = crate::tunnels::parse(spec) {
+            let (tspec, underlay) = t?;
+            let name = crate::tunnels::default_name(&tspec);
+            let iface = Arc::new(TunnelIface::new(&name));
+            let port: Arc<dyn Port> = iface.clone();
+            self.keep(&port, Pending::Tunnel(tspec, underlay, iface));
+            return Ok(port);
+        }
         let (spec, options) = port::dp_options::split_spec(spec).map_err(|e| e.to_string())?;
         if !options.rxq_affinity.is_empty() {
             return Err(
@@ -67,27 +106,43 @@ impl PortPlug for Plugger {
                     .into(),
             );
         }
-        let policing = options.policing;
         let port = blocking(|| port::spec::open(&spec, &self.pool)).map_err(|e| e.to_string())?;
-        if policing.is_on() {
-            self.pending_policing().push((address(&port), policing));
-        }
+        self.keep(&port, Pending::Queued(spec, options.policing));
         Ok(port)
     }
 
     fn plug(&self, ofport: u32, port: Arc<dyn Port>) -> Result<(), String> {
         let running = self.running()?;
-        let policing = {
-            let mut pending = self.pending_policing();
-            let at = pending.iter().position(|(a, _)| *a == address(&port));
-            at.map(|i| pending.swap_remove(i).1).unwrap_or_default()
+        let (spec, policing) = match self.take_pending(&port) {
+            Some(Pending::Tunnel(spec, underlay, iface)) => {
+                let conf = TunnelConf {
+                    ofport,
+                    name: port.name().to_string(),
+                    spec,
+                    underlay,
+                };
+                // The bridge's port list holds the same link the housekeeping sets.
+                self.tunnels.add_tunnel(conf, iface);
+                return Ok(());
+            }
+            Some(Pending::Queued(spec, policing)) => (Some(spec), policing),
+            None => (None, port::Policing::default()),
         };
         // Before the queues reach the threads, so the port's first frame is policed.
         running.set_policing(ofport, policing);
-        blocking(|| running.add_port(ofport, port)).map_err(|e| e.to_string())
+        let name = port.name().to_string();
+        blocking(|| running.add_port(ofport, port)).map_err(|e| e.to_string())?;
+        if let Some(spec) = spec {
+            self.tunnels
+                .add_underlay(Underlay::of(ofport, &name, &spec));
+        }
+        Ok(())
     }
 
     fn unplug(&self, ofport: u32) -> Result<(), String> {
+        if self.tunnels.remove(ofport) {
+            return Ok(());
+        }
         let running = self.running()?;
         blocking(|| running.remove_port(ofport)).map_err(|e| e.to_string())
     }

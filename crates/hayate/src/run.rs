@@ -348,13 +348,9 @@ pub(crate) fn start_bridge(
     for (no, name, spec) in &b.ports {
         // A tunnel port has no queues: the datapath serves it through its underlay port.
         if let Some(t) = crate::tunnels::parse(spec) {
-            let (spec, underlay) = t.map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
-            tunnel_ports.push(crate::tunnels::TunnelConf {
-                ofport: *no,
-                name: name.clone(),
-                spec,
-                underlay,
-            });
+            // Checked here; added once the bridge runs, as add-port adds one (`plug.rs`).
+            t.map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
+            tunnel_ports.push((*no, name.clone(), spec.clone()));
             continue;
         }
         // Policing and queue pinning are the datapath's; the rest opens the port.
@@ -376,12 +372,6 @@ pub(crate) fn start_bridge(
     }
     let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
     sw.config.idle.sleep = !args.busy_poll;
-    if !tunnel_ports.is_empty() {
-        let mut infos = sw.control.ports().to_vec();
-        infos.extend(crate::tunnels::port_infos(&tunnel_ports));
-        sw.control.set_ports(infos);
-        sw.control.publish();
-    }
     if let Some((rate, burst)) = b.packet_in_port {
         sw.config.packet_in_port_rate = rate;
         sw.config.packet_in_port_burst = burst;
@@ -424,14 +414,11 @@ pub(crate) fn start_bridge(
         b.cores.iter().map(|c| Some(*c)).collect()
     };
     let handle = Arc::new(sw.start(&cores)?);
-    if !tunnel_ports.is_empty() {
-        let mut hk = crate::tunnels::Housekeeping::new(tunnel_ports, underlays)
-            .map_err(|e| anyhow!("bridge {}: tunnel next hops (rtnetlink): {e}", b.name))?;
-        if hk.refresh(handle.tunnels()) {
-            sw.cell.invalidate_megaflows();
-        }
-        crate::tunnels::spawn(hk, Arc::downgrade(handle.tunnels()), sw.cell.clone());
-    }
+    let tunnels = Arc::new(crate::tunnels::BridgeTunnels::new(
+        handle.tunnels(),
+        sw.cell.clone(),
+        underlays,
+    ));
     let lanes: u16 = sw.ports.iter().map(|p| p.port.priority_queues()).sum();
     eprintln!(
         "hayate: bridge {} running: {} ports, {} thread(s) on cores {:?}{}",
@@ -449,7 +436,12 @@ pub(crate) fn start_bridge(
     );
     let name = sw.name.clone();
     let mut slot = Some(sw);
-    let side = crate::openflow_side::start(rt, &mut slot, handle.clone(), &settings)?;
+    let side = crate::openflow_side::start(rt, &mut slot, handle.clone(), &settings, tunnels)?;
+    for (no, name, spec) in &tunnel_ports {
+        side.bridge()
+            .add_port(spec, Some(*no), Some(name))
+            .map_err(|e| anyhow!("bridge {}: port {name}: {e}", b.name))?;
+    }
     let stats = StatsView {
         name,
         bridge: side.bridge(),

@@ -3,21 +3,27 @@
 //! and publishes the outer headers and the underlay's termination to the datapath
 //! ([`datapath::Tunnels`]). The design is in the `tunnel` crate's `lib.rs`.
 //!
-//! A tunnel port has no queues: it is an OpenFlow port of the pipeline only. Its underlay is
-//! the bridge port named by `underlay=NAME`, else the bridge port whose kernel interface
-//! (`afpacket:IF`, `afxdp:IF`) the route to the remote leaves by. A tunnel whose remote cannot
-//! be reached has its outputs left out, and the reason is logged when it changes.
+//! A tunnel port has no queues: it is an OpenFlow port of the bridge whose backend is a
+//! [`TunnelIface`] (`tunnel_iface.rs`), added and removed like any port (`plug.rs`: at start,
+//! by `hayate ctl BR add-port vxlan:...`, by OVSDB). Its underlay is the bridge port named by
+//! `underlay=NAME`, else the bridge port whose kernel interface (`afpacket:IF`, `afxdp:IF`)
+//! the route to the remote leaves by. A tunnel whose remote cannot be reached has its outputs
+//! left out and its link down with the reason ([`tunnel::Unreachable`]'s text), which the
+//! bridge's port status, `hayate ctl show` and OVSDB show; a warning is logged when it
+//! changes.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
 
 use datapath::Tunnels;
-use pipeline::{PipelineCell, PortInfo};
+use pipeline::PipelineCell;
 use tunnel::{
     Encap, EncapTemplate, PerFlow, Resolver, Terminator, TunnelKind, TunnelPort, TunnelSpec,
 };
+
+use crate::tunnel_iface::TunnelIface;
 
 /// A tunnel port of a bridge.
 #[derive(Debug, Clone)]
@@ -59,6 +65,14 @@ pub fn parse(spec: &str) -> Option<Result<(TunnelSpec, Option<String>), String>>
     )
 }
 
+/// The name a tunnel port gets when add-port gives none: `vxlan42`, `geneve7`, `vxlanflow`.
+pub fn default_name(s: &TunnelSpec) -> String {
+    match s.vni {
+        PerFlow::Fixed(v) => format!("{}{v}", s.kind.name()),
+        PerFlow::Flow => format!("{}flow", s.kind.name()),
+    }
+}
+
 /// A bridge port that can carry tunnels: its number, name and kernel interface.
 #[derive(Debug, Clone)]
 pub struct Underlay {
@@ -83,17 +97,6 @@ impl Underlay {
             ifname,
         }
     }
-}
-
-/// The pipeline's view of the tunnel ports: added to `ports` so that flows output to them
-/// and floods reach them.
-pub fn port_infos(tunnels: &[TunnelConf]) -> impl Iterator<Item = PortInfo> + '_ {
-    tunnels.iter().map(|t| PortInfo {
-        no: t.ofport,
-        name: t.name.clone(),
-        live: true,
-        ..PortInfo::default()
-    })
 }
 
 /// The IP MTU of kernel interface `ifname` (1500 when it cannot be read).
@@ -124,27 +127,34 @@ enum Found {
     Unreachable(String),
 }
 
+/// One tunnel port under housekeeping.
+struct Entry {
+    conf: TunnelConf,
+    /// Its link as the bridge shows it.
+    iface: Arc<TunnelIface>,
+    /// What the last pass published.
+    last: Option<Found>,
+}
+
 /// The housekeeping state of a bridge's tunnels: what the last pass published.
 pub struct Housekeeping {
-    tunnels: Vec<TunnelConf>,
+    entries: Vec<Entry>,
     underlays: Vec<Underlay>,
-    resolver: Resolver,
-    last: Vec<Option<Found>>,
+    /// Made with the first tunnel port (a netlink socket).
+    resolver: Option<Resolver>,
     /// Termination drops counted so far (logged when they grow).
     drops: u64,
 }
 
 impl Housekeeping {
-    /// The housekeeping of `tunnels` over the bridge's `underlays`.
-    pub fn new(tunnels: Vec<TunnelConf>, underlays: Vec<Underlay>) -> std::io::Result<Self> {
-        let last = vec![None; tunnels.len()];
-        Ok(Housekeeping {
-            tunnels,
+    /// The housekeeping of no tunnel yet over the bridge's `underlays`.
+    pub fn new(underlays: Vec<Underlay>) -> Self {
+        Housekeeping {
+            entries: Vec::new(),
             underlays,
-            resolver: Resolver::new()?,
-            last,
+            resolver: None,
             drops: 0,
-        })
+        }
     }
 
     fn underlay_named(&self, name: &str) -> Option<u32> {
@@ -155,12 +165,12 @@ impl Housekeeping {
     }
 
     fn find(&mut self, i: usize) -> (Found, Option<EncapTemplate>) {
-        let t = &self.tunnels[i];
+        let t = &self.entries[i].conf;
         let named = t.underlay.as_deref().map(|n| self.underlay_named(n));
         if let Some(None) = named {
             let n = t.underlay.as_deref().unwrap_or_default();
             return (
-                Found::Unreachable(format!("no bridge port named {n}")),
+                Found::Unreachable(format!("no bridge port named {n} (underlay={n})")),
                 None,
             );
         }
@@ -171,7 +181,19 @@ impl Housekeeping {
             };
             return (found, None);
         };
-        let hop = match self.resolver.resolve(remote, t.spec.local) {
+        if self.resolver.is_none() {
+            match Resolver::new() {
+                Ok(r) => self.resolver = Some(r),
+                Err(e) => {
+                    let why = format!("cannot ask the kernel for routes (rtnetlink): {e}");
+                    return (Found::Unreachable(why), None);
+                }
+            }
+        }
+        let Some(resolver) = self.resolver.as_mut() else {
+            return (Found::Unreachable("no resolver".into()), None);
+        };
+        let hop = match resolver.resolve(remote, t.spec.local) {
             Ok(h) => h,
             Err(e) => return (Found::Unreachable(e.to_string()), None),
         };
@@ -210,14 +232,16 @@ impl Housekeeping {
         }
     }
 
-    /// Resolves every tunnel once and publishes what changed to `dp`. Returns whether the
-    /// datapath's megaflows must be dropped (an output's headers changed).
+    /// Resolves every tunnel once and publishes what changed to `dp` and to the ports'
+    /// links. Returns whether the datapath's megaflows must be dropped (an output's headers
+    /// changed).
     pub fn refresh(&mut self, dp: &Tunnels) -> bool {
         let mut changed = false;
         let mut rx: BTreeMap<u32, (Vec<TunnelPort>, Vec<IpAddr>)> = BTreeMap::new();
-        for i in 0..self.tunnels.len() {
+        for i in 0..self.entries.len() {
             let (found, template) = self.find(i);
-            let t = &self.tunnels[i];
+            let e = &mut self.entries[i];
+            let t = &e.conf;
             let (underlay, local) = match &found {
                 Found::Ready {
                     underlay, local, ..
@@ -230,11 +254,13 @@ impl Housekeeping {
                 e.0.push(TunnelPort::from_spec(t.ofport, &t.spec));
                 e.1.extend(local);
             }
-            if self.last[i].as_ref() != Some(&found) {
+            if e.last.as_ref() != Some(&found) {
                 if let Found::Unreachable(why) = &found {
                     tracing::warn!(port = %t.name, "tunnel port cannot reach its remote: {why}");
+                    e.iface.set(Some(why.clone()));
                 } else {
                     tracing::info!(port = %t.name, "tunnel port: {found:?}");
+                    e.iface.set(None);
                 }
                 let out = match &found {
                     Found::Ready { underlay, mtu, .. } => {
@@ -243,7 +269,7 @@ impl Housekeeping {
                     _ => None,
                 };
                 dp.set_output(t.ofport, out);
-                self.last[i] = Some(found);
+                e.last = Some(found);
                 changed = true;
             }
         }
@@ -253,9 +279,7 @@ impl Housekeeping {
         }
         changed
     }
-}
 
-impl Housekeeping {
     /// Logs the termination drops by reason when they grew since the last call.
     pub fn report_drops(&mut self, dp: &Tunnels) {
         let drops = dp.drops();
@@ -267,21 +291,121 @@ impl Housekeeping {
                 .filter(|d| d.1 > 0)
                 .map(|(n, c)| format!("{n}={c}"))
                 .collect();
-            tracing::warn!("tunnel frames dropped on receive: {}", text.join(" "));
+            tracing::warn!("tunnel frames dropped: {}", text.join(" "));
         }
     }
 }
 
-/// Runs `hk` once a second while the datapath's tunnel table lives, dropping the megaflows
-/// of `cell`'s datapath when an output changed.
-pub fn spawn(mut hk: Housekeeping, dp: Weak<Tunnels>, cell: Arc<PipelineCell>) {
-    let run = move || loop {
-        std::thread::sleep(Duration::from_secs(1));
-        let Some(dp) = dp.upgrade() else {
+/// A bridge's tunnel ports and their housekeeping, shared by the port plug (tunnel ports
+/// and underlay candidates come and go with add-port / del-port) and the housekeeping
+/// thread, which starts with the first tunnel port and runs once a second while the bridge
+/// and its datapath live.
+pub struct BridgeTunnels {
+    hk: Mutex<Housekeeping>,
+    dp: Weak<Tunnels>,
+    cell: Arc<PipelineCell>,
+    started: Once,
+}
+
+impl BridgeTunnels {
+    /// The tunnels of the bridge whose datapath tunnel table is `dp`, whose megaflows
+    /// `cell` drops, over its `underlays` so far.
+    pub fn new(dp: &Arc<Tunnels>, cell: Arc<PipelineCell>, underlays: Vec<Underlay>) -> Self {
+        BridgeTunnels {
+            hk: Mutex::new(Housekeeping::new(underlays)),
+            dp: Arc::downgrade(dp),
+            cell,
+            started: Once::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Housekeeping> {
+        self.hk.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One pass now: resolve, publish, drop megaflows when an output changed.
+    fn refresh(&self, hk: &mut Housekeeping) {
+        let Some(dp) = self.dp.upgrade() else {
             return;
         };
         if hk.refresh(&dp) {
-            cell.invalidate_megaflows();
+            self.cell.invalidate_megaflows();
+        }
+    }
+
+    /// Adds tunnel port `conf` whose link `iface` shows, resolves it at once and starts the
+    /// housekeeping thread if it is the first.
+    pub fn add_tunnel(self: &Arc<Self>, conf: TunnelConf, iface: Arc<TunnelIface>) {
+        {
+            let mut hk = self.lock();
+            hk.entries.retain(|e| e.conf.ofport != conf.ofport);
+            hk.entries.push(Entry {
+                conf,
+                iface,
+                last: None,
+            });
+            self.refresh(&mut hk);
+        }
+        self.started.call_once(|| spawn(Arc::downgrade(self)));
+    }
+
+    /// Adds a bridge port that can carry tunnels.
+    pub fn add_underlay(&self, u: Underlay) {
+        let mut hk = self.lock();
+        hk.underlays.retain(|x| x.ofport != u.ofport);
+        hk.underlays.push(u);
+        if !hk.entries.is_empty() {
+            // A tunnel waiting for this port as its underlay can come up.
+            hk.last_reset();
+            self.refresh(&mut hk);
+        }
+    }
+
+    /// Forgets port `ofport`, a tunnel port or an underlay: its outputs and termination leave
+    /// the datapath, and so do its drop counters. Returns whether it was a tunnel port.
+    pub fn remove(&self, ofport: u32) -> bool {
+        let mut hk = self.lock();
+        let before = hk.entries.len();
+        hk.entries.retain(|e| e.conf.ofport != ofport);
+        let tunnel = hk.entries.len() != before;
+        hk.underlays.retain(|u| u.ofport != ofport);
+        if let Some(dp) = self.dp.upgrade() {
+            if tunnel {
+                dp.set_output(ofport, None);
+            } else {
+                dp.set(ofport, None);
+            }
+            dp.forget(ofport);
+            hk.last_reset();
+            hk.refresh(&dp);
+            self.cell.invalidate_megaflows();
+        }
+        tunnel
+    }
+}
+
+impl Housekeeping {
+    /// Makes the next pass publish every tunnel again (an underlay came or went).
+    fn last_reset(&mut self) {
+        for e in &mut self.entries {
+            e.last = None;
+        }
+    }
+}
+
+/// Runs the housekeeping of `tunnels` once a second while it lives.
+fn spawn(tunnels: Weak<BridgeTunnels>) {
+    let run = move || loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let Some(t) = tunnels.upgrade() else {
+            return;
+        };
+        let Some(dp) = t.dp.upgrade() else {
+            return;
+        };
+        let mut hk = t.lock();
+        if hk.refresh(&dp) {
+            t.cell.invalidate_megaflows();
         }
         hk.report_drops(&dp);
     };

@@ -212,6 +212,20 @@ pub trait Port: Send + Sync {
         true
     }
 
+    /// Why the link is down, when the port knows (a tunnel port whose remote cannot be
+    /// reached says why; shown by `hayate ctl show` and in an OVSDB Interface's `error`).
+    /// Default: nothing to say.
+    fn link_status(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether the link may go down while the port runs although it is up now (a tunnel
+    /// port's, with its next hop): the bridge then looks at it every link poll. Default: no
+    /// (a port whose link is down when added is watched anyway).
+    fn link_may_change(&self) -> bool {
+        false
+    }
+
     /// Counters summed over the queues.
     fn stats(&self) -> PortStats;
 }

@@ -43,6 +43,14 @@ pub trait DatapathCounters: Send + Sync {
     /// ([`datapath::IN_PORT_DROPS`]; other fields 0).
     fn port_drops(&self, ofport: u32) -> Snapshot;
 
+    /// Tunnel drops by reason counted on OpenFlow port `ofport`: termination's when it is an
+    /// underlay port, the send side's when it is a tunnel port (`datapath::Tunnels::
+    /// port_drops`; empty for other ports).
+    fn tunnel_drops(&self, ofport: u32) -> Vec<(&'static str, u64)> {
+        let _ = ofport;
+        Vec::new()
+    }
+
     /// Every rx queue with its thread and counters (`rxq-show`).
     fn rx_queues(&self) -> Vec<RxQueueStats> {
         Vec::new()
@@ -72,6 +80,10 @@ impl DatapathCounters for datapath::Running {
 
     fn rx_queues(&self) -> Vec<RxQueueStats> {
         datapath::Running::rx_queues(self)
+    }
+
+    fn tunnel_drops(&self, ofport: u32) -> Vec<(&'static str, u64)> {
+        self.tunnels().port_drops(ofport)
     }
 
     fn megaflows(&self, deadline: Duration) -> (Vec<MegaflowRecord>, Vec<usize>) {
@@ -208,8 +220,12 @@ pub fn format_pmd(threads: &[ThreadStats]) -> String {
 /// The `dump-drops` text for `ports` (each with its own counters and the switch's drops of
 /// its packets): per port `port N (NAME):`, then `  rx_dropped`, `rx_errors`, `tx_dropped`,
 /// `tx_errors` as `dump-ports` shows them, the port's own `port_rx_dropped`,
-/// `port_rx_errors`, and every reason of [`IN_PORT_DROPS`].
-pub fn format_drops(ports: &[(OfPort, port::PortStats, Snapshot)]) -> String {
+/// `port_rx_errors`, every reason of [`IN_PORT_DROPS`], and the port's tunnel drops
+/// (`tunnel(p.no)`: an underlay's termination drops, a tunnel port's send-side drops).
+pub fn format_drops(
+    ports: &[(OfPort, port::PortStats, Snapshot)],
+    tunnel: impl Fn(u32) -> Vec<(&'static str, u64)>,
+) -> String {
     let mut s = String::new();
     for (p, own, drops) in ports {
         let all = merged(*own, drops);
@@ -226,6 +242,9 @@ pub fn format_drops(ports: &[(OfPort, port::PortStats, Snapshot)]) -> String {
         }
         for c in IN_PORT_DROPS {
             let _ = writeln!(s, "  {}: {}", c.name(), drops[c]);
+        }
+        for (name, v) in tunnel(p.no) {
+            let _ = writeln!(s, "  {name}: {v}");
         }
     }
     s
@@ -252,6 +271,14 @@ impl OfBridge {
     pub fn port_drops(&self, ofport: u32) -> Snapshot {
         self.datapath_counters()
             .map(|c| c.port_drops(ofport))
+            .unwrap_or_default()
+    }
+
+    /// The tunnel drops counted on port `ofport` by reason
+    /// ([`DatapathCounters::tunnel_drops`]; empty without a datapath).
+    pub fn tunnel_drops(&self, ofport: u32) -> Vec<(&'static str, u64)> {
+        self.datapath_counters()
+            .map(|c| c.tunnel_drops(ofport))
             .unwrap_or_default()
     }
 
@@ -295,7 +322,11 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, xid: u32, e: &Experimenter, out
                 return;
             }
         },
-        _ => format_drops(&b.port_counters()),
+        _ => {
+            let dp = b.datapath_counters();
+            let tunnel = |no| dp.as_ref().map(|c| c.tunnel_drops(no)).unwrap_or_default();
+            format_drops(&b.port_counters(), tunnel)
+        }
     };
     reply(out, xid, &done(&text));
 }

@@ -127,7 +127,7 @@ impl OfBridge {
         }
         plug.plug(no, port.clone())?;
         let link = port.link_up();
-        if !link {
+        if !link || port.link_may_change() {
             self.watch_links.store(true, Relaxed);
         }
         st.ports.push(PortState {

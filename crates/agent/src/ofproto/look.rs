@@ -414,6 +414,7 @@ fn show(b: &OfBridge, json: bool) -> String {
                 ]),
                 "rx_queues": caps.rx_queues,
                 "tx_queues": caps.tx_queues,
+                "link_status": port.link_status(),
             })
         })
         .collect();
@@ -492,6 +493,9 @@ fn show(b: &OfBridge, json: bool) -> String {
             list("config"),
             list("state")
         );
+        if let Some(why) = p["link_status"].as_str() {
+            let _ = writeln!(s, "        link down: {why}");
+        }
     }
     s
 }

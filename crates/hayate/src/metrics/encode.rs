@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `hayate_port_{rx,tx}_{packets,bytes,dropped,errors}_total`, `hayate_port_rx_priority_packets_total` | bridge, ofport, port | `dump-ports` |
 //! | `hayate_port_link_up` | bridge, ofport, port | the port's link |
-//! | `hayate_port_drops_total` | bridge, ofport, port, reason | `dump-drops` |
+//! | `hayate_port_drops_total` | bridge, ofport, port, reason | `dump-drops` (tunnel drops too: `tunnel_*` reasons on underlay and tunnel ports) |
 //! | `hayate_pmd_<counter>_total` (every `datapath::Counter`) | bridge, thread, core, lane | `dump-pmd` |
 //! | `hayate_pmd_megaflows` | bridge, thread | megaflows alive (`dump-megaflows` lists them) |
 //! | `hayate_rxq_{packets,busy_cycles}_total` | bridge, thread, ofport, port, queue | `rxq-show` |
@@ -155,10 +155,12 @@ impl Scrape {
             series,
         )?;
         let series = self.port_series().flat_map(|(b, p)| {
-            IN_PORT_DROPS.iter().map(move |c| {
+            let switch = IN_PORT_DROPS.iter().map(|c| (c.name(), p.drops[*c]));
+            let tunnel = p.tunnel_drops.iter().copied();
+            switch.chain(tunnel).map(move |(reason, v)| {
                 let mut l = labels(b, p);
-                l.push(("reason", c.name().to_string()));
-                (l, p.drops[*c])
+                l.push(("reason", reason.to_string()));
+                (l, v)
             })
         });
         counters(

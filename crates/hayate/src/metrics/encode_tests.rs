@@ -22,6 +22,7 @@ fn bridge() -> BridgeSample {
                 drop_policed: 4,
                 ..Default::default()
             },
+            tunnel_drops: vec![("tunnel_no_port", 5)],
         }],
         threads: Vec::new(),
         megaflows: Vec::new(),

@@ -56,6 +56,9 @@ pub struct PortSample {
     /// The switch's drops of its packets by reason (`dump-drops`; the
     /// [`datapath::IN_PORT_DROPS`] fields).
     pub drops: Snapshot,
+    /// Its tunnel drops by reason (`dump-drops`): an underlay port's termination drops, a
+    /// tunnel port's send-side drops; empty for other ports.
+    pub tunnel_drops: Vec<(&'static str, u64)>,
 }
 
 /// One rx queue as a scrape saw it (`rxq-show`).
@@ -126,6 +129,7 @@ impl BridgeSource {
             .port_counters()
             .into_iter()
             .map(|(p, own, drops)| PortSample {
+                tunnel_drops: self.bridge.tunnel_drops(p.no),
                 ofport: p.no,
                 link_up: p.port.link_up(),
                 name: p.name,

@@ -9,6 +9,7 @@
 //! | `dpdkvhostuserclient` | `vhostuser:PATH,mode=client` (`options:vhost-server-path`) |
 //! | `dpdkvhostuser` | `vhostuser:DIR/NAME,mode=server` (DIR: `other_config:vhost-sock-dir`) |
 //! | `patch` | one end of an in-memory ring shared with `options:peer` |
+//! | `vxlan`, `geneve` | a tunnel port `vxlan:OPTIONS` / `geneve:OPTIONS` (`crate::tunnels`): Open vSwitch's options `remote_ip` (an address or `flow`), `local_ip`, `key` (a VNI or `flow`; `in_key`/`out_key` alike), `dst_port`, `csum`, `df_default`, `tos`, `ttl`, and Hayate's `underlay` (the bridge port it leaves by) |
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,8 +21,25 @@ pub const IFACE_TYPES: &[&str] = &[
     "dpdkvhostuserclient",
     "internal",
     "patch",
+    "geneve",
     "system",
     "tap",
+    "vxlan",
+];
+
+/// The options of a `vxlan` / `geneve` Interface a tunnel spec takes.
+const TUNNEL_OPTIONS: &[&str] = &[
+    "remote_ip",
+    "local_ip",
+    "key",
+    "in_key",
+    "out_key",
+    "dst_port",
+    "csum",
+    "df_default",
+    "tos",
+    "ttl",
+    "underlay",
 ];
 
 /// Settings of the whole switch that decide a spec.
@@ -104,10 +122,41 @@ pub fn spec(
                 "patch interface {name} needs options:peer=NAME (another patch interface)"
             )),
         },
+        "vxlan" | "geneve" => tunnel(name, kind, options),
         other => Err(format!(
             "interface {name}: type '{other}' is not supported by Hayate; supported: {}",
             IFACE_TYPES.join(", ")
         )),
+    }
+}
+
+/// The spec of tunnel interface `name` (`vxlan` or `geneve`) with Open vSwitch's `options`.
+fn tunnel(name: &str, kind: &str, options: &BTreeMap<String, String>) -> Result<String, String> {
+    if !options.contains_key("remote_ip") {
+        return Err(format!(
+            "{kind} interface {name} needs options:remote_ip=ADDRESS (or remote_ip=flow)"
+        ));
+    }
+    let mut parts = Vec::new();
+    for (k, v) in options {
+        if !TUNNEL_OPTIONS.contains(&k.as_str()) {
+            return Err(format!(
+                "{kind} interface {name}: option {k} is not supported by Hayate; supported: {}",
+                TUNNEL_OPTIONS.join(", ")
+            ));
+        }
+        if v.contains(',') || v.contains('=') {
+            return Err(format!(
+                "{kind} interface {name}: options:{k}='{v}' cannot hold ',' or '='"
+            ));
+        }
+        parts.push(format!("{k}={v}"));
+    }
+    let spec = format!("{kind}:{}", parts.join(","));
+    match crate::tunnels::parse(&spec) {
+        Some(Ok(_)) => Ok(spec),
+        Some(Err(e)) => Err(format!("{kind} interface {name}: {e}")),
+        None => Err(format!("internal: {spec} is not a tunnel spec")),
     }
 }
 
@@ -171,7 +220,32 @@ mod tests {
         assert!(spec("p0", "patch", &none, &cx()).is_err());
         assert!(spec("v0", "vxlan", &none, &cx())
             .unwrap_err()
+            .contains("options:remote_ip"));
+        assert!(spec("v0", "stt", &none, &cx())
+            .unwrap_err()
             .contains("not supported"));
+        let vx = opts(&[("remote_ip", "192.0.2.2"), ("key", "42"), ("csum", "true")]);
+        assert_eq!(
+            spec("vx1", "vxlan", &vx, &cx()).unwrap(),
+            "vxlan:csum=true,key=42,remote_ip=192.0.2.2"
+        );
+        let flow = opts(&[
+            ("remote_ip", "flow"),
+            ("key", "flow"),
+            ("local_ip", "192.0.2.1"),
+        ]);
+        assert_eq!(
+            spec("g1", "geneve", &flow, &cx()).unwrap(),
+            "geneve:key=flow,local_ip=192.0.2.1,remote_ip=flow"
+        );
+        let bad = opts(&[("remote_ip", "192.0.2.2"), ("key", "99999999")]);
+        assert!(spec("vx2", "vxlan", &bad, &cx())
+            .unwrap_err()
+            .contains("key"));
+        let odd = opts(&[("remote_ip", "192.0.2.2"), ("egress_pkt_mark", "1")]);
+        assert!(spec("vx3", "vxlan", &odd, &cx())
+            .unwrap_err()
+            .contains("egress_pkt_mark is not supported"));
         assert!(spec("a,b", "tap", &none, &cx()).is_err());
     }
 }

@@ -170,7 +170,8 @@ fn iface_up(rows: &mut Rows, uuid: &str, b: &LiveBridge, p: &OfPort, mac: &str, 
     let ofport = p.no;
     let db_no = if ofport == OFPP_LOCAL { 65534 } else { ofport };
     rows.set("Interface", uuid, "ofport", json!(db_no));
-    rows.set("Interface", uuid, "error", enc_opt(None));
+    let why = p.port.link_status();
+    rows.set("Interface", uuid, "error", enc_opt(why.map(Value::from)));
     let link = if p.port.link_up() { "up" } else { "down" };
     rows.set("Interface", uuid, "link_state", json!(link));
     rows.set("Interface", uuid, "admin_state", json!("up"));
@@ -197,21 +198,28 @@ fn iface_up(rows: &mut Rows, uuid: &str, b: &LiveBridge, p: &OfPort, mac: &str, 
 
 /// The link state of every port of bridge `b`.
 fn link_states(rows: &mut Rows, bw: &super::want::BridgeWant, b: &LiveBridge) {
-    let ports: HashMap<u32, bool> = b
+    let ports: HashMap<u32, (bool, Option<String>)> = b
         .running
         .0
         .bridge
         .ports()
         .into_iter()
-        .map(|p| (p.no, p.port.link_up()))
+        .map(|p| (p.no, (p.port.link_up(), p.port.link_status())))
         .collect();
     for (iname, iw) in &bw.ifaces {
         let Some(p) = b.ports.get(iname).filter(|p| p.uuid == iw.uuid) else {
             continue;
         };
-        if let Some(up) = ports.get(&p.ofport) {
+        if let Some((up, why)) = ports.get(&p.ofport) {
             let link = if *up { "up" } else { "down" };
             rows.set("Interface", &iw.uuid, "link_state", json!(link));
+            // A tunnel port says why its link is down (its remote's next hop).
+            rows.set(
+                "Interface",
+                &iw.uuid,
+                "error",
+                enc_opt(why.clone().map(Value::from)),
+            );
         }
     }
 }

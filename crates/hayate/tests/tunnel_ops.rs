@@ -1,0 +1,223 @@
+//! Tunnel ports operated like the rest of the switch (issue 18): added and removed with
+//! `hayate ctl BR add-port vxlan:...` / `del-port` while `hayate run` runs, shown by `show`,
+//! `dump-ports-desc` and `dump-ports`, down with the reason while their remote cannot be
+//! reached, and their drops in `dump-drops` and the Prometheus metrics.
+//!
+//! Host 1 is a namespace running `hayate run` with an AF_PACKET underlay port whose address
+//! host 1's kernel owns; host 2 is the other end of the underlay veth (the tunnels' remote).
+//! Offloads are off on the underlay so that frames carry complete checksums.
+
+mod netns;
+
+use std::time::{Duration, Instant};
+
+use netns::{must, ns_run, Net};
+
+const UNDERLAY_1: &str = "192.168.78.1";
+const UNDERLAY_2: &str = "192.168.78.2";
+/// Where `hayate run --metrics` serves, inside host 1.
+const METRICS: &str = "127.0.0.1:19466";
+
+/// Two hosts joined by an underlay veth (host 1's end `u1`, host 2's `u2`); returns
+/// `(h1, h2, u1, u2)`.
+fn hosts(net: &mut Net) -> (String, String, String, String) {
+    let h1 = net.switch_ns("h1");
+    let h2 = net.switch_ns("h2");
+    let (u1, u2) = net.trunk(&h1, &h2, "u");
+    for (ns, ifname, addr) in [(&h1, &u1, UNDERLAY_1), (&h2, &u2, UNDERLAY_2)] {
+        must(&[
+            "ip",
+            "-n",
+            ns,
+            "addr",
+            "add",
+            &format!("{addr}/24"),
+            "dev",
+            ifname,
+        ]);
+        ns_run(ns, &["ethtool", "-K", ifname, "tx", "off", "gso", "off"]);
+    }
+    (h1, h2, u1, u2)
+}
+
+/// Waits (≤ 20 s) until `f` holds; false if it never did.
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+/// The lines of `show` about port `name` (its `Port N "name"` line and the ones below it).
+fn show_port(show: &str, name: &str) -> String {
+    let head = format!("\"{name}\"");
+    let mut out = String::new();
+    let mut inside = false;
+    for l in show.lines() {
+        if l.trim_start().starts_with("Port ") {
+            inside = l.ends_with(&head);
+        }
+        if inside {
+            out += l;
+            out += "\n";
+        }
+    }
+    out
+}
+
+/// `reason`'s count in port `ofport`'s block of a `dump-drops` text.
+fn drops_of(text: &str, ofport: u32, reason: &str) -> Option<u64> {
+    let head = format!("port {ofport} (");
+    let mut inside = false;
+    for l in text.lines() {
+        if !l.starts_with(' ') {
+            inside = l.starts_with(&head);
+            continue;
+        }
+        if inside {
+            if let Some(v) = l.trim().strip_prefix(&format!("{reason}: ")) {
+                return v.parse().ok();
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_vxlan_port_is_added_shown_down_with_its_reason_and_removed_while_running() {
+    if !netns::can_run("tunnel_ops_ports", &["ethtool"]) {
+        return;
+    }
+    let mut net = Net::new();
+    let (h1, _h2, u1, _u2) = hosts(&mut net);
+    let hayate = net.hayate(&h1, &[format!("afpacket:{u1},vnet_hdr=off")], &[], &[1]);
+    // A remote the kernel has no route to: added, and down with the reason.
+    let out = net.ctl(
+        "br0",
+        &[
+            "add-port",
+            "vxlan:remote=10.250.0.2,vni=7",
+            "name=vxdown",
+            "ofport=6",
+        ],
+    );
+    assert!(out.contains("as OpenFlow port 6"), "{out}");
+    assert!(out.contains("its link is down"), "{out}");
+    // A remote on the underlay: up once its MAC address is resolved.
+    let remote = format!("vxlan:remote={UNDERLAY_2},vni=42");
+    let out = net.ctl("br0", &["add-port", &remote, "name=vx1", "ofport=5"]);
+    assert!(out.contains("added port vx1"), "{out}");
+    assert!(
+        eventually(|| {
+            let p = show_port(&net.ctl("br0", &["show"]), "vx1");
+            p.contains("LIVE") && !p.contains("LINK_DOWN")
+        }),
+        "vx1 up: {}\nlog: {}",
+        net.ctl("br0", &["show"]),
+        hayate.log_text()
+    );
+    let show = net.ctl("br0", &["show"]);
+    let down = show_port(&show, "vxdown");
+    assert!(down.contains("Port 6"), "{show}");
+    assert!(down.contains("LINK_DOWN"), "{show}");
+    assert!(
+        down.contains("link down: no route to the remote endpoint"),
+        "{show}"
+    );
+    assert!(show_port(&show, "vx1").contains("rx queues: 0"), "{show}");
+    let json = net.ctl("br0", &["show", "--json"]);
+    assert!(json.contains("\"link_status\": \"no route"), "{json}");
+    let descs = net.ctl("br0", &["dump-ports-desc"]);
+    assert!(descs.contains(" 5(vx1): addr:"), "{descs}");
+    assert!(descs.contains(" 6(vxdown): addr:"), "{descs}");
+    assert!(net.ctl("br0", &["dump-ports"]).contains("port  5:"));
+    // A flow to the tunnel port is taken, as to any port.
+    net.ctl("br0", &["add-flow", "in_port=1,actions=output:5"]);
+    // Removed: gone from every listing; its number is free again.
+    let out = net.ctl("br0", &["del-port", "vx1"]);
+    assert!(out.contains("removed port vx1"), "{out}");
+    let show = net.ctl("br0", &["show"]);
+    assert!(!show.contains("\"vx1\""), "{show}");
+    assert!(!net.ctl("br0", &["dump-ports-desc"]).contains("(vx1)"));
+    net.ctl("br0", &["del-port", "6"]);
+    let out = net.ctl("br0", &["add-port", &remote, "ofport=5"]);
+    assert!(out.contains("added port vxlan42"), "{out}");
+    hayate.stop();
+}
+
+#[test]
+fn tunnel_drops_show_in_dump_drops_and_the_metrics() {
+    if !netns::can_run("tunnel_ops_drops", &["ethtool", "python3", "ping"]) {
+        return;
+    }
+    let mut net = Net::new();
+    net.run_args = vec!["--metrics".into(), METRICS.into()];
+    let (h1, h2, u1, u2) = hosts(&mut net);
+    let hayate = net.hayate(&h1, &[format!("afpacket:{u1},vnet_hdr=off")], &[], &[1]);
+    let remote = format!("vxlan:remote={UNDERLAY_2},vni=42");
+    net.ctl("br0", &["add-port", &remote, "name=vx1", "ofport=5"]);
+    // The underlay terminates VXLAN once the tunnel is up.
+    assert!(
+        eventually(|| !show_port(&net.ctl("br0", &["show"]), "vx1").contains("LINK_DOWN")),
+        "vx1 up: {}",
+        hayate.log_text()
+    );
+    // Host 2 sends VXLAN for a VNI no port takes (43), and a UDP datagram to the VXLAN port
+    // too short for a VXLAN header.
+    let vx43 = format!("{}vx43", net.prefix);
+    must(&[
+        "ip", "-n", &h2, "link", "add", &vx43, "type", "vxlan", "id", "43", "remote", UNDERLAY_1,
+        "local", UNDERLAY_2, "dstport", "4789", "dev", &u2,
+    ]);
+    must(&["ip", "-n", &h2, "addr", "add", "10.79.0.2/24", "dev", &vx43]);
+    must(&["ip", "-n", &h2, "link", "set", &vx43, "up"]);
+    let ping = ns_run(&h2, &["ping", "-c", "2", "-W", "1", "10.79.0.1"]);
+    assert!(!ping.status.success(), "nobody answers on VNI 43");
+    let short = format!(
+        "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'abcd', ('{UNDERLAY_1}', 4789))"
+    );
+    must(&["ip", "netns", "exec", &h2, "python3", "-c", &short]);
+    let mut text = String::new();
+    assert!(
+        eventually(|| {
+            text = net.ctl("br0", &["dump-drops"]);
+            drops_of(&text, 1, "tunnel_no_port").is_some_and(|n| n >= 1)
+                && drops_of(&text, 1, "tunnel_header_malformed").is_some_and(|n| n >= 1)
+        }),
+        "underlay drops in dump-drops:\n{text}\nlog: {}",
+        hayate.log_text()
+    );
+    // The tunnel port's own (send-side) reasons are listed on it, not termination's.
+    assert_eq!(drops_of(&text, 5, "tunnel_too_big"), Some(0), "{text}");
+    assert_eq!(drops_of(&text, 5, "tunnel_no_port"), None, "{text}");
+    // The same counts in the metrics, as hayate_port_drops_total series.
+    let scrape = || {
+        let code = format!(
+            "import urllib.request; print(urllib.request.urlopen('http://{METRICS}/metrics').read().decode())"
+        );
+        String::from_utf8_lossy(&ns_run(&h1, &["python3", "-c", &code]).stdout).into_owned()
+    };
+    let series = |text: &str, reason: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| {
+                l.starts_with("hayate_port_drops_total{")
+                    && l.contains("ofport=\"1\"")
+                    && l.contains(&format!("reason=\"{reason}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    };
+    let mut m = String::new();
+    assert!(
+        eventually(|| {
+            m = scrape();
+            series(&m, "tunnel_no_port").is_some_and(|v| v >= 1.0)
+                && series(&m, "tunnel_header_malformed").is_some_and(|v| v >= 1.0)
+        }),
+        "tunnel drops in the metrics:\n{m}"
+    );
+    hayate.stop();
+}
