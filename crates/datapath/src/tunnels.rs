@@ -31,12 +31,14 @@ pub struct TunnelOutput {
     pub drops: Arc<TunnelDrops>,
 }
 
+/// An underlay port that terminates tunnels: `(its ofport, its terminator, its drops)`.
+type Terminating = (u32, Arc<Terminator>, Arc<TunnelDrops>);
+
 /// The datapath's table of terminating underlay ports, the outer headers of its tunnel
 /// ports, and the drops of termination.
 #[derive(Debug, Default)]
 pub struct Tunnels {
-    /// `(underlay ofport, its terminator, its drops)`.
-    table: ArcSwap<Vec<(u32, Arc<Terminator>, Arc<TunnelDrops>)>>,
+    table: ArcSwap<Vec<Terminating>>,
     /// `(tunnel ofport, its output)`.
     outputs: ArcSwap<Vec<(u32, TunnelOutput)>>,
     /// Every port's drops.

@@ -762,3 +762,151 @@ fn thousand_ports_in_one_transaction() {
         idle as f64 / 10.0
     );
 }
+
+/// Tunnel interfaces as Open vSwitch users add them (issue 18): `type=vxlan` / `geneve` with
+/// Open vSwitch's options get an OpenFlow port; one whose remote the kernel has no route to
+/// has `link_state` down and an `error` that says why, and comes up when a route appears;
+/// a bad option is refused in `error`; del-port takes a tunnel port out of the bridge.
+#[test]
+fn ovs_vsctl_adds_vxlan_and_geneve_ports() {
+    if !netns::can_run(
+        "ovsdb_vsctl_tunnels",
+        &["python3", "ovsdb-server", "ovsdb-tool", "ovs-vsctl"],
+    ) {
+        return;
+    }
+    let mut net = Net::new();
+    let sw = net.switch_ns("sw");
+    let h2 = net.ns("h2");
+    // The underlay: a veth to host 2, its switch end a port of the bridge.
+    let (u1, u2) = net.trunk(&sw, &h2, "u");
+    must(&[
+        "ip",
+        "-n",
+        &sw,
+        "addr",
+        "add",
+        "192.168.79.1/24",
+        "dev",
+        &u1,
+    ]);
+    must(&[
+        "ip",
+        "-n",
+        &h2,
+        "addr",
+        "add",
+        "192.168.79.2/24",
+        "dev",
+        &u2,
+    ]);
+    let dir = net.dir.path().join("db");
+    let database = database(&dir);
+    let db = database.db.clone();
+    let log = net.dir.path().join("hayate.log");
+    let _hayate = start_hayate(&sw, &database.sock, &net.run_dir(), &log);
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    let br = format!("{}br", net.prefix);
+    vsctl(&db, &["add-br", &br, "--", "add-port", &br, &u1]);
+    let get = |iface: &str, col: &str| vsctl(&db, &["get", "interface", iface, col]);
+    let add = |iface: &str, kind: &str, options: &[&str]| {
+        let mut args = vec!["add-port", &br, iface, "--", "set", "interface", iface];
+        let kind = format!("type={kind}");
+        args.push(&kind);
+        args.extend_from_slice(options);
+        vsctl(&db, &args);
+    };
+    // A remote on the underlay: an OpenFlow port, up once its MAC address is resolved.
+    add(
+        "vx1",
+        "vxlan",
+        &["options:remote_ip=192.168.79.2", "options:key=42"],
+    );
+    let ofport: i64 = get("vx1", "ofport").parse().unwrap();
+    assert!(ofport > 0, "vx1 ofport {ofport}: {}", logs());
+    assert!(
+        eventually(|| get("vx1", "link_state") == "up" && get("vx1", "error") == "[]"),
+        "vx1 up: {} {}\n{}",
+        get("vx1", "link_state"),
+        get("vx1", "error"),
+        logs()
+    );
+    // A remote the kernel has no route to: a port too, down, and the error says why.
+    add(
+        "vx2",
+        "vxlan",
+        &[
+            "options:remote_ip=10.250.0.2",
+            "options:key=7",
+            "options:dst_port=4790",
+            "options:csum=true",
+            "options:df_default=false",
+            "options:tos=0",
+            "options:ttl=32",
+        ],
+    );
+    assert!(get("vx2", "ofport").parse::<i64>().unwrap() > 0);
+    assert!(
+        eventually(|| get("vx2", "link_state") == "down"
+            && get("vx2", "error").contains("no route to the remote endpoint")),
+        "vx2 down with its reason: {} {}\n{}",
+        get("vx2", "link_state"),
+        get("vx2", "error"),
+        logs()
+    );
+    let show = net.ctl(&br, &["show"]);
+    assert!(
+        show.contains("link down: no route to the remote endpoint"),
+        "{show}"
+    );
+    // A route appears: the port comes up and its error clears.
+    must(&[
+        "ip",
+        "-n",
+        &sw,
+        "route",
+        "add",
+        "10.250.0.0/24",
+        "via",
+        "192.168.79.2",
+    ]);
+    assert!(
+        eventually(|| get("vx2", "link_state") == "up" && get("vx2", "error") == "[]"),
+        "vx2 up with a route: {} {}\n{}",
+        get("vx2", "link_state"),
+        get("vx2", "error"),
+        logs()
+    );
+    // Geneve receiving from any remote on any VNI (remote_ip=flow, key=flow).
+    add(
+        "gnv",
+        "geneve",
+        &[
+            "options:remote_ip=flow",
+            "options:key=flow",
+            "options:local_ip=192.168.79.1",
+        ],
+    );
+    assert!(get("gnv", "ofport").parse::<i64>().unwrap() > 0);
+    // A bad option: refused in the error column, the rest untouched.
+    add(
+        "vx3",
+        "vxlan",
+        &["options:remote_ip=192.168.79.2", "options:key=nope"],
+    );
+    assert_eq!(get("vx3", "ofport"), "-1");
+    assert!(
+        get("vx3", "error").contains("key"),
+        "{}",
+        get("vx3", "error")
+    );
+    let types = vsctl(&db, &["get", "open_vswitch", ".", "iface_types"]);
+    assert!(
+        types.contains("vxlan") && types.contains("geneve"),
+        "{types}"
+    );
+    // del-port: the tunnel port leaves the bridge.
+    vsctl(&db, &["del-port", &br, "vx1"]);
+    assert!(!net.ctl(&br, &["show"]).contains("\"vx1\""));
+    assert!(net.ctl(&br, &["show"]).contains("\"vx2\""));
+}

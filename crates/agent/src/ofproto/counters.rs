@@ -370,6 +370,28 @@ mod tests {
     }
 
     #[test]
+    fn drops_list_each_ports_tunnel_reasons_after_the_switchs() {
+        let port = |no: u32| OfPort {
+            no,
+            name: format!("p{no}"),
+            hw_addr: [0; 6],
+            port: port::spec::open("null:sink", &packet::Pool::with_frames(4)).unwrap(),
+        };
+        let rows = [
+            (port(1), port::PortStats::default(), Snapshot::default()),
+            (port(5), port::PortStats::default(), Snapshot::default()),
+        ];
+        let text = format_drops(&rows, |no| match no {
+            1 => vec![("tunnel_no_port", 3)],
+            _ => Vec::new(),
+        });
+        let p5 = text.find("port 5 (p5):").unwrap();
+        let no_port = text.find("  tunnel_no_port: 3").unwrap();
+        assert!(no_port < p5, "under port 1: {text}");
+        assert_eq!(text.matches("tunnel_").count(), 1, "{text}");
+    }
+
+    #[test]
     fn switch_drops_fold_into_port_counters_as_open_vswitch_fills_them() {
         let own = port::PortStats {
             rx_dropped: 1,

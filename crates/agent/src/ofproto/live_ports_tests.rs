@@ -18,6 +18,8 @@ use crate::role::Role;
 /// A port whose link the test sets.
 struct Flappy {
     up: AtomicBool,
+    /// Says its link may change while up (as a tunnel port does), and why it is down.
+    tunnel: AtomicBool,
 }
 
 impl Port for Flappy {
@@ -35,6 +37,13 @@ impl Port for Flappy {
     }
     fn link_up(&self) -> bool {
         self.up.load(Ordering::Relaxed)
+    }
+    fn link_may_change(&self) -> bool {
+        self.tunnel.load(Ordering::Relaxed)
+    }
+    fn link_status(&self) -> Option<String> {
+        let down = !self.up.load(Ordering::Relaxed) && self.tunnel.load(Ordering::Relaxed);
+        down.then(|| "no route to the remote endpoint".to_string())
     }
     fn stats(&self) -> PortStats {
         PortStats::default()
@@ -101,6 +110,7 @@ fn bridge() -> (Arc<OfBridge>, Arc<Recorder>) {
     let rec = Arc::new(Recorder {
         pool,
         flappy: Arc::new(Flappy {
+            tunnel: AtomicBool::new(false),
             up: AtomicBool::new(false),
         }),
         log: Mutex::default(),
@@ -278,6 +288,31 @@ fn link_changes_reach_the_pipeline_and_the_controllers() {
         [(PortReason::Modify, 3, port_state::LINK_DOWN)]
     );
     assert!(!live(&b));
+}
+
+#[test]
+fn a_port_whose_link_may_change_is_watched_and_show_says_why_it_is_down() {
+    let (b, rec) = bridge();
+    rec.flappy.up.store(true, Ordering::Relaxed);
+    rec.flappy.tunnel.store(true, Ordering::Relaxed);
+    let text = run(&b, MGMT, "add-port", &["flappy:"]).unwrap();
+    assert!(!text.contains("its link is down"), "{text}");
+    assert!(
+        b.watches_links(),
+        "a tunnel port's link is looked at every LINK_POLL"
+    );
+    assert_eq!(statuses(&b), [(PortReason::Add, 3, port_state::LIVE)]);
+    rec.flappy.up.store(false, Ordering::Relaxed);
+    assert!(b.lock().poll_links());
+    assert_eq!(
+        statuses(&b),
+        [(PortReason::Modify, 3, port_state::LINK_DOWN)]
+    );
+    let show = super::super::look::show(&b, false);
+    assert!(
+        show.contains("link down: no route to the remote endpoint"),
+        "{show}"
+    );
 }
 
 #[test]

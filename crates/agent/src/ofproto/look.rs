@@ -377,7 +377,7 @@ fn flag_names(v: u32, names: &[(u32, &'static str)]) -> Vec<&'static str> {
 }
 
 /// `show`: the bridge, its controllers and ports (module docs).
-fn show(b: &OfBridge, json: bool) -> String {
+pub(super) fn show(b: &OfBridge, json: bool) -> String {
     let (descs, fail_open) = {
         let st = b.lock();
         let d: Vec<_> = st
