@@ -110,6 +110,14 @@ impl Tunnels {
         self.book.port(ofport)
     }
 
+    /// The send-side drop counters of tunnel port `ofport` (made on first use), for a stage
+    /// that drops its packets without a [`TunnelOutput`] (e.g. a per-flow remote with no
+    /// headers yet): fetch once when compiling, count with
+    /// [`TunnelDrops::send`](crate::tunnel_drops::TunnelDrops::send).
+    pub fn send_drops(&self, ofport: u32) -> Arc<TunnelDrops> {
+        self.book.of(ofport, Side::Tunnel)
+    }
+
     /// Forgets port `ofport`'s drops (it left the bridge).
     pub fn forget(&self, ofport: u32) {
         self.book.forget(ofport);

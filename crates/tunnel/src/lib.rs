@@ -46,7 +46,7 @@
 //! 3. **Receive** (done). [`rx::Terminator`]
 //!    per underlay port, run by the datapath's `tunnels.rs` right after receive (termination
 //!    before extraction, `in_port` = the tunnel's port, drops by reason).
-//! 4. **Ports** (done in `hayate run`). `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow
+//! 4. **Ports** (done: config, `hayate ctl add-port`, OVSDB). `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow
 //!    port with no queues, named with its underlay port; the switch builds the underlay's
 //!    [`rx::Terminator`] from them and the underlay's addresses.
 //! 5. **Send** (fixed remote and VNI done in the datapath). Output to a tunnel port compiles
@@ -54,9 +54,12 @@
 //!    entry) from templates the control side swaps (arc-swap) when a next hop changes; the
 //!    MTU check and the [`pmtud`] answer there. To do: templates per (`tun_dst`, `tun_id`)
 //!    for `remote=flow`/`vni=flow`, super-packets.
-//! 6. **Control side** (done but for the port status). Housekeeping re-resolves every remote
-//!    each second ([`nexthop::Resolver`]) and logs [`nexthop::Unreachable`]; to do: put it in
-//!    the port's status.
+//! 6. **Control side** (done). Housekeeping re-resolves every remote each second
+//!    ([`nexthop::Resolver`]); a tunnel port is a bridge port with no queues whose link is down
+//!    while its remote is [`nexthop::Unreachable`], with the reason in its status (`hayate ctl
+//!    show`, OpenFlow port state and PORT_STATUS, OVSDB `link_state`/`error`). Tunnel ports
+//!    come and go with `hayate ctl add-port`/`del-port` and OVSDB `vxlan`/`geneve` Interfaces;
+//!    drops are counted per port by reason (`dump-drops`, metrics).
 //!
 //! This crate holds the per-packet halves (encapsulate, terminate), which do no I/O, and the
 //! control side's next-hop questions to the kernel (`nexthop.rs`).

@@ -11,15 +11,15 @@
 //! | `dump-tables` | table counters |
 //! | `add-group GROUP`, `del-groups [group_id=N]`, `dump-groups` | groups |
 //! | `add-meter METER`, `dump-meters` | meters |
-//! | `add-port SPEC [ofport=N] [name=NAME]` | open a port and add it to the running bridge (the lowest free number unless `ofport=` is given) |
+//! | `add-port SPEC [ofport=N] [name=NAME]` | open a port and add it to the running bridge (the lowest free number unless `ofport=` is given); `vxlan:`/`geneve:` specs add tunnel ports |
 //! | `del-port NAME\|NUMBER` | take a port out of the running bridge (its queues and resources are released) |
 //! | `dump-pmd` | every poll thread's counters, then their total (as `ovs-appctl dpif-netdev/pmd-stats-show`) |
-//! | `dump-drops` | every port's drops by reason (the switch's and the port's own) |
+//! | `dump-drops` | every port's drops by reason (the switch's, the port's own, and tunnel drops: termination's on an underlay port, the send side's on a tunnel port) |
 //! | `trace FLOW`, `trace --hex FRAME [in_port=N]` | a packet through the tables, as `ofproto/trace` |
 //! | `pmd-stats [--reset]` (`dump-pmd` the raw counters) | per poll thread: packets, cycles per packet, EMC/megaflow hit shares, upcalls, idle share |
 //! | `rxq-show` | which rx queue each thread polls, each queue's share of the thread |
 //! | `dump-megaflows` | every thread's megaflows: match/mask, actions, packets, bytes, age |
-//! | `show` | the bridge, its ports, controllers and fail mode |
+//! | `show` | the bridge, its ports (why a link is down, when the port knows: a tunnel port's next hop), controllers and fail mode |
 //! | `capture PORT [FILTER] -w FILE\|- [-c N] [--rx\|--tx]` | the frames a port receives and sends, live, as pcap (`capture.rs`) |
 //!
 //! `--json` makes trace, pmd-stats, rxq-show, dump-megaflows and show answer in JSON
