@@ -9,6 +9,9 @@
 
 mod netns;
 
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use netns::{must, ns_run, Net};
@@ -89,7 +92,7 @@ fn drops_of(text: &str, ofport: u32, reason: &str) -> Option<u64> {
 
 #[test]
 fn a_vxlan_port_is_added_shown_down_with_its_reason_and_removed_while_running() {
-    if !netns::can_run("tunnel_ops_ports", &["ethtool"]) {
+    if !netns::can_run("tunnel_ops_ports", &["ethtool", "ovs-ofctl"]) {
         return;
     }
     let mut net = Net::new();
@@ -135,6 +138,61 @@ fn a_vxlan_port_is_added_shown_down_with_its_reason_and_removed_while_running() 
     assert!(descs.contains(" 5(vx1): addr:"), "{descs}");
     assert!(descs.contains(" 6(vxdown): addr:"), "{descs}");
     assert!(net.ctl("br0", &["dump-ports"]).contains("port  5:"));
+    // A controller (ovs-ofctl monitor on the default listener) hears vxdown come up once a
+    // route to its remote appears.
+    let mut mon = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &h1,
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "monitor",
+        ])
+        .args(["tcp:127.0.0.1:6653", "65534"])
+        .env("OVS_RUNDIR", net.dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ovs-ofctl monitor");
+    let lines = mon.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(lines).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    assert!(
+        eventually(|| net.ctl("br0", &["show"]).contains("is_connected: true")),
+        "the monitor connects"
+    );
+    must(&[
+        "ip",
+        "-n",
+        &h1,
+        "route",
+        "add",
+        "10.250.0.0/24",
+        "via",
+        UNDERLAY_2,
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut seen, mut modified, mut live) = (Vec::new(), false, false);
+    while !live && Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            modified |= line.contains("MOD: 6(vxdown)");
+            live |= modified && line.contains("state:") && line.contains("LIVE");
+            seen.push(line);
+        }
+    }
+    mon.kill().ok();
+    mon.wait().ok();
+    assert!(live, "PORT_STATUS MODIFY vxdown LIVE: {seen:#?}");
+    let show = net.ctl("br0", &["show"]);
+    assert!(!show_port(&show, "vxdown").contains("LINK_DOWN"), "{show}");
     // A flow to the tunnel port is taken, as to any port.
     net.ctl("br0", &["add-flow", "in_port=1,actions=output:5"]);
     // Removed: gone from every listing; its number is free again.
