@@ -40,7 +40,7 @@ pub const FLOWS: [&str; 1] = ["priority=100,udp,tp_src=9,actions=drop"];
 #[derive(Args, Debug, Clone)]
 pub struct NoisyArgs {
     /// Switches to measure (default: hayate-afxdp, hayate-afpacket, linux-bridge,
-    /// ovs-netdev; those not installed are skipped); any of `hayate bench compare`'s but
+    /// ovs-netdev, ovs-dpdk; those not installed are skipped); any of `hayate bench compare`'s but
     /// testpmd-afxdp.
     #[arg(long, value_delimiter = ',')]
     pub switches: Vec<String>,
@@ -92,11 +92,12 @@ pub struct NoisyArgs {
 }
 
 /// The switches measured when none are named.
-const DEFAULT_SWITCHES: [&str; 4] = [
+const DEFAULT_SWITCHES: [&str; 5] = [
     "hayate-afxdp",
     "hayate-afpacket",
     "linux-bridge",
     "ovs-netdev",
+    "ovs-dpdk",
 ];
 
 fn check(args: &NoisyArgs) -> Result<()> {
