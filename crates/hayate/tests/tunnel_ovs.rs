@@ -4,7 +4,8 @@
 //! port stands in for the kernel's) set up for userspace tunnelling as its documentation
 //! says: the underlay interface on bridge `brphy`, host 2's underlay address on that bridge's
 //! internal port, and bridge `brint` with VM 2's veth and a `type=vxlan` / `type=geneve`
-//! port. The VMs ping each other both ways and run iperf3 TCP through the tunnel.
+//! port. The VMs ping each other both ways and run iperf3 TCP through the tunnel, over an
+//! IPv4 underlay and over an IPv6 one (there with IPv6 inside too).
 //!
 //! The Geneve case carries an option each way: Hayate sends class 0xffff type 1 with
 //! 0x11223344 on every frame, and Open vSwitch's `brint` passes tunnel frames to VM 2 only
@@ -14,7 +15,7 @@
 mod netns;
 
 use netns::ovs::{self, Ovs};
-use netns::tunnel::{add_addr, ns_ping, TwoHosts, UNDERLAY_V4, VNI};
+use netns::tunnel::{add_addr, ns_ping, TwoHosts, UnderlayAddrs, UNDERLAY_V4, UNDERLAY_V6, VNI};
 use netns::{must, Net};
 
 #[test]
@@ -22,7 +23,7 @@ fn vms_across_hayate_and_open_vswitch_vxlan_ping_and_run_tcp() {
     if !can_run("tunnel_ovs_vxlan") {
         return;
     }
-    across("vxlan");
+    across("vxlan", UNDERLAY_V4);
 }
 
 #[test]
@@ -30,7 +31,23 @@ fn vms_across_hayate_and_open_vswitch_geneve_with_options_ping_and_run_tcp() {
     if !can_run("tunnel_ovs_geneve") {
         return;
     }
-    across("geneve");
+    across("geneve", UNDERLAY_V4);
+}
+
+#[test]
+fn dual_stack_vms_across_hayate_and_open_vswitch_vxlan_over_ipv6() {
+    if !can_run("tunnel_ovs_vxlan6") {
+        return;
+    }
+    across("vxlan", UNDERLAY_V6);
+}
+
+#[test]
+fn dual_stack_vms_across_hayate_and_open_vswitch_geneve_over_ipv6() {
+    if !can_run("tunnel_ovs_geneve6") {
+        return;
+    }
+    across("geneve", UNDERLAY_V6);
 }
 
 fn can_run(test: &str) -> bool {
@@ -57,10 +74,12 @@ const HAYATE_OPTION: &str = "ffff010111223344";
 /// Open vSwitch's mapping of that option to `tun_metadata0`.
 const TLV_MAP: &str = "{class=0xffff,type=0x01,len=4}->tun_metadata0";
 
-/// VMs across Hayate's `kind` port and Open vSwitch's.
-fn across(kind: &str) {
+/// VMs across Hayate's `kind` port and Open vSwitch's over `under` (dual-stack VMs over an
+/// IPv6 underlay).
+fn across(kind: &str, under: UnderlayAddrs) {
     let mut net = Net::new();
-    let hosts = TwoHosts::new(&mut net, UNDERLAY_V4, false, false);
+    let v6 = under.one.contains(':');
+    let hosts = TwoHosts::new(&mut net, under, v6, false);
     let vm1 = hosts.vm1(&mut net);
     let (vm2_ns, b2) = hosts.vm2(&mut net);
     let ovs = Ovs::start(&hosts.h2, &net.dir.path().join("ovs"));
@@ -87,7 +106,7 @@ fn across(kind: &str) {
         "brphy",
         &hosts.u2,
     ]);
-    let remote = format!("options:remote_ip={}", UNDERLAY_V4.one);
+    let remote = format!("options:remote_ip={}", under.one);
     let key = format!("options:key={VNI}");
     let tun_type = format!("type={kind}");
     ovs.vsctl(&[
@@ -120,7 +139,7 @@ fn across(kind: &str) {
         &key,
         "ofport_request=2",
     ]);
-    add_addr(&hosts.h2, "brphy", UNDERLAY_V4.two, UNDERLAY_V4.prefix);
+    add_addr(&hosts.h2, "brphy", under.two, under.prefix);
     must(&["ip", "-n", &hosts.h2, "link", "set", "brphy", "up"]);
     if kind == "geneve" {
         ovs.ofctl("add-tlv-map", "brint", &[TLV_MAP]);
@@ -136,19 +155,23 @@ fn across(kind: &str) {
             &["priority=100,in_port=1,actions=set_field:0xaabbccdd->tun_metadata0,output:2"],
         );
     }
-    let mut spec = format!("{kind}:remote={},vni={VNI}", UNDERLAY_V4.two);
+    let mut spec = format!("{kind}:remote={},vni={VNI}", under.two);
     if kind == "geneve" {
         spec += &format!(",options={HAYATE_OPTION}");
     }
     let hayate = hosts.hayate(&net, &vm1, &spec);
-    // Open vSwitch's tunnel next hop: it learns host 1's MAC from the ARP it sees on brphy.
+    // Open vSwitch's tunnel next hop: it learns host 1's MAC from the ARP packets and the
+    // IPv6 neighbour advertisements it sees on brphy. Host 2's kernel may already hold host
+    // 1's MAC (from host 1's own resolution), and then sends no solicitation that host 1
+    // would answer: forget it first.
+    must(&["ip", "-n", &hosts.h2, "neigh", "flush", "dev", "brphy"]);
     assert!(
-        ns_ping(&hosts.h2, UNDERLAY_V4.one, 2),
+        ns_ping(&hosts.h2, under.one, 2),
         "underlay ping from Open vSwitch's host; {}",
         ovs.log()
     );
-    let arp = ovs.appctl(&["tnl/arp/show"]);
-    assert!(arp.contains(UNDERLAY_V4.one), "tnl/arp/show: {arp}");
+    let neigh = ovs.appctl(&["tnl/neigh/show"]);
+    assert!(neigh.contains(under.one), "tnl/neigh/show: {neigh}");
     hosts.check_traffic(&format!("{kind} to Open vSwitch"), &vm1, &vm2_ns, &hayate);
     if kind == "geneve" {
         let flows = ovs.ofctl("dump-flows", "brint", &[]);
