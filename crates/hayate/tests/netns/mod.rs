@@ -10,12 +10,17 @@
 //! Also shared by the tests that use it: waiting for a listener in a namespace
 //! ([`wait_listening`]), iperf3 servers and clients between hosts ([`IperfServer`],
 //! [`iperf3`], [`tcp_bytes`]), and a `hayate bench` run read back from its JSON
-//! ([`bench_json`]).
+//! ([`bench_json`]). Submodules: [`tunnel`], two hosts joined by an underlay with a tunnel
+//! between Hayate and another end, and the traffic checks across it; [`ovs`], a private Open
+//! vSwitch instance (userspace datapath).
 //!
 //! `HAYATE_BIN=target/release/hayate cargo test -p hayate --test netns_iperf -- --nocapture`
 //! runs the suite against another build of the binary (throughput figures need a release one).
 
 #![allow(dead_code)] // Each test binary uses a part of the harness.
+
+pub mod ovs;
+pub mod tunnel;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
