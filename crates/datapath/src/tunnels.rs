@@ -16,7 +16,7 @@ use arc_swap::ArcSwap;
 use packet::{Batch, PoolCache};
 use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
 
-use crate::tunnel_drops::{DropBook, Side, TunnelDrops};
+use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
 
 /// Where output to a tunnel port goes, in which outer headers.
 #[derive(Debug, Clone)]
@@ -110,12 +110,12 @@ impl Tunnels {
         self.book.port(ofport)
     }
 
-    /// The send-side drop counters of tunnel port `ofport` (made on first use), for a stage
-    /// that drops its packets without a [`TunnelOutput`] (e.g. a per-flow remote with no
-    /// headers yet): fetch once when compiling, count with
-    /// [`TunnelDrops::send`](crate::tunnel_drops::TunnelDrops::send).
-    pub fn send_drops(&self, ofport: u32) -> Arc<TunnelDrops> {
-        self.book.of(ofport, Side::Tunnel)
+    /// Tunnel port `ofport`'s counter of send-side drops for `reason`, for a stage that drops
+    /// its packets without a [`TunnelOutput`] (e.g. a per-flow remote with no headers yet):
+    /// taken once when a megaflow is compiled, counted per dropped packet with
+    /// [`SendCounter::add`].
+    pub fn send_counter(&self, ofport: u32, reason: SendDrop) -> SendCounter {
+        SendCounter::new(self.book.of(ofport, Side::Tunnel), reason)
     }
 
     /// Forgets port `ofport`'s drops (it left the bridge).

@@ -126,6 +126,12 @@ fn a_malformed_outer_header_is_counted_and_dropped_and_other_traffic_passes() {
     let count = |name: &str| drops.iter().find(|d| d.0 == name).map(|d| d.1);
     assert_eq!(count("tunnel_outer_checksum"), Some(1));
     assert_eq!(count("tunnel_no_port"), Some(1));
+    // Counted on the underlay port they came in by.
+    let on_underlay = f.dp.tunnels().port_drops(UNDERLAY);
+    assert!(
+        on_underlay.contains(&("tunnel_no_port", 1)),
+        "{on_underlay:?}"
+    );
     assert_eq!(
         f.stats()[Counter::RxPackets],
         4,
@@ -308,5 +314,10 @@ fn a_frame_too_big_for_the_tunnel_is_answered_and_counted() {
     assert_eq!(u16::from_be_bytes([r[40], r[41]]), 950);
     assert_eq!(&r[26..30], &[10, 0, 0, 2]);
     let drops = f.dp.tunnels().drops();
-    assert_eq!(drops.last(), Some(&("tunnel_too_big", 1)));
+    assert!(drops.contains(&("tunnel_too_big", 1)), "{drops:?}");
+    // Counted on the tunnel port, not on the underlay.
+    let on_tunnel = f.dp.tunnels().port_drops(TUNNEL);
+    assert!(on_tunnel.contains(&("tunnel_too_big", 1)), "{on_tunnel:?}");
+    let on_underlay = f.dp.tunnels().port_drops(UNDERLAY);
+    assert!(!on_underlay.iter().any(|d| d.0 == "tunnel_too_big"));
 }
