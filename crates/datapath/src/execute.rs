@@ -20,6 +20,7 @@
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
 use crate::capture::Tap;
+use crate::egress::{shape_batch, PortShaper, Shapers};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -217,6 +218,8 @@ pub struct TxPort {
     /// Super-packets are cut before they reach this port (see [`TxPort::segmenting`]).
     segment: bool,
     buf: Batch,
+    /// The port's egress queues ([`crate::egress`]; none: not judged).
+    shaper: Option<Arc<PortShaper>>,
 }
 
 impl TxPort {
@@ -227,7 +230,14 @@ impl TxPort {
             slot,
             segment: false,
             buf: Batch::new(),
+            shaper: None,
         }
+    }
+
+    /// Judges what is sent to this port by its egress queues ([`crate::egress`]).
+    pub(crate) fn shaped(mut self, shaper: Arc<PortShaper>) -> TxPort {
+        self.shaper = Some(shaper);
+        self
     }
 
     /// Whether super-packets ([`packet::gso`]) are cut into segments before they reach this
@@ -610,6 +620,12 @@ impl Executor {
 
     fn send(&mut self, i: usize, st: &mut LocalStats) {
         let t = &mut self.tx[i];
+        shape_batch(
+            t.shaper.as_deref(),
+            self.now_ns,
+            &mut t.buf,
+            &mut self.cache,
+        );
         if self.tap.active() {
             self.tap
                 .offer(t.ofport, false, t.buf.as_slice(), self.now_ns);
@@ -630,6 +646,10 @@ impl Executor {
             return;
         };
         if t.buf.is_empty() {
+            shape_batch(t.shaper.as_deref(), self.now_ns, batch, &mut self.cache);
+            if batch.is_empty() {
+                return;
+            }
             if self.tap.active() {
                 self.tap
                     .offer(t.ofport, false, batch.as_slice(), self.now_ns);
@@ -676,6 +696,13 @@ impl Executor {
         let mut t = self.tx.remove(i);
         t.buf.free_into(&mut self.cache);
         Some(t.slot)
+    }
+
+    /// Judges every tx entry's output by its port's egress queues in `shapers`.
+    pub(crate) fn attach_shapers(&mut self, shapers: &Shapers) {
+        for t in self.tx.iter_mut() {
+            t.shaper = Some(shapers.port(t.ofport));
+        }
     }
 
     /// Cuts super-packets before they reach `ofport` (a port with virtio-net headers joined).
