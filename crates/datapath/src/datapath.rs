@@ -304,6 +304,19 @@ impl Datapath {
         self.policers.set(ofport, policing);
     }
 
+    /// Gives port `ofport` egress queues, also after [`Datapath::build_pmds`] (as
+    /// [`Running::set_egress`]).
+    pub fn set_egress(&self, ofport: u32, egress: port::Egress) {
+        self.shapers.set(ofport, egress);
+    }
+
+    /// Port `ofport`'s egress queues with their counters, and the packets it dropped for a
+    /// queue it lacks (as [`Running::egress_queues`]).
+    pub fn egress_queues(&self, ofport: u32) -> (Vec<EgressQueue>, u64) {
+        let s = self.shapers.port(ofport);
+        (s.queues(), s.unknown())
+    }
+
     /// Opens every queue and makes one [`Pmd`] per thread, without starting threads (for
     /// `hayate bench` and tests). Queues open once: call this or [`Datapath::start`], once.
     pub fn build_pmds(&self) -> Result<Vec<Pmd>, DpError> {
