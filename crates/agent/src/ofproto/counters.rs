@@ -128,6 +128,8 @@ pub struct Sources {
     controllers: Mutex<Option<Weak<dyn ControllerView>>>,
     /// Per thread, the counts at the last `pmd-stats --reset` (empty: none yet).
     pmd_zero: Mutex<Vec<Snapshot>>,
+    /// Where the datapath's rates are read and changed ([`super::qos`]).
+    pub(super) rates: Mutex<Option<Weak<dyn super::qos::PortRates>>>,
     /// Running captures (`capture`).
     pub(super) captures: Mutex<super::capture::Captures>,
 }
@@ -208,8 +210,13 @@ pub fn format_pmd(threads: &[ThreadStats]) -> String {
 /// The `dump-drops` text for `ports` (each with its own counters and the switch's drops of
 /// its packets): per port `port N (NAME):`, then `  rx_dropped`, `rx_errors`, `tx_dropped`,
 /// `tx_errors` as `dump-ports` shows them, the port's own `port_rx_dropped`,
-/// `port_rx_errors`, and every reason of [`IN_PORT_DROPS`].
-pub fn format_drops(ports: &[(OfPort, port::PortStats, Snapshot)]) -> String {
+/// `port_rx_errors`, every reason of [`IN_PORT_DROPS`], and last the drops at output by its
+/// egress queues (`queues(ofport)`: `drop_queue`, over a queue's rates, and
+/// `drop_queue_unknown`, for a queue the port lacks; `datapath::egress`).
+pub fn format_drops(
+    ports: &[(OfPort, port::PortStats, Snapshot)],
+    queues: impl Fn(u32) -> (u64, u64),
+) -> String {
     let mut s = String::new();
     for (p, own, drops) in ports {
         let all = merged(*own, drops);
@@ -227,6 +234,9 @@ pub fn format_drops(ports: &[(OfPort, port::PortStats, Snapshot)]) -> String {
         for c in IN_PORT_DROPS {
             let _ = writeln!(s, "  {}: {}", c.name(), drops[c]);
         }
+        let (over, unknown) = queues(p.no);
+        let _ = writeln!(s, "  drop_queue: {over}");
+        let _ = writeln!(s, "  drop_queue_unknown: {unknown}");
     }
     s
 }
@@ -295,7 +305,10 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, xid: u32, e: &Experimenter, out
                 return;
             }
         },
-        _ => format_drops(&b.port_counters()),
+        _ => format_drops(&b.port_counters(), |no| {
+            let (queues, unknown) = b.port_queues(no);
+            (queues.iter().map(|q| q.counts.dropped).sum(), unknown)
+        }),
     };
     reply(out, xid, &done(&text));
 }
