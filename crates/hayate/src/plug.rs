@@ -6,15 +6,18 @@
 //! to a nap or a wake-up when they sleep); the request arrives on the agent runtime, so the
 //! wait runs in `block_in_place` there and the runtime's other tasks go on meanwhile.
 //!
-//! A spec's ingress policing options (`port::policing`) are the datapath's: `open` takes
-//! them out of the spec and keeps them beside the port it opened until `plug` hands both
-//! to the datapath.
+//! A spec's ingress policing and egress queue options (`port::policing`, `port::egress`)
+//! are the datapath's: `open` takes them out of the spec and keeps them beside the port it
+//! opened until `plug` hands both to the datapath.
 
 use std::sync::{Arc, Mutex, Weak};
 
 use agent::ofproto::PortPlug;
 use packet::Pool;
 use port::Port;
+
+/// A port's ingress policing and egress queues.
+pub type Rates = (port::Policing, port::Egress);
 
 /// Opens ports in `pool` and plugs them into one bridge's running datapath.
 pub struct Plugger {
@@ -24,8 +27,9 @@ pub struct Plugger {
     pub datapath: Weak<datapath::Running>,
     /// Bridge name, for messages.
     pub bridge: String,
-    /// Policing of ports opened and not plugged yet, by the port's address.
-    pub pending: Mutex<Vec<(usize, port::Policing)>>,
+    /// Policing and egress queues of ports opened and not plugged yet, by the port's
+    /// address.
+    pub pending: Mutex<Vec<(usize, Rates)>>,
 }
 
 impl Plugger {
@@ -47,7 +51,7 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
 }
 
 impl Plugger {
-    fn pending_policing(&self) -> std::sync::MutexGuard<'_, Vec<(usize, port::Policing)>> {
+    fn pending_rates(&self) -> std::sync::MutexGuard<'_, Vec<(usize, Rates)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -67,23 +71,25 @@ impl PortPlug for Plugger {
                     .into(),
             );
         }
-        let policing = options.policing;
+        let (policing, egress) = (options.policing, options.egress);
         let port = blocking(|| port::spec::open(&spec, &self.pool)).map_err(|e| e.to_string())?;
-        if policing.is_on() {
-            self.pending_policing().push((address(&port), policing));
+        if policing.is_on() || egress.is_on() {
+            self.pending_rates()
+                .push((address(&port), (policing, egress)));
         }
         Ok(port)
     }
 
     fn plug(&self, ofport: u32, port: Arc<dyn Port>) -> Result<(), String> {
         let running = self.running()?;
-        let policing = {
-            let mut pending = self.pending_policing();
+        let (policing, egress) = {
+            let mut pending = self.pending_rates();
             let at = pending.iter().position(|(a, _)| *a == address(&port));
             at.map(|i| pending.swap_remove(i).1).unwrap_or_default()
         };
         // Before the queues reach the threads, so the port's first frame is policed.
         running.set_policing(ofport, policing);
+        running.set_egress(ofport, egress);
         blocking(|| running.add_port(ofport, port)).map_err(|e| e.to_string())
     }
 
