@@ -202,6 +202,25 @@ impl std::fmt::Display for QueueRates {
     }
 }
 
+impl std::fmt::Display for Egress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.is_on() {
+            return write!(f, "no queues");
+        }
+        let mut parts = Vec::new();
+        if self.max_kbps != 0 {
+            parts.push(format!("qos_max_rate={}", self.max_kbps));
+        }
+        if self.burst_kbit != 0 {
+            parts.push(format!("qos_burst={}", self.burst_kbit));
+        }
+        for (id, q) in &self.queues {
+            parts.push(format!("queue {id}: {q}"));
+        }
+        write!(f, "{}", parts.join("; "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +270,11 @@ mod tests {
         assert_eq!(QueueRates::parse(&q.to_string(), ',').unwrap(), q);
         assert_eq!(default_burst(1000), MIN_DEFAULT_BURST_KBIT);
         assert_eq!(default_burst(100_000), 10_000);
+        let (_, o) = split_spec("null:qos_max_rate=900,queue=2:max=300").unwrap();
+        assert_eq!(
+            o.egress.to_string(),
+            "qos_max_rate=900; queue 2: max_rate=300"
+        );
+        assert_eq!(Egress::default().to_string(), "no queues");
     }
 }

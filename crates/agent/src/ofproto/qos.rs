@@ -73,6 +73,19 @@ impl OfBridge {
             .unwrap_or_else(|e| e.into_inner()) = Some(rates);
     }
 
+    /// Port `ofport`'s ingress policing and egress queues as text, each `None` when it has
+    /// none (`show`).
+    pub(super) fn rates_text(&self, ofport: u32) -> (Option<String>, Option<String>) {
+        let Some(r) = self.rates() else {
+            return (None, None);
+        };
+        let (p, e) = (r.policing(ofport), r.egress(ofport));
+        (
+            p.is_on().then(|| p.to_string()),
+            e.is_on().then(|| e.to_string()),
+        )
+    }
+
     fn rates(&self) -> Option<Arc<dyn PortRates>> {
         self.counters
             .rates
