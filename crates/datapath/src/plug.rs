@@ -201,6 +201,9 @@ impl Plugboard {
         policers: Arc<Policers>,
         shapers: Arc<Shapers>,
     ) -> Plugboard {
+        for (ofport, port) in ports {
+            policers.port(*ofport).attach(port);
+        }
         let gen = Arc::new(AtomicU64::new(0));
         let threads = pmds
             .iter_mut()
@@ -247,6 +250,7 @@ impl Plugboard {
         let poll = n - usize::from(self.lane);
         let caps = port.capabilities();
         let police = self.policers.port(ofport);
+        police.attach(&port);
         let open_err = |e: PortError| DpError(e.to_string());
         let mut rx: Vec<Vec<RxSlot>> = (0..n).map(|_| Vec::new()).collect();
         let mut load: Vec<usize> = self.threads.iter().map(|t| t.rx.len()).collect();
@@ -343,12 +347,16 @@ impl Plugboard {
     /// Drops by reason of the packets port `ofport` delivered, summed over its rx queues
     /// (each counted by the thread that reads it; see [`crate::rx_drops`]).
     pub(crate) fn port_drops(&self, ofport: u32) -> Snapshot {
-        self.threads
+        let mut s: Snapshot = self
+            .threads
             .iter()
             .flat_map(|t| t.rx.iter())
             .filter(|(o, _)| *o == ofport)
             .map(|(_, d)| d.snapshot())
-            .sum()
+            .sum();
+        // What the port dropped before receive (crate::police) is policing too.
+        s.drop_policed += self.policers.port(ofport).early_drops();
+        s
     }
 
     /// Every rx queue with the thread that polls it, thread by thread in the order each

@@ -13,17 +13,23 @@
 //! update per bucket for the whole batch (uncontended unless the port's queues are read by
 //! several threads at the same moment). No allocation, lock or system call.
 //!
+//! **Before receive, where the port can.** A port that can police itself before the switch
+//! reads its frames ([`port::Port::police_early`]: an AF_XDP port's XDP program drops the
+//! excess before it is copied to the switch) is given the same rates whenever they change;
+//! what it drops is counted as `drop_policed` too ([`PortPolicer::early_drops`]). This
+//! policer stays on behind it; what passed there is within the rate, so it rarely drops more.
+//!
 //! A frame passes when every configured bucket holds its cost (8 × its length in bits for
 //! the bit rate; one packet for the packet rate). With both rates, the packet bucket is
 //! charged first, and a frame the bit bucket then refuses has still used a packet token.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use packet::Packet;
 use pipeline::meter::TokenBucket;
-use port::Policing;
+use port::{Policing, Port};
 
 /// One port's ingress policer (see the module docs).
 #[derive(Debug)]
@@ -35,6 +41,9 @@ pub struct PortPolicer {
     packets: TokenBucket,
     /// What it was given (control side only).
     config: Mutex<Policing>,
+    /// The port, told the same rates to police before receive where it can; weak, so an
+    /// unplugged port closes while its policer lives on.
+    early: Mutex<Option<Weak<dyn Port>>>,
 }
 
 impl PortPolicer {
@@ -45,9 +54,30 @@ impl PortPolicer {
             bits: TokenBucket::new(0, 0),
             packets: TokenBucket::new(0, 0),
             config: Mutex::new(Policing::default()),
+            early: Mutex::new(None),
         };
         pp.set(p);
         pp
+    }
+
+    /// Makes `port` (the one this policer polices) police before receive too, where it can,
+    /// with the rates given now and later.
+    pub fn attach(&self, port: &Arc<dyn Port>) {
+        *self.early.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::downgrade(port));
+        port.police_early(&self.policing());
+    }
+
+    fn early_port(&self) -> Option<Arc<dyn Port>> {
+        self.early
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(Weak::upgrade)
+    }
+
+    /// Frames the port dropped before receive ([`port::Port::early_policed`]).
+    pub fn early_drops(&self) -> u64 {
+        self.early_port().map_or(0, |p| p.early_policed())
     }
 
     /// Changes the rates (buckets refilled to their new size); no rate turns it off.
@@ -61,6 +91,9 @@ impl PortPolicer {
             .set(kpps * 1_000_000, u64::from(p.burst_kpkts) * 1_000_000);
         *self.config.lock().unwrap_or_else(|e| e.into_inner()) = p;
         self.on.store(p.is_on(), Ordering::Release);
+        if let Some(port) = self.early_port() {
+            port.police_early(&p);
+        }
     }
 
     /// What it was given.
@@ -265,5 +298,49 @@ mod tests {
         let total: u32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
         assert_eq!(total, 1000, "exactly the port's burst over four threads");
         assert!(!ps.port(8).is_on(), "other ports are not policed");
+    }
+
+    /// A port that polices before receive: records what it was told, drops 7.
+    struct Early(Mutex<Vec<Policing>>);
+
+    impl Port for Early {
+        fn name(&self) -> &str {
+            "early"
+        }
+        fn capabilities(&self) -> port::Capabilities {
+            port::Capabilities::default()
+        }
+        fn open_rx(&self, _: u16) -> Result<Box<dyn port::RxQueue>, port::PortError> {
+            Err(port::PortError::new("early", "no queues"))
+        }
+        fn open_tx(&self, _: u16) -> Result<Box<dyn port::TxQueue>, port::PortError> {
+            Err(port::PortError::new("early", "no queues"))
+        }
+        fn stats(&self) -> port::PortStats {
+            port::PortStats::default()
+        }
+        fn police_early(&self, p: &Policing) -> bool {
+            self.0.lock().unwrap().push(*p);
+            true
+        }
+        fn early_policed(&self) -> u64 {
+            7
+        }
+    }
+
+    #[test]
+    fn a_port_that_polices_before_receive_gets_every_rate_and_its_drops_count() {
+        let p = PortPolicer::new(kbps(1000, 100));
+        let early = Arc::new(Early(Mutex::new(Vec::new())));
+        let port: Arc<dyn Port> = early.clone();
+        p.attach(&port);
+        p.set(kpps(5, 1));
+        assert_eq!(*early.0.lock().unwrap(), [kbps(1000, 100), kpps(5, 1)]);
+        assert_eq!(p.early_drops(), 7);
+        // An unplugged port is let go: no more rates, no more drops.
+        drop(port);
+        drop(early);
+        p.set(Policing::default());
+        assert_eq!(p.early_drops(), 0);
     }
 }

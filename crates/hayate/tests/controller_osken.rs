@@ -16,16 +16,6 @@ use std::time::{Duration, Instant};
 use controller_common::Process;
 use netns::{Net, PortKind};
 
-/// The venv's python with os-ken ([`controller_common::venv`]).
-fn venv_python() -> Option<PathBuf> {
-    let py = controller_common::venv().join("bin/python");
-    let ok = Command::new(&py)
-        .args(["-c", "import os_ken"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(py)
-}
-
 /// The controller, in the switch's namespace (it listens on that namespace's loopback).
 struct Controller {
     _process: Process,
@@ -69,7 +59,7 @@ fn osken_learning_switch_drives_hayate() {
     if !netns::can_run("controller_osken", &["ping", "iperf3", "ss"]) {
         return;
     }
-    let Some(py) = venv_python() else {
+    let Some(py) = controller_common::osken_python() else {
         eprintln!("SKIPPED controller_osken: no venv with os-ken; run scripts/setup.sh");
         return;
     };
@@ -232,7 +222,7 @@ fn free_port() -> u16 {
 #[test]
 #[ignore = "benchmark: run with --release -- --ignored --nocapture"]
 fn osken_new_flows_per_second() {
-    let Some(py) = venv_python() else {
+    let Some(py) = controller_common::osken_python() else {
         panic!("no venv with os-ken: run scripts/setup.sh");
     };
     let pypy = std::env::var_os("HAYATE_PYPY_VENV")

@@ -216,6 +216,21 @@ pub trait Port: Send + Sync {
 
     /// Counters summed over the queues.
     fn stats(&self) -> PortStats;
+
+    /// Polices received frames as `p` says before the switch reads them, where the port can
+    /// (an AF_XDP port's XDP program drops the excess before it is copied to the switch);
+    /// returns whether it does (`Policing::default()`: stops). The datapath polices after
+    /// receive either way; what passed here is within the rate, so it rarely drops more.
+    /// Default: cannot.
+    fn police_early(&self, p: &Policing) -> bool {
+        let _ = p;
+        false
+    }
+
+    /// Frames [`Port::police_early`]'s policer dropped since the port opened.
+    fn early_policed(&self) -> u64 {
+        0
+    }
 }
 
 /// Counters one queue owns and a port sums on read. Written by the owning thread with

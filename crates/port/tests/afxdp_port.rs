@@ -502,3 +502,50 @@ fn control_frames_take_the_priority_path() {
         assert_eq!(recv_any(rx.as_mut(), 1, &pool), vec![ping]);
     });
 }
+
+/// Ingress policing in the XDP program: past the bucket, frames are dropped before the
+/// switch's socket sees them, counted; turning it off passes everything again.
+#[test]
+fn the_xdp_program_polices_before_the_socket() {
+    if !root_or_say_why("the_xdp_program_polices_before_the_socket") {
+        return;
+    }
+    in_netns(|| {
+        let veth = Veth::new("pol");
+        let pool = Pool::with_frames(4096);
+        let port = open(&veth.port, &pool);
+        let (xdp_drop, xdp_redirect) = (1, 4);
+        // 8 kbit/s (1,000 bytes a second), a bucket of 13 kbit (1,625 bytes): thirteen
+        // 125-byte frames, then one more every 125 ms.
+        let p = port::Policing {
+            rate_kbps: 8,
+            burst_kbit: 13,
+            ..Default::default()
+        };
+        assert!(
+            port.police_early(&p),
+            "an AF_XDP port polices in its program"
+        );
+        let frame = test_frame(1, 125);
+        let start = Instant::now();
+        let verdicts: Vec<u32> = (0..200)
+            .map(|_| port.xdp_verdict(0, &frame).unwrap())
+            .collect();
+        let secs = start.elapsed().as_secs_f64();
+        let passed = verdicts.iter().filter(|v| **v == xdp_redirect).count();
+        let dropped = verdicts.iter().filter(|v| **v == xdp_drop).count();
+        assert_eq!(passed + dropped, 200, "{verdicts:?}");
+        let most = 13 + (secs * 8.0).ceil() as usize;
+        assert!(
+            (13..=most).contains(&passed),
+            "{passed} of 200 passed in {secs:.3} s (bucket 13, then 8 a second)"
+        );
+        assert_eq!(port.early_policed(), dropped as u64);
+        assert!(!port.police_early(&port::Policing::default()));
+        assert!(
+            (0..20).all(|_| port.xdp_verdict(0, &frame).unwrap() == xdp_redirect),
+            "policing off passes every frame"
+        );
+        assert_eq!(port.early_policed(), dropped as u64);
+    });
+}

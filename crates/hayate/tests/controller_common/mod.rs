@@ -1,6 +1,7 @@
-//! What the tests that run a real controller (`controller_osken.rs`, `controller_faucet.rs`)
-//! share: the venv scripts/setup.sh makes, the repository's files (the controllers' apps and
-//! configurations under tests/controllers/), and the controller's process, killed on drop.
+//! What the tests that run a real controller (`controller_osken.rs`, `controller_faucet.rs`,
+//! `tunnel_three_hosts.rs`) share: the venv scripts/setup.sh makes (and its python, when it
+//! has os-ken), the repository's files (the controllers' apps and configurations under
+//! tests/controllers/), and the controller's process, killed on drop.
 
 #![allow(dead_code)] // Each test binary uses a part of it.
 
@@ -12,6 +13,16 @@ pub fn venv() -> PathBuf {
     std::env::var_os("HAYATE_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/cache/hayate/venv"))
+}
+
+/// The venv's python when it has os-ken (`import os_ken` works), else `None`.
+pub fn osken_python() -> Option<PathBuf> {
+    let py = venv().join("bin/python");
+    let ok = std::process::Command::new(&py)
+        .args(["-c", "import os_ken"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(py)
 }
 
 /// A file of the repository, by its path from the repository's root.

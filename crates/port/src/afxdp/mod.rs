@@ -300,6 +300,30 @@ impl Port for AfXdpPort {
         }
     }
 
+    fn police_early(&self, p: &crate::Policing) -> bool {
+        let Some(police) = program::XdpPolice::of(p) else {
+            return false;
+        };
+        let Ok(mut prog) = self.program.lock() else {
+            return false;
+        };
+        match prog.set_police(&police) {
+            Ok(()) => police.is_on(),
+            Err(e) => {
+                tracing::warn!(port = %self.name, "policing in the XDP program: {e}");
+                false
+            }
+        }
+    }
+
+    fn early_policed(&self) -> u64 {
+        self.program
+            .lock()
+            .ok()
+            .and_then(|p| p.police_drops().ok())
+            .unwrap_or(0)
+    }
+
     fn stats(&self) -> PortStats {
         let mut total = PortStats::default();
         for s in &self.sockets {

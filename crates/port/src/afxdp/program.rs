@@ -13,7 +13,7 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
-use aya::maps::{Array, XskMap};
+use aya::maps::{Array, PerCpuArray, XskMap};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 
@@ -30,6 +30,10 @@ pub const PROGRAM_NAME: &str = "hayate_xsk";
 const MAP_NAME: &str = "hayate_xsks";
 /// The program's settings (word 0, bit 0: control frames go to the kernel stack).
 const CFG_MAP_NAME: &str = "hayate_cfg";
+/// The ingress policer's settings and buckets.
+const POLICE_MAP_NAME: &str = "hayate_police";
+/// Frames the ingress policer dropped, per CPU.
+const POLICE_DROPS_MAP_NAME: &str = "hayate_police_drops";
 /// Slots in the XSKMAP (`max_entries` in the C source): the most queues a port can open.
 pub(crate) const MAX_QUEUES: u32 = 64;
 
@@ -251,6 +255,91 @@ impl XdpProgram {
     }
 }
 
+/// `struct police` of `bpf/xsk_redirect.c`: the program's ingress policer (rates 0: not by
+/// that measure; buckets in billionths).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct XdpPolice {
+    /// The kernel's `struct bpf_spin_lock` (left alone by map updates).
+    lock: u32,
+    /// 0: no policing.
+    on: u32,
+    byte_rate: u64,
+    byte_burst: u64,
+    pkt_rate: u64,
+    pkt_burst: u64,
+    byte_tokens: u64,
+    pkt_tokens: u64,
+    last_ns: u64,
+}
+
+// SAFETY: plain integers, no padding (4 + 4 + 7 × 8 bytes), any bit pattern valid.
+unsafe impl aya::Pod for XdpPolice {}
+
+/// Billionths per unit in the program's buckets.
+const NANO: u64 = 1_000_000_000;
+
+impl XdpPolice {
+    /// Whether it polices at all.
+    pub(crate) fn is_on(&self) -> bool {
+        self.on != 0
+    }
+
+    /// The program's form of `p`, buckets full; `None` when a figure is beyond what the
+    /// program's 64-bit arithmetic holds (over 100 Gbit/s, 10 Gpkt/s, or buckets of more than
+    /// 16 GB or 16 G packets): the datapath alone polices such a port.
+    pub(crate) fn of(p: &crate::Policing) -> Option<XdpPolice> {
+        let byte_rate = u64::from(p.rate_kbps) * 1000 / 8;
+        let byte_burst = u64::from(p.burst_kbit) * 1000 / 8;
+        let pkt_rate = u64::from(p.rate_kpps) * 1000;
+        let pkt_burst = u64::from(p.burst_kpkts) * 1000;
+        let fits = byte_rate <= 12_500_000_000
+            && pkt_rate <= 10_000_000_000
+            && byte_burst <= 16_000_000_000
+            && pkt_burst <= 16_000_000_000;
+        fits.then_some(XdpPolice {
+            lock: 0,
+            on: u32::from(byte_rate > 0 || pkt_rate > 0),
+            byte_rate,
+            byte_burst,
+            pkt_rate,
+            pkt_burst,
+            byte_tokens: byte_burst * NANO,
+            pkt_tokens: pkt_burst * NANO,
+            last_ns: 0,
+        })
+    }
+}
+
+impl XdpProgram {
+    /// Polices received frames in the program as `p` says (an `on` of 0: not at all).
+    pub(crate) fn set_police(&mut self, p: &XdpPolice) -> Result<(), String> {
+        let map = self
+            .ebpf
+            .map_mut(POLICE_MAP_NAME)
+            .ok_or_else(|| format!("the XDP object has no map {POLICE_MAP_NAME}"))?;
+        let mut police: Array<_, XdpPolice> =
+            Array::try_from(map).map_err(|e| explain("the XDP policing map", &e))?;
+        police
+            .set(0, *p, 0)
+            .map_err(|e| explain("setting the XDP program's ingress policing", &e))
+    }
+
+    /// Frames the program's policer dropped, summed over the CPUs.
+    pub(crate) fn police_drops(&self) -> Result<u64, String> {
+        let map = self
+            .ebpf
+            .map(POLICE_DROPS_MAP_NAME)
+            .ok_or_else(|| format!("the XDP object has no map {POLICE_DROPS_MAP_NAME}"))?;
+        let drops: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(map).map_err(|e| explain("the XDP policing drops", &e))?;
+        let per_cpu = drops
+            .get(&0, 0)
+            .map_err(|e| explain("reading the XDP policing drops", &e))?;
+        Ok(per_cpu.iter().sum())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +378,28 @@ mod tests {
         assert!(find(PROGRAM_NAME.as_bytes()));
         assert!(find(MAP_NAME.as_bytes()));
         assert!(find(CFG_MAP_NAME.as_bytes()));
+        assert!(find(POLICE_MAP_NAME.as_bytes()));
+        assert!(find(POLICE_DROPS_MAP_NAME.as_bytes()));
+    }
+
+    #[test]
+    fn policing_in_the_program_converts_kbit_to_bytes_and_refuses_what_overflows() {
+        let p = XdpPolice::of(&crate::Policing {
+            rate_kbps: 10_000,
+            burst_kbit: 1_000,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!((p.on, p.byte_rate, p.byte_burst), (1, 1_250_000, 125_000));
+        assert_eq!((p.pkt_rate, p.byte_tokens), (0, 125_000 * NANO));
+        let off = XdpPolice::of(&crate::Policing::default()).unwrap();
+        assert_eq!(off.on, 0);
+        let huge = crate::Policing {
+            rate_kbps: u32::MAX,
+            burst_kbit: 13,
+            ..Default::default()
+        };
+        assert_eq!(XdpPolice::of(&huge), None);
+        assert_eq!(std::mem::size_of::<XdpPolice>(), 64);
     }
 }
