@@ -12,8 +12,8 @@
 //!
 //! A TCP super-packet kept whole by its rx port ([`packet::gso`]) goes whole to ports that can
 //! ask their kernel to cut it (virtio-net headers) and is cut into segments in software at
-//! the output to any other port (and before a packet-in), counted in
-//! [`Counter::GsoSegmented`].
+//! the output to any other port (and before a packet-in, and before encapsulation at the
+//! output to a tunnel), counted in [`Counter::GsoSegmented`].
 //!
 //! Nothing here allocates, locks or makes a system call per packet. The one exception is a
 //! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
