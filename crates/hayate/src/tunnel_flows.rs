@@ -229,16 +229,6 @@ impl FlowDests {
             })
             .collect()
     }
-
-    /// How many destinations are kept.
-    pub fn len(&self) -> usize {
-        self.dests.len()
-    }
-
-    /// Whether none is kept.
-    pub fn is_empty(&self) -> bool {
-        self.dests.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -310,11 +300,11 @@ mod tests {
             !f.refresh(&dp, &tunnels, &[], &mut resolver),
             "unreachable: no change"
         );
-        assert_eq!(f.len(), 1);
+        assert_eq!(f.dests.len(), 1);
         for _ in 0..FORGET_AFTER - 1 {
             assert!(!f.refresh(&dp, &tunnels, &[], &mut resolver));
         }
         assert!(f.refresh(&dp, &tunnels, &[], &mut resolver), "forgotten");
-        assert!(f.is_empty());
+        assert!(f.dests.is_empty());
     }
 }
