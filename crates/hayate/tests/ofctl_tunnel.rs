@@ -46,8 +46,10 @@ fn tunnel_fields_install_and_dump_back() {
     // in X does not match it) yet filters and prints as sent.
     assert_eq!(
         flows(&h.ofctl("dump-flows", &["tun_src=192.168.1.1"])),
-        ["cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=10,tun_id=0x2a,\
-          tun_src=192.168.1.1,tun_dst=192.168.1.0/24 actions=output:2"]
+        [
+            "cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=10,tun_id=0x2a,\
+          tun_src=192.168.1.1,tun_dst=192.168.1.0/24 actions=output:2"
+        ]
     );
     // A flow that names the tunnel source goes by it alone.
     h.ofctl(

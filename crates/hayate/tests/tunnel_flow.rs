@@ -3,7 +3,9 @@
 //! next hop the first packets ask for, and a VM behind Hayate reaches a VM behind a Linux
 //! kernel VXLAN device in another namespace; the return flow matches `tun_src` (an IPv4
 //! underlay). The VM behind Hayate keeps its TCP offloads on: its super-packets are cut into
-//! segments and each is encapsulated, so iperf3 TCP runs through the tunnel.
+//! segments and each is encapsulated, so iperf3 TCP runs through the tunnel. Packet-outs to
+//! the tunnel port (`ovs-ofctl packet-out ... set_tunnel:42,...->tun_dst,output:3`) reach
+//! the kernel's VXLAN device.
 //!
 //! Host 1 runs Hayate (VM port, AF_PACKET underlay port owning 192.168.78.1, the tunnel port);
 //! host 2 has the kernel's VXLAN device (VNI 42) in a bridge with its VM.
@@ -30,6 +32,36 @@ fn no_offloads(ns: &str, ifname: &str) {
     );
 }
 
+/// Packet-outs sent to the tunnel port.
+const PACKET_OUTS: u64 = 20;
+
+/// Packets the kernel device `ifname` in namespace `ns` received.
+fn rx_packets(ns: &str, ifname: &str) -> u64 {
+    let o = ns_run(
+        ns,
+        &[
+            "cat",
+            &format!("/sys/class/net/{ifname}/statistics/rx_packets"),
+        ],
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
+/// Whether `ovs-ofctl` is here (the packet-out part needs it).
+fn have_ofctl() -> bool {
+    let ok = std::process::Command::new("ovs-ofctl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED the packet-out part of tunnel_flow: no ovs-ofctl");
+    }
+    ok
+}
+
 #[test]
 fn flows_pick_the_remote_and_vni_of_a_flow_based_vxlan_port() {
     if !netns::can_run("tunnel_flow", &["ping", "iperf3", "ethtool"]) {
@@ -39,8 +71,14 @@ fn flows_pick_the_remote_and_vni_of_a_flow_based_vxlan_port() {
     let h1 = net.switch_ns("h1");
     let h2 = net.switch_ns("h2");
     let (u1, u2) = net.trunk(&h1, &h2, "u");
-    ip(&h1, &["addr", "add", &format!("{UNDERLAY_1}/24"), "dev", &u1]);
-    ip(&h2, &["addr", "add", &format!("{UNDERLAY_2}/24"), "dev", &u2]);
+    ip(
+        &h1,
+        &["addr", "add", &format!("{UNDERLAY_1}/24"), "dev", &u1],
+    );
+    ip(
+        &h2,
+        &["addr", "add", &format!("{UNDERLAY_2}/24"), "dev", &u2],
+    );
     no_offloads(&h1, &u1);
     no_offloads(&h2, &u2);
     let vm1 = net.link(PortKind::AfPacket, "v1", &h1, &["10.78.0.1/24"]);
@@ -97,6 +135,35 @@ fn flows_pick_the_remote_and_vni_of_a_flow_based_vxlan_port() {
             .success(),
         "ping VM 2 -> VM 1"
     );
+    // Packet-outs to the tunnel port, as a controller sends them with `ovs-ofctl`, are
+    // encapsulated too: the kernel's VXLAN device receives every one.
+    if have_ofctl() {
+        let before = rx_packets(&h2, &vx);
+        let target = format!("unix:{}", net.run_dir().join("br0.mgmt").display());
+        let frame = concat!(
+            "ffffffffffff020000000099080600010800060400010200000000990a4e0009",
+            "0000000000000a4e0009"
+        );
+        for _ in 0..PACKET_OUTS {
+            must(&[
+                "ovs-ofctl",
+                "-O",
+                "OpenFlow13",
+                "packet-out",
+                &target,
+                &format!(
+                    "in_port=controller packet={frame} \
+                     actions=set_tunnel:42,set_field:{UNDERLAY_2}->tun_dst,output:3"
+                ),
+            ]);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while rx_packets(&h2, &vx) < before + PACKET_OUTS && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let got = rx_packets(&h2, &vx) - before;
+        assert!(got >= PACKET_OUTS, "packet-outs through the tunnel: {got}");
+    }
     // VM 1 sends TCP super-packets (offloads on): cut, then encapsulated.
     let server = IperfServer::start(&vm2_ns);
     let v = iperf3(&vm1, &["-c", "10.78.0.2", "-t", "2"]);
