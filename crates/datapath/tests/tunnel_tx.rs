@@ -4,7 +4,7 @@
 //! (`tunnel_unresolved`) and asked for once, and sends once the control side installed its
 //! headers and the megaflows compiled again. Also: a TCP super-packet into a tunnel leaves as
 //! encapsulated segments with valid checksums, and a packet-out to a tunnel port is
-//! encapsulated like a flow's output.
+//! encapsulated like a flow's output, and `tun_ipv6_dst` gives IPv6 outer headers.
 
 mod common;
 
@@ -355,4 +355,55 @@ fn a_packet_out_to_a_tunnel_port_is_encapsulated() {
         "the underlay sends the packet-out in the tunnel's headers"
     );
     running.stop();
+}
+
+/// `set_field:2001:db8::2->tun_ipv6_dst`: the outer headers are IPv6 to that remote.
+#[test]
+fn a_flow_picks_an_ipv6_remote() {
+    const REMOTE6: u128 = 0x2001_0db8 << 96 | 2;
+    let mut f = fixture(
+        2,
+        DpConfig::default(),
+        Box::new(|_, out| {
+            out.mask = mask_of(&[Field::InPort]);
+            out.actions.extend([
+                set(Field::TunIpv6Dst, REMOTE6),
+                set(Field::TunnelId, 77),
+                DpAction::Output(FLOW),
+            ]);
+        }),
+    );
+    let t = f.dp.tunnels().clone();
+    per_flow(&t);
+    let (local, remote): (IpAddr, IpAddr) = (
+        "2001:db8::1".parse().unwrap(),
+        std::net::Ipv6Addr::from(REMOTE6).into(),
+    );
+    let a = OuterAddrs {
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 6],
+        src: local,
+        dst: remote,
+    };
+    let tpl = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 77, true), &a).unwrap();
+    let d = FlowDest {
+        ofport: FLOW,
+        remote,
+        vni: 77,
+    };
+    t.set_flow_outputs(vec![(d, (UNDERLAY, tpl, 1500))]);
+    let inner = udp(1, [10, 0, 0, 2]);
+    f.inject(2, std::slice::from_ref(&inner));
+    f.poll();
+    let sent = f.collect(UNDERLAY);
+    assert_eq!(sent.len(), 1);
+    let remotes = Locals {
+        addrs: vec![remote],
+        ports: vec![(4789, TunnelKind::Vxlan)],
+    };
+    let Termination::Decapped(got) = terminate(&sent[0], &remotes) else {
+        panic!("{:?}", terminate(&sent[0], &remotes))
+    };
+    assert_eq!((got.src, got.dst, got.vni), (local, remote, 77));
+    assert_eq!(&sent[0][got.inner], &inner[..]);
 }
