@@ -76,6 +76,7 @@ pub mod revalidate;
 pub mod rx_drops;
 pub mod stats;
 mod target;
+pub mod tunnel_flows;
 pub mod tunnels;
 pub mod upcall;
 
@@ -90,5 +91,6 @@ pub use pmd::{now_ns, Pmd, PmdParts};
 pub use police::{Policers, PortPolicer};
 pub use rx_drops::{RxDrops, RxQueueStats, IN_PORT_DROPS};
 pub use stats::{Counter, PmdStats, Snapshot};
+pub use tunnel_flows::{FlowDest, PerFlowPort};
 pub use tunnels::Tunnels;
 pub use upcall::{Police, Policer, Upcall, UpcallFactory};

@@ -308,5 +308,5 @@ fn a_frame_too_big_for_the_tunnel_is_answered_and_counted() {
     assert_eq!(u16::from_be_bytes([r[40], r[41]]), 950);
     assert_eq!(&r[26..30], &[10, 0, 0, 2]);
     let drops = f.dp.tunnels().drops();
-    assert_eq!(drops.last(), Some(&("tunnel_too_big", 1)));
+    assert!(drops.contains(&("tunnel_too_big", 1)), "{drops:?}");
 }

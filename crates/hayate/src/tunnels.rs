@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use datapath::Tunnels;
 use pipeline::{PipelineCell, PortInfo};
-use tunnel::{
-    Encap, EncapTemplate, PerFlow, Resolver, Terminator, TunnelKind, TunnelPort, TunnelSpec,
-};
+use tunnel::{EncapTemplate, PerFlow, Resolver, Terminator, TunnelKind, TunnelPort, TunnelSpec};
+
+use crate::tunnel_flows::{resolve_output, underlay_named, FlowDests};
 
 /// A tunnel port of a bridge.
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ pub fn port_infos(tunnels: &[TunnelConf]) -> impl Iterator<Item = PortInfo> + '_
 }
 
 /// The IP MTU of kernel interface `ifname` (1500 when it cannot be read).
-fn mtu_of(ifname: &str) -> u16 {
+pub(crate) fn mtu_of(ifname: &str) -> u16 {
     std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -132,6 +132,8 @@ pub struct Housekeeping {
     last: Vec<Option<Found>>,
     /// Termination drops counted so far (logged when they grow).
     drops: u64,
+    /// The destinations of `remote=flow` / `vni=flow` ports.
+    flows: FlowDests,
 }
 
 impl Housekeeping {
@@ -144,14 +146,12 @@ impl Housekeeping {
             resolver: Resolver::new()?,
             last,
             drops: 0,
+            flows: FlowDests::default(),
         })
     }
 
     fn underlay_named(&self, name: &str) -> Option<u32> {
-        self.underlays
-            .iter()
-            .find(|u| u.name == name || u.ifname.as_deref() == Some(name))
-            .map(|u| u.ofport)
+        underlay_named(&self.underlays, name)
     }
 
     fn find(&mut self, i: usize) -> (Found, Option<EncapTemplate>) {
@@ -165,48 +165,43 @@ impl Housekeeping {
             );
         }
         let (PerFlow::Fixed(remote), PerFlow::Fixed(vni)) = (t.spec.remote, t.spec.vni) else {
+            // A fixed remote with `vni=flow`: received where the route to the remote leaves.
+            let routed = match t.spec.remote {
+                PerFlow::Fixed(r) if named.is_none() || t.spec.local.is_none() => resolve_output(
+                    &mut self.resolver,
+                    &self.underlays,
+                    named.flatten(),
+                    &t.spec,
+                    r,
+                    0,
+                )
+                .ok(),
+                _ => None,
+            };
             let found = Found::ReceiveOnly {
-                underlay: named.flatten(),
-                local: t.spec.local,
+                underlay: named.flatten().or(routed.as_ref().map(|r| r.underlay)),
+                local: t.spec.local.or(routed.map(|r| r.local)),
             };
             return (found, None);
         };
-        let hop = match self.resolver.resolve(remote, t.spec.local) {
-            Ok(h) => h,
-            Err(e) => return (Found::Unreachable(e.to_string()), None),
-        };
-        let underlay = match named.flatten() {
-            Some(u) => u,
-            None => match self.underlay_named(&hop.ifname) {
-                Some(u) => u,
-                None => {
-                    let why = format!(
-                        "the route to {remote} leaves by {}, which is not a port of this bridge \
-                         (add it, or name the underlay port: underlay=PORTNAME)",
-                        hop.ifname
-                    );
-                    return (Found::Unreachable(why), None);
-                }
-            },
-        };
-        let mut e = Encap::new(t.spec.kind, vni, remote.is_ipv6());
-        e.dst_port = t.spec.dst_port;
-        e.ttl = t.spec.ttl;
-        e.tos = t.spec.tos;
-        e.df = t.spec.df;
-        e.udp_csum = t.spec.csum.unwrap_or(remote.is_ipv6());
-        e.options = t.spec.options.clone();
-        match EncapTemplate::new(&e, &hop.outer(remote)) {
-            Ok(tpl) => {
+        match resolve_output(
+            &mut self.resolver,
+            &self.underlays,
+            named.flatten(),
+            &t.spec,
+            remote,
+            vni,
+        ) {
+            Ok(r) => {
                 let found = Found::Ready {
-                    underlay,
-                    header: tpl.header().to_vec(),
-                    local: hop.src,
-                    mtu: mtu_of(&hop.ifname),
+                    underlay: r.underlay,
+                    header: r.template.header().to_vec(),
+                    local: r.local,
+                    mtu: r.mtu,
                 };
-                (found, Some(tpl))
+                (found, Some(r.template))
             }
-            Err(e) => (Found::Unreachable(format!("{e:?}")), None),
+            Err(why) => (Found::Unreachable(why), None),
         }
     }
 
@@ -251,7 +246,10 @@ impl Housekeeping {
             let (ports, locals) = rx.remove(&u.ofport).unwrap_or_default();
             dp.set(u.ofport, Some(Terminator::new(ports, &locals)));
         }
-        changed
+        let flows = self
+            .flows
+            .refresh(dp, &self.tunnels, &self.underlays, &mut self.resolver);
+        changed || flows
     }
 }
 
