@@ -36,6 +36,7 @@ use port::Port;
 
 use crate::capture::Taps;
 use crate::config::DpConfig;
+use crate::egress::{EgressQueue, Shapers};
 use crate::execute::{PacketIn, TxPort};
 use crate::inject::{InjectQueue, Injected, Injector, Wake, INJECT_QUEUE};
 use crate::look::{Look, MegaflowRecord};
@@ -72,6 +73,7 @@ pub struct Builder {
     lane_core: Option<usize>,
     config: DpConfig,
     policers: Arc<Policers>,
+    shapers: Arc<Shapers>,
     affinity: BTreeMap<u32, Vec<(u16, usize)>>,
 }
 
@@ -92,6 +94,13 @@ impl Builder {
     /// [`Running::set_policing`].
     pub fn policing(self, ofport: u32, policing: port::Policing) -> Self {
         self.policers.set(ofport, policing);
+        self
+    }
+
+    /// Gives port `ofport` egress queues ([`crate::egress`]); change them while running
+    /// with [`Running::set_egress`].
+    pub fn egress(self, ofport: u32, egress: port::Egress) -> Self {
+        self.shapers.set(ofport, egress);
         self
     }
 
@@ -200,6 +209,7 @@ impl Builder {
             lane_core: self.lane_core,
             config: self.config,
             policers: self.policers,
+            shapers: self.shapers,
             affinity,
             pi_tx,
             packet_ins,
@@ -219,6 +229,8 @@ pub struct Datapath {
     config: DpConfig,
     /// Each port's ingress policer ([`crate::police`]).
     policers: Arc<Policers>,
+    /// Each port's egress queues ([`crate::egress`]).
+    shapers: Arc<Shapers>,
     /// The thread of each pinned rx queue: (port, queue) → thread index.
     affinity: BTreeMap<(u32, u16), usize>,
     pi_tx: SyncSender<PacketIn>,
@@ -290,6 +302,19 @@ impl Datapath {
     /// [`Datapath::build_pmds`] (as [`Running::set_policing`]).
     pub fn set_policing(&self, ofport: u32, policing: port::Policing) {
         self.policers.set(ofport, policing);
+    }
+
+    /// Gives port `ofport` egress queues, also after [`Datapath::build_pmds`] (as
+    /// [`Running::set_egress`]).
+    pub fn set_egress(&self, ofport: u32, egress: port::Egress) {
+        self.shapers.set(ofport, egress);
+    }
+
+    /// Port `ofport`'s egress queues with their counters, and the packets it dropped for a
+    /// queue it lacks (as [`Running::egress_queues`]).
+    pub fn egress_queues(&self, ofport: u32) -> (Vec<EgressQueue>, u64) {
+        let s = self.shapers.port(ofport);
+        (s.queues(), s.unknown())
     }
 
     /// Opens every queue and makes one [`Pmd`] per thread, without starting threads (for
@@ -373,6 +398,7 @@ impl Datapath {
                 pmd.make_lane();
             }
             pmd.attach_policers(&self.policers);
+            pmd.attach_shapers(&self.shapers);
             pmds.push(pmd);
         }
         let inject_rx = self
@@ -394,7 +420,12 @@ impl Datapath {
     /// (when pinning fails the thread warns on stderr and runs unpinned).
     pub fn start(&self) -> Result<Running, DpError> {
         let mut pmds = self.build_pmds()?;
-        let plug = Plugboard::wire(&mut pmds, &self.ports, self.policers.clone());
+        let plug = Plugboard::wire(
+            &mut pmds,
+            &self.ports,
+            self.policers.clone(),
+            self.shapers.clone(),
+        );
         let stop = Arc::new(AtomicBool::new(false));
         // One eventfd wakes every sleeping thread when the datapath stops, so a sleep need
         // not end on its own to notice the stop flag.
@@ -437,6 +468,7 @@ impl Datapath {
         Ok(Running {
             plug: Mutex::new(plug),
             policers: self.policers.clone(),
+            shapers: self.shapers.clone(),
             handles,
             stop,
             stop_wake,
@@ -469,6 +501,8 @@ pub struct Running {
     plug: Mutex<Plugboard>,
     /// Each port's ingress policer ([`crate::police`]).
     policers: Arc<Policers>,
+    /// Each port's egress queues ([`crate::egress`]).
+    shapers: Arc<Shapers>,
     handles: Vec<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
     /// Signalled after `stop` is set: wakes threads sleeping in `poll(2)`.
@@ -623,6 +657,24 @@ impl Running {
     /// Port `ofport`'s ingress policing.
     pub fn policing(&self, ofport: u32) -> port::Policing {
         self.policers.port(ofport).policing()
+    }
+
+    /// Gives port `ofport` these egress queues from now on (`Egress::default()`: none);
+    /// takes effect at each thread's next output batch to it. Also for a port not added yet.
+    pub fn set_egress(&self, ofport: u32, egress: port::Egress) {
+        self.shapers.set(ofport, egress);
+    }
+
+    /// Port `ofport`'s egress queues and cap as given.
+    pub fn egress(&self, ofport: u32) -> port::Egress {
+        self.shapers.port(ofport).egress()
+    }
+
+    /// Port `ofport`'s egress queues with their counters, and the packets it dropped for a
+    /// queue it lacks ([`crate::egress`]).
+    pub fn egress_queues(&self, ofport: u32) -> (Vec<EgressQueue>, u64) {
+        let s = self.shapers.port(ofport);
+        (s.queues(), s.unknown())
     }
 
     /// The OpenFlow numbers of the datapath's ports, in the order they joined.

@@ -12,14 +12,15 @@
 //!
 //! A TCP super-packet kept whole by its rx port ([`packet::gso`]) goes whole to ports that can
 //! ask their kernel to cut it (virtio-net headers) and is cut into segments in software at
-//! the output to any other port (and before a packet-in), counted in
-//! [`Counter::GsoSegmented`].
+//! the output to any other port (and before a packet-in, and before encapsulation at the
+//! output to a tunnel), counted in [`Counter::GsoSegmented`].
 //!
 //! Nothing here allocates, locks or makes a system call per packet. The one exception is a
 //! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
 use crate::capture::Tap;
+use crate::egress::{shape_batch, PortShaper, Shapers};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -217,6 +218,8 @@ pub struct TxPort {
     /// Super-packets are cut before they reach this port (see [`TxPort::segmenting`]).
     segment: bool,
     buf: Batch,
+    /// The port's egress queues ([`crate::egress`]; none: not judged).
+    shaper: Option<Arc<PortShaper>>,
 }
 
 impl TxPort {
@@ -227,7 +230,14 @@ impl TxPort {
             slot,
             segment: false,
             buf: Batch::new(),
+            shaper: None,
         }
+    }
+
+    /// Judges what is sent to this port by its egress queues ([`crate::egress`]).
+    pub(crate) fn shaped(mut self, shaper: Arc<PortShaper>) -> TxPort {
+        self.shaper = Some(shaper);
+        self
     }
 
     /// Whether super-packets ([`packet::gso`]) are cut into segments before they reach this
@@ -359,6 +369,10 @@ impl Executor {
     /// earlier pushes left its headroom too small for the outer headers (then a copy, which
     /// starts with the whole headroom, is).
     fn tunnel_move(&mut self, pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
+        if pkt.is_gso() {
+            self.tunnel_segments(&pkt, out, port, st);
+            return self.cache.free(pkt);
+        }
         if !self.tunnel_fits(&pkt, out, st) {
             return self.cache.free(pkt);
         }
@@ -371,6 +385,50 @@ impl Executor {
             None => st.add(Counter::DropPoolEmpty, 1),
         }
         self.cache.free(pkt);
+    }
+
+    /// Output of a super-packet to a tunnel: it is cut into its segments (each with its
+    /// checksums complete, [`port::vnet::segment_into`]) and each segment is encapsulated,
+    /// all with the super-packet's flow hash (one UDP source port for the flow). `pkt` is
+    /// left as it was.
+    #[cold]
+    fn tunnel_segments(
+        &mut self,
+        pkt: &Packet,
+        out: &TunnelOutput,
+        port: u16,
+        st: &mut LocalStats,
+    ) {
+        let hash = tunnel_hash(pkt);
+        let mut segs = Batch::new();
+        let mut next = 0;
+        loop {
+            let (n, total) = match port::vnet::segment_into(pkt, next, &mut self.cache, &mut segs) {
+                Ok(r) => r,
+                Err(_) => {
+                    st.add(Counter::DropMalformed, 1);
+                    segs.free_into(&mut self.cache);
+                    return;
+                }
+            };
+            // Segments the pool had no frame for: the rest of the super-packet is lost.
+            let stuck = n < total && !segs.is_full();
+            for s in segs.drain() {
+                if self.tunnel_fits(&s, out, st) {
+                    self.tunnel_send(s, hash, out, port, st);
+                } else {
+                    self.cache.free(s);
+                }
+            }
+            if n == total || stuck {
+                if stuck {
+                    st.add(Counter::DropPoolEmpty, (total - n) as u64);
+                }
+                st.add(Counter::GsoSegmented, 1);
+                return;
+            }
+            next = n;
+        }
     }
 
     /// Answers a frame too large for a tunnel ([`tunnel::pmtud`]) out of the port it came
@@ -409,12 +467,18 @@ impl Executor {
                 true
             }
             Op::Tunnel { out, port } => {
-                if self.tunnel_fits(pkt, out, st) {
+                if pkt.is_gso() {
+                    self.tunnel_segments(pkt, out, *port, st);
+                } else if self.tunnel_fits(pkt, out, st) {
                     match self.copy(pkt, usize::MAX) {
                         Some(c) => self.tunnel_send(c, tunnel_hash(pkt), out, *port, st),
                         None => st.add(Counter::DropPoolEmpty, 1),
                     }
                 }
+                true
+            }
+            Op::TunnelDrop(count) => {
+                count.add();
                 true
             }
             Op::SetField { field, value } => rewrite::set_field(pkt, *field, *value).is_ok(),
@@ -610,6 +674,12 @@ impl Executor {
 
     fn send(&mut self, i: usize, st: &mut LocalStats) {
         let t = &mut self.tx[i];
+        shape_batch(
+            t.shaper.as_deref(),
+            self.now_ns,
+            &mut t.buf,
+            &mut self.cache,
+        );
         if self.tap.active() {
             self.tap
                 .offer(t.ofport, false, t.buf.as_slice(), self.now_ns);
@@ -630,6 +700,10 @@ impl Executor {
             return;
         };
         if t.buf.is_empty() {
+            shape_batch(t.shaper.as_deref(), self.now_ns, batch, &mut self.cache);
+            if batch.is_empty() {
+                return;
+            }
             if self.tap.active() {
                 self.tap
                     .offer(t.ofport, false, batch.as_slice(), self.now_ns);
@@ -676,6 +750,13 @@ impl Executor {
         let mut t = self.tx.remove(i);
         t.buf.free_into(&mut self.cache);
         Some(t.slot)
+    }
+
+    /// Judges every tx entry's output by its port's egress queues in `shapers`.
+    pub(crate) fn attach_shapers(&mut self, shapers: &Shapers) {
+        for t in self.tx.iter_mut() {
+            t.shaper = Some(shapers.port(t.ofport));
+        }
     }
 
     /// Cuts super-packets before they reach `ofport` (a port with virtio-net headers joined).

@@ -42,6 +42,7 @@
 //! | flow entries' `FlowCounters` | the pipeline | megaflows add to them every ~100 ms |
 //! | meters ([`Policer`]) | the pipeline | every thread polices through them |
 //! | a port's ingress policer ([`PortPolicer`]) | [`Datapath`] ([`Policers`]) | every thread reading one of the port's rx queues |
+//! | a port's egress queues ([`PortShaper`]) | [`Datapath`] ([`Shapers`]) | every thread's tx entry of the port |
 //! | packet-in queue | [`Datapath`] | every thread sends, the agent drains with [`Datapath::packet_ins`] |
 //!
 //! When the pipeline's generation changes, each thread takes what the publishes changed at
@@ -60,6 +61,7 @@ pub mod clock;
 pub mod config;
 pub mod datapath;
 pub mod dpcls;
+pub mod egress;
 pub mod emc;
 mod emc_gate;
 pub mod execute;
@@ -75,11 +77,13 @@ pub mod rx_drops;
 pub mod stats;
 mod target;
 pub mod tunnel_drops;
+pub mod tunnel_flows;
 pub mod tunnels;
 pub mod upcall;
 
 pub use config::DpConfig;
 pub use datapath::{Builder, Datapath, DpError, Running, ThreadStats};
+pub use egress::{EgressQueue, PortShaper, QueueCounts, Shapers};
 pub use execute::PacketIn;
 pub use idle::IdleConfig;
 pub use inject::{InjectError, Injector, Wake};
@@ -89,5 +93,6 @@ pub use police::{Policers, PortPolicer};
 pub use rx_drops::{RxDrops, RxQueueStats, IN_PORT_DROPS};
 pub use stats::{Counter, PmdStats, Snapshot};
 pub use tunnel_drops::SendDrop;
+pub use tunnel_flows::{FlowDest, PerFlowPort};
 pub use tunnels::Tunnels;
 pub use upcall::{Police, Policer, Upcall, UpcallFactory};

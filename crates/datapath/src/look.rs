@@ -151,6 +151,7 @@ pub(crate) fn op_text(op: &Op, ofport: impl Fn(u16) -> Option<u32>) -> String {
                 None => format!("tunnel_push,tx#{port}"),
             }
         }
+        Op::TunnelDrop(_) => return "tunnel_drop".into(),
         Op::Controller {
             reason,
             max_len,

@@ -26,7 +26,9 @@ use std::sync::Arc;
 use packet::{Field, FlowKey};
 use pipeline::{DpAction, FlowCounters, PacketInReason, Trail, Translation};
 
-use crate::tunnels::{TunnelOutput, Tunnels};
+use crate::tunnel_drops::SendCounter;
+use crate::tunnel_flows::TunFields;
+use crate::tunnels::{TunnelOutput, TunnelSend, Tunnels};
 use crate::upcall::Policer;
 
 #[path = "megaflow_arena.rs"]
@@ -83,6 +85,9 @@ pub enum Op {
         /// The underlay port's tx index.
         port: u16,
     },
+    /// Count a packet output to a tunnel that cannot send it (no headers for its destination
+    /// yet, or the flow named none) here; the packet's other actions still run.
+    TunnelDrop(SendCounter),
     /// Rewrite a header field.
     SetField {
         /// The field.
@@ -138,6 +143,7 @@ impl std::fmt::Debug for Op {
         match self {
             Op::Output(i) => write!(f, "output(tx#{i})"),
             Op::Tunnel { port, .. } => write!(f, "tunnel(tx#{port})"),
+            Op::TunnelDrop(_) => f.write_str("tunnel_drop"),
             Op::SetField { field, value } => write!(f, "set({}={value:#x})", field.name()),
             Op::PushVlan { tpid, tci } => write!(f, "push_vlan({tpid:#06x},{tci:#06x})"),
             Op::PopVlan => f.write_str("pop_vlan"),
@@ -212,12 +218,17 @@ impl PortMap {
         self.tunnels = tunnels;
     }
 
-    /// The output and underlay tx index of tunnel port `ofport`, when it has a next hop and
-    /// its underlay port is in the tx table.
-    pub fn tunnel(&self, ofport: u32) -> Option<(TunnelOutput, u16)> {
-        let out = self.tunnels.as_ref()?.output(ofport)?;
-        let port = self.get(out.underlay)?;
-        Some((out, port))
+    /// What output to tunnel port `ofport` compiles to when the flow set `fields` before it
+    /// ([`Tunnels::send`]): `None` when it is not a tunnel, has no next hop, or its underlay
+    /// port is not in the tx table.
+    pub fn tunnel(&self, ofport: u32, fields: &TunFields) -> Option<Op> {
+        match self.tunnels.as_ref()?.send(ofport, fields)? {
+            TunnelSend::Out(out) => {
+                let port = self.get(out.underlay)?;
+                Some(Op::Tunnel { out, port })
+            }
+            TunnelSend::Drop(count) => Some(Op::TunnelDrop(count)),
+        }
     }
 
     /// The OpenFlow port at tx index `index` (a linear search: for dumps, not packets).
@@ -272,13 +283,19 @@ impl Actions {
         meter: &dyn Fn(u32) -> Option<Arc<dyn Policer>>,
     ) {
         self.ops.clear();
+        // The tunnel fields set so far: a per-flow tunnel's destination at its output.
+        let mut tun = TunFields::default();
         for a in actions {
             let op = match *a {
-                DpAction::Output(p) => match (ports.get(p), ports.tunnel(p)) {
-                    (Some(i), _) => Op::Output(i),
-                    (None, Some((out, port))) => Op::Tunnel { out, port },
-                    (None, None) => continue,
+                DpAction::Output(p) => match ports.get(p) {
+                    Some(i) => Op::Output(i),
+                    None => match ports.tunnel(p, &tun) {
+                        Some(op) => op,
+                        None => continue,
+                    },
                 },
+                // Tunnel fields change no packet byte: they matter only here.
+                DpAction::SetField { field, value } if tun.see(field, value) => continue,
                 DpAction::SetField { field, value } => Op::SetField { field, value },
                 DpAction::PushVlan { tpid, tci } => Op::PushVlan { tpid, tci },
                 DpAction::PopVlan => Op::PopVlan,
@@ -319,7 +336,10 @@ fn plan_of(ops: &[Op]) -> Plan {
         .iter()
         .rposition(|o| matches!(o, Op::Output(_) | Op::Tunnel { .. }));
     let last_pi = ops.iter().rposition(|o| matches!(o, Op::Controller { .. }));
+    let counted = ops.iter().any(|o| matches!(o, Op::TunnelDrop(_)));
     match (last_out, last_pi) {
+        // A tunnel drop counts the packet where its reason is.
+        (None, None) if counted => Plan::General { move_at: None },
         (None, None) => Plan::Drop,
         (Some(o), Some(p)) if p > o => Plan::General { move_at: None },
         (o, _) => Plan::General { move_at: o },

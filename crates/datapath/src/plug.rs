@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use port::{Port, PortError, RxQueue};
 
 use crate::datapath::DpError;
+use crate::egress::Shapers;
 use crate::execute::{Executor, TxPort, TxSlot};
 use crate::inject::Wake;
 use crate::pmd::Pmd;
@@ -187,6 +188,8 @@ pub(crate) struct Plugboard {
     supers: bool,
     /// Each port's ingress policer, also for ports plugged in later.
     policers: Arc<Policers>,
+    /// Each port's egress queues, also for ports plugged in later.
+    shapers: Arc<Shapers>,
 }
 
 impl Plugboard {
@@ -196,6 +199,7 @@ impl Plugboard {
         pmds: &mut [Pmd],
         ports: &[(u32, Arc<dyn Port>)],
         policers: Arc<Policers>,
+        shapers: Arc<Shapers>,
     ) -> Plugboard {
         for (ofport, port) in ports {
             policers.port(*ofport).attach(port);
@@ -223,6 +227,7 @@ impl Plugboard {
             ports: ports.to_vec(),
             supers: ports.iter().any(|(_, p)| p.capabilities().vnet_hdr),
             policers,
+            shapers,
         }
     }
 
@@ -290,7 +295,7 @@ impl Plugboard {
                 change: Change::Add {
                     ofport,
                     rx: queues,
-                    tx: Box::new(tx),
+                    tx: Box::new(tx.shaped(self.shapers.port(ofport))),
                     segment: segment.clone(),
                 },
                 ack: ack.clone(),

@@ -9,14 +9,20 @@
 //! does nothing more when the port terminates no tunnel. Drops are counted per port by reason
 //! ([`crate::tunnel_drops`]) in atomics reached through those entries, touched only when a
 //! frame is dropped.
+//!
+//! Output: a fixed tunnel's headers per port ([`Tunnels::set_output`]); a per-flow tunnel's
+//! per (port, remote, VNI) ([`crate::tunnel_flows`], [`Tunnels::flow_output`]).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use packet::{Batch, PoolCache};
 use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
 
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
+
+use crate::tunnel_flows::{FlowDest, PerFlowPort, Requests, TunFields};
 
 /// Where output to a tunnel port goes, in which outer headers.
 #[derive(Debug, Clone)]
@@ -43,6 +49,22 @@ pub struct Tunnels {
     outputs: ArcSwap<Vec<(u32, TunnelOutput)>>,
     /// Every port's drops.
     book: DropBook,
+    /// The tunnel ports whose remote or VNI comes from the flow.
+    per_flow: ArcSwap<Vec<(u32, PerFlowPort)>>,
+    /// Their outputs, per destination.
+    flow_outputs: ArcSwap<HashMap<FlowDest, TunnelOutput>>,
+    /// Destinations with no output yet, for the control side (taken at compile time only).
+    requests: Mutex<Requests>,
+}
+
+/// What output to a tunnel port compiles to.
+#[derive(Debug, Clone)]
+pub enum TunnelSend {
+    /// Encapsulate and send.
+    Out(TunnelOutput),
+    /// Drop the packet and count it on the tunnel port (no headers for its destination yet:
+    /// `tunnel_unresolved`, or the flow names none: `tunnel_flow_unset`).
+    Drop(SendCounter),
 }
 
 impl Tunnels {
@@ -95,6 +117,78 @@ impl Tunnels {
     pub fn output(&self, ofport: u32) -> Option<TunnelOutput> {
         let outputs = self.outputs.load();
         outputs.iter().find(|o| o.0 == ofport).map(|o| o.1.clone())
+    }
+
+    /// Makes tunnel ports `ports` (`(ofport, what is fixed)`) take their remote or VNI from
+    /// each flow, replacing the previous list. Control side.
+    pub fn set_per_flow(&self, ports: Vec<(u32, PerFlowPort)>) {
+        if **self.per_flow.load() != ports {
+            self.per_flow.store(Arc::new(ports));
+        }
+    }
+
+    /// Replaces the outputs of per-flow destinations: `(destination, (underlay port, outer
+    /// headers, underlay IP MTU))`. Control side; as with [`Tunnels::set_output`], the caller
+    /// drops the cached megaflows after a change.
+    pub fn set_flow_outputs(&self, outs: Vec<(FlowDest, (u32, EncapTemplate, u16))>) {
+        let map = outs
+            .into_iter()
+            .map(|(d, (underlay, t, mtu))| {
+                let o = TunnelOutput {
+                    template: Arc::new(t),
+                    underlay,
+                    mtu,
+                    drops: self.book.of(d.ofport, Side::Tunnel),
+                };
+                (d, o)
+            })
+            .collect();
+        self.flow_outputs.store(Arc::new(map));
+    }
+
+    /// Which per-flow destinations a compiled megaflow still sends to (their headers are
+    /// held beyond this table). Control side: it forgets the others after a while.
+    pub fn flow_outputs_in_use(&self) -> Vec<FlowDest> {
+        let map = self.flow_outputs.load();
+        map.iter()
+            .filter(|(_, o)| Arc::strong_count(&o.template) > 1)
+            .map(|(d, _)| *d)
+            .collect()
+    }
+
+    /// Takes the destinations translation found no headers for: the list, and whether some
+    /// were not queued (the queue was full). Control side.
+    pub fn take_requests(&self) -> (Vec<FlowDest>, bool) {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// What output to tunnel port `ofport` compiles to when the flow's actions set `fields`
+    /// before it: `None` when the port is not a tunnel with a next hop (the output is left
+    /// out). A per-flow destination with no headers yet is queued for the control side. When
+    /// a megaflow is compiled, not per packet.
+    pub fn send(&self, ofport: u32, fields: &TunFields) -> Option<TunnelSend> {
+        let per_flow = self.per_flow.load();
+        let Some((_, port)) = per_flow.iter().find(|p| p.0 == ofport) else {
+            return self.output(ofport).map(TunnelSend::Out);
+        };
+        let Some(dest) = fields.dest(ofport, port) else {
+            return Some(TunnelSend::Drop(
+                self.send_counter(ofport, SendDrop::FlowUnset),
+            ));
+        };
+        if let Some(o) = self.flow_outputs.load().get(&dest) {
+            return Some(TunnelSend::Out(o.clone()));
+        }
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dest);
+        Some(TunnelSend::Drop(
+            self.send_counter(ofport, SendDrop::Unresolved),
+        ))
     }
 
     /// `(reason, count)` for every drop reason summed over the ports: termination's

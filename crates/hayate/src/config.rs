@@ -18,10 +18,19 @@
 //! ingress_policing_burst = 1000    # optional: its bucket, kbit (default 8000)
 //! ingress_policing_kpkts_rate = 100   # optional: thousands of packets a second
 //! ingress_policing_kpkts_burst = 10   # optional: its bucket, thousands of packets
+//! qos_max_rate = 100000            # optional: most kbit/s it sends, all egress queues together
+//! qos_burst = 1000                 # optional: that bucket, kbit
+//!
+//! [[bridge.port.queue]]            # optional, repeated: an egress queue (set_queue / enqueue)
+//! id = 1                           # 0 ..= 7
+//! min_rate = 10000                 # kbit/s guaranteed (optional)
+//! max_rate = 50000                 # kbit/s at most (optional; one of the two is needed)
+//! burst = 1000                     # optional: its buckets, kbit
 //! ```
 //!
-//! The policing keys may also be written as options of the port's spec
-//! (`spec = "afxdp:veth0,ingress_policing_rate=10000"`; `port::policing`).
+//! The policing and queue keys may also be written as options of the port's spec
+//! (`spec = "afxdp:veth0,ingress_policing_rate=10000,queue=1:min_rate=10000"`;
+//! `port::policing`, `port::egress`).
 //!
 //! OpenFlow keys of a bridge (all optional): `datapath_id = "0xa1"` (default: derived from the
 //! bridge name, stable across restarts), `controllers = ["tcp:10.0.0.1:6653", "ptcp:6653"]`
@@ -117,10 +126,48 @@ pub struct PortConfig {
     pub ingress_policing_kpkts_rate: Option<u32>,
     /// Ingress policing: bucket of the packet rate, thousands of packets.
     pub ingress_policing_kpkts_burst: Option<u32>,
+    /// Egress: most kbit/s of the whole port ([`port::egress`]).
+    pub qos_max_rate: Option<u32>,
+    /// Egress: that bucket, kbit.
+    pub qos_burst: Option<u32>,
+    /// Egress queues.
+    #[serde(default)]
+    pub queue: Vec<QueueConfig>,
+}
+
+/// One egress queue of a port ([`port::egress`]).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// Queue id, 0 ..= 7.
+    pub id: u32,
+    /// Guaranteed kbit/s.
+    pub min_rate: Option<u32>,
+    /// Most kbit/s.
+    pub max_rate: Option<u32>,
+    /// Its buckets, kbit.
+    pub burst: Option<u32>,
+}
+
+impl QueueConfig {
+    /// As a spec option: `queue=ID:min_rate=…:max_rate=…:burst=…`.
+    fn option(&self) -> String {
+        let mut s = format!(",queue={}", self.id);
+        for (k, v) in [
+            ("min_rate", self.min_rate),
+            ("max_rate", self.max_rate),
+            ("burst", self.burst),
+        ] {
+            if let Some(v) = v {
+                s.push_str(&format!(":{k}={v}"));
+            }
+        }
+        s
+    }
 }
 
 impl PortConfig {
-    /// The port's spec with its policing keys added as spec options, checked; the error
+    /// The port's spec with its policing and queue keys added as spec options, checked; the error
     /// names the line.
     fn full_spec(&self, src: &str) -> Result<String, ConfigError> {
         let mut spec = self.spec.get_ref().clone();
@@ -135,10 +182,15 @@ impl PortConfig {
                 "ingress_policing_kpkts_burst",
                 self.ingress_policing_kpkts_burst,
             ),
+            ("qos_max_rate", self.qos_max_rate),
+            ("qos_burst", self.qos_burst),
         ] {
             if let Some(v) = v {
                 spec.push_str(&format!(",{key}={v}"));
             }
+        }
+        for q in &self.queue {
+            spec.push_str(&q.option());
         }
         port::dp_options::split_spec(&spec).map_err(|e| {
             ConfigError(format!(
@@ -552,6 +604,27 @@ spec = "null:sink"
             "spec = \"null:sink\"",
             "spec = \"null:sink,ingress_policing_kpkts_rate=0\"",
         );
+        assert!(parse(&zero).unwrap_err().0.contains("leave the option out"));
+    }
+
+    #[test]
+    fn queue_keys_join_the_spec_and_bad_ones_name_the_fix() {
+        let src = GOOD.replacen(
+            "spec = \"null:\"\n",
+            "spec = \"null:\"\nqos_max_rate = 10000\n[[bridge.port.queue]]\nid = 1\nmin_rate = 1000\nmax_rate = 5000\n",
+            1,
+        );
+        let b = parse(&src).unwrap();
+        let (_, o) = port::dp_options::split_spec(&b[0].ports[0].2).unwrap();
+        assert_eq!(o.egress.max_kbps, 10000);
+        assert_eq!(
+            (o.egress.queues[&1].min_kbps, o.egress.queues[&1].max_kbps),
+            (1000, 5000)
+        );
+        let bad = src.replace("min_rate = 1000", "min_rate = 6000");
+        let e = parse(&bad).unwrap_err().0;
+        assert!(e.contains("lower min_rate"), "{e}");
+        let zero = src.replace("max_rate = 5000", "max_rate = 0");
         assert!(parse(&zero).unwrap_err().0.contains("leave the option out"));
     }
 

@@ -20,6 +20,7 @@ mod ovsdb;
 mod plug;
 mod run;
 mod switch;
+mod tunnel_flows;
 mod tunnel_iface;
 mod tunnels;
 

@@ -219,6 +219,9 @@ pub fn start(
     let counters: Arc<dyn agent::ofproto::DatapathCounters> = running.clone();
     bridge.attach_counters(Arc::downgrade(&counters));
     drop(counters);
+    let rates: Arc<dyn agent::ofproto::PortRates> = running.clone();
+    bridge.attach_rates(Arc::downgrade(&rates));
+    drop(rates);
     bridge.attach_plug(Arc::new(Plugger {
         pool: s.pool.clone(),
         datapath: Arc::downgrade(&running),

@@ -6,9 +6,9 @@
 //! to a nap or a wake-up when they sleep); the request arrives on the agent runtime, so the
 //! wait runs in `block_in_place` there and the runtime's other tasks go on meanwhile.
 //!
-//! A spec's ingress policing options (`port::policing`) are the datapath's: `open` takes
-//! them out of the spec and keeps them beside the port it opened until `plug` hands both
-//! to the datapath.
+//! A spec's ingress policing and egress queue options (`port::policing`, `port::egress`)
+//! are the datapath's: `open` takes them out of the spec and keeps them beside the port it
+//! opened until `plug` hands both to the datapath.
 //!
 //! Tunnel ports (`vxlan:`, `geneve:`) have no queues: `open` makes their
 //! [`crate::tunnel_iface::TunnelIface`] and `plug` hands them to the bridge's tunnel
@@ -23,6 +23,9 @@ use port::Port;
 
 use crate::tunnel_iface::TunnelIface;
 use crate::tunnels::{BridgeTunnels, TunnelConf, Underlay};
+
+/// A port's ingress policing and egress queues.
+pub type Rates = (port::Policing, port::Egress);
 
 /// Opens ports in `pool` and plugs them into one bridge's running datapath.
 pub struct Plugger {
@@ -41,8 +44,9 @@ pub struct Plugger {
 
 /// What `open` learnt of a port that `plug` needs.
 pub enum Pending {
-    /// A port for the poll threads: its spec (without the datapath's options) and policing.
-    Queued(String, port::Policing),
+    /// A port for the poll threads: its spec (without the datapath's options), policing and
+    /// egress queues.
+    Queued(String, Rates),
     /// A tunnel port: its options, the underlay port it names, and its link.
     Tunnel(tunnel::TunnelSpec, Option<String>, Arc<TunnelIface>),
 }
@@ -106,14 +110,15 @@ impl PortPlug for Plugger {
                     .into(),
             );
         }
+        let rates = (options.policing, options.egress);
         let port = blocking(|| port::spec::open(&spec, &self.pool)).map_err(|e| e.to_string())?;
-        self.keep(&port, Pending::Queued(spec, options.policing));
+        self.keep(&port, Pending::Queued(spec, rates));
         Ok(port)
     }
 
     fn plug(&self, ofport: u32, port: Arc<dyn Port>) -> Result<(), String> {
         let running = self.running()?;
-        let (spec, policing) = match self.take_pending(&port) {
+        let (spec, (policing, egress)) = match self.take_pending(&port) {
             Some(Pending::Tunnel(spec, underlay, iface)) => {
                 let conf = TunnelConf {
                     ofport,
@@ -125,11 +130,12 @@ impl PortPlug for Plugger {
                 self.tunnels.add_tunnel(conf, iface);
                 return Ok(());
             }
-            Some(Pending::Queued(spec, policing)) => (Some(spec), policing),
-            None => (None, port::Policing::default()),
+            Some(Pending::Queued(spec, rates)) => (Some(spec), rates),
+            None => (None, Rates::default()),
         };
         // Before the queues reach the threads, so the port's first frame is policed.
         running.set_policing(ofport, policing);
+        running.set_egress(ofport, egress);
         let name = port.name().to_string();
         blocking(|| running.add_port(ofport, port)).map_err(|e| e.to_string())?;
         if let Some(spec) = spec {

@@ -353,7 +353,7 @@ pub(crate) fn start_bridge(
             tunnel_ports.push((*no, name.clone(), spec.clone()));
             continue;
         }
-        // Policing and queue pinning are the datapath's; the rest opens the port.
+        // Policing, egress queues and queue pinning are the datapath's; the rest opens the port.
         let (open_spec, options) =
             port::dp_options::split_spec(spec).map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
         underlays.push(crate::tunnels::Underlay::of(*no, name, &open_spec));
@@ -367,6 +367,7 @@ pub(crate) fn start_bridge(
             name: name.clone(),
             port,
             policing: options.policing,
+            egress: options.egress,
             rxq_affinity: options.rxq_affinity,
         });
     }

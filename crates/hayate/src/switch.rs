@@ -19,6 +19,8 @@ pub struct SwitchPort {
     pub port: Arc<dyn Port>,
     /// Its ingress policing (default: none).
     pub policing: port::Policing,
+    /// Its egress queues (default: none).
+    pub egress: port::Egress,
     /// Its rx queues pinned to cores: `(queue, core)` (default: none).
     pub rxq_affinity: Vec<(u16, usize)>,
 }
@@ -111,6 +113,9 @@ impl Switch {
             b = b.port(p.ofport, p.port.clone());
             if p.policing.is_on() {
                 b = b.policing(p.ofport, p.policing);
+            }
+            if p.egress.is_on() {
+                b = b.egress(p.ofport, p.egress.clone());
             }
             b = b.rxq_affinity(p.ofport, p.rxq_affinity.clone());
         }

@@ -19,10 +19,9 @@ use std::time::Duration;
 
 use datapath::Tunnels;
 use pipeline::PipelineCell;
-use tunnel::{
-    Encap, EncapTemplate, PerFlow, Resolver, Terminator, TunnelKind, TunnelPort, TunnelSpec,
-};
+use tunnel::{EncapTemplate, PerFlow, Resolver, Terminator, TunnelKind, TunnelPort, TunnelSpec};
 
+use crate::tunnel_flows::{resolve_output, underlay_named, FlowDests};
 use crate::tunnel_iface::TunnelIface;
 
 /// A tunnel port of a bridge.
@@ -100,7 +99,7 @@ impl Underlay {
 }
 
 /// The IP MTU of kernel interface `ifname` (1500 when it cannot be read).
-fn mtu_of(ifname: &str) -> u16 {
+pub(crate) fn mtu_of(ifname: &str) -> u16 {
     std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -127,45 +126,40 @@ enum Found {
     Unreachable(String),
 }
 
-/// One tunnel port under housekeeping.
-struct Entry {
-    conf: TunnelConf,
-    /// Its link as the bridge shows it.
-    iface: Arc<TunnelIface>,
-    /// What the last pass published.
-    last: Option<Found>,
-}
-
 /// The housekeeping state of a bridge's tunnels: what the last pass published.
 pub struct Housekeeping {
-    entries: Vec<Entry>,
+    tunnels: Vec<TunnelConf>,
     underlays: Vec<Underlay>,
-    /// Made with the first tunnel port (a netlink socket).
-    resolver: Option<Resolver>,
+    resolver: Resolver,
+    last: Vec<Option<Found>>,
     /// Termination drops counted so far (logged when they grow).
     drops: u64,
+    /// The destinations of `remote=flow` / `vni=flow` ports.
+    flows: FlowDests,
+    /// Each tunnel's link as the bridge shows it (by index, as `tunnels`).
+    ifaces: Vec<Arc<TunnelIface>>,
 }
 
 impl Housekeeping {
     /// The housekeeping of no tunnel yet over the bridge's `underlays`.
-    pub fn new(underlays: Vec<Underlay>) -> Self {
-        Housekeeping {
-            entries: Vec::new(),
+    pub fn new(underlays: Vec<Underlay>) -> std::io::Result<Self> {
+        Ok(Housekeeping {
+            tunnels: Vec::new(),
             underlays,
-            resolver: None,
+            resolver: Resolver::new()?,
+            last: Vec::new(),
             drops: 0,
-        }
+            flows: FlowDests::default(),
+            ifaces: Vec::new(),
+        })
     }
 
     fn underlay_named(&self, name: &str) -> Option<u32> {
-        self.underlays
-            .iter()
-            .find(|u| u.name == name || u.ifname.as_deref() == Some(name))
-            .map(|u| u.ofport)
+        underlay_named(&self.underlays, name)
     }
 
     fn find(&mut self, i: usize) -> (Found, Option<EncapTemplate>) {
-        let t = &self.entries[i].conf;
+        let t = &self.tunnels[i];
         let named = t.underlay.as_deref().map(|n| self.underlay_named(n));
         if let Some(None) = named {
             let n = t.underlay.as_deref().unwrap_or_default();
@@ -175,73 +169,55 @@ impl Housekeeping {
             );
         }
         let (PerFlow::Fixed(remote), PerFlow::Fixed(vni)) = (t.spec.remote, t.spec.vni) else {
+            // A fixed remote with `vni=flow`: received where the route to the remote leaves.
+            let routed = match t.spec.remote {
+                PerFlow::Fixed(r) if named.is_none() || t.spec.local.is_none() => resolve_output(
+                    &mut self.resolver,
+                    &self.underlays,
+                    named.flatten(),
+                    &t.spec,
+                    r,
+                    0,
+                )
+                .ok(),
+                _ => None,
+            };
             let found = Found::ReceiveOnly {
-                underlay: named.flatten(),
-                local: t.spec.local,
+                underlay: named.flatten().or(routed.as_ref().map(|r| r.underlay)),
+                local: t.spec.local.or(routed.map(|r| r.local)),
             };
             return (found, None);
         };
-        if self.resolver.is_none() {
-            match Resolver::new() {
-                Ok(r) => self.resolver = Some(r),
-                Err(e) => {
-                    let why = format!("cannot ask the kernel for routes (rtnetlink): {e}");
-                    return (Found::Unreachable(why), None);
-                }
-            }
-        }
-        let Some(resolver) = self.resolver.as_mut() else {
-            return (Found::Unreachable("no resolver".into()), None);
-        };
-        let hop = match resolver.resolve(remote, t.spec.local) {
-            Ok(h) => h,
-            Err(e) => return (Found::Unreachable(e.to_string()), None),
-        };
-        let underlay = match named.flatten() {
-            Some(u) => u,
-            None => match self.underlay_named(&hop.ifname) {
-                Some(u) => u,
-                None => {
-                    let why = format!(
-                        "the route to {remote} leaves by {}, which is not a port of this bridge \
-                         (add it, or name the underlay port: underlay=PORTNAME)",
-                        hop.ifname
-                    );
-                    return (Found::Unreachable(why), None);
-                }
-            },
-        };
-        let mut e = Encap::new(t.spec.kind, vni, remote.is_ipv6());
-        e.dst_port = t.spec.dst_port;
-        e.ttl = t.spec.ttl;
-        e.tos = t.spec.tos;
-        e.df = t.spec.df;
-        e.udp_csum = t.spec.csum.unwrap_or(remote.is_ipv6());
-        e.options = t.spec.options.clone();
-        match EncapTemplate::new(&e, &hop.outer(remote)) {
-            Ok(tpl) => {
+        match resolve_output(
+            &mut self.resolver,
+            &self.underlays,
+            named.flatten(),
+            &t.spec,
+            remote,
+            vni,
+        ) {
+            Ok(r) => {
                 let found = Found::Ready {
-                    underlay,
-                    header: tpl.header().to_vec(),
-                    local: hop.src,
-                    mtu: mtu_of(&hop.ifname),
+                    underlay: r.underlay,
+                    header: r.template.header().to_vec(),
+                    local: r.local,
+                    mtu: r.mtu,
                 };
-                (found, Some(tpl))
+                (found, Some(r.template))
             }
-            Err(e) => (Found::Unreachable(format!("{e:?}")), None),
+            Err(why) => (Found::Unreachable(why), None),
         }
     }
 
     /// Resolves every tunnel once and publishes what changed to `dp` and to the ports'
-    /// links. Returns whether the datapath's megaflows must be dropped (an output's headers
-    /// changed).
+    /// links. Returns whether the
+    /// datapath's megaflows must be dropped (an output's headers changed).
     pub fn refresh(&mut self, dp: &Tunnels) -> bool {
         let mut changed = false;
         let mut rx: BTreeMap<u32, (Vec<TunnelPort>, Vec<IpAddr>)> = BTreeMap::new();
-        for i in 0..self.entries.len() {
+        for i in 0..self.tunnels.len() {
             let (found, template) = self.find(i);
-            let e = &mut self.entries[i];
-            let t = &e.conf;
+            let t = &self.tunnels[i];
             let (underlay, local) = match &found {
                 Found::Ready {
                     underlay, local, ..
@@ -254,13 +230,13 @@ impl Housekeeping {
                 e.0.push(TunnelPort::from_spec(t.ofport, &t.spec));
                 e.1.extend(local);
             }
-            if e.last.as_ref() != Some(&found) {
+            if self.last[i].as_ref() != Some(&found) {
                 if let Found::Unreachable(why) = &found {
                     tracing::warn!(port = %t.name, "tunnel port cannot reach its remote: {why}");
-                    e.iface.set(Some(why.clone()));
+                    self.ifaces[i].set(Some(why.clone()));
                 } else {
                     tracing::info!(port = %t.name, "tunnel port: {found:?}");
-                    e.iface.set(None);
+                    self.ifaces[i].set(None);
                 }
                 let out = match &found {
                     Found::Ready { underlay, mtu, .. } => {
@@ -269,7 +245,7 @@ impl Housekeeping {
                     _ => None,
                 };
                 dp.set_output(t.ofport, out);
-                e.last = Some(found);
+                self.last[i] = Some(found);
                 changed = true;
             }
         }
@@ -277,9 +253,14 @@ impl Housekeeping {
             let (ports, locals) = rx.remove(&u.ofport).unwrap_or_default();
             dp.set(u.ofport, Some(Terminator::new(ports, &locals)));
         }
-        changed
+        let flows = self
+            .flows
+            .refresh(dp, &self.tunnels, &self.underlays, &mut self.resolver);
+        changed || flows
     }
+}
 
+impl Housekeeping {
     /// Logs the termination drops by reason when they grew since the last call.
     pub fn report_drops(&mut self, dp: &Tunnels) {
         let drops = dp.drops();
@@ -296,12 +277,46 @@ impl Housekeeping {
     }
 }
 
+impl Housekeeping {
+    /// Adds tunnel port `conf` whose link `iface` shows (replacing one of that number).
+    fn add(&mut self, conf: TunnelConf, iface: Arc<TunnelIface>) {
+        self.remove(conf.ofport);
+        self.tunnels.push(conf);
+        self.last.push(None);
+        self.ifaces.push(iface);
+    }
+
+    /// Forgets tunnel port `ofport`; whether it was one.
+    fn remove(&mut self, ofport: u32) -> bool {
+        let Some(i) = self.tunnels.iter().position(|t| t.ofport == ofport) else {
+            return false;
+        };
+        self.tunnels.remove(i);
+        self.last.remove(i);
+        self.ifaces.remove(i);
+        true
+    }
+
+    /// Makes the next pass publish every tunnel again (an underlay came or went).
+    fn republish(&mut self) {
+        self.last.iter_mut().for_each(|l| *l = None);
+    }
+}
+
+/// What a bridge knows of its tunnels: the underlay candidates, and the housekeeping once
+/// the first tunnel port came (it holds a netlink socket).
+struct Tracked {
+    /// Underlay candidates while there is no housekeeping (it holds them afterwards).
+    underlays: Vec<Underlay>,
+    hk: Option<Housekeeping>,
+}
+
 /// A bridge's tunnel ports and their housekeeping, shared by the port plug (tunnel ports
 /// and underlay candidates come and go with add-port / del-port) and the housekeeping
 /// thread, which starts with the first tunnel port and runs once a second while the bridge
 /// and its datapath live.
 pub struct BridgeTunnels {
-    hk: Mutex<Housekeeping>,
+    state: Mutex<Tracked>,
     dp: Weak<Tunnels>,
     cell: Arc<PipelineCell>,
     started: Once,
@@ -312,18 +327,21 @@ impl BridgeTunnels {
     /// `cell` drops, over its `underlays` so far.
     pub fn new(dp: &Arc<Tunnels>, cell: Arc<PipelineCell>, underlays: Vec<Underlay>) -> Self {
         BridgeTunnels {
-            hk: Mutex::new(Housekeeping::new(underlays)),
+            state: Mutex::new(Tracked {
+                underlays,
+                hk: None,
+            }),
             dp: Arc::downgrade(dp),
             cell,
             started: Once::new(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Housekeeping> {
-        self.hk.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tracked> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One pass now: resolve, publish, drop megaflows when an output changed.
+    /// One pass of `hk` now: resolve, publish, drop megaflows when an output changed.
     fn refresh(&self, hk: &mut Housekeeping) {
         let Some(dp) = self.dp.upgrade() else {
             return;
@@ -334,62 +352,71 @@ impl BridgeTunnels {
     }
 
     /// Adds tunnel port `conf` whose link `iface` shows, resolves it at once and starts the
-    /// housekeeping thread if it is the first.
+    /// housekeeping thread if it is the first. Without a netlink socket for next hops the
+    /// port stays down and says why.
     pub fn add_tunnel(self: &Arc<Self>, conf: TunnelConf, iface: Arc<TunnelIface>) {
         {
-            let mut hk = self.lock();
-            hk.entries.retain(|e| e.conf.ofport != conf.ofport);
-            hk.entries.push(Entry {
-                conf,
-                iface,
-                last: None,
-            });
-            self.refresh(&mut hk);
+            let mut st = self.lock();
+            if st.hk.is_none() {
+                match Housekeeping::new(std::mem::take(&mut st.underlays)) {
+                    Ok(hk) => st.hk = Some(hk),
+                    Err(e) => {
+                        let why = format!("cannot ask the kernel for next hops (rtnetlink): {e}");
+                        tracing::warn!(port = %conf.name, "{why}");
+                        iface.set(Some(why));
+                        return;
+                    }
+                }
+            }
+            let Some(hk) = st.hk.as_mut() else {
+                return;
+            };
+            hk.add(conf, iface);
+            self.refresh(hk);
         }
         self.started.call_once(|| spawn(Arc::downgrade(self)));
     }
 
     /// Adds a bridge port that can carry tunnels.
     pub fn add_underlay(&self, u: Underlay) {
-        let mut hk = self.lock();
+        let mut st = self.lock();
+        let Some(hk) = st.hk.as_mut() else {
+            st.underlays.retain(|x| x.ofport != u.ofport);
+            st.underlays.push(u);
+            return;
+        };
         hk.underlays.retain(|x| x.ofport != u.ofport);
         hk.underlays.push(u);
-        if !hk.entries.is_empty() {
-            // A tunnel waiting for this port as its underlay can come up.
-            hk.last_reset();
-            self.refresh(&mut hk);
-        }
+        // A tunnel waiting for this port as its underlay can come up.
+        hk.republish();
+        self.refresh(hk);
     }
 
     /// Forgets port `ofport`, a tunnel port or an underlay: its outputs and termination leave
     /// the datapath, and so do its drop counters. Returns whether it was a tunnel port.
     pub fn remove(&self, ofport: u32) -> bool {
-        let mut hk = self.lock();
-        let before = hk.entries.len();
-        hk.entries.retain(|e| e.conf.ofport != ofport);
-        let tunnel = hk.entries.len() != before;
+        let mut st = self.lock();
+        st.underlays.retain(|u| u.ofport != ofport);
+        let dp = self.dp.upgrade();
+        if let Some(dp) = &dp {
+            dp.forget(ofport);
+        }
+        let Some(hk) = st.hk.as_mut() else {
+            return false;
+        };
+        let tunnel = hk.remove(ofport);
         hk.underlays.retain(|u| u.ofport != ofport);
-        if let Some(dp) = self.dp.upgrade() {
+        if let Some(dp) = dp {
             if tunnel {
                 dp.set_output(ofport, None);
             } else {
                 dp.set(ofport, None);
             }
-            dp.forget(ofport);
-            hk.last_reset();
+            hk.republish();
             hk.refresh(&dp);
             self.cell.invalidate_megaflows();
         }
         tunnel
-    }
-}
-
-impl Housekeeping {
-    /// Makes the next pass publish every tunnel again (an underlay came or went).
-    fn last_reset(&mut self) {
-        for e in &mut self.entries {
-            e.last = None;
-        }
     }
 }
 
@@ -403,7 +430,10 @@ fn spawn(tunnels: Weak<BridgeTunnels>) {
         let Some(dp) = t.dp.upgrade() else {
             return;
         };
-        let mut hk = t.lock();
+        let mut st = t.lock();
+        let Some(hk) = st.hk.as_mut() else {
+            continue;
+        };
         if hk.refresh(&dp) {
             t.cell.invalidate_megaflows();
         }

@@ -1,6 +1,7 @@
 //! Three hosts each running Hayate, one controller for all three (issue 18): namespaces as
 //! hosts on an underlay Linux bridge, each host with a VM of tenant A (VNI 100) and one of
-//! tenant B (VNI 200), and VXLAN tunnel ports to the two other hosts, one per (peer, VNI).
+//! tenant B (VNI 200), and VXLAN tunnel ports to the two other hosts: one per (peer, VNI),
+//! or one per peer with `vni=flow` (then only the flows' `tun_id` keeps the tenants apart).
 //! One os-ken controller on the underlay (tests/controllers/overlay.py) programs the three
 //! switches over OpenFlow: traffic from a VM gets `set_field:VNI->tun_id` and goes to its
 //! tenant's tunnels, and only tunnel traffic with the tenant's `tun_id` reaches the VM. Any VM
@@ -48,17 +49,30 @@ struct Host {
     hayate: Option<Hayate>,
 }
 
-/// The tunnel ports of host `h`, in order from port 4: for each other host, one per tenant.
-fn tunnel_ports(h: u8) -> Vec<(u8, u32)> {
-    HOSTS
-        .iter()
-        .filter(|&&p| p != h)
-        .flat_map(|&p| TENANTS.iter().map(move |&(vni, _)| (p, vni)))
-        .collect()
+/// How each host's tunnel ports are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// One port per (peer host, tenant): `vxlan:remote=PEER,vni=VNI`.
+    PerVni,
+    /// One port per peer host: `vxlan:remote=PEER,vni=flow`, the flows setting and matching
+    /// `tun_id`.
+    VniFlow,
+}
+
+/// The tunnel ports of host `h`, in order from port 4: for each other host, one per tenant
+/// (`Some(VNI)`) or one for all (`None`: `vni=flow`).
+fn tunnel_ports(h: u8, layout: Layout) -> Vec<(u8, Option<u32>)> {
+    let peers = HOSTS.iter().copied().filter(move |&p| p != h);
+    match layout {
+        Layout::PerVni => peers
+            .flat_map(|p| TENANTS.iter().map(move |&(vni, _)| (p, Some(vni))))
+            .collect(),
+        Layout::VniFlow => peers.map(|p| (p, None)).collect(),
+    }
 }
 
 /// The topology the controller reads (tests/controllers/overlay.py says its form).
-fn topology() -> serde_json::Value {
+fn topology(layout: Layout) -> serde_json::Value {
     let mut tenants = serde_json::Map::new();
     for (t, (vni, _)) in TENANTS.iter().enumerate() {
         let mut members = serde_json::Map::new();
@@ -73,11 +87,13 @@ fn topology() -> serde_json::Value {
     let mut tunnels = serde_json::Map::new();
     for h in HOSTS {
         let mut peers = serde_json::Map::new();
-        for (i, (p, vni)) in tunnel_ports(h).into_iter().enumerate() {
+        for (i, (p, vni)) in tunnel_ports(h, layout).into_iter().enumerate() {
             let e = peers
                 .entry(p.to_string())
                 .or_insert_with(|| serde_json::json!({}));
-            e[vni.to_string()] = serde_json::json!(4 + i);
+            for (v, _) in TENANTS.iter().filter(|(v, _)| vni.is_none_or(|n| n == *v)) {
+                e[v.to_string()] = serde_json::json!(4 + i);
+            }
         }
         tunnels.insert(h.to_string(), peers.into());
     }
@@ -91,11 +107,22 @@ fn eventually_reaches(from: &Link, dst: &str) -> bool {
 
 #[test]
 fn one_controller_runs_tenant_overlays_across_three_hayates() {
-    if !netns::can_run("tunnel_three_hosts", &["ping", "iperf3", "ethtool", "ss"]) {
+    three_hosts("tunnel_three_hosts", Layout::PerVni);
+}
+
+#[test]
+fn one_controller_runs_tenant_overlays_over_vni_flow_ports() {
+    three_hosts("tunnel_three_hosts_vni_flow", Layout::VniFlow);
+}
+
+/// Three hosts with tunnel ports laid out as `layout`; `test` names the test in SKIPPED
+/// lines.
+fn three_hosts(test: &str, layout: Layout) {
+    if !netns::can_run(test, &["ping", "iperf3", "ethtool", "ss"]) {
         return;
     }
     let Some(py) = controller_common::osken_python() else {
-        eprintln!("SKIPPED tunnel_three_hosts: no venv with os-ken; run scripts/setup.sh");
+        eprintln!("SKIPPED {test}: no venv with os-ken; run scripts/setup.sh");
         return;
     };
     // The underlay: a Linux bridge in its own namespace, with the controller on it.
@@ -106,7 +133,7 @@ fn one_controller_runs_tenant_overlays_across_three_hayates() {
     must(&["ip", "-n", &ul, "link", "set", &br, "up"]);
     add_addr(&ul, &br, CONTROLLER, 24);
     let topo = under.dir.path().join("topology.json");
-    std::fs::write(&topo, topology().to_string()).expect("write topology");
+    std::fs::write(&topo, topology(layout).to_string()).expect("write topology");
     let log = under.dir.path().join("osken.log");
     let app = controller_common::repo_file("tests/controllers/overlay.py");
     let _controller = Process(
@@ -160,7 +187,8 @@ fn one_controller_runs_tenant_overlays_across_three_hayates() {
             .map(|vm| format!("{},vnet_hdr=off", vm.spec()))
             .collect();
         ports.push(format!("afpacket:{u},vnet_hdr=off"));
-        for (p, vni) in tunnel_ports(h) {
+        for (p, vni) in tunnel_ports(h, layout) {
+            let vni = vni.map_or("flow".to_string(), |v| v.to_string());
             ports.push(format!("vxlan:remote={},vni={vni}", underlay_addr(p)));
         }
         let bridge = format!(

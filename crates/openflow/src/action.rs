@@ -46,6 +46,11 @@ pub mod action_type {
     pub const EXPERIMENTER: u16 = 0xffff;
 }
 
+/// Nicira's experimenter id.
+const NX_VENDOR: u32 = 0x0000_2320;
+/// Nicira's `NXAST_POP_QUEUE` subtype.
+const NXAST_POP_QUEUE: u16 = 5;
+
 use action_type as at;
 
 /// The action types this codec decodes (for table-features replies).
@@ -244,6 +249,12 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
         at::POP_PBB => return Err(unsupported("pop_pbb")),
         at::EXPERIMENTER => {
             let e = b.u32().unwrap_or(0);
+            // Nicira's pop_queue (subtype 5), which ovs-ofctl sends after `enqueue:P:Q`'s
+            // set_queue and output: back to the queue the packet came with, which in Hayate
+            // is always queue 0.
+            if e == NX_VENDOR && len == 16 && b.u16().ok() == Some(NXAST_POP_QUEUE) {
+                return Ok(Action::SetQueue(0));
+            }
             return Err(DecodeError::new(
                 ErrorCode::BAC_BAD_EXPERIMENTER,
                 format!("experimenter action {e:#010x} is not supported by this switch"),
@@ -427,6 +438,27 @@ mod tests {
     }
 
     #[test]
+    fn nicira_pop_queue_is_back_to_queue_zero() {
+        // What ovs-ofctl sends for enqueue:2:1 in OpenFlow 1.3.
+        let bytes = [
+            0, 21, 0, 8, 0, 0, 0, 1, // set_queue:1
+            0, 0, 0, 16, 0, 0, 0, 2, 0xff, 0xff, 0, 0, 0, 0, 0, 0, // output:2
+            0xff, 0xff, 0, 16, 0, 0, 0x23, 0x20, 0, 5, 0, 0, 0, 0, 0, 0, // pop_queue
+        ];
+        assert_eq!(
+            decode_actions(&bytes).unwrap(),
+            vec![
+                Action::SetQueue(1),
+                Action::Output {
+                    port: 2,
+                    max_len: 0xffff
+                },
+                Action::SetQueue(0)
+            ]
+        );
+    }
+
+    #[test]
     fn errors_name_the_ofp_code() {
         let code = |b: &[u8]| decode_actions(b).unwrap_err().code;
         // Output to port 0.
@@ -456,6 +488,11 @@ mod tests {
         assert_eq!(code(&[0, 99, 0, 8, 0, 0, 0, 0]), ErrorCode::BAC_BAD_TYPE);
         assert_eq!(
             code(&[0xff, 0xff, 0, 8, 0, 0, 0x23, 0x20]),
+            ErrorCode::BAC_BAD_EXPERIMENTER
+        );
+        // Nicira's other actions (here reg_move, subtype 6) stay refused.
+        assert_eq!(
+            code(&[0xff, 0xff, 0, 16, 0, 0, 0x23, 0x20, 0, 6, 0, 0, 0, 0, 0, 0]),
             ErrorCode::BAC_BAD_EXPERIMENTER
         );
         // Set-field of an unknown OXM field (basic 37, pbb_isid), and with a mask.

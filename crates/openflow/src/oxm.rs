@@ -593,6 +593,8 @@ pub(crate) fn read_match_as_sent(
 /// `ovs-ofctl` sent encodes back to the same bytes): in_port, Ethernet, VLAN, L3 and L4 (or
 /// ARP), tunnel id, tunnel endpoints, metadata.
 pub fn encode_oxm_fields(m: &Match, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
+    // The bits the tunnel fields imply are not sent: they follow from those fields.
+    let m = &m.without_implied();
     let (eth, proto) = (m.get(F::EthType), m.get(F::IpProto));
     let eth = (eth.1 == 0xffff).then_some(eth.0);
     let proto = (proto.1 == 0xff).then_some(proto.0);

@@ -376,6 +376,12 @@ fn tunnel_endpoint_hex_vectors() {
     let mut b = Vec::new();
     encode_oxm_fields(&m, &mut b).unwrap();
     assert_eq!(b, v4.concat());
+    // As the flow table stores it (the IPv4-underlay bit implied): the same bytes.
+    let stored = m.with_implied();
+    assert_ne!(stored, m);
+    let mut b = Vec::new();
+    encode_oxm_fields(&stored, &mut b).unwrap();
+    assert_eq!(b, v4.concat());
 
     let addr = 0x2001_0db8_0000_0000_0000_0000_0000_0001u128;
     let v6 = [tlv(TUN_IPV6_SRC, &addr.to_be_bytes())];

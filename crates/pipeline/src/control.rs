@@ -182,6 +182,12 @@ impl Control {
     /// nothing changes.
     pub fn flow_mod(&mut self, m: &FlowMod) -> Result<(), FlowModError> {
         check_match(&m.matcher)?;
+        if m.matcher.with_implied() != m.matcher {
+            // `tun_src=X` means an IPv4 underlay: stored and looked up with that bit.
+            let mut implied = m.clone();
+            implied.matcher = m.matcher.with_implied();
+            return self.flow_mod(&implied);
+        }
         match m.command {
             FlowModCommand::Add => self.add(m),
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => self.modify(m),

@@ -116,6 +116,11 @@ impl Control {
     /// tables are watched until [`Control::finish_bulk`].
     pub fn plan_bulk(&mut self, m: &FlowMod) -> Result<BulkPlan, FlowModError> {
         check_match(&m.matcher)?;
+        if m.matcher.with_implied() != m.matcher {
+            let mut implied = m.clone();
+            implied.matcher = m.matcher.with_implied();
+            return self.plan_bulk(&implied);
+        }
         let range = match m.table_id {
             ALL_TABLES if is_delete(m) => 0..=MAX_TABLE,
             t if t <= MAX_TABLE => t..=t,

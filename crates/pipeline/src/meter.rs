@@ -140,6 +140,24 @@ impl TokenBucket {
             .is_ok()
     }
 
+    /// Takes `cost` milli-tokens whether or not the bucket holds them, down to empty, and
+    /// returns what it lacked: for traffic that passes anyway (an egress queue's guaranteed
+    /// rate) but must still use up room that other traffic then lacks (the caller keeps the
+    /// shortfall as a debt to charge later). Call [`TokenBucket::refill`] first.
+    #[inline]
+    pub fn charge(&self, cost: u64) -> u64 {
+        if cost == 0 {
+            return 0;
+        }
+        match self
+            .tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_sub(cost))
+            }) {
+            Ok(t) | Err(t) => cost.saturating_sub(t),
+        }
+    }
+
     /// Takes tokens for up to 32 items in order, `cost(i)` milli-tokens each, with one
     /// atomic update for all of them: an item passes when the tokens left after the items
     /// before it cover its cost. Returns the mask of items that passed (bit `i`: item `i`).

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use packet::key::parsed;
 use packet::{Field, FlowKey};
 
 /// Reserved OpenFlow port numbers (OpenFlow 1.3 `ofp_port_no`).
@@ -86,6 +87,39 @@ impl Match {
     /// The value and mask of one field.
     pub fn get(&self, field: Field) -> (u128, u128) {
         (self.value.get(field), self.mask.get(field))
+    }
+
+    /// The `parsed` bits this match's tunnel fields imply: `TUN_IPV4` when `tun_src` or
+    /// `tun_dst` is matched (only the low 32 bits of its slot), so that it cannot match an
+    /// IPv6 underlay address ending in the same 32 bits.
+    pub fn implied_parsed(&self) -> u16 {
+        let v4 = [Field::TunIpv6Src, Field::TunIpv6Dst].iter().any(|&f| {
+            let mask = self.mask.get(f);
+            mask != 0 && mask >> 32 == 0
+        });
+        if v4 {
+            parsed::TUN_IPV4
+        } else {
+            0
+        }
+    }
+
+    /// The match with its implied `parsed` bits ([`Match::implied_parsed`]) added: what the
+    /// flow tables store and look packets up with.
+    pub fn with_implied(mut self) -> Match {
+        let bits = u128::from(self.implied_parsed());
+        let (v, mask) = self.get(Field::Parsed);
+        self.set_masked(Field::Parsed, v | bits, mask | bits);
+        self
+    }
+
+    /// The match without its implied `parsed` bits: as the controller wrote it (for
+    /// encoding and printing it back).
+    pub fn without_implied(mut self) -> Match {
+        let bits = u128::from(self.implied_parsed());
+        let (v, mask) = self.get(Field::Parsed);
+        self.set_masked(Field::Parsed, v & !bits, mask & !bits);
+        self
     }
 }
 

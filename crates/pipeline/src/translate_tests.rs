@@ -760,3 +760,45 @@ fn actions_on_a_header_the_packet_lacks() {
         ]
     );
 }
+
+/// `tun_src=X` implies an IPv4 underlay: a packet from an IPv6 underlay address ending in X
+/// misses the flow, one from X hits it; the flow's megaflow mask carries the family bit.
+#[test]
+fn tun_src_matches_an_ipv4_underlay_only() {
+    use packet::key::parsed;
+    let mut c = control(2);
+    add(
+        &mut c,
+        0,
+        1,
+        m(&[(Field::TunSrc, 0xc0a8_0001)]),
+        vec![Instruction::ApplyActions(vec![out(2)])],
+    );
+    let from = |family: u16, addr: u128| {
+        let mut k = ip_key(1);
+        k.set(Field::TunIpv6Src, addr);
+        k.set(Field::Parsed, u128::from(family));
+        k
+    };
+    let v4 = run(&mut c, &from(parsed::TUN_IPV4, 0xc0a8_0001));
+    assert_eq!(v4.actions, outputs(&[2]), "an IPv4 underlay from X");
+    assert_ne!(v4.mask.get(Field::Parsed) as u16 & parsed::TUN_IPV4, 0);
+    let v6 = run(
+        &mut c,
+        &from(parsed::TUN_IPV6, 0x2001_0db8 << 96 | 0xc0a8_0001),
+    );
+    assert!(
+        v6.actions.is_empty(),
+        "an IPv6 underlay ending in X: {:?}",
+        v6.actions
+    );
+    // The flow as stored says the bit; as the controller wrote it, it does not.
+    let stored = m(&[(Field::TunSrc, 0xc0a8_0001)]).with_implied();
+    assert_eq!(stored.get(Field::Parsed).0 as u16, parsed::TUN_IPV4);
+    assert_eq!(stored.without_implied(), m(&[(Field::TunSrc, 0xc0a8_0001)]));
+    assert_eq!(
+        crate::ofctl::format_match(&stored),
+        "tun_src=192.168.0.1",
+        "printed as sent"
+    );
+}

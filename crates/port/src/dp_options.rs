@@ -1,8 +1,9 @@
 //! Options of a port spec that are the datapath's, not the backend's: ingress policing
-//! ([`crate::policing`]) and which poll thread reads which of the port's rx queues
+//! ([`crate::policing`]), egress queues ([`crate::egress`]) and which poll thread reads which of the port's rx queues
 //! (`rxq_affinity=QUEUE:CORE`, as Open vSwitch's `pmd-rxq-affinity`; repeat the option for
 //! several queues). [`split_spec`] takes them out of a spec before the backend opens it.
 
+use crate::egress::Egress;
 use crate::policing::Policing;
 use crate::PortError;
 
@@ -11,6 +12,8 @@ use crate::PortError;
 pub struct DatapathOptions {
     /// Ingress policing (default: none).
     pub policing: Policing,
+    /// Egress queues and the port's cap (default: none).
+    pub egress: Egress,
     /// Rx queues pinned to the poll thread of a core: `(queue, core)`. A thread that has a
     /// pinned queue reads no other port's unpinned queues (it is dedicated).
     pub rxq_affinity: Vec<(u16, usize)>,
@@ -36,11 +39,12 @@ pub fn split_spec(spec: &str) -> Result<(String, DatapathOptions), PortError> {
                 )));
             }
             o.rxq_affinity.push(pin);
-        } else if !o.policing.set(k, v).map_err(err)? {
+        } else if !o.policing.set(k, v).map_err(err)? && !o.egress.set(k, v).map_err(err)? {
             kept.push(opt);
         }
     }
     o.policing = o.policing.finish().map_err(err)?;
+    o.egress = std::mem::take(&mut o.egress).finish().map_err(err)?;
     Ok((format!("{kind}:{}", kept.join(",")), o))
 }
 

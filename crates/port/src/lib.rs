@@ -23,6 +23,7 @@ pub mod afpacket;
 pub mod afxdp;
 mod claim;
 pub mod dp_options;
+pub mod egress;
 pub mod fuzzing;
 pub mod mtu;
 pub mod null;
@@ -39,6 +40,7 @@ mod xdp_test_run;
 pub mod xdplive;
 
 pub use dp_options::DatapathOptions;
+pub use egress::{Egress, QueueRates};
 pub use policing::Policing;
 pub use spec::open;
 

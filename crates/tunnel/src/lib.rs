@@ -49,17 +49,23 @@
 //! 4. **Ports** (done: config, `hayate ctl add-port`, OVSDB). `vxlan:`/`geneve:` specs ([`spec::TunnelSpec`]) make an OpenFlow
 //!    port with no queues, named with its underlay port; the switch builds the underlay's
 //!    [`rx::Terminator`] from them and the underlay's addresses.
-//! 5. **Send** (fixed remote and VNI done in the datapath). Output to a tunnel port compiles
-//!    to the datapath's `Op::Tunnel` (a copy with template T pushed, to the underlay's tx
-//!    entry) from templates the control side swaps (arc-swap) when a next hop changes; the
-//!    MTU check and the [`pmtud`] answer there. To do: templates per (`tun_dst`, `tun_id`)
-//!    for `remote=flow`/`vni=flow`, super-packets.
+//! 5. **Send** (done in the datapath). Output to a tunnel port compiles to the datapath's
+//!    `Op::Tunnel` (a copy with template T pushed, to the underlay's tx entry) from templates
+//!    the control side swaps (arc-swap) when a next hop changes; the MTU check and the
+//!    [`pmtud`] answer there. For `remote=flow`/`vni=flow` ports the `tun_dst`/`tun_id` the
+//!    flow set before the output are constants of the megaflow: they pick a template per
+//!    (port, remote, VNI) (the datapath's `tunnel_flows.rs`); a destination without one
+//!    compiles to a counted drop (`tunnel_unresolved`) and a request in a bounded queue,
+//!    and the control side's resolution installs it and drops the megaflows. Packet-outs
+//!    take the same compile. Super-packets are cut into segments, then each is encapsulated.
 //! 6. **Control side** (done). Housekeeping re-resolves every remote each second
-//!    ([`nexthop::Resolver`]); a tunnel port is a bridge port with no queues whose link is down
-//!    while its remote is [`nexthop::Unreachable`], with the reason in its status (`hayate ctl
-//!    show`, OpenFlow port state and PORT_STATUS, OVSDB `link_state`/`error`). Tunnel ports
-//!    come and go with `hayate ctl add-port`/`del-port` and OVSDB `vxlan`/`geneve` Interfaces;
-//!    drops are counted per port by reason (`dump-drops`, metrics).
+//!    ([`nexthop::Resolver`]) — the fixed ones and the per-flow destinations the datapath
+//!    asked for (`hayate`'s `tunnel_flows.rs`, forgotten when unused); a tunnel port is a
+//!    bridge port with no queues whose link is down while its remote is
+//!    [`nexthop::Unreachable`], with the reason in its status (`hayate ctl show`, OpenFlow
+//!    port state and PORT_STATUS, OVSDB `link_state`/`error`). Tunnel ports come and go with
+//!    `hayate ctl add-port`/`del-port` and OVSDB `vxlan`/`geneve` Interfaces; drops are
+//!    counted per port by reason (`dump-drops`, metrics).
 //!
 //! This crate holds the per-packet halves (encapsulate, terminate), which do no I/O, and the
 //! control side's next-hop questions to the kernel (`nexthop.rs`).

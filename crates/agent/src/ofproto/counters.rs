@@ -140,6 +140,8 @@ pub struct Sources {
     controllers: Mutex<Option<Weak<dyn ControllerView>>>,
     /// Per thread, the counts at the last `pmd-stats --reset` (empty: none yet).
     pmd_zero: Mutex<Vec<Snapshot>>,
+    /// Where the datapath's rates are read and changed ([`super::qos`]).
+    pub(super) rates: Mutex<Option<Weak<dyn super::qos::PortRates>>>,
     /// Running captures (`capture`).
     pub(super) captures: Mutex<super::capture::Captures>,
 }
@@ -220,10 +222,13 @@ pub fn format_pmd(threads: &[ThreadStats]) -> String {
 /// The `dump-drops` text for `ports` (each with its own counters and the switch's drops of
 /// its packets): per port `port N (NAME):`, then `  rx_dropped`, `rx_errors`, `tx_dropped`,
 /// `tx_errors` as `dump-ports` shows them, the port's own `port_rx_dropped`,
-/// `port_rx_errors`, every reason of [`IN_PORT_DROPS`], and the port's tunnel drops
-/// (`tunnel(p.no)`: an underlay's termination drops, a tunnel port's send-side drops).
+/// `port_rx_errors`, every reason of [`IN_PORT_DROPS`], the drops at output by its egress
+/// queues (`queues(ofport)`: `drop_queue`, over a queue's rates, and `drop_queue_unknown`, for
+/// a queue the port lacks; `datapath::egress`), and last the port's tunnel drops
+/// (`tunnel(ofport)`: an underlay's termination drops, a tunnel port's send-side drops).
 pub fn format_drops(
     ports: &[(OfPort, port::PortStats, Snapshot)],
+    queues: impl Fn(u32) -> (u64, u64),
     tunnel: impl Fn(u32) -> Vec<(&'static str, u64)>,
 ) -> String {
     let mut s = String::new();
@@ -243,6 +248,9 @@ pub fn format_drops(
         for c in IN_PORT_DROPS {
             let _ = writeln!(s, "  {}: {}", c.name(), drops[c]);
         }
+        let (over, unknown) = queues(p.no);
+        let _ = writeln!(s, "  drop_queue: {over}");
+        let _ = writeln!(s, "  drop_queue_unknown: {unknown}");
         for (name, v) in tunnel(p.no) {
             let _ = writeln!(s, "  {name}: {v}");
         }
@@ -325,7 +333,11 @@ pub(super) fn handle(b: &OfBridge, conn: ConnId, xid: u32, e: &Experimenter, out
         _ => {
             let dp = b.datapath_counters();
             let tunnel = |no| dp.as_ref().map(|c| c.tunnel_drops(no)).unwrap_or_default();
-            format_drops(&b.port_counters(), tunnel)
+            let queues = |no| {
+                let (queues, unknown) = b.port_queues(no);
+                (queues.iter().map(|q| q.counts.dropped).sum(), unknown)
+            };
+            format_drops(&b.port_counters(), queues, tunnel)
         }
     };
     reply(out, xid, &done(&text));
@@ -381,10 +393,14 @@ mod tests {
             (port(1), port::PortStats::default(), Snapshot::default()),
             (port(5), port::PortStats::default(), Snapshot::default()),
         ];
-        let text = format_drops(&rows, |no| match no {
-            1 => vec![("tunnel_no_port", 3)],
-            _ => Vec::new(),
-        });
+        let text = format_drops(
+            &rows,
+            |_| (0, 0),
+            |no| match no {
+                1 => vec![("tunnel_no_port", 3)],
+                _ => Vec::new(),
+            },
+        );
         let p5 = text.find("port 5 (p5):").unwrap();
         let no_port = text.find("  tunnel_no_port: 3").unwrap();
         assert!(no_port < p5, "under port 1: {text}");

@@ -9,7 +9,7 @@ use openflow::{
     AsyncConfig, ErrorCode, ErrorMsg, FeaturesReply, Message, PortMod, PortReason, PortStatus,
     QueueGetConfigReply, SwitchConfig, NO_BUFFER,
 };
-use pipeline::model::{ports, MAX_TABLE, N_TABLES};
+use pipeline::model::{MAX_TABLE, N_TABLES};
 
 use super::{assemble, bulk, features, multipart, packet_out, OfBridge, State};
 use crate::reply_stream::Producer;
@@ -100,6 +100,14 @@ pub(super) fn handle(
             if let Err((code, why)) = features::check_layout(&b.lock().table_layout, &fm.flow_mod) {
                 tracing::debug!(conn = conn.0, "flow-mod refused: {why}");
                 error(out, msg, code);
+                return None;
+            }
+            if let Some((port, queue)) = b.missing_queue(&fm.flow_mod) {
+                tracing::debug!(
+                    conn = conn.0,
+                    "flow-mod refused: port {port} has no queue {queue}"
+                );
+                error(out, msg, ErrorCode::BAC_BAD_QUEUE);
                 return None;
             }
             let mut st = b.lock();
@@ -218,25 +226,21 @@ pub(super) fn handle(
                 assemble::Step::Refuse(code) => error(out, msg, code),
             }
         }
-        M::QueueGetConfigRequest { port } => {
-            let known = port == ports::ANY || b.lock().ports.iter().any(|p| p.port.no == port);
-            if known {
-                reply(
-                    out,
-                    xid,
-                    &M::QueueGetConfigReply(QueueGetConfigReply {
-                        port,
-                        queues: Vec::new(),
-                    }),
-                );
-            } else {
-                error(out, msg, ErrorCode::QOFC_BAD_PORT);
-            }
-        }
+        M::QueueGetConfigRequest { port } => match b.queue_config(port) {
+            Some(queues) => reply(
+                out,
+                xid,
+                &M::QueueGetConfigReply(QueueGetConfigReply { port, queues }),
+            ),
+            None => error(out, msg, ErrorCode::QOFC_BAD_PORT),
+        },
         M::Experimenter(e) if e.experimenter == super::port_cmd::HAYATE_EXPERIMENTER => {
             use super::port_cmd::exp_type;
             match e.exp_type {
                 t if exp_type::is_dump(t) => super::counters::handle(b, conn, xid, &e, out),
+                exp_type::SET_POLICING | exp_type::SET_QUEUE => {
+                    super::qos::handle(b, conn, xid, &e, out)
+                }
                 _ => super::live_ports::handle(b, conn, xid, &e, out),
             }
         }

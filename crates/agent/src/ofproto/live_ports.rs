@@ -232,7 +232,7 @@ impl OfBridge {
 
 /// The port `which` names: a port of that name, else of that OpenFlow number, else the one
 /// port whose backend has that name.
-fn find(st: &State, which: &str) -> Option<usize> {
+pub(super) fn find(st: &State, which: &str) -> Option<usize> {
     let ports = &st.ports;
     if let Some(i) = ports.iter().position(|p| p.port.name == which) {
         return Some(i);

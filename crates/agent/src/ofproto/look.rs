@@ -396,6 +396,7 @@ pub(super) fn show(b: &OfBridge, json: bool) -> String {
         .map(|(d, port)| {
             let caps = port.capabilities();
             let mac: Vec<String> = d.hw_addr.iter().map(|x| format!("{x:02x}")).collect();
+            let (policing, egress) = b.rates_text(d.port_no);
             json!({
                 "ofport": d.port_no,
                 "name": d.name,
@@ -414,6 +415,8 @@ pub(super) fn show(b: &OfBridge, json: bool) -> String {
                 ]),
                 "rx_queues": caps.rx_queues,
                 "tx_queues": caps.tx_queues,
+                "ingress_policing": policing,
+                "egress_queues": egress,
                 "link_status": port.link_status(),
             })
         })
@@ -493,6 +496,12 @@ pub(super) fn show(b: &OfBridge, json: bool) -> String {
             list("config"),
             list("state")
         );
+        if let Some(p) = p["ingress_policing"].as_str() {
+            let _ = writeln!(s, "        ingress policing: {p}");
+        }
+        if let Some(e) = p["egress_queues"].as_str() {
+            let _ = writeln!(s, "        egress: {e}");
+        }
         if let Some(why) = p["link_status"].as_str() {
             let _ = writeln!(s, "        link down: {why}");
         }

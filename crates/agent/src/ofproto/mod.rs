@@ -23,6 +23,7 @@
 //! | `async_out.rs` | the pump: packet-in, flow-removed, port-status, per-connection filters |
 //! | `live_ports.rs` | ports added and removed while running (add-port, del-port), link state |
 //! | `port_cmd.rs` | add-port / del-port on the wire: Hayate's experimenter message |
+//! | `qos.rs` | a port's rates: egress queues (queue stats, queue get-config, a flow-mod's queue), set-policing and set-queue |
 //! | `counters.rs` | the datapath's counters: per thread (dump-pmd), drops per port (dump-drops, dump-ports) |
 //! | `look.rs` | looking inside: trace, pmd-stats, rxq-show, dump-megaflows, show (text or JSON) |
 //! | `capture.rs` | live captures of a port's frames, started, read and stopped by `hayate ctl` |
@@ -52,6 +53,7 @@ mod look;
 mod multipart;
 mod packet_out;
 pub mod port_cmd;
+mod qos;
 
 #[cfg(test)]
 mod tests;
@@ -79,6 +81,7 @@ pub use counters::{
     format_drops, format_pmd, merged, ControllerState, ControllerView, DatapathCounters,
 };
 pub use live_ports::{PortPlug, LINK_POLL};
+pub use qos::PortRates;
 
 /// Cookie of the flow standalone fail mode installs while no controller is connected
 /// (`table=0, priority=0, actions=NORMAL`); it is removed when a controller connects.

@@ -156,19 +156,13 @@ pub(super) fn reply_to(
                 split(out, xid, &stats, B::PortStats);
             }
         }
-        R::Queue { port_no, queue_id } => {
-            // Ports have no queues (QUEUE_GET_CONFIG lists none): all queues of a port, or of
-            // every port, is an empty list; a queue by number does not exist.
-            let known =
-                *port_no == ports::ANY || b.lock().ports.iter().any(|p| p.port.no == *port_no);
-            if !known {
-                error(out, msg, ErrorCode::QOFC_BAD_PORT);
-            } else if *queue_id != QUEUE_ALL {
-                error(out, msg, ErrorCode::QOFC_BAD_QUEUE);
-            } else {
-                one(out, B::Queue(Vec::new()));
+        R::Queue { port_no, queue_id } => match b.queue_stats(*port_no, *queue_id) {
+            None => error(out, msg, ErrorCode::QOFC_BAD_PORT),
+            Some(q) if q.is_empty() && *queue_id != QUEUE_ALL => {
+                error(out, msg, ErrorCode::QOFC_BAD_QUEUE)
             }
-        }
+            Some(q) => split(out, xid, &q, B::Queue),
+        },
         R::Group { group_id } => {
             let groups = b.lock().control.groups_snapshot();
             let len = groups.len();

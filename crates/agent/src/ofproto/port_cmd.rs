@@ -9,6 +9,7 @@
 //! | dump-pmd request | [`exp_type::DUMP_PMD`] | empty |
 //! | dump-drops request | [`exp_type::DUMP_DROPS`] | empty |
 //! | pmd-stats, rxq-show, show, dump-megaflows, trace | [`exp_type::PMD_STATS`] … [`exp_type::TRACE`] | `text` or `json`, then the command's arguments, one per line ([`look_request`]) |
+//! | set-policing, set-queue | [`exp_type::SET_POLICING`], [`exp_type::SET_QUEUE`] | as a look request: `text`, then the port and the options, one per line |
 //! | reply | [`exp_type::DONE`] | what was done, e.g. `added port vm1 as OpenFlow port 7`, or the dump's text |
 //! | reply in pieces | [`exp_type::DONE_MORE`] … then [`exp_type::DONE`] | a long dump's text, cut at 60,000 bytes ([`done_pieces`]) |
 //!
@@ -47,6 +48,10 @@ pub mod exp_type {
     pub const CAPTURE_READ: u32 = 11;
     /// Stop a capture; the reply says how many frames were taken and lost.
     pub const CAPTURE_STOP: u32 = 12;
+    /// Change a running port's ingress policing (`set-policing`; [`crate::ofproto`]'s `qos.rs`).
+    pub const SET_POLICING: u32 = 13;
+    /// Change a running port's egress queues (`set-queue`).
+    pub const SET_QUEUE: u32 = 14;
     /// The switch did what was asked; the body says what.
     pub const DONE: u32 = 0x100;
     /// A piece of a long reply; more pieces follow, the last one as [`DONE`].

@@ -18,6 +18,8 @@ use crate::bridge::Bridge;
 
 #[path = "echo_tests.rs"]
 mod echo;
+#[path = "qos_tests.rs"]
+mod qos;
 #[path = "requests_tests.rs"]
 mod requests;
 

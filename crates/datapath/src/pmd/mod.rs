@@ -330,6 +330,11 @@ impl Pmd {
         }
     }
 
+    /// Judges each output by its port's egress queues in `shapers` ([`crate::egress`]).
+    pub(crate) fn attach_shapers(&mut self, shapers: &crate::egress::Shapers) {
+        self.exec.attach_shapers(shapers);
+    }
+
     /// Lets the datapath's captures ([`crate::capture`]) see this thread's frames.
     pub(crate) fn attach_taps(&mut self, taps: Arc<crate::capture::Taps>) {
         self.exec.tap = crate::capture::Tap::new(taps, self.index);
@@ -627,6 +632,8 @@ impl Pmd {
             let p = &mut pkts[i];
             let tunneled = s.tunneled & (1 << i) != 0;
             p.meta.in_port = if tunneled { s.tun[i].ofport } else { in_port };
+            // Queue 0 until a `set_queue` says otherwise (`crate::egress`).
+            p.meta.user = 0;
             extract_packet(p, &mut s.keys[i]);
             if tunneled {
                 s.tun[i].write(&mut s.keys[i]);

@@ -162,6 +162,7 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
             name,
             port: p as Arc<dyn Port>,
             policing: port::Policing::default(),
+            egress: port::Egress::default(),
             rxq_affinity: Vec::new(),
         });
     }

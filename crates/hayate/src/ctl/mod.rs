@@ -13,6 +13,8 @@
 //! | `add-meter METER`, `dump-meters` | meters |
 //! | `add-port SPEC [ofport=N] [name=NAME]` | open a port and add it to the running bridge (the lowest free number unless `ofport=` is given); `vxlan:`/`geneve:` specs add tunnel ports |
 //! | `del-port NAME\|NUMBER` | take a port out of the running bridge (its queues and resources are released) |
+//! | `set-policing PORT rate=KBPS[,burst=KBIT][,kpkts_rate=KPPS][,kpkts_burst=KPKTS]\|off` | change a running port's ingress policing (`port::policing`) |
+//! | `set-queue PORT QUEUE min_rate=KBPS[,max_rate=KBPS][,burst=KBIT]\|off`, `set-queue PORT port max_rate=KBPS[,burst=KBIT]\|off` | change a running port's egress queue, or its cap (`port::egress`; `min`/`max` are short for the rates) |
 //! | `dump-pmd` | every poll thread's counters, then their total (as `ovs-appctl dpif-netdev/pmd-stats-show`) |
 //! | `dump-drops` | every port's drops by reason (the switch's, the port's own, and tunnel drops: termination's on an underlay port, the send side's on a tunnel port) |
 //! | `trace FLOW`, `trace --hex FRAME [in_port=N]` | a packet through the tables, as `ofproto/trace` |
@@ -25,7 +27,10 @@
 //! `--json` makes trace, pmd-stats, rxq-show, dump-megaflows and show answer in JSON
 //! (`agent::ofproto` `look.rs` says what each holds).
 //!
-//! add-port, del-port and the dumps travel as a Hayate experimenter message
+//! Queue statistics and configuration are OpenFlow's: `ovs-ofctl -O OpenFlow13 queue-stats`
+//! and `queue-get-config` on the management socket.
+//!
+//! add-port, del-port, set-policing, set-queue and the dumps travel as a Hayate experimenter message
 //! ([`agent::ofproto::port_cmd`]); only the management socket may send them.
 //!
 //! `dump-pmd` prints, per thread, `pmd thread N core C:` (C is `-` for a thread not pinned;
@@ -76,7 +81,8 @@ pub struct CtlArgs {
     /// dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter,
     /// dump-meters; add-port SPEC [ofport=N] [name=NAME], e.g. add-port
     /// vhostuser:/tmp/vm1.sock ofport=7; del-port NAME|NUMBER — ports of the running bridge,
-    /// over the management socket only; dump-pmd: each poll thread's counters; dump-drops:
+    /// over the management socket only; set-policing PORT rate=KBPS[,burst=KBIT]|off;
+    /// set-queue PORT QUEUE min_rate=KBPS[,max_rate=KBPS]|off; dump-pmd: each poll thread's counters; dump-drops:
     /// each port's drops by reason; trace FLOW | trace --hex FRAME [in_port=N]; pmd-stats
     /// [--reset]; rxq-show; dump-megaflows; show; capture PORT [FILTER] -w FILE|- [-c N]
     /// [--rx|--tx]).
@@ -308,6 +314,15 @@ pub fn main(a: CtlArgs) -> Result<()> {
             print!("{}", c.look(t, json, &a.args)?);
             Ok(())
         }
+        "set-policing" | "set-queue" => {
+            let t = if a.command == "set-policing" {
+                exp_type::SET_POLICING
+            } else {
+                exp_type::SET_QUEUE
+            };
+            println!("{}", c.look(t, false, &a.args)?);
+            Ok(())
+        }
         "add-port" | "del-port" => {
             let words: Vec<&str> = a.args.iter().map(String::as_str).collect();
             let cmd = PortCmd::parse(&a.command, &words).map_err(|e| anyhow!(e))?;
@@ -315,7 +330,7 @@ pub fn main(a: CtlArgs) -> Result<()> {
             Ok(())
         }
         other => bail!(
-            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, dump-pmd, dump-drops, trace, pmd-stats, rxq-show, dump-megaflows, show or capture"
+            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, set-policing, set-queue, dump-pmd, dump-drops, trace, pmd-stats, rxq-show, dump-megaflows, show or capture"
         ),
     }
 }

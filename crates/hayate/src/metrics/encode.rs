@@ -7,6 +7,8 @@
 //! | `hayate_port_{rx,tx}_{packets,bytes,dropped,errors}_total`, `hayate_port_rx_priority_packets_total` | bridge, ofport, port | `dump-ports` |
 //! | `hayate_port_link_up` | bridge, ofport, port | the port's link |
 //! | `hayate_port_drops_total` | bridge, ofport, port, reason | `dump-drops` (tunnel drops too: `tunnel_*` reasons on underlay and tunnel ports) |
+//! | `hayate_port_queue_unknown_drops_total` | bridge, ofport, port | `dump-drops` `drop_queue_unknown` |
+//! | `hayate_queue_{tx_packets,tx_bytes,dropped}_total` | bridge, ofport, port, queue | `ovs-ofctl queue-stats` (`dropped` is its `tx_errors`) |
 //! | `hayate_pmd_<counter>_total` (every `datapath::Counter`) | bridge, thread, core, lane | `dump-pmd` |
 //! | `hayate_pmd_megaflows` | bridge, thread | megaflows alive (`dump-megaflows` lists them) |
 //! | `hayate_rxq_{packets,busy_cycles}_total` | bridge, thread, ofport, port, queue | `rxq-show` |
@@ -168,7 +170,39 @@ impl Scrape {
             "hayate_port_drops",
             "The switch's drops of the packets the port received, by reason, as `hayate ctl BRIDGE dump-drops` shows.",
             series,
-        )
+        )?;
+        let series = self
+            .port_series()
+            .map(|(b, p)| (labels(b, p), p.queue_unknown));
+        counters(
+            enc,
+            "hayate_port_queue_unknown_drops",
+            "Packets sent to a queue the port lacks, dropped (`dump-drops` drop_queue_unknown).",
+            series,
+        )?;
+        type Field = fn(&datapath::QueueCounts) -> u64;
+        let queue_counters: [(&str, &str, Field); 3] = [
+            ("tx_packets", "Packets the egress queue passed.", |c| {
+                c.tx_packets
+            }),
+            ("tx_bytes", "Bytes the egress queue passed.", |c| c.tx_bytes),
+            (
+                "dropped",
+                "Packets over the egress queue's rates, dropped (queue-stats tx_errors).",
+                |c| c.dropped,
+            ),
+        ];
+        for (name, help, field) in queue_counters {
+            let series = self.port_series().flat_map(|(b, p)| {
+                p.queues.iter().map(move |q| {
+                    let mut l = labels(b, p);
+                    l.push(("queue", q.queue.to_string()));
+                    (l, field(&q.counts))
+                })
+            });
+            counters(enc, &format!("hayate_queue_{name}"), help, series)?;
+        }
+        Ok(())
     }
 
     fn threads(&self, enc: &mut DescriptorEncoder) -> fmt::Result {

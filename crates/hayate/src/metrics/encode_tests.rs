@@ -22,6 +22,20 @@ fn bridge() -> BridgeSample {
                 drop_policed: 4,
                 ..Default::default()
             },
+            queues: vec![datapath::EgressQueue {
+                queue: 1,
+                rates: port::QueueRates {
+                    min_kbps: 1000,
+                    max_kbps: 2000,
+                    burst_kbit: 0,
+                },
+                counts: datapath::QueueCounts {
+                    tx_packets: 5,
+                    tx_bytes: 320,
+                    dropped: 2,
+                },
+            }],
+            queue_unknown: 1,
             tunnel_drops: vec![("tunnel_no_port", 5)],
         }],
         threads: Vec::new(),

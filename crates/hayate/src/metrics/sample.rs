@@ -56,6 +56,10 @@ pub struct PortSample {
     /// The switch's drops of its packets by reason (`dump-drops`; the
     /// [`datapath::IN_PORT_DROPS`] fields).
     pub drops: Snapshot,
+    /// Its egress queues with their counters (`ovs-ofctl queue-stats`).
+    pub queues: Vec<datapath::EgressQueue>,
+    /// Its drops for a queue it lacks (`dump-drops` `drop_queue_unknown`).
+    pub queue_unknown: u64,
     /// Its tunnel drops by reason (`dump-drops`): an underlay port's termination drops, a
     /// tunnel port's send-side drops; empty for other ports.
     pub tunnel_drops: Vec<(&'static str, u64)>,
@@ -128,13 +132,18 @@ impl BridgeSource {
             .bridge
             .port_counters()
             .into_iter()
-            .map(|(p, own, drops)| PortSample {
-                tunnel_drops: self.bridge.tunnel_drops(p.no),
-                ofport: p.no,
-                link_up: p.port.link_up(),
-                name: p.name,
-                stats: agent::ofproto::merged(own, &drops),
-                drops,
+            .map(|(p, own, drops)| {
+                let (queues, queue_unknown) = self.bridge.port_queues(p.no);
+                PortSample {
+                    tunnel_drops: self.bridge.tunnel_drops(p.no),
+                    ofport: p.no,
+                    link_up: p.port.link_up(),
+                    name: p.name,
+                    stats: agent::ofproto::merged(own, &drops),
+                    drops,
+                    queues,
+                    queue_unknown,
+                }
             })
             .collect();
         let dp = self.datapath.upgrade();

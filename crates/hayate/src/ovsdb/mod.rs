@@ -18,6 +18,7 @@
 //! |---|---|
 //! | `want.rs` | the configuration the replica describes |
 //! | `iface.rs` | an Interface's type and options as a port spec |
+//! | `qos.rs` | a Port's QoS and Queue rows as the spec's egress options |
 //! | `live.rs` | bridges and ports brought to the configuration |
 //! | `writeback.rs` | the columns the switch writes |
 //! | `init.rs` | `hayate ovsdb-init`: a database and a server for it |
@@ -25,6 +26,7 @@
 mod iface;
 pub mod init;
 mod live;
+mod qos;
 mod want;
 mod writeback;
 
@@ -75,7 +77,9 @@ const TABLES: &[(&str, &[&str])] = &[
             "datapath_id",
         ],
     ),
-    ("Port", &["name", "interfaces"]),
+    ("Port", &["name", "interfaces", "qos"]),
+    ("QoS", &["type", "other_config", "queues"]),
+    ("Queue", &["other_config"]),
     (
         "Interface",
         &[

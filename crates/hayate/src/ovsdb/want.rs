@@ -155,7 +155,7 @@ fn bridge(r: &Replica, uuid: &str, row: &Row, name: &str, cx: &Context) -> Bridg
                 ))
             } else {
                 iface::spec(&iname, kind, &col_map(irow, "options"), cx)
-                    .map(|s| s + &policing(irow))
+                    .map(|s| s + &policing(irow) + &super::qos::options(r, prow))
             };
             let ofport_request = if iname == name && kind == "internal" {
                 Some(OFPP_LOCAL)

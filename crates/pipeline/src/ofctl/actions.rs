@@ -22,7 +22,7 @@ use crate::model::{ports, Action, Instruction, MAX_TABLE};
 pub(crate) const ACTION_NAMES: &str = "output, drop, normal, flood, all, controller, local, \
      in_port, mod_vlan_vid, mod_vlan_pcp, strip_vlan, pop_vlan, push_vlan, set_field, \
      mod_dl_src, mod_dl_dst, mod_nw_src, mod_nw_dst, mod_nw_tos, mod_nw_ecn, mod_tp_src, \
-     mod_tp_dst, mod_nw_ttl, dec_ttl, set_tunnel, set_queue, group, meter, goto_table, \
+     mod_tp_dst, mod_nw_ttl, dec_ttl, set_tunnel, set_queue, enqueue, group, meter, goto_table, \
      write_metadata, clear_actions, write_actions, push_mpls, pop_mpls, set_mpls_label, \
      set_mpls_tc, set_mpls_ttl, dec_mpls_ttl, copy_ttl_out, copy_ttl_in";
 
@@ -38,6 +38,8 @@ enum Item {
     Meter(u32),
     Clear,
     Write(Vec<Action>),
+    /// `enqueue:PORT:QUEUE`: these actions in turn.
+    Several(Vec<Action>),
     WriteMetadata(u64, u64),
     Goto(u8),
 }
@@ -63,6 +65,7 @@ pub(crate) fn parse_instructions(text: &str) -> PResult<Vec<Instruction>> {
         };
         match parse_item(w.text)? {
             Item::Action(a) => apply.push(a),
+            Item::Several(a) => apply.extend(a),
             Item::Drop => dropped = true,
             Item::Meter(m) if meter.is_none() => meter = Some(m),
             Item::Meter(_) => return Err(dup("meter")),
@@ -113,6 +116,7 @@ pub(crate) fn parse_action_list(text: &str, context: &str) -> PResult<Vec<Action
     for w in split_list(text)? {
         match parse_item(w.text)? {
             Item::Action(a) => out.push(a),
+            Item::Several(a) => out.extend(a),
             _ => {
                 return Err(Problem::new(
                     ErrorKind::Misplaced,
@@ -268,6 +272,25 @@ fn parse_item(word: &str) -> PResult<Item> {
             a(Action::SetQueue(
                 parse_num(n, need_arg(n, arg, "set_queue:1")?, u32::MAX as u128)? as u32,
             ))
+        }
+        "enqueue" => {
+            // ovs-ofctl's enqueue:PORT:QUEUE or enqueue(PORT,QUEUE): set_queue, output, then
+            // back to the packet's own queue (Nicira's pop_queue; in Hayate queue 0).
+            let arg = need_arg(n, arg, "enqueue:2:1")?;
+            let (p, q) = arg.split_once([':', ',']).ok_or_else(|| {
+                Problem::new(
+                    ErrorKind::BadValue,
+                    word,
+                    "enqueue needs a port and a queue",
+                    "write it like enqueue:2:1 (port 2, queue 1)",
+                )
+            })?;
+            let q = parse_num(n, q.trim(), u32::MAX as u128)? as u32;
+            Ok(Item::Several(vec![
+                Action::SetQueue(q),
+                parse_output(word, p.trim())?,
+                Action::SetQueue(0),
+            ]))
         }
         "group" => a(Action::Group(
             parse_num(n, need_arg(n, arg, "group:1")?, GROUP_MAX as u128)? as u32,
@@ -505,6 +528,24 @@ mod tests {
                 Action::SetQueue(3),
             ])
         );
+    }
+
+    #[test]
+    fn enqueue_is_set_queue_output_and_back_to_queue_zero() {
+        let want = apply(vec![
+            Action::SetQueue(1),
+            Action::Output {
+                port: 2,
+                max_len: 0,
+            },
+            Action::SetQueue(0),
+        ]);
+        assert_eq!(parse_instructions("enqueue:2:1").unwrap(), want);
+        assert_eq!(parse_instructions("enqueue(2,1)").unwrap(), want);
+        assert!(parse_instructions("enqueue:2")
+            .unwrap_err()
+            .expected
+            .contains("enqueue:2:1"));
     }
 
     #[test]

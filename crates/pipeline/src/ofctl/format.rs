@@ -135,6 +135,8 @@ fn tunnel_endpoints(out: &mut Vec<String>, m: &Match) {
 /// Formats a match: `tcp,in_port=1,nw_dst=10.0.0.0/8,tp_dst=80`; the empty string matches
 /// everything.
 pub fn format_match(m: &Match) -> String {
+    // The bits the tunnel fields imply print as those fields only.
+    let m = &m.without_implied();
     let mut out: Vec<String> = Vec::new();
     let short = shorthand(m);
     let eth = exact(m, Field::EthType);

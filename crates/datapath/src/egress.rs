@@ -1,0 +1,364 @@
+//! Egress queues per port: what `set_queue:Q,output:P` (ovs-ofctl's `enqueue:P:Q`) does.
+//! Each queue of a port has a guaranteed rate and a cap, and the port may have a cap of its
+//! own (Open vSwitch's Queue `min-rate` / `max-rate` and QoS `max-rate`; the options are
+//! parsed in `port::egress`).
+//!
+//! What it is: policing at output, like Open vSwitch's `egress-policer` and `trtcm-policer`
+//! QoS types, not a shaper with a buffer like `linux-htb` — a poll-mode thread cannot hold
+//! packets for later. When a port's output batch is sent, each packet is judged by the queue
+//! it was put in (`pkt.meta.user`, set by the `set_queue` action; 0 when none was):
+//!
+//! 1. within its queue's `min_rate` (the committed bucket): it passes, whatever the other
+//!    queues send — the guarantee — and uses up room in the port's bucket (as a debt the
+//!    next refills pay when the bucket is empty, so the port's total stays within its cap);
+//! 2. else within its queue's `max_rate` (the peak bucket; no cap: always) and the port's
+//!    `qos_max_rate` (no cap: always): it passes;
+//! 3. else it is dropped and counted against its queue.
+//!
+//! A packet whose queue the port lacks is dropped and counted as the port's
+//! `drop_queue_unknown`, except queue 0, which without a row of its own is limited by the
+//! port's cap only. A port with no queues and no cap ignores queues altogether.
+//!
+//! A packet the queue's cap passes and the port's cap then refuses has used its queue's
+//! peak tokens (the two buckets are not taken as one).
+//!
+//! Size and owner: one [`PortShaper`] per port with queues ids 0 ..= [`port::egress::MAX_QUEUE_ID`],
+//! made by the datapath ([`Shapers`]) and shared by every thread's tx entry of the port; the
+//! control side changes it at any time ([`crate::Running::set_egress`]). Its buckets are the
+//! pipeline's token bucket ([`pipeline::meter::TokenBucket`]), one atomic per bucket for the
+//! whole port. The cost per output batch: one relaxed load for a port without queues; with
+//! queues, per queue present in the batch one refill and one atomic update per bucket and
+//! three counter additions. No allocation, lock or system call.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use packet::Packet;
+use pipeline::meter::TokenBucket;
+use port::egress::{default_burst, Egress, QueueRates, MAX_QUEUE_ID};
+
+/// Queues a port can have.
+const QUEUES: usize = MAX_QUEUE_ID as usize + 1;
+
+/// kbit/s → millibits/s, kbit → millibits.
+const MILLI: u64 = 1_000_000;
+
+/// What one queue counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// Packets it passed.
+    pub tx_packets: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+    /// Packets over its rates, dropped.
+    pub dropped: u64,
+}
+
+/// One queue of a port, as the control side reads it ([`crate::Running::egress_queues`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EgressQueue {
+    /// Queue id.
+    pub queue: u32,
+    /// Its rates.
+    pub rates: QueueRates,
+    /// Its counters.
+    pub counts: QueueCounts,
+}
+
+#[derive(Debug)]
+struct QueueShaper {
+    on: AtomicBool,
+    /// Committed bucket, millibits (rate 0: no guarantee).
+    min: TokenBucket,
+    /// Peak bucket, millibits (rate 0: no cap of its own).
+    max: TokenBucket,
+    tx_packets: AtomicU64,
+    tx_bytes: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl QueueShaper {
+    fn new() -> QueueShaper {
+        QueueShaper {
+            on: AtomicBool::new(false),
+            min: TokenBucket::new(0, 0),
+            max: TokenBucket::new(0, 0),
+            tx_packets: AtomicU64::new(0),
+            tx_bytes: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    fn set(&self, q: Option<QueueRates>) {
+        let q = q.unwrap_or_default();
+        let bucket = |rate: u32| match q.burst_kbit {
+            0 => default_burst(rate),
+            b => b,
+        };
+        self.min.set(
+            u64::from(q.min_kbps) * MILLI,
+            u64::from(bucket(q.min_kbps)) * MILLI,
+        );
+        self.max.set(
+            u64::from(q.max_kbps) * MILLI,
+            u64::from(bucket(q.max_kbps)) * MILLI,
+        );
+        self.on
+            .store(q.min_kbps != 0 || q.max_kbps != 0, Ordering::Release);
+    }
+
+    fn counts(&self) -> QueueCounts {
+        QueueCounts {
+            tx_packets: self.tx_packets.load(Ordering::Relaxed),
+            tx_bytes: self.tx_bytes.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One port's egress queues (see the module docs).
+#[derive(Debug)]
+pub struct PortShaper {
+    on: AtomicBool,
+    /// The port's cap, millibits (rate 0: none).
+    port: TokenBucket,
+    queues: [QueueShaper; QUEUES],
+    /// Millibits that guaranteed traffic used beyond what the port's bucket held, charged
+    /// at the next refills (at most the bucket's size), so the guarantee comes out of the
+    /// port's cap rather than on top of it.
+    debt: AtomicU64,
+    /// Packets for a queue the port lacks.
+    unknown: AtomicU64,
+    /// What it was given (control side only).
+    config: Mutex<Egress>,
+}
+
+/// The cost of `pkt` in millibits.
+#[inline(always)]
+fn cost(pkt: &Packet) -> u64 {
+    pkt.len() as u64 * 8000
+}
+
+impl PortShaper {
+    /// A shaper for `e` (off when it has no queue and no cap), buckets full.
+    pub fn new(e: Egress) -> PortShaper {
+        let s = PortShaper {
+            on: AtomicBool::new(false),
+            port: TokenBucket::new(0, 0),
+            queues: std::array::from_fn(|_| QueueShaper::new()),
+            debt: AtomicU64::new(0),
+            unknown: AtomicU64::new(0),
+            config: Mutex::new(Egress::default()),
+        };
+        s.set(e);
+        s
+    }
+
+    /// Changes everything (buckets refilled to their new size; counters kept).
+    pub fn set(&self, e: Egress) {
+        let burst = match e.burst_kbit {
+            0 => default_burst(e.max_kbps),
+            b => b,
+        };
+        self.port
+            .set(u64::from(e.max_kbps) * MILLI, u64::from(burst) * MILLI);
+        for (id, q) in self.queues.iter().enumerate() {
+            q.set(e.queues.get(&(id as u32)).copied());
+        }
+        self.on.store(e.is_on(), Ordering::Release);
+        *self.lock() = e;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Egress> {
+        self.config.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What it was given.
+    pub fn egress(&self) -> Egress {
+        self.lock().clone()
+    }
+
+    /// Whether the port has queues or a cap (one relaxed load, per batch).
+    #[inline(always)]
+    pub fn is_on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    /// Packets dropped for a queue the port lacks.
+    pub fn unknown(&self) -> u64 {
+        self.unknown.load(Ordering::Relaxed)
+    }
+
+    /// Each queue with its rates and counters, by id.
+    pub fn queues(&self) -> Vec<EgressQueue> {
+        let e = self.lock();
+        e.queues
+            .iter()
+            .filter_map(|(&id, &rates)| {
+                let q = self.queues.get(id as usize)?;
+                Some(EgressQueue {
+                    queue: id,
+                    rates,
+                    counts: q.counts(),
+                })
+            })
+            .collect()
+    }
+
+    /// Adds `millibits` to the debt, up to the port bucket's size.
+    #[inline]
+    fn owe(&self, millibits: u64) {
+        if millibits != 0 {
+            let cap = self.port.capacity();
+            let _ = self
+                .debt
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
+                    Some(d.saturating_add(millibits).min(cap))
+                });
+        }
+    }
+
+    /// Judges the packets of one output batch (≤ 32) at time `now_ns`; returns the mask of
+    /// those that pass (bit `i`: `pkts[i]`) and counts the rest.
+    #[inline]
+    pub fn shape(&self, now_ns: u64, pkts: &[Packet]) -> u32 {
+        let n = pkts.len().min(32);
+        let mut todo = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let capped = self.port.rate() != 0;
+        if capped {
+            self.port.refill(now_ns);
+            if self.debt.load(Ordering::Relaxed) != 0 {
+                let d = self.debt.swap(0, Ordering::Relaxed);
+                self.owe(self.port.charge(d));
+            }
+        }
+        let mut pass = 0u32;
+        while todo != 0 {
+            let q = pkts[todo.trailing_zeros() as usize].meta.user;
+            let mut same = 0u32;
+            for (i, p) in pkts.iter().enumerate().take(n) {
+                if todo & (1 << i) != 0 && p.meta.user == q {
+                    same |= 1 << i;
+                }
+            }
+            todo &= !same;
+            let of = |set: u32| {
+                move |i: usize| {
+                    if set & (1 << i) != 0 {
+                        cost(&pkts[i])
+                    } else {
+                        0
+                    }
+                }
+            };
+            let qs = self
+                .queues
+                .get(q as usize)
+                .filter(|s| s.on.load(Ordering::Relaxed));
+            let Some(qs) = qs else {
+                if q == 0 {
+                    pass |= if capped {
+                        self.port.take_each(n, of(same)) & same
+                    } else {
+                        same
+                    };
+                } else {
+                    self.unknown
+                        .fetch_add(u64::from(same.count_ones()), Ordering::Relaxed);
+                }
+                continue;
+            };
+            let mut ok = 0u32;
+            if qs.min.rate() != 0 {
+                qs.min.refill(now_ns);
+                ok = qs.min.take_each(n, of(same)) & same;
+                if capped && ok != 0 {
+                    self.owe(self.port.charge(bits_of(pkts, ok)));
+                }
+            }
+            let mut over = same & !ok;
+            if over != 0 && qs.max.rate() != 0 {
+                qs.max.refill(now_ns);
+                over &= qs.max.take_each(n, of(over));
+            }
+            if over != 0 && capped {
+                over &= self.port.take_each(n, of(over));
+            }
+            ok |= over;
+            pass |= ok;
+            qs.tx_packets
+                .fetch_add(u64::from(ok.count_ones()), Ordering::Relaxed);
+            qs.tx_bytes
+                .fetch_add(bits_of(pkts, ok) / 8000, Ordering::Relaxed);
+            let dropped = (same & !ok).count_ones();
+            if dropped != 0 {
+                qs.dropped.fetch_add(u64::from(dropped), Ordering::Relaxed);
+            }
+        }
+        pass
+    }
+}
+
+/// The cost in millibits of the packets of `set`.
+fn bits_of(pkts: &[Packet], set: u32) -> u64 {
+    pkts.iter()
+        .enumerate()
+        .take(32)
+        .filter(|(i, _)| set & (1 << i) != 0)
+        .map(|(_, p)| cost(p))
+        .sum()
+}
+
+/// Frees and takes out of `b` (one output batch, ≤ 32) what `shaper`, when the port has
+/// queues, refuses at time `now_ns`.
+#[inline(always)]
+pub(crate) fn shape_batch(
+    shaper: Option<&PortShaper>,
+    now_ns: u64,
+    b: &mut packet::Batch,
+    cache: &mut packet::PoolCache,
+) {
+    let Some(s) = shaper.filter(|s| s.is_on()) else {
+        return;
+    };
+    let pass = s.shape(now_ns, b.as_slice());
+    if pass.count_ones() as usize != b.len() {
+        let mut j = 0;
+        b.retain_or(
+            |_| {
+                let keep = pass & (1 << j) != 0;
+                j += 1;
+                keep
+            },
+            |p| cache.free(p),
+        );
+    }
+}
+
+/// Every port's egress queues, by OpenFlow port number (control side; a mutex is fine here).
+#[derive(Debug, Default)]
+pub struct Shapers {
+    by_port: Mutex<BTreeMap<u32, Arc<PortShaper>>>,
+}
+
+impl Shapers {
+    /// The shaper of port `ofport`, made (off) if it has none yet.
+    pub fn port(&self, ofport: u32) -> Arc<PortShaper> {
+        self.by_port
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(ofport)
+            .or_insert_with(|| Arc::new(PortShaper::new(Egress::default())))
+            .clone()
+    }
+
+    /// Sets port `ofport`'s queues.
+    pub fn set(&self, ofport: u32, e: Egress) {
+        self.port(ofport).set(e);
+    }
+}
+
+#[cfg(test)]
+#[path = "egress_tests.rs"]
+mod tests;

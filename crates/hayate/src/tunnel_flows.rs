@@ -1,0 +1,310 @@
+//! The control side of tunnel ports whose remote or VNI the flows choose (`remote=flow`,
+//! `vni=flow`; issue 18): which (port, remote, VNI) destinations the datapath asked for
+//! ([`datapath::Tunnels::take_requests`]), their outer headers resolved from the host's
+//! routing and neighbour tables each second like a fixed tunnel's, and published to the
+//! datapath ([`datapath::Tunnels::set_flow_outputs`]) when they change. Destinations no
+//! megaflow has used for [`FORGET_AFTER`] passes are forgotten; at most [`MAX_DESTS`] are
+//! kept. The design is in the `tunnel` crate's `lib.rs`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::IpAddr;
+
+use datapath::{FlowDest, PerFlowPort, Tunnels};
+use tunnel::{EncapTemplate, PerFlow, Resolver, TunnelSpec};
+
+use crate::tunnels::{TunnelConf, Underlay};
+
+/// Most per-flow destinations kept (a controller that names more remotes than this has the
+/// rest counted as `tunnel_unresolved`, and a warning logged).
+pub const MAX_DESTS: usize = 4096;
+
+/// Passes (seconds) a destination is kept after its last megaflow went.
+pub const FORGET_AFTER: u32 = 60;
+
+/// Where output to one remote goes: the underlay port, the outer headers, the local address
+/// the route picked, and the underlay interface's IP MTU.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The underlay port.
+    pub underlay: u32,
+    /// The outer headers.
+    pub template: EncapTemplate,
+    /// The local tunnel endpoint.
+    pub local: IpAddr,
+    /// The underlay interface's IP MTU.
+    pub mtu: u16,
+}
+
+/// The bridge port named `name` (port name or kernel interface) among `underlays`.
+pub fn underlay_named(underlays: &[Underlay], name: &str) -> Option<u32> {
+    underlays
+        .iter()
+        .find(|u| u.name == name || u.ifname.as_deref() == Some(name))
+        .map(|u| u.ofport)
+}
+
+/// Resolves the output of a tunnel with `spec` towards `remote` with tunnel id `vni`: the
+/// next hop from the kernel, the underlay port (`named`, else the bridge port the route
+/// leaves by), the outer headers. `Err` says why it cannot be reached.
+pub fn resolve_output(
+    resolver: &mut Resolver,
+    underlays: &[Underlay],
+    named: Option<u32>,
+    spec: &TunnelSpec,
+    remote: IpAddr,
+    vni: u32,
+) -> Result<Resolved, String> {
+    let hop = resolver
+        .resolve(remote, spec.local)
+        .map_err(|e| e.to_string())?;
+    let underlay = match named.or_else(|| underlay_named(underlays, &hop.ifname)) {
+        Some(u) => u,
+        None => {
+            return Err(format!(
+                "the route to {remote} leaves by {}, which is not a port of this bridge \
+                 (add it, or name the underlay port: underlay=PORTNAME)",
+                hop.ifname
+            ))
+        }
+    };
+    let template = EncapTemplate::new(&spec.encap(vni, remote.is_ipv6()), &hop.outer(remote))
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(Resolved {
+        underlay,
+        template,
+        local: hop.src,
+        mtu: crate::tunnels::mtu_of(&hop.ifname),
+    })
+}
+
+/// What the datapath is told about one destination: the headers it sends in, or why not.
+type Outcome = Result<Resolved, String>;
+
+/// One destination's state.
+struct Dest {
+    /// The last resolution (`None` before the first).
+    found: Option<Outcome>,
+    /// Passes since a megaflow last used its headers.
+    idle: u32,
+}
+
+/// The per-flow destinations of a bridge's tunnels.
+#[derive(Default)]
+pub struct FlowDests {
+    dests: BTreeMap<FlowDest, Dest>,
+    /// A request was refused for lack of room (logged once until there is room again).
+    full_logged: bool,
+}
+
+/// Whether two outcomes send the same way (the same headers to the same port).
+fn same(a: &Option<Outcome>, b: &Outcome) -> bool {
+    match (a, b) {
+        (Some(Ok(x)), Ok(y)) => {
+            (x.underlay, x.template.header(), x.mtu) == (y.underlay, y.template.header(), y.mtu)
+        }
+        (Some(Err(x)), Err(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// What a tunnel spec leaves to the flows, if anything.
+fn per_flow(spec: &TunnelSpec) -> Option<PerFlowPort> {
+    let remote = match spec.remote {
+        PerFlow::Fixed(r) => Some(r),
+        PerFlow::Flow => None,
+    };
+    let vni = match spec.vni {
+        PerFlow::Fixed(v) => Some(v),
+        PerFlow::Flow => None,
+    };
+    (remote.is_none() || vni.is_none()).then_some(PerFlowPort { remote, vni })
+}
+
+impl FlowDests {
+    /// One pass: tells `dp` which of `tunnels` take their remote or VNI from the flow, takes
+    /// the destinations it asked for, resolves every destination kept, forgets idle ones, and
+    /// publishes the headers when they changed. Returns whether the datapath's megaflows must
+    /// be dropped (so that they compile, and ask, again).
+    pub fn refresh(
+        &mut self,
+        dp: &Tunnels,
+        tunnels: &[TunnelConf],
+        underlays: &[Underlay],
+        resolver: &mut Resolver,
+    ) -> bool {
+        let ports: Vec<(u32, PerFlowPort)> = tunnels
+            .iter()
+            .filter_map(|t| Some((t.ofport, per_flow(&t.spec)?)))
+            .collect();
+        dp.set_per_flow(ports.clone());
+        let (asked, overflowed) = dp.take_requests();
+        // A full queue lost requests: the megaflows that made them must ask again.
+        let mut changed = overflowed;
+        for d in asked {
+            if self.dests.contains_key(&d) || !ports.iter().any(|p| p.0 == d.ofport) {
+                continue;
+            }
+            if self.dests.len() >= MAX_DESTS {
+                if !std::mem::replace(&mut self.full_logged, true) {
+                    tracing::warn!(
+                        "tunnel destinations: {MAX_DESTS} kept already; {} to {} (vni {}) \
+                         is not resolved (its packets count as tunnel_unresolved)",
+                        d.ofport,
+                        d.remote,
+                        d.vni
+                    );
+                }
+                continue;
+            }
+            self.dests.insert(
+                d,
+                Dest {
+                    found: None,
+                    idle: 0,
+                },
+            );
+        }
+        let used: HashSet<FlowDest> = dp.flow_outputs_in_use().into_iter().collect();
+        let before = self.dests.len();
+        self.dests.retain(|d, e| {
+            e.idle = if used.contains(d) { 0 } else { e.idle + 1 };
+            e.idle <= FORGET_AFTER && ports.iter().any(|p| p.0 == d.ofport)
+        });
+        if self.dests.len() < before {
+            // Forgotten: their megaflows (if any are left) compile again and ask again.
+            self.full_logged = false;
+            changed = true;
+        }
+        for (d, e) in self.dests.iter_mut() {
+            let Some(t) = tunnels.iter().find(|t| t.ofport == d.ofport) else {
+                continue;
+            };
+            let named = t
+                .underlay
+                .as_deref()
+                .map(|n| underlay_named(underlays, n).ok_or(n));
+            let outcome = match named {
+                Some(Err(n)) => Err(format!("no bridge port named {n}")),
+                Some(Ok(u)) => {
+                    resolve_output(resolver, underlays, Some(u), &t.spec, d.remote, d.vni)
+                }
+                None => resolve_output(resolver, underlays, None, &t.spec, d.remote, d.vni),
+            };
+            if same(&e.found, &outcome) {
+                continue;
+            }
+            match &outcome {
+                Ok(r) => tracing::info!(
+                    port = %t.name,
+                    "tunnel to {} vni {}: via port {}, mtu {}",
+                    d.remote,
+                    d.vni,
+                    r.underlay,
+                    r.mtu
+                ),
+                Err(why) => tracing::warn!(
+                    port = %t.name,
+                    "tunnel to {} vni {} cannot be reached: {why}",
+                    d.remote,
+                    d.vni
+                ),
+            }
+            // Only a change of what is sent matters to the megaflows.
+            changed |= outcome.is_ok() || matches!(e.found, Some(Ok(_)));
+            e.found = Some(outcome);
+        }
+        if changed {
+            dp.set_flow_outputs(self.outputs());
+        }
+        changed
+    }
+
+    /// The destinations that can be sent to, as the datapath takes them.
+    fn outputs(&self) -> Vec<(FlowDest, (u32, EncapTemplate, u16))> {
+        self.dests
+            .iter()
+            .filter_map(|(d, e)| match &e.found {
+                Some(Ok(r)) => Some((*d, (r.underlay, r.template.clone(), r.mtu))),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(ofport: u32, spec: &str) -> TunnelConf {
+        let (spec, underlay) = crate::tunnels::parse(spec).unwrap().unwrap();
+        TunnelConf {
+            ofport,
+            name: format!("t{ofport}"),
+            spec,
+            underlay,
+        }
+    }
+
+    #[test]
+    fn only_ports_that_leave_something_to_the_flow_are_per_flow() {
+        assert_eq!(
+            per_flow(&conf(1, "vxlan:remote=192.0.2.2,vni=5").spec),
+            None
+        );
+        assert_eq!(
+            per_flow(&conf(1, "vxlan:remote_ip=192.0.2.2,key=flow").spec),
+            Some(PerFlowPort {
+                remote: Some("192.0.2.2".parse().unwrap()),
+                vni: None
+            })
+        );
+        assert_eq!(
+            per_flow(&conf(1, "geneve:remote=flow,vni=flow").spec),
+            Some(PerFlowPort {
+                remote: None,
+                vni: None
+            })
+        );
+    }
+
+    /// Requests for a port that is not per-flow are ignored; a destination whose remote the
+    /// kernel cannot reach is kept unresolved (nothing published, nothing to recompile), and
+    /// forgotten after [`FORGET_AFTER`] passes (then the megaflows compile again).
+    #[test]
+    fn unreachable_destinations_are_kept_then_forgotten() {
+        let Ok(mut resolver) = Resolver::new() else {
+            eprintln!("skipped: no route netlink socket");
+            return;
+        };
+        let dp = Tunnels::new();
+        // TEST-NET-3 through an underlay port the bridge does not have.
+        let tunnels = [
+            conf(9, "vxlan:remote=flow,vni=flow,underlay=nosuchport"),
+            conf(8, "vxlan:remote=192.0.2.2,vni=1"),
+        ];
+        let mut f = FlowDests::default();
+        assert!(!f.refresh(&dp, &tunnels, &[], &mut resolver));
+        let fields = datapath::tunnel_flows::TunFields {
+            dst: Some("203.0.113.9".parse().unwrap()),
+            id: Some(3),
+        };
+        assert!(matches!(
+            dp.send(9, &fields),
+            Some(datapath::tunnels::TunnelSend::Drop(_))
+        ));
+        assert!(
+            dp.send(8, &fields).is_none(),
+            "a fixed port with no next hop"
+        );
+        assert!(
+            !f.refresh(&dp, &tunnels, &[], &mut resolver),
+            "unreachable: no change"
+        );
+        assert_eq!(f.dests.len(), 1);
+        for _ in 0..FORGET_AFTER - 1 {
+            assert!(!f.refresh(&dp, &tunnels, &[], &mut resolver));
+        }
+        assert!(f.refresh(&dp, &tunnels, &[], &mut resolver), "forgotten");
+        assert!(f.dests.is_empty());
+    }
+}

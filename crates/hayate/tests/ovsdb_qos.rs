@@ -1,0 +1,178 @@
+//! A Port's QoS and Queue rows through the stock OVSDB server and `ovs-vsctl`, as Open
+//! vSwitch's users write them: `hayate run --ovsdb` gives the port those egress queues
+//! (`ovs-ofctl queue-get-config` shows their rates), a Queue changed to a minimum above its
+//! maximum reaches the Interface's `error` column naming the fix, and fixing it clears the
+//! error and applies the new rates.
+
+mod netns;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use netns::{hayate_bin, must, Net};
+
+/// A child process (or the detached server, by its pid file) stopped when dropped.
+enum Stop {
+    Child(Child),
+    PidFile(std::path::PathBuf),
+}
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let pid = match self {
+            Stop::Child(c) => Some(c.id() as i32),
+            Stop::PidFile(p) => std::fs::read_to_string(p)
+                .ok()
+                .and_then(|p| p.trim().parse::<i32>().ok()),
+        };
+        if let Some(pid) = pid {
+            // SAFETY: signalling a process this test started.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        if let Stop::Child(c) = self {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Waits (≤ 30 s: the machine may be loaded) until `f` holds; false if it never did.
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn qos_and_queue_rows_become_a_ports_egress_queues() {
+    if !netns::can_run(
+        "ovsdb_qos",
+        &["ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl"],
+    ) {
+        return;
+    }
+    let mut net = Net::new();
+    let sw = net.switch_ns("sw");
+    let dir = net.dir.path().join("db");
+    let target = must(&[&hayate_bin(), "ovsdb-init", "--dir", dir.to_str().unwrap()]);
+    let _server = Stop::PidFile(dir.join("ovsdb-server.pid"));
+    let target = target.trim().to_string();
+    let db = format!("--db={target}");
+    let vsctl = |args: &[&str]| {
+        let mut full = vec!["ovs-vsctl", db.as_str(), "--timeout=20"];
+        full.extend_from_slice(args);
+        must(&full).trim().to_string()
+    };
+    let log = net.dir.path().join("hayate.log");
+    let run_dir = net.run_dir();
+    let _hayate = Stop::Child(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &sw,
+                &hayate_bin(),
+                "run",
+                "--stats-interval",
+                "0",
+            ])
+            .args(["--pool-frames", "4096", "--ovsdb", &target, "--run-dir"])
+            .arg(&run_dir)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start hayate"),
+    );
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        eventually(|| logs().contains("configured by the OVSDB server")),
+        "{}",
+        logs()
+    );
+
+    let port = format!("{}q1", net.prefix);
+    vsctl(&["add-br", "br0", "--", "set-fail-mode", "br0", "secure"]);
+    vsctl(&[
+        "add-port",
+        "br0",
+        &port,
+        "--",
+        "set",
+        "interface",
+        &port,
+        "type=internal",
+    ]);
+    vsctl(&[
+        "set",
+        "port",
+        &port,
+        "qos=@q",
+        "--",
+        "--id=@q",
+        "create",
+        "qos",
+        "type=linux-htb",
+        "other_config:max-rate=10000000",
+        "queues:1=@a",
+        "queues:2=@b",
+        "--",
+        "--id=@a",
+        "create",
+        "queue",
+        "other_config:min-rate=1000000",
+        "other_config:max-rate=5000000",
+        "--",
+        "--id=@b",
+        "create",
+        "queue",
+        "other_config:max-rate=300000",
+    ]);
+    let mgmt = format!("unix:{}", run_dir.join("br0.mgmt").display());
+    let config = || {
+        must(&[
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "queue-get-config",
+            &mgmt,
+            "1",
+        ])
+    };
+    // Rates in tenths of a percent of the port's 10 Mbit/s.
+    let want = [
+        "queue 1: min_rate:10.0% max_rate:50.0%",
+        "queue 2: max_rate:3.0%",
+    ];
+    assert!(
+        eventually(|| want.iter().all(|w| config().contains(w))),
+        "{}\n{}",
+        config(),
+        logs()
+    );
+
+    // A minimum above the maximum: the Interface's error says so and how to fix it.
+    let q2 = vsctl(&[
+        "--columns=_uuid",
+        "--bare",
+        "find",
+        "queue",
+        "other_config:max-rate=300000",
+    ]);
+    vsctl(&["set", "queue", &q2, "other_config:min-rate=900000"]);
+    let error = vsctl(&["get", "interface", &port, "error"]);
+    assert!(
+        error.contains("lower min_rate or raise max_rate"),
+        "{error}"
+    );
+    vsctl(&["set", "queue", &q2, "other_config:min-rate=200000"]);
+    assert_eq!(vsctl(&["get", "interface", &port, "error"]), "[]");
+    assert!(
+        eventually(|| config().contains("queue 2: min_rate:2.0% max_rate:3.0%")),
+        "{}",
+        config()
+    );
+}
