@@ -15,7 +15,7 @@
 //! of their own ([`StartCtx::flows`]).
 
 mod bridge;
-mod child;
+pub mod child;
 mod hayate;
 mod ovs;
 mod testpmd;
