@@ -48,6 +48,9 @@ usage: bash scripts/compare-ovs-dpdk.sh [options]   (as root, Debian 12)
                   holds at most 262144 frames, so 1000000 cannot load)
   --hayate BIN    hayate binary to run (default: cargo build --release -p hayate)
   --ovs-only      measure Open vSwitch only
+  --scenarios L   comma-separated subset to run, e.g. --scenarios p2p-1flow,vxlan-encap,vxlan-decap
+                  (default: all: p2p-1flow, flows-1M, p2p-1flow-big-pcap, vxlan-encap,
+                  vxlan-decap; flows-1M brings the Hayate half's flows-1M too)
   --self-test     check the pcap writer and the report parser (no root needed) and exit
   -h, --help      this text
 EOF
@@ -60,6 +63,8 @@ CORE=""
 OVS_FLOWS=250000
 HAYATE_BIN=""
 OVS_ONLY=0
+ALL_SCENARIOS="p2p-1flow flows-1M p2p-1flow-big-pcap vxlan-encap vxlan-decap"
+SCENARIOS=" $ALL_SCENARIOS "
 die() { echo "compare-ovs-dpdk: $*" >&2; exit 2; }
 is_num() { [[ $1 =~ ^[0-9]+([.][0-9]+)?$ ]]; }
 while [ $# -gt 0 ]; do
@@ -77,6 +82,11 @@ while [ $# -gt 0 ]; do
         --hayate)  [ $# -ge 2 ] && [ -x "$2" ] || die "--hayate needs an executable hayate binary"
                    HAYATE_BIN=$(realpath "$2"); shift 2 ;;
         --ovs-only) OVS_ONLY=1; shift ;;
+        --scenarios) [ $# -ge 2 ] || die "--scenarios needs a list, e.g. --scenarios p2p-1flow,vxlan-encap"
+                   for x in ${2//,/ }; do
+                       [[ " $ALL_SCENARIOS " == *" $x "* ]] || die "unknown scenario '$x'; use some of: $ALL_SCENARIOS"
+                   done
+                   SCENARIOS=" ${2//,/ } "; shift 2 ;;
         --self-test)
             d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib
             python3 "$d/udp-pcap.py" --self-test && python3 "$d/compare-report.py" --self-test
@@ -85,6 +95,7 @@ while [ $# -gt 0 ]; do
         *) usage >&2; die "unknown argument '$1'" ;;
     esac
 done
+chosen() { [[ $SCENARIOS == *" $1 "* ]]; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, hugepages, DPDK); run it with sudo"
 command -v apt-get >/dev/null && command -v dpkg >/dev/null \
     || die "needs a Debian-based system (apt-get, dpkg); Debian 12 is what it was written for"
@@ -281,7 +292,9 @@ ovs_ports() {
                     "options:dpdk-devargs=net_null1,no-rx=1"
             return 0 ;;
     esac
-    # The underlay bridge: its local port (a tap in netns $NS) owns the tunnel's address.
+    # The underlay bridge: its local port (a tap in netns $NS) owns the tunnel's address;
+    # IPv4 only, so that the tap sends nothing of its own into the measured path.
+    ip netns exec $NS sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
     vsctl add-br $PHY -- set bridge $PHY datapath_type=netdev fail-mode=secure \
         other_config:hwaddr=$TUN_LOCAL_MAC
     ip netns exec $NS ip addr add $TUN_LOCAL/24 dev $PHY
@@ -411,41 +424,48 @@ install_packages
 PCAP_1=$PCAPS/p2p-1flow.pcap
 PCAP_N=$PCAPS/flows-$OVS_FLOWS.pcap
 python3 $LIB/udp-pcap.py $PCAP_1
-[ -s $PCAP_N ] && [ "$(stat -c %s $PCAP_N)" -eq $((24 + 76 * OVS_FLOWS)) ] \
+! chosen flows-1M || { [ -s $PCAP_N ] && [ "$(stat -c %s $PCAP_N)" -eq $((24 + 76 * OVS_FLOWS)) ]; } \
     || { log "writing $OVS_FLOWS frames to $PCAP_N"; python3 $LIB/udp-pcap.py $PCAP_N --count $OVS_FLOWS; }
 PCAP_VXLAN=$PCAPS/vxlan-decap.pcap
 python3 $LIB/udp-pcap.py $PCAP_VXLAN --vxlan
 PCAP_SAME=$PCAPS/p2p-1flow-x$OVS_FLOWS.pcap
-[ -s $PCAP_SAME ] && [ "$(stat -c %s $PCAP_SAME)" -eq $((24 + 76 * OVS_FLOWS)) ] \
+! chosen p2p-1flow-big-pcap \
+    || { [ -s $PCAP_SAME ] && [ "$(stat -c %s $PCAP_SAME)" -eq $((24 + 76 * OVS_FLOWS)) ]; } \
     || python3 $LIB/udp-pcap.py $PCAP_SAME --count $OVS_FLOWS --same
 
 HAYATE_OK=0
 HAYATE_CPU_SHARE=""
-HAYATE_SCENARIOS="p2p-1flow flows-1M vxlan-encap vxlan-decap"
+HAYATE_SCENARIOS=""
+for x in p2p-1flow flows-1M vxlan-encap vxlan-decap; do
+    chosen $x && HAYATE_SCENARIOS="$HAYATE_SCENARIOS $x"
+done
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ $OVS_ONLY = 0 ]; then
     hayate_build && HAYATE_OK=1
 fi
 
 hugepages_up
-ovs_measure p2p-1flow $PCAP_1 1
-ovs_measure flows-1M $PCAP_N $OVS_FLOWS
+OVS_ROWS=()
+chosen p2p-1flow && { ovs_measure p2p-1flow $PCAP_1 1; OVS_ROWS+=($LOG/ovs-p2p-1flow.json); }
+chosen flows-1M && { ovs_measure flows-1M $PCAP_N $OVS_FLOWS; OVS_ROWS+=($LOG/ovs-flows-1M.json); }
 # Control (OVS only): one flow replayed from a pcap as large as flows-1M's. It costs what the
 # replay of that many frames costs (each one a cache miss in net_pcap) without the lookups.
-ovs_measure p2p-1flow-big-pcap $PCAP_SAME 1 p2p-1flow
-ovs_measure vxlan-encap $PCAP_1 1
-ovs_measure vxlan-decap $PCAP_VXLAN 1
+if chosen p2p-1flow-big-pcap; then
+    ovs_measure p2p-1flow-big-pcap $PCAP_SAME 1 p2p-1flow
+    OVS_ROWS+=($LOG/ovs-p2p-1flow-big-pcap.json)
+fi
+chosen vxlan-encap && { ovs_measure vxlan-encap $PCAP_1 1; OVS_ROWS+=($LOG/ovs-vxlan-encap.json); }
+chosen vxlan-decap && { ovs_measure vxlan-decap $PCAP_VXLAN 1; OVS_ROWS+=($LOG/ovs-vxlan-decap.json); }
 
 if [ $HAYATE_OK = 1 ]; then
     hayate_measure || HAYATE_OK=0
 fi
 
-REPORT_ARGS=(report --ovs $LOG/ovs-p2p-1flow.json $LOG/ovs-flows-1M.json
-    $LOG/ovs-p2p-1flow-big-pcap.json $LOG/ovs-vxlan-encap.json $LOG/ovs-vxlan-decap.json
+REPORT_ARGS=(report --ovs "${OVS_ROWS[@]}"
     --core "$CORE" --seconds "$WIN" --warmup "$WARM" --loadavg "$LOADAVG"
     --ovs-version "$(ovs-vswitchd --version | head -1 | awk '{print $NF}')"
     --dpdk-version "$(dpkg-query -W -f '${Version}' dpdk 2>/dev/null || echo unknown)"
-    --command "bash scripts/compare-ovs-dpdk.sh --seconds $WIN --warmup $WARM --core $CORE --ovs-flows $OVS_FLOWS")
+    --command "bash scripts/compare-ovs-dpdk.sh --seconds $WIN --warmup $WARM --core $CORE --ovs-flows $OVS_FLOWS --scenarios $(echo $SCENARIOS | tr ' ' ,)")
 [ $HAYATE_OK = 1 ] && REPORT_ARGS+=(--hayate $LOG/hayate.json --hayate-cpu-share "$HAYATE_CPU_SHARE")
 [ -n "$JSON_OUT" ] && REPORT_ARGS+=(--json "$JSON_OUT")
 python3 $LIB/compare-report.py "${REPORT_ARGS[@]}"

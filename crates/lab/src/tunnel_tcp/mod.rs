@@ -17,7 +17,7 @@
 //! neighbours: no ARP during the run). On each host in turn:
 //!
 //! - `hayate-afpacket` / `hayate-afxdp`: `hayate run` with three ports — the VM's veth, the
-//!   underlay veth (AF_PACKET or AF_XDP, `vnet_hdr=off`), and
+//!   underlay veth (AF_PACKET with `vnet_hdr=off`, or AF_XDP), and
 //!   `vxlan:remote=OTHER,vni=42` — and `in_port=1 → output:3`, `in_port=3 → output:1`; the
 //!   next hop comes from the host's kernel tables, as a user runs it;
 //! - `linux-vxlan`: a kernel VXLAN device (id 42, dstport 4789, on the underlay veth) and the
@@ -320,7 +320,8 @@ fn linux_vxlan(topo: &Topo, s: &Side<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The `hayate run` config of one host: the VM's port, the underlay, the VXLAN port.
+/// The `hayate run` config of one host: the VM's port, the underlay, the VXLAN port (AF_PACKET
+/// ports without the virtio-net header: the VMs send no super-packets).
 pub fn hayate_config(
     kind: &str,
     vm_if: &str,
@@ -328,11 +329,16 @@ pub fn hayate_config(
     remote: &str,
     core: usize,
 ) -> String {
+    let o = if kind == "afpacket" {
+        ",vnet_hdr=off"
+    } else {
+        ""
+    };
     format!(
         "[[bridge]]\nname = \"br0\"\ncores = [{core}]\nflows = [\n  \
          \"in_port=1,actions=output:3\",\n  \"in_port=3,actions=output:1\",\n]\n\
-         [[bridge.port]]\nname = \"vm\"\nspec = \"{kind}:{vm_if},vnet_hdr=off\"\n\
-         [[bridge.port]]\nname = \"underlay\"\nspec = \"{kind}:{underlay_if},vnet_hdr=off\"\n\
+         [[bridge.port]]\nname = \"vm\"\nspec = \"{kind}:{vm_if}{o}\"\n\
+         [[bridge.port]]\nname = \"underlay\"\nspec = \"{kind}:{underlay_if}{o}\"\n\
          [[bridge.port]]\nname = \"vx\"\nspec = \"vxlan:remote={remote},vni={VNI}\"\n"
     )
 }
@@ -419,5 +425,7 @@ mod tests {
         );
         assert!(cfg.contains("spec = \"afpacket:c1,vnet_hdr=off\""), "{cfg}");
         assert!(cfg.contains("cores = [1]"), "{cfg}");
+        let cfg = hayate_config("afxdp", "a1", "c1", "192.168.77.2", 1);
+        assert!(cfg.contains("spec = \"afxdp:c1\""), "{cfg}");
     }
 }
