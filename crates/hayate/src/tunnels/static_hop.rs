@@ -119,6 +119,33 @@ mod tests {
     }
 
     #[test]
+    fn a_static_tunnel_gets_its_outer_headers_without_the_kernel() {
+        use crate::tunnels::{conf, Housekeeping, Underlay};
+        let spec = "vxlan:remote=192.0.2.2,local=192.0.2.1,vni=42,underlay=up,\
+                    nexthop_mac=02:00:00:00:01:02,local_mac=02:00:00:00:01:01";
+        let t = conf(3, "vx", spec).unwrap().unwrap();
+        let mut hk = Housekeeping::new(vec![t], vec![Underlay::of(2, "up", "null:")]).unwrap();
+        let dp = datapath::Tunnels::new();
+        assert!(hk.refresh(&dp));
+        let out = dp.output(3).expect("outer headers published");
+        assert_eq!(out.underlay, 2);
+        let h = out.template.header();
+        assert_eq!(&h[..12], &[2, 0, 0, 0, 1, 2, 2, 0, 0, 0, 1, 1]);
+        assert_eq!(&h[26..34], &[192, 0, 2, 1, 192, 0, 2, 2]);
+        // Nothing changed: the next pass publishes nothing.
+        assert!(!hk.refresh(&dp));
+        // Without local= or underlay= a static hop is refused, naming the fix.
+        let err = conf(
+            3,
+            "vx",
+            "vxlan:remote=192.0.2.2,nexthop_mac=02:00:00:00:01:02",
+        )
+        .unwrap()
+        .unwrap_err();
+        assert!(err.contains("add local=IP and underlay=PORTNAME"), "{err}");
+    }
+
+    #[test]
     fn a_port_without_an_interface_needs_local_mac() {
         let hop = StaticHop {
             dst_mac: [2, 0, 0, 0, 1, 2],
