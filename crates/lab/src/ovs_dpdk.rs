@@ -30,6 +30,9 @@ pub struct Setup {
     pub main_core: usize,
     /// How long the daemons may live (the watchdog kills them after).
     pub lifetime: Duration,
+    /// Run the daemon in this existing network namespace (one whose interfaces it opens,
+    /// e.g. with DPDK's `net_af_packet`); `None`: a namespace of its own, deleted with it.
+    pub netns: Option<String>,
 }
 
 /// The bridge's name.
@@ -41,7 +44,7 @@ pub struct Ovs {
     ovsdb: Proc,
     dir: PathBuf,
     prefix: String,
-    _ns: Netns,
+    _ns: Option<Netns>,
 }
 
 fn env(c: &mut Command, dir: &Path) {
@@ -120,9 +123,17 @@ impl Ovs {
                 &extra,
             ],
         )?;
-        let ns = Netns::add(&format!("{}S", ctx.tag))?;
+        let own = match &ctx.netns {
+            Some(_) => None,
+            None => Some(Netns::add(&format!("{}S", ctx.tag))?),
+        };
+        let ns_name = match (&ctx.netns, &own) {
+            (Some(n), _) => n.clone(),
+            (None, Some(ns)) => ns.name().to_string(),
+            (None, None) => unreachable!("a namespace of its own was just made"),
+        };
         let vswitchd = with_env(Spawn::new("ovs-vswitchd", "ip"), dir)
-            .args(["netns", "exec", ns.name(), OVS_VSWITCHD_DPDK])
+            .args(["netns", "exec", &ns_name, OVS_VSWITCHD_DPDK])
             .args([
                 format!("unix:{d}/db.sock"),
                 format!("--pidfile={d}/ovs-vswitchd.pid"),
@@ -138,7 +149,7 @@ impl Ovs {
             ovsdb,
             dir: dir.to_path_buf(),
             prefix,
-            _ns: ns,
+            _ns: own,
         };
         let br = o.vsctl(&[
             "add-br",

@@ -698,12 +698,29 @@ pub fn port<'a>(stats: &'a [(String, PortCounters)], spec: &str) -> &'a PortCoun
         .1
 }
 
-/// Waits until no host sends or receives any more (its counters stay put over 300 ms; at most
-/// 5 s), then takes every host's link down (so nothing more is sent), waits for the switch to
-/// drain, and reads the hosts' counters: call before [`Hayate::stop`] to compare counts
-/// exactly. Waiting for the quiet first matters on a loaded machine: a frame still on its way
-/// between the two links going down would reach the switch's count and not the host's.
+/// Makes the hosts stop sending and lets what is in flight arrive, then reads every host's
+/// counters: call before [`Hayate::stop`] to compare counts exactly.
+///
+/// Each host's interface gets an nftables egress rule that drops everything it would send
+/// (before the interface counts it), so no new frame enters the switch — not the IPv6
+/// chatter, not a late ARP — while the links stay up, so frames the switch still forwards
+/// are received and counted by the hosts. Then the counters are read until they stay put over
+/// 300 ms (at most 5 s). Taking the links down instead raced: a frame the switch forwarded
+/// after a host's link went down was in the switch's tx count and in no host's rx count.
 pub fn freeze(links: &[&Link]) -> Vec<(u64, u64, u64, u64)> {
+    for l in links {
+        let nft = |args: &[&str]| {
+            let mut all = vec!["ip", "netns", "exec", &l.host_ns, "nft"];
+            all.extend_from_slice(args);
+            must(&all);
+        };
+        let hook = format!(
+            "{{ type filter hook egress device \"{}\" priority 0; policy drop; }}",
+            l.host_if
+        );
+        nft(&["add", "table", "netdev", "hayate_freeze"]);
+        nft(&["add", "chain", "netdev", "hayate_freeze", &l.host_if, &hook]);
+    }
     let read = || links.iter().map(|l| l.counters()).collect::<Vec<_>>();
     let mut last = read();
     for _ in 0..16 {
@@ -714,9 +731,5 @@ pub fn freeze(links: &[&Link]) -> Vec<(u64, u64, u64, u64)> {
         }
         last = now;
     }
-    for l in links {
-        must(&["ip", "-n", &l.host_ns, "link", "set", &l.host_if, "down"]);
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    links.iter().map(|l| l.counters()).collect()
+    last
 }

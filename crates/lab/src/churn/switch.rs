@@ -152,6 +152,7 @@ impl Running {
                     pmd_core: ctx.switch_core,
                     main_core: ctx.main_core,
                     lifetime: ctx.lifetime,
+                    netns: None,
                 };
                 let ovs = Ovs::start(&setup, &dir.join("ovs"), huge)?;
                 ovs.vsctl(&[

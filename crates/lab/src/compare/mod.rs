@@ -33,7 +33,8 @@ pub struct CompareArgs {
     /// linux-bridge-rps (the bridge's work steered to the switch core), hayate-afxdp,
     /// hayate-afpacket, hayate-afxdp-noprio, hayate-afpacket-noprio (no priority lane for
     /// control frames), hayate-afpacket-lane-host (the lane on the hosts' core), ovs-netdev,
-    /// ovs-netdev-tso (its userspace TSO on), ovs-afxdp, testpmd-afxdp (dpdk-testpmd io
+    /// ovs-netdev-tso (its userspace TSO on), ovs-afxdp, ovs-dpdk (Open vSwitch with DPDK on
+    /// `net_af_packet` ports), testpmd-afxdp (dpdk-testpmd io
     /// forwarding on AF_XDP ports: no lookup, the floor of a userspace switch's cost on these
     /// ports).
     #[arg(long, value_delimiter = ',')]

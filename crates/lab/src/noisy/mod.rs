@@ -30,7 +30,7 @@ use crate::bench;
 use crate::compare::measure;
 use crate::compare::peers::{self, Peer, Police, StartCtx};
 use crate::compare::topo::{Topo, IP_B};
-use noise::{Flood, NoiseGen};
+use noise::{Flood, NoiseGen, NoiseSched};
 use report::{Case, Figures, Report, Run};
 
 /// The flows every switch that takes flows is given.
@@ -40,7 +40,7 @@ pub const FLOWS: [&str; 1] = ["priority=100,udp,tp_src=9,actions=drop"];
 #[derive(Args, Debug, Clone)]
 pub struct NoisyArgs {
     /// Switches to measure (default: hayate-afxdp, hayate-afpacket, linux-bridge,
-    /// ovs-netdev; those not installed are skipped); any of `hayate bench compare`'s but
+    /// ovs-netdev, ovs-dpdk; those not installed are skipped); any of `hayate bench compare`'s but
     /// testpmd-afxdp.
     #[arg(long, value_delimiter = ',')]
     pub switches: Vec<String>,
@@ -76,6 +76,10 @@ pub struct NoisyArgs {
     /// Core of the noisy host's generator (default: --gen-core).
     #[arg(long)]
     pub noise_core: Option<usize>,
+    /// How the noisy generator is scheduled on its core: `normal`, or `idle` (`SCHED_IDLE`:
+    /// it never delays the victim's programs when it shares their core; see `NoiseSched`).
+    #[arg(long, value_enum, default_value_t = NoiseSched::Normal)]
+    pub noise_sched: NoiseSched,
     /// Core of the switch.
     #[arg(long, default_value_t = 1)]
     pub switch_core: usize,
@@ -88,11 +92,12 @@ pub struct NoisyArgs {
 }
 
 /// The switches measured when none are named.
-const DEFAULT_SWITCHES: [&str; 4] = [
+const DEFAULT_SWITCHES: [&str; 5] = [
     "hayate-afxdp",
     "hayate-afpacket",
     "linux-bridge",
     "ovs-netdev",
+    "ovs-dpdk",
 ];
 
 fn check(args: &NoisyArgs) -> Result<()> {
@@ -214,7 +219,16 @@ fn measure_switch(
             Some(flows) => {
                 // Long enough for every measurement; stopped when the case ends.
                 let secs = args.warmup + 2.0 * args.seconds as f64 + 60.0;
-                let f = Flood::start(args.generator, &noisy, &sink, flows, noise_core, secs, dir)?;
+                let f = Flood::start(
+                    args.generator,
+                    args.noise_sched,
+                    &noisy,
+                    &sink,
+                    flows,
+                    noise_core,
+                    secs,
+                    dir,
+                )?;
                 std::thread::sleep(Duration::from_secs_f64(args.warmup));
                 Some(f)
             }
@@ -224,6 +238,10 @@ fn measure_switch(
             (s, g, Instant::now())
         };
         let tcp = measure::tcp(&topo, args.seconds, args.pings, args.gen_core, dir)?;
+        let (sent_t, got_t, t_t) = {
+            let (s, g) = noise::counts(&topo, &noisy, &sink)?;
+            (s, g, Instant::now())
+        };
         let rr = rr::run(
             &topo.ns_a,
             &topo.ns_b,
@@ -232,7 +250,10 @@ fn measure_switch(
             Duration::from_secs(args.seconds),
         );
         let (sent1, got1) = noise::counts(&topo, &noisy, &sink)?;
-        let w = t0.elapsed().as_secs_f64();
+        let (w_tcp, w_rr) = (
+            t_t.duration_since(t0).as_secs_f64(),
+            t_t.elapsed().as_secs_f64(),
+        );
         if let Some(f) = flood.as_mut() {
             f.check_alive(dir)?;
         }
@@ -246,8 +267,10 @@ fn measure_switch(
             rr_tps: rr.as_ref().map_or(0.0, |r| r.tps),
             rr_p99_us: rr.as_ref().map_or(0.0, |r| r.p99_us),
             rr_error: rr.as_ref().err().map(|e| format!("{e:#}")),
-            noise_offered_pps: (sent1 - sent0) as f64 / w,
-            noise_delivered_pps: (got1 - got0) as f64 / w,
+            noise_offered_pps: (sent_t - sent0) as f64 / w_tcp,
+            noise_delivered_pps: (got_t - got0) as f64 / w_tcp,
+            noise_offered_rr_pps: (sent1 - sent_t) as f64 / w_rr,
+            noise_delivered_rr_pps: (got1 - got_t) as f64 / w_rr,
         };
         eprintln!("hayate:   {}: {}", case.name(), figures.line());
         report.add(Run {

@@ -29,6 +29,25 @@ impl NoiseGen {
     }
 }
 
+/// How the noisy generator is scheduled on its core.
+///
+/// On a machine too small to give the noisy host a core of its own, the generator shares the
+/// victim's core, and the kernel's scheduler, not the switch, can then decide the victim's
+/// latency: a victim thread woken from another core (where a poll-mode switch delivers its
+/// frames) waits behind the running generator until that has used its time slice (EEVDF lets
+/// a running task reach parity before a wake-up preempts it), while a thread woken by the
+/// Linux bridge is woken from its own core's softirq, where the generator is not running.
+/// `idle` runs the generator as `SCHED_IDLE`: it gets all the time the victim leaves and
+/// never delays the victim's wake-ups, which is what a noisy VM on a core of its own does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoiseSched {
+    /// The default policy: the generator competes with the victim's programs for the core.
+    Normal,
+    /// `SCHED_IDLE`: the generator runs only when the victim's programs do not want the core.
+    Idle,
+}
+
 /// Makes host `sink` drop everything it receives at its interface's ingress.
 pub fn sink(topo: &Topo, sink: &Host) -> Result<()> {
     topo.sh(
@@ -50,10 +69,12 @@ pub struct Flood {
 }
 
 impl Flood {
-    /// Starts flooding from `from` to `to` on `core` with `flows` flows (1: one flow) for at
-    /// most `seconds`.
+    /// Starts flooding from `from` to `to` on `core`, scheduled as `sched`, with `flows` flows
+    /// (1: one flow) for at most `seconds`.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         gen: NoiseGen,
+        sched: NoiseSched,
         from: &Host,
         to: &Host,
         flows: u32,
@@ -66,46 +87,49 @@ impl Flood {
         let (flows_s, core_s, secs) =
             (flows.to_string(), core.to_string(), format!("{seconds:.1}"));
         let err = std::fs::File::create(dir.join("noise.err"))?;
-        let child = in_ns(
-            &from.ns,
-            &[
-                &exe.to_string_lossy(),
-                "gen",
-                "send",
-                "--port",
-                &port,
-                "--size",
-                "64",
-                "--src-mac",
-                &from.mac,
-                "--dst-mac",
-                &to.mac,
-                "--src-ip",
-                &from.ip,
-                "--dst-ip",
-                &to.ip,
-                "--sport",
-                "10000",
-                "--dport",
-                "9",
-                "--flows",
-                &flows_s,
-                "--vary",
-                "src-port",
-                "--rate",
-                "max",
-                "--duration",
-                &secs,
-                "--cores",
-                &core_s,
-                "--quiet",
-            ],
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .context("starting the noisy host's generator")?;
+        let exe = exe.to_string_lossy();
+        let mut argv: Vec<&str> = match sched {
+            NoiseSched::Normal => vec![],
+            NoiseSched::Idle => vec!["chrt", "--idle", "0"],
+        };
+        argv.extend([
+            &*exe,
+            "gen",
+            "send",
+            "--port",
+            &port,
+            "--size",
+            "64",
+            "--src-mac",
+            &from.mac,
+            "--dst-mac",
+            &to.mac,
+            "--src-ip",
+            &from.ip,
+            "--dst-ip",
+            &to.ip,
+            "--sport",
+            "10000",
+            "--dport",
+            "9",
+            "--flows",
+            &flows_s,
+            "--vary",
+            "src-port",
+            "--rate",
+            "max",
+            "--duration",
+            &secs,
+            "--cores",
+            &core_s,
+            "--quiet",
+        ]);
+        let child = in_ns(&from.ns, &argv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .context("starting the noisy host's generator")?;
         Ok(Flood {
             child,
             ns: from.ns.clone(),

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use super::noise::NoiseSched;
 use super::NoisyArgs;
 use crate::report::{Align, Table};
 
@@ -60,23 +61,29 @@ pub struct Figures {
     pub rr_p99_us: f64,
     /// Why the request/response load failed, if it did.
     pub rr_error: Option<String>,
-    /// Frames a second the noisy host sent.
+    /// Frames a second the noisy host sent during the TCP stream.
     pub noise_offered_pps: f64,
-    /// Frames a second of the noise the sink received.
+    /// Frames a second of the noise the sink received during the TCP stream.
     pub noise_delivered_pps: f64,
+    /// Frames a second the noisy host sent during the request/response load.
+    pub noise_offered_rr_pps: f64,
+    /// Frames a second of the noise the sink received during the request/response load.
+    pub noise_delivered_rr_pps: f64,
 }
 
 impl Figures {
     /// One line for the progress log.
     pub fn line(&self) -> String {
         format!(
-            "TCP {:.2} Gbit/s, ping p99 {:.0} µs, RR {:.0}/s p99 {:.0} µs; noise {:.3} Mpps offered, {:.3} delivered",
+            "TCP {:.2} Gbit/s, ping p99 {:.0} µs, RR {:.0}/s p99 {:.0} µs; noise {:.3} Mpps offered, {:.3} delivered (TCP), {:.3} / {:.3} (RR)",
             self.tcp_gbps,
             self.ping_p99_us,
             self.rr_tps,
             self.rr_p99_us,
             self.noise_offered_pps / 1e6,
-            self.noise_delivered_pps / 1e6
+            self.noise_delivered_pps / 1e6,
+            self.noise_offered_rr_pps / 1e6,
+            self.noise_delivered_rr_pps / 1e6
         )
     }
 }
@@ -148,6 +155,8 @@ pub struct Report {
     pub gen_core: usize,
     /// The noisy host's core.
     pub noise_core: usize,
+    /// How the noisy generator was scheduled.
+    pub noise_sched: NoiseSched,
     /// Every case of every switch start.
     pub runs: Vec<Run>,
 }
@@ -163,6 +172,7 @@ impl Report {
             switch_core: args.switch_core,
             gen_core: args.gen_core,
             noise_core: args.noise_core.unwrap_or(args.gen_core),
+            noise_sched: args.noise_sched,
             runs: Vec::new(),
         }
     }
@@ -224,7 +234,8 @@ impl Report {
             .col("share", 5, r_)
             .col("RR p99 µs", 9, r_)
             .col("×alone", 6, r_)
-            .col("noise Mpps in/out", 17, r_);
+            .col("noise Mpps in/out TCP", 21, r_)
+            .col("in/out RR", 11, r_);
         for r in &self.runs {
             let pol = if r.policing { "on" } else { "off" };
             let Some(f) = &r.figures else {
@@ -254,11 +265,20 @@ impl Report {
                     f.noise_offered_pps / 1e6,
                     f.noise_delivered_pps / 1e6
                 ),
+                format!(
+                    "{:.3}/{:.3}",
+                    f.noise_offered_rr_pps / 1e6,
+                    f.noise_delivered_rr_pps / 1e6
+                ),
             ]);
         }
         let mut out = format!(
-            "Noisy neighbours: victim A → B while C floods D (64-byte frames); policing {} kbit/s, burst {} kbit; new flows {}\n",
-            self.police_kbps, self.police_burst_kbit, self.new_flows
+            "Noisy neighbours: victim A → B while C floods D (64-byte frames); policing {} kbit/s, burst {} kbit; new flows {}; noisy generator on core {} ({})\n",
+            self.police_kbps, self.police_burst_kbit, self.new_flows, self.noise_core,
+            match self.noise_sched {
+                NoiseSched::Normal => "normal scheduling",
+                NoiseSched::Idle => "SCHED_IDLE",
+            }
         );
         out += &t.render();
         out
@@ -289,6 +309,7 @@ mod tests {
             switch_core: 1,
             gen_core: 0,
             noise_core: 0,
+            noise_sched: NoiseSched::Normal,
             runs: Vec::new(),
         };
         let run = |policing, case, f| Run {

@@ -25,6 +25,7 @@ pub fn measure(ctx: &Ctx, topo: Topology, dir: &Path) -> Result<Measured> {
         pmd_core: ctx.switch_core,
         main_core: ctx.vm_core,
         lifetime: ctx.lifetime(),
+        netns: None,
     };
     let mut ovs = Ovs::start(&setup, &dir.join("ovs"), huge)?;
     let vhost = |name: &'static str, no: u32, sock: &Path| {

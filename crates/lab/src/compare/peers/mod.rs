@@ -8,6 +8,8 @@
 //! - [`hayate`]: Hayate on AF_XDP or AF_PACKET ports, with or without the priority lane;
 //! - [`ovs`]: Open vSwitch's userspace datapath on system ports (also with its userspace TSO)
 //!   or on AF_XDP ports, a private instance;
+//! - [`ovs_dpdk`]: Open vSwitch with DPDK on `net_af_packet` ports (it polices in userspace,
+//!   where the kernel lacks tc's police action);
 //! - [`testpmd`]: dpdk-testpmd io forwarding between two AF_XDP ports, the I/O floor.
 //!
 //! `hayate bench noisy` starts the same peers on a topology with more hosts
@@ -18,6 +20,7 @@ mod bridge;
 pub mod child;
 mod hayate;
 mod ovs;
+mod ovs_dpdk;
 mod testpmd;
 
 use std::path::Path;
@@ -101,6 +104,7 @@ pub fn all() -> Vec<Box<dyn Peer>> {
         Box::new(OvsPeer(Mode::Netdev)),
         Box::new(OvsPeer(Mode::NetdevTso)),
         Box::new(OvsPeer(Mode::Afxdp)),
+        Box::new(ovs_dpdk::OvsDpdk),
         Box::new(testpmd::TestpmdAfxdp),
     ]
 }
@@ -134,6 +138,7 @@ mod tests {
                 "ovs-netdev",
                 "ovs-netdev-tso",
                 "ovs-afxdp",
+                "ovs-dpdk",
                 "testpmd-afxdp",
             ]
         );
