@@ -347,14 +347,8 @@ pub(crate) fn start_bridge(
     let (mut tunnel_ports, mut underlays) = (Vec::new(), Vec::new());
     for (no, name, spec) in &b.ports {
         // A tunnel port has no queues: the datapath serves it through its underlay port.
-        if let Some(t) = crate::tunnels::parse(spec) {
-            let (spec, underlay) = t.map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
-            tunnel_ports.push(crate::tunnels::TunnelConf {
-                ofport: *no,
-                name: name.clone(),
-                spec,
-                underlay,
-            });
+        if let Some(t) = crate::tunnels::conf(*no, name, spec) {
+            tunnel_ports.push(t.map_err(|e| anyhow!("bridge {}: {e}", b.name))?);
             continue;
         }
         // Policing, egress queues and queue pinning are the datapath's; the rest opens the port.

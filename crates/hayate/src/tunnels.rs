@@ -6,7 +6,10 @@
 //! A tunnel port has no queues: it is an OpenFlow port of the pipeline only. Its underlay is
 //! the bridge port named by `underlay=NAME`, else the bridge port whose kernel interface
 //! (`afpacket:IF`, `afxdp:IF`) the route to the remote leaves by. A tunnel whose remote cannot
-//! be reached has its outputs left out, and the reason is logged when it changes.
+//! be reached has its outputs left out, and the reason is logged when it changes. A tunnel
+//! whose spec gives its next hop (`nexthop_mac=`, [`static_hop`]) is not asked of the kernel.
+
+mod static_hop;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -30,6 +33,40 @@ pub struct TunnelConf {
     pub spec: TunnelSpec,
     /// The bridge port named by `underlay=`, if any.
     pub underlay: Option<String>,
+    /// The next hop the spec gives (`nexthop_mac=`), instead of the kernel's.
+    pub next_hop: Option<StaticHop>,
+}
+
+pub use static_hop::StaticHop;
+
+/// The tunnel port `name` (number `ofport`) that port spec `spec` makes, with its underlay
+/// and static next hop; `None` when `spec` is another kind of port.
+pub fn conf(ofport: u32, name: &str, spec: &str) -> Option<Result<TunnelConf, String>> {
+    let (kind, opts) = spec.split_once(':')?;
+    if !matches!(kind, "vxlan" | "geneve") {
+        return None;
+    }
+    let (rest, next_hop) = match static_hop::split(opts) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(format!("port {spec}: {e}"))),
+    };
+    let (spec_, underlay) = match parse(&format!("{kind}:{rest}"))? {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
+    if next_hop.is_some() && (spec_.local.is_none() || underlay.is_none()) {
+        return Some(Err(format!(
+            "port {spec}: a static next hop (nexthop_mac=) needs the tunnel's own address and \
+             port: add local=IP and underlay=PORTNAME"
+        )));
+    }
+    Some(Ok(TunnelConf {
+        ofport,
+        name: name.to_string(),
+        spec: spec_,
+        underlay,
+        next_hop,
+    }))
 }
 
 /// Parses `vxlan:OPTIONS` / `geneve:OPTIONS` (the `tunnel` crate's options plus
@@ -172,6 +209,7 @@ impl Housekeeping {
                     &self.underlays,
                     named.flatten(),
                     &t.spec,
+                    t.next_hop.as_ref(),
                     r,
                     0,
                 )
@@ -189,6 +227,7 @@ impl Housekeeping {
             &self.underlays,
             named.flatten(),
             &t.spec,
+            t.next_hop.as_ref(),
             remote,
             vni,
         ) {
