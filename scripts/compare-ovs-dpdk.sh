@@ -4,7 +4,7 @@
 #   bash scripts/compare-ovs-dpdk.sh [--seconds N] [--json FILE]
 #
 # Runs as root on Debian 12. For each scenario of `hayate bench` that has an OVS twin
-# (p2p-1flow, flows-1M; 64-byte frames) it:
+# (p2p-1flow, flows-1M, vxlan-encap, vxlan-decap; 64-byte frames) it:
 #   1. installs what it needs (Debian packages, idempotent);
 #   2. writes the scenario's traffic as a pcap (scripts/lib/udp-pcap.py);
 #   3. starts a private Open vSwitch with DPDK (own database, sockets, logs and hugetlbfs under
@@ -15,7 +15,16 @@
 #      reads TSC cycles per packet from dpif-netdev/pmd-perf-show; stops OVS. A control run,
 #      p2p-1flow-big-pcap, replays one flow from a pcap as large as flows-1M's, to show what
 #      the replay's memory footprint (not the flows) costs OVS;
-#   4. runs `hayate bench p2p-1flow flows-1M --sizes 64 --json` pinned to the same core;
+#      The tunnel twins use OVS's userspace tunnels as its documentation sets them up: a
+#      vxlan port (remote 192.0.2.2, local 192.0.2.1, key 42) on the bridge, an underlay
+#      bridge hyphy (its address 192.0.2.1/24 on its tap in netns hycmp) holding the underlay
+#      port, the next hop set with ovs-appctl ovs/route/add and tnl/arp/set. vxlan-encap:
+#      port 1 replays p2p-1flow's frame, in_port=1 -> output:3 (the vxlan port), the
+#      underlay port (net_null) counts; vxlan-decap: the underlay port replays that frame in
+#      VXLAN (scripts/lib/udp-pcap.py --vxlan, the bytes `hayate bench vxlan-decap` sends),
+#      in_port=3,tun_id=42 -> output:2 counts. Both run on the one PMD thread;
+#   4. runs `hayate bench p2p-1flow flows-1M vxlan-encap vxlan-decap --sizes 64 --json`
+#      pinned to the same core;
 #   5. prints scenario, OVS Mpps, OVS cycles/packet, Hayate Mpps, Hayate cycles/packet and the
 #      ratio Hayate/OVS; --json FILE writes the same rows (and the details) as JSON.
 # Everything it creates (netns, OVS processes, hugetlbfs mount, raised hugepage count) is
@@ -39,6 +48,9 @@ usage: bash scripts/compare-ovs-dpdk.sh [options]   (as root, Debian 12)
                   holds at most 262144 frames, so 1000000 cannot load)
   --hayate BIN    hayate binary to run (default: cargo build --release -p hayate)
   --ovs-only      measure Open vSwitch only
+  --scenarios L   comma-separated subset to run, e.g. --scenarios p2p-1flow,vxlan-encap,vxlan-decap
+                  (default: all: p2p-1flow, flows-1M, p2p-1flow-big-pcap, vxlan-encap,
+                  vxlan-decap; flows-1M brings the Hayate half's flows-1M too)
   --self-test     check the pcap writer and the report parser (no root needed) and exit
   -h, --help      this text
 EOF
@@ -51,6 +63,8 @@ CORE=""
 OVS_FLOWS=250000
 HAYATE_BIN=""
 OVS_ONLY=0
+ALL_SCENARIOS="p2p-1flow flows-1M p2p-1flow-big-pcap vxlan-encap vxlan-decap"
+SCENARIOS=" $ALL_SCENARIOS "
 die() { echo "compare-ovs-dpdk: $*" >&2; exit 2; }
 is_num() { [[ $1 =~ ^[0-9]+([.][0-9]+)?$ ]]; }
 while [ $# -gt 0 ]; do
@@ -68,6 +82,11 @@ while [ $# -gt 0 ]; do
         --hayate)  [ $# -ge 2 ] && [ -x "$2" ] || die "--hayate needs an executable hayate binary"
                    HAYATE_BIN=$(realpath "$2"); shift 2 ;;
         --ovs-only) OVS_ONLY=1; shift ;;
+        --scenarios) [ $# -ge 2 ] || die "--scenarios needs a list, e.g. --scenarios p2p-1flow,vxlan-encap"
+                   for x in ${2//,/ }; do
+                       [[ " $ALL_SCENARIOS " == *" $x "* ]] || die "unknown scenario '$x'; use some of: $ALL_SCENARIOS"
+                   done
+                   SCENARIOS=" ${2//,/ } "; shift 2 ;;
         --self-test)
             d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib
             python3 "$d/udp-pcap.py" --self-test && python3 "$d/compare-report.py" --self-test
@@ -76,6 +95,7 @@ while [ $# -gt 0 ]; do
         *) usage >&2; die "unknown argument '$1'" ;;
     esac
 done
+chosen() { [[ $SCENARIOS == *" $1 "* ]]; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, hugepages, DPDK); run it with sudo"
 command -v apt-get >/dev/null && command -v dpkg >/dev/null \
     || die "needs a Debian-based system (apt-get, dpkg); Debian 12 is what it was written for"
@@ -224,6 +244,8 @@ ovs_up() {
 flows_of() {
     case $1 in
         p2p-1flow) echo "table=0,priority=10,in_port=1,actions=output:2" ;;
+        vxlan-encap) echo "table=0,priority=10,in_port=1,actions=output:3" ;;
+        vxlan-decap) echo "table=0,priority=10,in_port=3,tun_id=42,actions=output:2" ;;
         flows-1M)
             echo "table=0,priority=10,in_port=1,dl_dst=02:00:00:00:00:02,actions=output:2"
             echo "table=0,priority=10,in_port=2,dl_dst=02:00:00:00:00:01,actions=output:1"
@@ -231,14 +253,74 @@ flows_of() {
     esac
 }
 
-port_error() {   # prints why a port did not come up, if it did not
+port_error() {   # prints why a port did not come up, if it did not (nothing if absent)
     local e
+    [ -n "$(vsctl --if-exists get interface "$1" name 2>/dev/null)" ] || return 0
     e=$(vsctl get interface "$1" error 2>/dev/null || true)
     [ -n "$e" ] && [ "$e" != "[]" ] && echo "$e"
     return 0
 }
 
-tx_pkts() { ofctl dump-ports 2 | grep -oE 'tx pkts=[0-9]+' | head -1 | cut -d= -f2; }
+# The port whose tx counter is the scenario's rate: bridge and OpenFlow port.
+COUNT_BR=$BR
+COUNT_PORT=2
+tx_pkts() {
+    ovs-ofctl -O OpenFlow13 dump-ports unix:$RUN/$COUNT_BR.mgmt $COUNT_PORT \
+        | grep -oE 'tx pkts=[0-9]+' | head -1 | cut -d= -f2
+}
+
+# The tunnel twins (issue 18): the addresses of `hayate bench`'s tunnel scenarios
+# (crates/hayate/src/bench/scenario.rs, TUN_*).
+PHY=hyphy
+TUN_LOCAL=192.0.2.1
+TUN_REMOTE=192.0.2.2
+TUN_LOCAL_MAC=02:00:00:00:01:01
+TUN_REMOTE_MAC=02:00:00:00:01:02
+TUN_VNI=42
+phy_ofctl() { local cmd=$1; shift; ovs-ofctl -O OpenFlow13 "$cmd" unix:$RUN/$PHY.mgmt "$@"; }
+
+# ovs_ports <scenario> <pcap>: the scenario's ports; sets COUNT_BR/COUNT_PORT.
+ovs_ports() {
+    local sc=$1 pcap=$2
+    COUNT_BR=$BR; COUNT_PORT=2
+    case $sc in
+        vxlan-encap|vxlan-decap) ;;
+        *)
+            vsctl add-port $BR p1 -- set interface p1 type=dpdk ofport_request=1 \
+                    "options:dpdk-devargs=net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
+                -- add-port $BR p2 -- set interface p2 type=dpdk ofport_request=2 \
+                    "options:dpdk-devargs=net_null1,no-rx=1"
+            return 0 ;;
+    esac
+    # The underlay bridge: its local port (a tap in netns $NS) owns the tunnel's address;
+    # IPv4 only, so that the tap sends nothing of its own into the measured path.
+    ip netns exec $NS sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+    vsctl add-br $PHY -- set bridge $PHY datapath_type=netdev fail-mode=secure \
+        other_config:hwaddr=$TUN_LOCAL_MAC
+    ip netns exec $NS ip addr add $TUN_LOCAL/24 dev $PHY
+    ip netns exec $NS ip link set $PHY up
+    vsctl add-port $BR vx -- set interface vx type=vxlan ofport_request=3 \
+        options:remote_ip=$TUN_REMOTE options:local_ip=$TUN_LOCAL options:key=$TUN_VNI
+    if [ "$sc" = vxlan-encap ]; then
+        phy_ofctl add-flow "table=0,priority=10,in_port=LOCAL,actions=output:1"
+        vsctl add-port $BR p1 -- set interface p1 type=dpdk ofport_request=1 \
+                "options:dpdk-devargs=net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
+            -- add-port $PHY u1 -- set interface u1 type=dpdk ofport_request=1 \
+                "options:dpdk-devargs=net_null1,no-rx=1"
+        COUNT_BR=$PHY; COUNT_PORT=1
+    else
+        phy_ofctl add-flow "table=0,priority=10,in_port=1,actions=LOCAL"
+        vsctl add-port $PHY u1 -- set interface u1 type=dpdk ofport_request=1 \
+                "options:dpdk-devargs=net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
+            -- add-port $BR p2 -- set interface p2 type=dpdk ofport_request=2 \
+                "options:dpdk-devargs=net_null1,no-rx=1"
+    fi
+    # The next hop as OVS's userspace tunnels keep it: a route and a neighbour entry.
+    appctl ovs/route/add $TUN_REMOTE/32 $PHY >/dev/null
+    appctl tnl/arp/set $PHY $TUN_REMOTE $TUN_REMOTE_MAC >/dev/null
+    appctl ovs/route/show > $LOG/ovs-$sc.route-show.txt 2>&1 || true
+    appctl tnl/ports/show > $LOG/ovs-$sc.tnl-ports.txt 2>&1 || true
+}
 
 # CPU time (clock ticks) of OVS's PMD thread: over the window it tells what share of the core
 # the PMD really had (other programs on this core make every switch look slower).
@@ -261,17 +343,18 @@ ovs_measure() {
     flows_of "$flowset" > $out.flows
     ofctl del-flows
     ofctl add-flows $out.flows
-    vsctl add-port $BR p1 -- set interface p1 type=dpdk ofport_request=1 \
-            "options:dpdk-devargs=net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
-        -- add-port $BR p2 -- set interface p2 type=dpdk ofport_request=2 \
-            "options:dpdk-devargs=net_null1,no-rx=1"
-    local e1 e2
-    e1=$(port_error p1); e2=$(port_error p2)
-    if [ -n "$e1$e2" ]; then
+    ovs_ports "$sc" "$pcap"
+    local e="" p pe
+    for p in p1 p2 u1 vx; do
+        pe=$(port_error $p)
+        [ -n "$pe" ] && e="$e$p: $pe "
+    done
+    if [ -n "$e" ]; then
         grep -iE 'pcap|mbuf|mempool|error' $LOG/ovs-vswitchd.log | tail -8 >&2 || true
-        die "OVS ports did not come up: ${e1:+p1: $e1 }${e2:+p2: $e2}(log: $LOG/ovs-vswitchd.log)"
+        die "OVS ports did not come up: ${e}(log: $LOG/ovs-vswitchd.log)"
     fi
     ofctl dump-flows > $out.dump-flows.txt
+    [ "$COUNT_BR" = "$BR" ] || phy_ofctl dump-flows >> $out.dump-flows.txt
     appctl dpif-netdev/pmd-rxq-show > $out.rxq-show.txt 2>&1 || true
     grep -q "core_id $CORE" $out.rxq-show.txt \
         || die "OVS's PMD thread is not on core $CORE (see $out.rxq-show.txt)"
@@ -289,7 +372,7 @@ ovs_measure() {
     appctl dpif-netdev/pmd-stats-show > $out.stats-show.txt 2>&1
     appctl dpctl/dump-flows > $out.megaflows.txt 2>&1 || true
     [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ ]] || die "could not read port 2's tx counter from ovs-ofctl dump-ports"
-    [ $((b - a)) -gt 0 ] || die "OVS forwarded no packets in $sc (flows: $out.dump-flows.txt, log: $LOG/ovs-vswitchd.log)"
+    [ $((b - a)) -gt 0 ] || die "OVS forwarded no packets in $sc (flows: $out.dump-flows.txt, megaflows: $out.megaflows.txt, log: $LOG/ovs-vswitchd.log)"
     local share=()
     [ -n "$tid" ] && share=(--cpu-share "$(python3 -c "print(($c1 - $c0) / $(getconf CLK_TCK) / ($t1 - $t0))")")
     python3 $LIB/compare-report.py ovs-row --scenario "$sc" --packets $((b - a)) \
@@ -316,12 +399,13 @@ hayate_build() {
 }
 
 hayate_measure() {
-    log "Hayate: $HAYATE_BIN bench p2p-1flow flows-1M --sizes 64 --core $CORE --seconds $WIN"
+    log "Hayate: $HAYATE_BIN bench $HAYATE_SCENARIOS --sizes 64 --core $CORE --seconds $WIN"
     local t0 t1 c0 c1 rc=0
     # CPU time of the whole run over its wall time: the share of the core Hayate really had.
     c0=$(awk '{print $16 + $17}' /proc/$$/stat)
     t0=$(date +%s.%N)
-    "$HAYATE_BIN" bench p2p-1flow flows-1M --sizes 64 --json --core "$CORE" \
+    # shellcheck disable=SC2086
+    "$HAYATE_BIN" bench $HAYATE_SCENARIOS --sizes 64 --json --core "$CORE" \
         --seconds "$WIN" --warmup "$WARM" > $LOG/hayate.json 2>$LOG/hayate.err || rc=$?
     t1=$(date +%s.%N)
     if [ $rc -ne 0 ]; then
@@ -340,36 +424,48 @@ install_packages
 PCAP_1=$PCAPS/p2p-1flow.pcap
 PCAP_N=$PCAPS/flows-$OVS_FLOWS.pcap
 python3 $LIB/udp-pcap.py $PCAP_1
-[ -s $PCAP_N ] && [ "$(stat -c %s $PCAP_N)" -eq $((24 + 76 * OVS_FLOWS)) ] \
+! chosen flows-1M || { [ -s $PCAP_N ] && [ "$(stat -c %s $PCAP_N)" -eq $((24 + 76 * OVS_FLOWS)) ]; } \
     || { log "writing $OVS_FLOWS frames to $PCAP_N"; python3 $LIB/udp-pcap.py $PCAP_N --count $OVS_FLOWS; }
+PCAP_VXLAN=$PCAPS/vxlan-decap.pcap
+python3 $LIB/udp-pcap.py $PCAP_VXLAN --vxlan
 PCAP_SAME=$PCAPS/p2p-1flow-x$OVS_FLOWS.pcap
-[ -s $PCAP_SAME ] && [ "$(stat -c %s $PCAP_SAME)" -eq $((24 + 76 * OVS_FLOWS)) ] \
+! chosen p2p-1flow-big-pcap \
+    || { [ -s $PCAP_SAME ] && [ "$(stat -c %s $PCAP_SAME)" -eq $((24 + 76 * OVS_FLOWS)) ]; } \
     || python3 $LIB/udp-pcap.py $PCAP_SAME --count $OVS_FLOWS --same
 
 HAYATE_OK=0
 HAYATE_CPU_SHARE=""
+HAYATE_SCENARIOS=""
+for x in p2p-1flow flows-1M vxlan-encap vxlan-decap; do
+    chosen $x && HAYATE_SCENARIOS="$HAYATE_SCENARIOS $x"
+done
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ $OVS_ONLY = 0 ]; then
     hayate_build && HAYATE_OK=1
 fi
 
 hugepages_up
-ovs_measure p2p-1flow $PCAP_1 1
-ovs_measure flows-1M $PCAP_N $OVS_FLOWS
+OVS_ROWS=()
+chosen p2p-1flow && { ovs_measure p2p-1flow $PCAP_1 1; OVS_ROWS+=($LOG/ovs-p2p-1flow.json); }
+chosen flows-1M && { ovs_measure flows-1M $PCAP_N $OVS_FLOWS; OVS_ROWS+=($LOG/ovs-flows-1M.json); }
 # Control (OVS only): one flow replayed from a pcap as large as flows-1M's. It costs what the
 # replay of that many frames costs (each one a cache miss in net_pcap) without the lookups.
-ovs_measure p2p-1flow-big-pcap $PCAP_SAME 1 p2p-1flow
+if chosen p2p-1flow-big-pcap; then
+    ovs_measure p2p-1flow-big-pcap $PCAP_SAME 1 p2p-1flow
+    OVS_ROWS+=($LOG/ovs-p2p-1flow-big-pcap.json)
+fi
+chosen vxlan-encap && { ovs_measure vxlan-encap $PCAP_1 1; OVS_ROWS+=($LOG/ovs-vxlan-encap.json); }
+chosen vxlan-decap && { ovs_measure vxlan-decap $PCAP_VXLAN 1; OVS_ROWS+=($LOG/ovs-vxlan-decap.json); }
 
 if [ $HAYATE_OK = 1 ]; then
     hayate_measure || HAYATE_OK=0
 fi
 
-REPORT_ARGS=(report --ovs $LOG/ovs-p2p-1flow.json $LOG/ovs-flows-1M.json
-    $LOG/ovs-p2p-1flow-big-pcap.json
+REPORT_ARGS=(report --ovs "${OVS_ROWS[@]}"
     --core "$CORE" --seconds "$WIN" --warmup "$WARM" --loadavg "$LOADAVG"
     --ovs-version "$(ovs-vswitchd --version | head -1 | awk '{print $NF}')"
     --dpdk-version "$(dpkg-query -W -f '${Version}' dpdk 2>/dev/null || echo unknown)"
-    --command "bash scripts/compare-ovs-dpdk.sh --seconds $WIN --warmup $WARM --core $CORE --ovs-flows $OVS_FLOWS")
+    --command "bash scripts/compare-ovs-dpdk.sh --seconds $WIN --warmup $WARM --core $CORE --ovs-flows $OVS_FLOWS --scenarios $(echo $SCENARIOS | tr ' ' ,)")
 [ $HAYATE_OK = 1 ] && REPORT_ARGS+=(--hayate $LOG/hayate.json --hayate-cpu-share "$HAYATE_CPU_SHARE")
 [ -n "$JSON_OUT" ] && REPORT_ARGS+=(--json "$JSON_OUT")
 python3 $LIB/compare-report.py "${REPORT_ARGS[@]}"

@@ -132,6 +132,15 @@ def report(a):
         if r['scenario'] == 'flows-1M' and f and f != 1_000_000:
             notes.append(f"OVS's flows-1M replayed {f} distinct flows (its mempool cannot hold "
                          "1,000,000 frames); Hayate's generates 1,000,000.")
+        if r['scenario'] == 'vxlan-encap':
+            notes.append("vxlan-encap: 64-byte inner frames out of a VXLAN port (110 bytes on the "
+                         "underlay); OVS's userspace tunnel (tnl_push to its underlay bridge, next "
+                         "hop from ovs/route/add and tnl/arp/set), Hayate's vxlan port with a "
+                         "static next hop.")
+        if r['scenario'] == 'vxlan-decap':
+            notes.append("vxlan-decap: the same frames arrive in VXLAN on the underlay and leave "
+                         "plain; OVS terminates with tnl_pop and a second datapath pass "
+                         "(recirculation), Hayate right after receive in one pass.")
         if r['scenario'] == 'p2p-1flow-big-pcap':
             notes.append("p2p-1flow-big-pcap (OVS only): one flow replayed from a pcap as large "
                          "as flows-1M's: what the replay's memory footprint costs OVS without "

@@ -5,6 +5,8 @@
     udp-pcap.py OUT.pcap --count 1000000    IPv4 sources 10.0.0.0, 10.0.0.1, ... : `flows-1M`
     udp-pcap.py OUT.pcap --count N --same   N copies of the one frame (a replay as large as
                                             N flows' without their lookups)
+    udp-pcap.py OUT.pcap --vxlan            the one frame in VXLAN (tunnel id 42) from
+                                            192.0.2.2 to 192.0.2.1: `vxlan-decap`
     udp-pcap.py --self-test                 checks the bytes against golden frames
 
 Frames are Ethernet/IPv4/UDP, 02:00:00:00:00:01 -> 02:00:00:00:00:02, 10.0.0.1 -> 10.0.0.2
@@ -13,7 +15,10 @@ Frames are Ethernet/IPv4/UDP, 02:00:00:00:00:01 -> 02:00:00:00:00:02, 10.0.0.1 -
 packet builder lays them out. --frame-len counts the FCS as RFC 2544 does: a 64-byte frame is
 a 60-byte buffer. The IPv4 checksum is always correct. The UDP checksum is correct for one
 flow (one frame, or --same) and 0 (none, valid for IPv4) for many flows, as `hayate bench`
-leaves it when it varies the source.
+leaves it when it varies the source. With --vxlan the frame (--frame-len is the inner
+frame's) follows outer Ethernet 02:00:00:00:01:02 -> 02:00:00:00:01:01, IPv4 192.0.2.2 ->
+192.0.2.1 (TTL 64, identification 0), UDP 49152 -> 4789 with checksum 0 and a VXLAN header
+with tunnel id 42: the bytes `hayate bench vxlan-decap` sends (its runner's vxlan_frame).
 Only the standard library is used.
 """
 import argparse
@@ -38,9 +43,10 @@ def csum(data):
     return ~fold(sum(struct.unpack('!%dH' % (len(data) // 2), data))) & 0xFFFF
 
 
-def frame(src, dst, sport, dport, buf_len, udp_csum=True):
-    """One Ethernet/IPv4/UDP frame of `buf_len` bytes (FCS excluded)."""
-    pay = bytes(buf_len - 42)
+def frame(src, dst, sport, dport, buf_len, udp_csum=True, pay=None, macs=(MAC_SRC, MAC_DST)):
+    """One Ethernet/IPv4/UDP frame of `buf_len` bytes (FCS excluded) carrying `pay`
+    (default: zeros)."""
+    pay = bytes(buf_len - 42) if pay is None else pay
     udp_len = 8 + len(pay)
     src_b, dst_b = src.to_bytes(4, 'big'), dst.to_bytes(4, 'big')
     ip = bytearray(struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + udp_len, 0, 0, 64, 17, 0,
@@ -51,7 +57,24 @@ def frame(src, dst, sport, dport, buf_len, udp_csum=True):
         pseudo = src_b + dst_b + struct.pack('!BBH', 0, 17, udp_len)
         c = csum(pseudo + bytes(udp) + (b'\0' if len(udp) % 2 else b''))
         udp[6:8] = struct.pack('!H', c or 0xFFFF)
-    return MAC_DST + MAC_SRC + b'\x08\x00' + bytes(ip) + bytes(udp)
+    return macs[1] + macs[0] + b'\x08\x00' + bytes(ip) + bytes(udp)
+
+
+def vxlan(inner, vni=42):
+    """`inner` in VXLAN (tunnel id `vni`) from 192.0.2.2 to 192.0.2.1, outer UDP checksum 0."""
+    ip = lambda t: int(ipaddress.IPv4Address(t))
+    pay = bytes([0x08, 0, 0, 0]) + vni.to_bytes(3, 'big') + b'\0' + inner
+    macs = (bytes.fromhex('020000000102'), bytes.fromhex('020000000101'))
+    return frame(ip('192.0.2.2'), ip('192.0.2.1'), 49152, 4789, 42 + len(pay),
+                 udp_csum=False, pay=pay, macs=macs)
+
+
+def write_frames(path, frames):
+    """Writes `frames` as they are."""
+    with open(path, 'wb') as f:
+        f.write(PCAP_HEADER)
+        for fr in frames:
+            f.write(struct.pack('<IIII', 0, 0, len(fr), len(fr)) + fr)
 
 
 def write(path, count, src, dst, frame_len, same=False):
@@ -140,6 +163,15 @@ def self_test():
         assert [len(x) for x in read(many)] == [124] * 3
         write(many, 5, ip('10.0.0.1'), ip('10.0.0.2'), 64, same=True)
         assert read(many) == read(one) * 5
+        # VXLAN around the golden frame: lengths, checksum, header, the inner bytes intact.
+        v = vxlan(want)
+        assert len(v) == 50 + 60 and v[:12] == bytes.fromhex('020000000101020000000102')
+        assert v[16:18] == (96).to_bytes(2, 'big') and csum(v[14:34]) == 0, v.hex()
+        assert v[34:42] == bytes.fromhex('c00012b5004c0000'), v[34:42].hex()
+        assert v[42:50] == bytes.fromhex('080000000000' '2a00'), v[42:50].hex()
+        assert v[50:] == want
+        write_frames(one, [v])
+        assert read(one) == [v]
     print('udp-pcap.py: self-test passed')
 
 
@@ -153,6 +185,8 @@ def main():
     ap.add_argument('--frame-len', type=int, default=64, help='bytes on the wire, FCS included')
     ap.add_argument('--same', action='store_true',
                     help='--count copies of one frame instead of --count flows')
+    ap.add_argument('--vxlan', action='store_true',
+                    help='the one frame in VXLAN to 192.0.2.1, tunnel id 42 (vxlan-decap)')
     ap.add_argument('--self-test', action='store_true', help='check golden bytes and exit')
     a = ap.parse_args()
     if a.self_test:
@@ -171,6 +205,11 @@ def main():
     except ValueError as e:
         ap.error(f'{e}; give a dotted IPv4 address such as 10.0.0.0')
     try:
+        if a.vxlan:
+            if a.count != 1:
+                ap.error('--vxlan writes one frame; drop --count')
+            write_frames(a.out, [vxlan(frame(src, dst, 1024, 1024, a.frame_len - 4))])
+            return 0
         write(a.out, a.count, src, dst, a.frame_len, a.same)
     except OSError as e:
         print(f'udp-pcap.py: cannot write {a.out}: {e.strerror}; pick a writable path',

@@ -47,8 +47,8 @@ pub enum Pending {
     /// A port for the poll threads: its spec (without the datapath's options), policing and
     /// egress queues.
     Queued(String, Rates),
-    /// A tunnel port: its options, the underlay port it names, and its link.
-    Tunnel(tunnel::TunnelSpec, Option<String>, Arc<TunnelIface>),
+    /// A tunnel port (its number is set by `plug`) and its link.
+    Tunnel(TunnelConf, Arc<TunnelIface>),
 }
 
 impl Plugger {
@@ -94,12 +94,12 @@ fn address(port: &Arc<dyn Port>) -> usize {
 
 impl PortPlug for Plugger {
     fn open(&self, spec: &str) -> Result<Arc<dyn Port>, String> {
-        if let Some(t) = crate::tunnels::parse(spec) {
-            let (tspec, underlay) = t?;
-            let name = crate::tunnels::default_name(&tspec);
-            let iface = Arc::new(TunnelIface::new(&name));
+        if let Some(t) = crate::tunnels::conf(0, "", spec) {
+            let mut conf = t?;
+            conf.name = crate::tunnels::default_name(&conf.spec);
+            let iface = Arc::new(TunnelIface::new(&conf.name));
             let port: Arc<dyn Port> = iface.clone();
-            self.keep(&port, Pending::Tunnel(tspec, underlay, iface));
+            self.keep(&port, Pending::Tunnel(conf, iface));
             return Ok(port);
         }
         let (spec, options) = port::dp_options::split_spec(spec).map_err(|e| e.to_string())?;
@@ -119,13 +119,8 @@ impl PortPlug for Plugger {
     fn plug(&self, ofport: u32, port: Arc<dyn Port>) -> Result<(), String> {
         let running = self.running()?;
         let (spec, (policing, egress)) = match self.take_pending(&port) {
-            Some(Pending::Tunnel(spec, underlay, iface)) => {
-                let conf = TunnelConf {
-                    ofport,
-                    name: port.name().to_string(),
-                    spec,
-                    underlay,
-                };
+            Some(Pending::Tunnel(conf, iface)) => {
+                let conf = TunnelConf { ofport, ..conf };
                 // The bridge's port list holds the same link the housekeeping sets.
                 self.tunnels.add_tunnel(conf, iface);
                 return Ok(());

@@ -347,7 +347,7 @@ pub(crate) fn start_bridge(
     let (mut tunnel_ports, mut underlays) = (Vec::new(), Vec::new());
     for (no, name, spec) in &b.ports {
         // A tunnel port has no queues: the datapath serves it through its underlay port.
-        if let Some(t) = crate::tunnels::parse(spec) {
+        if let Some(t) = crate::tunnels::conf(*no, name, spec) {
             // Checked here; added once the bridge runs, as add-port adds one (`plug.rs`).
             t.map_err(|e| anyhow!("bridge {}: {e}", b.name))?;
             tunnel_ports.push((*no, name.clone(), spec.clone()));

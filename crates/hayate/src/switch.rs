@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use datapath::{Datapath, DpConfig, Pmd};
+use datapath::{Datapath, DpConfig};
 use packet::Pool;
 use pipeline::{Control, PipelineCell, PipelineConfig, PortInfo};
 use port::Port;
@@ -122,10 +122,11 @@ impl Switch {
         b
     }
 
-    /// Poll-mode thread states, not started (for benchmarks that drive them inline).
-    pub fn build_pmds(&self, cores: &[Option<usize>]) -> Result<Vec<Pmd>> {
+    /// The datapath with threads on `cores`, not started: its tunnel table can be filled
+    /// before [`Datapath::build_pmds`] makes the threads' states (for benchmarks).
+    pub fn build(&self, cores: &[Option<usize>]) -> Result<Datapath> {
         self.datapath(cores)
-            .build_pmds()
+            .build()
             .map_err(|e| anyhow!("{e}"))
             .with_context(|| format!("bridge {}", self.name))
     }

@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use datapath::{FlowDest, PerFlowPort, Tunnels};
 use tunnel::{EncapTemplate, PerFlow, Resolver, TunnelSpec};
 
-use crate::tunnels::{TunnelConf, Underlay};
+use crate::tunnels::{StaticHop, TunnelConf, Underlay};
 
 /// Most per-flow destinations kept (a controller that names more remotes than this has the
 /// rest counted as `tunnel_unresolved`, and a warning logged).
@@ -44,19 +44,29 @@ pub fn underlay_named(underlays: &[Underlay], name: &str) -> Option<u32> {
 }
 
 /// Resolves the output of a tunnel with `spec` towards `remote` with tunnel id `vni`: the
-/// next hop from the kernel, the underlay port (`named`, else the bridge port the route
+/// next hop from the kernel (or from `static_hop`, the spec's `nexthop_mac=`, when it has
+/// `local=` and a named underlay), the underlay port (`named`, else the bridge port the route
 /// leaves by), the outer headers. `Err` says why it cannot be reached.
 pub fn resolve_output(
     resolver: &mut Resolver,
     underlays: &[Underlay],
     named: Option<u32>,
     spec: &TunnelSpec,
+    static_hop: Option<&StaticHop>,
     remote: IpAddr,
     vni: u32,
 ) -> Result<Resolved, String> {
-    let hop = resolver
-        .resolve(remote, spec.local)
-        .map_err(|e| e.to_string())?;
+    let hop = match (static_hop, spec.local, named) {
+        (Some(s), Some(local), Some(u)) => {
+            let port = underlays.iter().find(|p| p.ofport == u);
+            let (name, ifname) =
+                port.map_or(("?", None), |p| (p.name.as_str(), p.ifname.as_deref()));
+            s.next_hop(remote, local, name, ifname)?
+        }
+        _ => resolver
+            .resolve(remote, spec.local)
+            .map_err(|e| e.to_string())?,
+    };
     let underlay = match named.or_else(|| underlay_named(underlays, &hop.ifname)) {
         Some(u) => u,
         None => {
@@ -185,10 +195,24 @@ impl FlowDests {
                 .map(|n| underlay_named(underlays, n).ok_or(n));
             let outcome = match named {
                 Some(Err(n)) => Err(format!("no bridge port named {n}")),
-                Some(Ok(u)) => {
-                    resolve_output(resolver, underlays, Some(u), &t.spec, d.remote, d.vni)
-                }
-                None => resolve_output(resolver, underlays, None, &t.spec, d.remote, d.vni),
+                Some(Ok(u)) => resolve_output(
+                    resolver,
+                    underlays,
+                    Some(u),
+                    &t.spec,
+                    t.next_hop.as_ref(),
+                    d.remote,
+                    d.vni,
+                ),
+                None => resolve_output(
+                    resolver,
+                    underlays,
+                    None,
+                    &t.spec,
+                    t.next_hop.as_ref(),
+                    d.remote,
+                    d.vni,
+                ),
             };
             if same(&e.found, &outcome) {
                 continue;
@@ -236,13 +260,9 @@ mod tests {
     use super::*;
 
     fn conf(ofport: u32, spec: &str) -> TunnelConf {
-        let (spec, underlay) = crate::tunnels::parse(spec).unwrap().unwrap();
-        TunnelConf {
-            ofport,
-            name: format!("t{ofport}"),
-            spec,
-            underlay,
-        }
+        crate::tunnels::conf(ofport, &format!("t{ofport}"), spec)
+            .unwrap()
+            .unwrap()
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! the route to the remote leaves by. A tunnel whose remote cannot be reached has its outputs
 //! left out and its link down with the reason ([`tunnel::Unreachable`]'s text), which the
 //! bridge's port status, `hayate ctl show` and OVSDB show; a warning is logged when it
-//! changes.
+//! changes. A tunnel whose spec gives its next hop (`nexthop_mac=`, [`static_hop`]) is not
+//! asked of the kernel.
+
+mod static_hop;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -18,7 +21,7 @@ use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
 
 use datapath::Tunnels;
-use pipeline::PipelineCell;
+use pipeline::{PipelineCell, PortInfo};
 use tunnel::{EncapTemplate, PerFlow, Resolver, Terminator, TunnelKind, TunnelPort, TunnelSpec};
 
 use crate::tunnel_flows::{resolve_output, underlay_named, FlowDests};
@@ -35,6 +38,40 @@ pub struct TunnelConf {
     pub spec: TunnelSpec,
     /// The bridge port named by `underlay=`, if any.
     pub underlay: Option<String>,
+    /// The next hop the spec gives (`nexthop_mac=`), instead of the kernel's.
+    pub next_hop: Option<StaticHop>,
+}
+
+pub use static_hop::StaticHop;
+
+/// The tunnel port `name` (number `ofport`) that port spec `spec` makes, with its underlay
+/// and static next hop; `None` when `spec` is another kind of port.
+pub fn conf(ofport: u32, name: &str, spec: &str) -> Option<Result<TunnelConf, String>> {
+    let (kind, opts) = spec.split_once(':')?;
+    if !matches!(kind, "vxlan" | "geneve") {
+        return None;
+    }
+    let (rest, next_hop) = match static_hop::split(opts) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(format!("port {spec}: {e}"))),
+    };
+    let (spec_, underlay) = match parse(&format!("{kind}:{rest}"))? {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
+    if next_hop.is_some() && (spec_.local.is_none() || underlay.is_none()) {
+        return Some(Err(format!(
+            "port {spec}: a static next hop (nexthop_mac=) needs the tunnel's own address and \
+             port: add local=IP and underlay=PORTNAME"
+        )));
+    }
+    Some(Ok(TunnelConf {
+        ofport,
+        name: name.to_string(),
+        spec: spec_,
+        underlay,
+        next_hop,
+    }))
 }
 
 /// Parses `vxlan:OPTIONS` / `geneve:OPTIONS` (the `tunnel` crate's options plus
@@ -98,6 +135,18 @@ impl Underlay {
     }
 }
 
+/// The pipeline's view of the tunnel ports, for a switch run without an OpenFlow bridge (the
+/// in-process benchmarks): added to `ports` so that flows output to them and floods reach
+/// them. (`hayate run` adds tunnel ports to its bridge like any port: `plug.rs`.)
+pub fn port_infos(tunnels: &[TunnelConf]) -> impl Iterator<Item = PortInfo> + '_ {
+    tunnels.iter().map(|t| PortInfo {
+        no: t.ofport,
+        name: t.name.clone(),
+        live: true,
+        ..PortInfo::default()
+    })
+}
+
 /// The IP MTU of kernel interface `ifname` (1500 when it cannot be read).
 pub(crate) fn mtu_of(ifname: &str) -> u16 {
     std::fs::read_to_string(format!("/sys/class/net/{ifname}/mtu"))
@@ -141,16 +190,22 @@ pub struct Housekeeping {
 }
 
 impl Housekeeping {
-    /// The housekeeping of no tunnel yet over the bridge's `underlays`.
-    pub fn new(underlays: Vec<Underlay>) -> std::io::Result<Self> {
+    /// The housekeeping of `tunnels` over the bridge's `underlays` (each tunnel's link
+    /// starts down: not resolved yet).
+    pub fn new(tunnels: Vec<TunnelConf>, underlays: Vec<Underlay>) -> std::io::Result<Self> {
+        let last = vec![None; tunnels.len()];
+        let ifaces = tunnels
+            .iter()
+            .map(|t| Arc::new(TunnelIface::new(&t.name)))
+            .collect();
         Ok(Housekeeping {
-            tunnels: Vec::new(),
+            tunnels,
             underlays,
             resolver: Resolver::new()?,
-            last: Vec::new(),
+            last,
             drops: 0,
             flows: FlowDests::default(),
-            ifaces: Vec::new(),
+            ifaces,
         })
     }
 
@@ -176,6 +231,7 @@ impl Housekeeping {
                     &self.underlays,
                     named.flatten(),
                     &t.spec,
+                    t.next_hop.as_ref(),
                     r,
                     0,
                 )
@@ -193,6 +249,7 @@ impl Housekeeping {
             &self.underlays,
             named.flatten(),
             &t.spec,
+            t.next_hop.as_ref(),
             remote,
             vni,
         ) {
@@ -358,7 +415,7 @@ impl BridgeTunnels {
         {
             let mut st = self.lock();
             if st.hk.is_none() {
-                match Housekeeping::new(std::mem::take(&mut st.underlays)) {
+                match Housekeeping::new(Vec::new(), std::mem::take(&mut st.underlays)) {
                     Ok(hk) => st.hk = Some(hk),
                     Err(e) => {
                         let why = format!("cannot ask the kernel for next hops (rtnetlink): {e}");

@@ -249,6 +249,8 @@ fn bench_lists_scenarios_and_refuses_unknown() {
         "acl-64",
         "pipeline-4",
         "new-flows",
+        "vxlan-encap",
+        "vxlan-decap",
     ] {
         assert!(out.contains(s), "missing {s}: {out}");
     }

@@ -1,6 +1,6 @@
 //! Hayate's benchmark lab: the switch beside its peers, each run by the `hayate` binary as a
 //! child process (this crate never links the switch), on real interfaces, namespaces and
-//! vhost-user "VMs". The binary's `hayate bench compare|generators|vhost|soak|churn-compare|noisy` call
+//! vhost-user "VMs". The binary's `hayate bench compare|generators|vhost|soak|churn-compare|noisy|tunnel-tcp` call
 //! in here.
 //!
 //! - [`compare`]: two hosts in namespaces joined by Hayate, the Linux bridge, Open vSwitch
@@ -14,6 +14,8 @@
 //!   hold at the end.
 //! - [`churn`]: the rate while a controller changes the rules and how soon a change takes
 //!   effect, Hayate beside Open vSwitch with DPDK on the same frames and cores.
+//! - [`tunnel_tcp`]: TCP between two hosts' VMs through a VXLAN overlay, two Hayates beside
+//!   two kernel VXLAN devices in Linux bridges.
 //! - [`noisy`]: a victim pair's TCP, latency and transactions while a neighbour floods, with
 //!   and without ingress policing, Hayate beside the Linux bridge and Open vSwitch.
 //!
@@ -39,4 +41,5 @@ pub mod ovs_dpdk;
 pub mod report;
 pub mod soak;
 pub mod sys;
+pub mod tunnel_tcp;
 pub mod vhost;

@@ -9,7 +9,7 @@ mod report;
 mod runner;
 mod scenario;
 
-use hayate_lab::{churn, compare, generators, noisy, soak, vhost};
+use hayate_lab::{churn, compare, generators, noisy, soak, tunnel_tcp, vhost};
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
@@ -85,6 +85,10 @@ pub enum BenchCommand {
     /// then new flows), without and with ingress policing on the neighbour's port; Hayate
     /// beside the Linux bridge and Open vSwitch; the victim's figures as a share of alone.
     Noisy(noisy::NoisyArgs),
+    /// TCP between VMs on two hosts through a VXLAN overlay: two Hayates (AF_PACKET or
+    /// AF_XDP underlays, a vxlan port each) beside two Linux kernel VXLAN devices in Linux
+    /// bridges, in one run; iperf3 Gbit/s, pings under load, Hayate ÷ kernel.
+    TunnelTcp(tunnel_tcp::TunnelTcpArgs),
 }
 
 /// Runs `hayate bench`.
@@ -96,6 +100,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
         Some(BenchCommand::Soak(s)) => return soak::main(s),
         Some(BenchCommand::ChurnCompare(c)) => return churn::main(c),
         Some(BenchCommand::Noisy(n)) => return noisy::main(n),
+        Some(BenchCommand::TunnelTcp(t)) => return tunnel_tcp::main(t),
         None => {}
     }
     if args.list {
@@ -156,6 +161,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             rows.push(row);
         }
     }
+    report::fill_ratios(&mut rows);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
@@ -187,6 +193,17 @@ mod tests {
             let n = if topo == Topology::Pvp { 3 } else { 2 };
             assert_eq!(bridges[0].ports.len(), n, "{text}");
         }
+    }
+
+    #[test]
+    fn the_tunnel_benchs_config_is_a_valid_hayate_config() {
+        let text = hayate_lab::tunnel_tcp::hayate_config("afxdp", "a1", "c1", "192.168.77.2", 1);
+        let bridges = crate::config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(bridges[0].ports.len(), 3, "{text}");
+        assert_eq!(bridges[0].cores, vec![1]);
+        let vx = &bridges[0].ports[2].2;
+        let t = crate::tunnels::conf(3, "vx", vx).unwrap().unwrap();
+        assert_eq!(t.spec.vni, tunnel::PerFlow::Fixed(42));
     }
 
     #[test]

@@ -48,8 +48,28 @@ pub struct Row {
     pub cache_flushes: u64,
     /// Megaflows removed by revalidation during the window.
     pub invalidated: u64,
-    /// The scenario without churn this one's rate is compared with.
+    /// The scenario this one's rate is compared with (without churn; p2p-1flow for tunnels).
     pub baseline: Option<String>,
+    /// This rate as a share of the baseline's at the same frame size in the same run (1.0 =
+    /// as fast); `None` when the baseline did not run.
+    pub vs_baseline: Option<f64>,
+}
+
+/// Sets every row's [`Row::vs_baseline`] from the baseline's row of the same frame size.
+pub fn fill_ratios(rows: &mut [Row]) {
+    let rates: Vec<(String, usize, f64)> = rows
+        .iter()
+        .map(|r| (r.scenario.clone(), r.frame_len, r.mpps))
+        .collect();
+    for r in rows.iter_mut() {
+        r.vs_baseline = r.baseline.as_ref().and_then(|b| {
+            rates
+                .iter()
+                .find(|(n, len, _)| n == b && *len == r.frame_len)
+                .filter(|(_, _, mpps)| *mpps > 0.0)
+                .map(|(_, _, mpps)| r.mpps / mpps)
+        });
+    }
 }
 
 /// Wire bits per frame of `frame_len` bytes (FCS included): the frame, preamble and
@@ -109,6 +129,24 @@ pub fn table(rows: &[Row]) -> String {
             r.drops
         ));
     }
+    for r in rows
+        .iter()
+        .filter(|r| r.flow_mods_per_sec.is_none() && r.baseline.is_some())
+    {
+        let b = r.baseline.as_deref().unwrap_or_default();
+        out.push_str(&match r.vs_baseline {
+            Some(v) => format!(
+                "{} {} B: {:.1} % of {b}'s rate in this run\n",
+                r.scenario,
+                r.frame_len,
+                100.0 * v
+            ),
+            None => format!(
+                "{} {} B: no ratio; run {b} in the same command to compare\n",
+                r.scenario, r.frame_len
+            ),
+        });
+    }
     for r in rows.iter().filter(|r| r.flow_mods_per_sec.is_some()) {
         let share = r
             .baseline
@@ -163,10 +201,71 @@ mod tests {
             cache_flushes: 0,
             invalidated: 0,
             baseline: None,
+            vs_baseline: None,
         };
         let t = table(&[r.clone(), r]);
         assert_eq!(t.lines().count(), 3);
         assert!(t.contains("p2p-1flow"));
+    }
+
+    #[test]
+    fn tunnel_rows_get_their_share_of_p2p_at_the_same_size() {
+        let mk = |name: &str, len: usize, mpps: f64, base: Option<&str>| Row {
+            scenario: name.into(),
+            frame_len: len,
+            mpps,
+            baseline: base.map(str::to_string),
+            ..median(vec![template()])
+        };
+        let mut rows = vec![
+            mk("p2p-1flow", 64, 40.0, None),
+            mk("p2p-1flow", 128, 20.0, None),
+            mk("vxlan-encap", 64, 30.0, Some("p2p-1flow")),
+            mk("vxlan-encap", 128, 18.0, Some("p2p-1flow")),
+            mk("vxlan-decap", 256, 10.0, Some("p2p-1flow")),
+        ];
+        fill_ratios(&mut rows);
+        assert_eq!(rows[2].vs_baseline, Some(0.75));
+        assert_eq!(rows[3].vs_baseline, Some(0.9));
+        assert_eq!(rows[4].vs_baseline, None);
+        assert_eq!(rows[0].vs_baseline, None);
+        let t = table(&rows);
+        assert!(
+            t.contains("vxlan-encap 64 B: 75.0 % of p2p-1flow's rate"),
+            "{t}"
+        );
+        assert!(
+            t.contains("vxlan-decap 256 B: no ratio; run p2p-1flow"),
+            "{t}"
+        );
+    }
+
+    fn template() -> Row {
+        Row {
+            scenario: String::new(),
+            frame_len: 64,
+            mpps: 0.0,
+            gbps: 0.0,
+            cycles_per_packet: 0.0,
+            setups_per_sec: None,
+            packets: 1,
+            seconds: 1.0,
+            tsc_ghz: 1.0,
+            emc_hits: 0,
+            megaflow_hits: 0,
+            probes_per_hit: 0.0,
+            upcalls: 0,
+            megaflows: 0,
+            masks: 0,
+            drops: 0,
+            core: 0,
+            runs: 1,
+            flow_mods_per_sec: None,
+            cache_flushes: 0,
+            invalidated: 0,
+            baseline: None,
+            vs_baseline: None,
+        }
     }
 
     #[test]
@@ -194,6 +293,7 @@ mod tests {
             cache_flushes: 0,
             invalidated: 0,
             baseline: None,
+            vs_baseline: None,
         };
         let m = median(vec![mk(3.0), mk(1.0), mk(2.0)]);
         assert_eq!(m.mpps, 2.0);

@@ -112,6 +112,11 @@ fn source(traffic: Traffic, frame_len: usize) -> NullConfig {
                 limit: None,
             }
         }
+        Traffic::Vxlan => NullConfig {
+            template: vxlan_frame(&udp(MAC_A, MAC_B, IP_A)),
+            vary: vec![],
+            limit: None,
+        },
         Traffic::NewFlows => NullConfig {
             template: udp(MAC_A, MAC_B, 0),
             vary: vec![Vary {
@@ -124,6 +129,39 @@ fn source(traffic: Traffic, frame_len: usize) -> NullConfig {
             limit: None,
         },
     }
+}
+
+/// `inner` in the outer headers a VXLAN tunnel from the benchmark's remote to its local
+/// endpoint gives it (UDP checksum 0, as VXLAN over IPv4 sends by default).
+fn vxlan_frame(inner: &[u8]) -> Vec<u8> {
+    use super::scenario::{TUN_LOCAL, TUN_LOCAL_MAC, TUN_REMOTE, TUN_REMOTE_MAC, TUN_VNI};
+    let ip = |s: &str| {
+        s.parse::<std::net::Ipv4Addr>()
+            .expect("a benchmark constant")
+    };
+    let mac = |s: &str| {
+        let b: Vec<u8> = s
+            .split(':')
+            .map(|h| u8::from_str_radix(h, 16).expect("a benchmark constant"))
+            .collect();
+        <[u8; 6]>::try_from(b).expect("a benchmark constant")
+    };
+    const OUTER: usize = 14 + 20 + 8; // Ethernet, IPv4, UDP
+    let mut f = packet::builder::PacketSpec::udp4(
+        mac(TUN_REMOTE_MAC),
+        mac(TUN_LOCAL_MAC),
+        ip(TUN_REMOTE),
+        ip(TUN_LOCAL),
+        49152,
+        4789,
+        OUTER + 8 + inner.len(),
+    )
+    .build();
+    f[OUTER - 2..OUTER].fill(0);
+    f[OUTER..OUTER + 8].copy_from_slice(&[0x08, 0, 0, 0, 0, 0, 0, 0]);
+    f[OUTER + 4..OUTER + 7].copy_from_slice(&TUN_VNI.to_be_bytes()[1..]);
+    f[OUTER + 8..].copy_from_slice(inner);
+    f
 }
 
 fn mac(v: u64) -> [u8; 6] {
@@ -175,7 +213,12 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
     let mut sw = Switch::new(&sc.name, pool, ports, &sc.rules.flows(), cfg)
         .with_context(|| format!("setting up scenario {}", sc.name))?;
     sw.config.revalidate = opts.revalidate;
-    let mut pmds = sw.build_pmds(&[Some(opts.core)])?;
+    let dp = sw.build(&[Some(opts.core)])?;
+    if !sc.tunnels.is_empty() {
+        tunnels_up(sc, &mut sw, dp.tunnels())?;
+    }
+    let mut pmds = dp.build_pmds().map_err(|e| anyhow::anyhow!("{e}"))?;
+    drop(dp);
     let mods = match sc.churn {
         Some(c) => churn_mods(c.matching_every).map_err(anyhow::Error::msg)?,
         None => Vec::new(),
@@ -200,6 +243,46 @@ pub fn run(sc: &Scenario, opts: &Opts) -> Result<Row> {
         row.flow_mods_per_sec = Some(mods_done as f64 / row.seconds);
     }
     Ok(row)
+}
+
+/// Adds `sc`'s tunnel ports (numbered after its null ports) to the switch's pipeline and
+/// their outer headers and termination to the datapath's tunnel table, as `hayate run` does
+/// (their next hops are in their specs, so no kernel table is asked).
+fn tunnels_up(sc: &Scenario, sw: &mut Switch, dp: &datapath::Tunnels) -> Result<()> {
+    use crate::tunnels::{self, Housekeeping, Underlay};
+    let first = sc.sources.len() as u32 + 1;
+    let confs = sc
+        .tunnels
+        .iter()
+        .enumerate()
+        .map(|(j, spec)| {
+            let no = first + j as u32;
+            tunnels::conf(no, &format!("tun{}", j + 1), spec)
+                .unwrap_or_else(|| Err(format!("{spec} is not a tunnel port spec")))
+                .map_err(anyhow::Error::msg)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let underlays = sw
+        .ports
+        .iter()
+        .map(|p| Underlay::of(p.ofport, &p.name, "null:"))
+        .collect();
+    let mut infos = sw.control.ports().to_vec();
+    infos.extend(tunnels::port_infos(&confs));
+    sw.control.set_ports(infos);
+    sw.control.publish();
+    let names: Vec<u32> = confs.iter().map(|c| c.ofport).collect();
+    let mut hk = Housekeeping::new(confs, underlays).context("tunnel housekeeping")?;
+    hk.refresh(dp);
+    for no in names {
+        if dp.output(no).is_none() {
+            anyhow::bail!(
+                "scenario {}: tunnel port {no} has no outer headers",
+                sc.name
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Signals between the measurement and a churn thread.
@@ -319,6 +402,44 @@ fn measure(
         flow_mods_per_sec: None,
         cache_flushes: s1.cache_flushes - s0.cache_flushes,
         invalidated: s1.megaflow_invalidated - s0.megaflow_invalidated,
-        baseline: sc.churn.map(|c| c.baseline.to_string()),
+        baseline: sc
+            .churn
+            .map(|c| c.baseline)
+            .or(sc.baseline)
+            .map(str::to_string),
+        vs_baseline: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn the_decap_frame_is_the_one_the_ovs_twin_replays() {
+        // scripts/lib/udp-pcap.py --vxlan: the outer 50 bytes, then p2p-1flow's frame.
+        let inner = source(Traffic::OneFlow, 64).template;
+        let outer = hex(
+            "020000000101020000000102080045000060000000004011f689c0000202c0000201\
+             c00012b5004c00000800000000002a00",
+        );
+        let f = source(Traffic::Vxlan, 64).template;
+        assert_eq!(f.len(), 110);
+        assert_eq!(&f[..50], &outer[..]);
+        assert_eq!(&f[50..], &inner[..]);
+        assert_eq!(
+            &inner[..],
+            &hex(
+                "02000000000202000000000108004500002e00000000401166bd0a0000010a000002\
+                 04000400001ae3b7000000000000000000000000000000000000"
+            )[..]
+        );
     }
 }

@@ -21,6 +21,30 @@ pub enum Traffic {
     },
     /// Every packet a new 5-tuple (IPv4 source counts up through 2^32 addresses).
     NewFlows,
+    /// [`Traffic::OneFlow`]'s frame (the frame size is the inner frame's) in VXLAN from
+    /// [`TUN_REMOTE`] to [`TUN_LOCAL`] with tunnel id [`TUN_VNI`], as an underlay port
+    /// receives it.
+    Vxlan,
+}
+
+/// The benchmark tunnels' local endpoint (the switch's underlay address).
+pub const TUN_LOCAL: &str = "192.0.2.1";
+/// The benchmark tunnels' remote endpoint.
+pub const TUN_REMOTE: &str = "192.0.2.2";
+/// The benchmark tunnels' MAC on the underlay.
+pub const TUN_LOCAL_MAC: &str = "02:00:00:00:01:01";
+/// The remote endpoint's MAC on the underlay.
+pub const TUN_REMOTE_MAC: &str = "02:00:00:00:01:02";
+/// The benchmark tunnels' VXLAN network identifier.
+pub const TUN_VNI: u32 = 42;
+
+/// The port spec of the benchmark's VXLAN port over bridge port `underlay`, its next hop
+/// given in the spec (an in-memory underlay has no kernel tables to ask).
+pub fn vxlan_spec(underlay: &str) -> String {
+    format!(
+        "vxlan:remote={TUN_REMOTE},local={TUN_LOCAL},vni={TUN_VNI},underlay={underlay},\
+         nexthop_mac={TUN_REMOTE_MAC},local_mac={TUN_LOCAL_MAC}"
+    )
 }
 
 /// One benchmark scenario.
@@ -42,6 +66,11 @@ pub struct Scenario {
     pub prefix_tracking: bool,
     /// Flow changes a control thread makes during the measured window.
     pub churn: Option<Churn>,
+    /// Tunnel port specs (`vxlan:…`), numbered after the null ports and named `tunN`.
+    pub tunnels: Vec<String>,
+    /// The scenario whose rate (at the same frame size, in the same run) this one's is
+    /// reported as a share of.
+    pub baseline: Option<&'static str>,
 }
 
 /// The flows a scenario's switch runs, in ovs-ofctl syntax. The big sets are made only for a
@@ -153,6 +182,8 @@ fn sc(name: &str, about: &str, sources: Vec<Option<Traffic>>, flows: Vec<String>
         setups: false,
         prefix_tracking: true,
         churn: None,
+        tunnels: Vec::new(),
+        baseline: None,
     }
 }
 
@@ -198,6 +229,28 @@ pub fn all() -> Vec<Scenario> {
     );
     p2p.size_sensitive = true;
     v.push(p2p);
+    // Issue 18: the same one flow into a VXLAN port (its underlay null port 2 the sink), and
+    // VXLAN frames on the underlay (null port 1) out of a plain port.
+    let mut encap = sc(
+        "vxlan-encap",
+        "p2p-1flow's frames out of a VXLAN port: in_port=1 → output:3 (vxlan over port 2)",
+        vec![Some(Traffic::OneFlow), None],
+        vec!["table=0,priority=10,in_port=1,actions=output:3".into()],
+    );
+    encap.tunnels = vec![vxlan_spec("null2")];
+    encap.baseline = Some("p2p-1flow");
+    v.push(encap);
+    let mut decap = sc(
+        "vxlan-decap",
+        "VXLAN frames in on underlay port 1, terminated: in_port=3,tun_id=42 → output:2",
+        vec![Some(Traffic::Vxlan), None],
+        vec![format!(
+            "table=0,priority=10,in_port=3,tun_id={TUN_VNI},actions=output:2"
+        )],
+    );
+    decap.tunnels = vec![vxlan_spec("null1")];
+    decap.baseline = Some("p2p-1flow");
+    v.push(decap);
     v.push(sc(
         "l2-learning",
         "NORMAL (L2 learning) between two ports, 1000 MACs per side",
@@ -386,6 +439,19 @@ mod tests {
             Rules::PerChurnSource => s.name.starts_with("churn-"),
         }));
         assert_eq!(churn[0].rules.flows().len(), CHURN_FLOWS as usize + 1);
+    }
+
+    #[test]
+    fn tunnel_scenarios_make_valid_tunnel_ports() {
+        for name in ["vxlan-encap", "vxlan-decap"] {
+            let s = &select(&[name.into()]).unwrap()[0];
+            assert_eq!(s.baseline, Some("p2p-1flow"));
+            let t = crate::tunnels::conf(3, "tun1", &s.tunnels[0])
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(t.next_hop.is_some());
+            assert!(t.underlay.is_some());
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! of their own ([`StartCtx::flows`]).
 
 mod bridge;
-mod child;
+pub mod child;
 mod hayate;
 mod ovs;
 mod ovs_dpdk;

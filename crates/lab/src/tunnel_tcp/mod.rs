@@ -1,0 +1,431 @@
+//! `hayate bench tunnel-tcp`: TCP between two hosts' VMs through a VXLAN overlay (issue 18),
+//! two Hayates beside two Linux kernel VXLAN devices in Linux bridges, measured in one run.
+//!
+//! ```text
+//! netns <p>A (VM A) <p>a0 10.77.0.1/24 ─veth─ <p>a1 ┐ host 1 (netns <p>S)
+//!                                                   │   the switch: <p>a1, underlay <p>c1, vxlan
+//!                               underlay <p>c1 192.168.77.1/24
+//!                                                 veth
+//!                               underlay <p>c0 192.168.77.2/24
+//!                                                   │ host 2 (netns <p>C)
+//! netns <p>B (VM B) <p>b0 10.77.0.2/24 ─veth─ <p>b1 ┘   the switch: <p>b1, underlay <p>c0, vxlan
+//! ```
+//!
+//! The compare bench's topology ([`Topo::up_with`] with one extra host C) made into two
+//! hosts: B's switch-side veth moves into C's namespace, and the veth between the switch's
+//! namespace and C's becomes the underlay, its addresses owned by the hosts' kernels (static
+//! neighbours: no ARP during the run). On each host in turn:
+//!
+//! - `hayate-afpacket` / `hayate-afxdp`: `hayate run` with three ports — the VM's veth, the
+//!   underlay veth (AF_PACKET with `vnet_hdr=off`, or AF_XDP), and
+//!   `vxlan:remote=OTHER,vni=42` — and `in_port=1 → output:3`, `in_port=3 → output:1`; the
+//!   next hop comes from the host's kernel tables, as a user runs it;
+//! - `linux-vxlan`: a kernel VXLAN device (id 42, dstport 4789, on the underlay veth) and the
+//!   VM's veth in a Linux bridge.
+//!
+//! The VMs have MTU 1450 (room for the 50 bytes of outer headers) and their offloads off
+//! (Hayate does not encapsulate TCP super-packets whole yet), the same for every switch. One
+//! iperf3 TCP stream A → B for `--seconds`, with pings under it; the hosts' programs on
+//! `--host-core`, each switch on its `--switch-cores`. Needs root.
+
+pub mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::bench;
+use crate::compare::measure;
+use crate::compare::peers::child::ChildSwitch;
+use crate::compare::peers::Started;
+use crate::compare::topo::{in_ns, Topo};
+use report::{Report, Run};
+
+/// The underlay addresses of host 1 and host 2.
+pub const UNDERLAY: [&str; 2] = ["192.168.77.1", "192.168.77.2"];
+/// The tunnel id.
+pub const VNI: u32 = 42;
+/// The VMs' MTU: 1500 minus VXLAN's 50 bytes over IPv4.
+pub const VM_MTU: u32 = 1450;
+
+/// Options of `hayate bench tunnel-tcp`.
+#[derive(Args, Debug, Clone)]
+pub struct TunnelTcpArgs {
+    /// Overlays to measure, in this order (default: hayate-afpacket, hayate-afxdp,
+    /// linux-vxlan).
+    #[arg(long, value_delimiter = ',')]
+    pub switches: Vec<String>,
+    /// Length of each TCP stream, seconds.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// Streams per overlay, interleaved (overlay 1, 2, …, then again); the median is
+    /// reported.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Pings under each stream (one per millisecond).
+    #[arg(long, default_value_t = 1000)]
+    pub pings: usize,
+    /// Core of the VMs' programs (iperf3, ping).
+    #[arg(long, default_value_t = 0)]
+    pub host_core: usize,
+    /// Cores of host 1's and host 2's switch (Hayate's poll threads; the kernel's overlay
+    /// runs where the packets' softirqs do).
+    #[arg(long, value_delimiter = ',', default_value = "1,1")]
+    pub switch_cores: Vec<usize>,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Folder for logs and configs (default: a fresh one under /tmp).
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+}
+
+/// One overlay between the two hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    /// Two Hayates on AF_PACKET ports.
+    HayateAfpacket,
+    /// Two Hayates on AF_XDP ports.
+    HayateAfxdp,
+    /// Two kernel VXLAN devices in Linux bridges.
+    LinuxVxlan,
+}
+
+impl Overlay {
+    /// Every overlay, in the default order.
+    pub const ALL: [Overlay; 3] = [
+        Overlay::HayateAfpacket,
+        Overlay::HayateAfxdp,
+        Overlay::LinuxVxlan,
+    ];
+
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Overlay::HayateAfpacket => "hayate-afpacket",
+            Overlay::HayateAfxdp => "hayate-afxdp",
+            Overlay::LinuxVxlan => "linux-vxlan",
+        }
+    }
+
+    /// Whether it is Hayate (whose figures are compared with the kernel's).
+    pub fn is_hayate(self) -> bool {
+        self != Overlay::LinuxVxlan
+    }
+}
+
+/// Host `i`'s (0 or 1) side of the topology: its namespace, VM-facing and underlay
+/// interfaces, and the other host's underlay address.
+struct Side<'a> {
+    ns: &'a str,
+    vm_if: &'a str,
+    underlay_if: &'a str,
+    remote: &'static str,
+}
+
+fn sides(topo: &Topo) -> [Side<'_>; 2] {
+    let c = &topo.extra[0];
+    [
+        Side {
+            ns: &topo.ns_s,
+            vm_if: &topo.a1,
+            underlay_if: &c.sw,
+            remote: UNDERLAY[1],
+        },
+        Side {
+            ns: &c.ns,
+            vm_if: &topo.b1,
+            underlay_if: &c.dev,
+            remote: UNDERLAY[0],
+        },
+    ]
+}
+
+fn check(args: &TunnelTcpArgs) -> Result<Vec<Overlay>> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("bench tunnel-tcp builds network namespaces: run it as root");
+    }
+    for (bin, pkg) in [
+        ("iperf3", "iperf3"),
+        ("ethtool", "ethtool"),
+        ("ping", "iputils-ping"),
+        ("taskset", "util-linux"),
+    ] {
+        let found = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
+            .unwrap_or(false);
+        if !found {
+            bail!("{bin} is missing; install it with: apt-get install -y {pkg}");
+        }
+    }
+    bench::check_window(args.seconds as f64, 0.0)?;
+    bench::check_repeat(args.repeat, 20)?;
+    if args.switch_cores.len() != 2 {
+        bail!("--switch-cores takes two cores, host 1's and host 2's, e.g. --switch-cores 1,1");
+    }
+    let cores = cpu::available_cores();
+    if let Some(c) = args
+        .switch_cores
+        .iter()
+        .chain([&args.host_core])
+        .find(|c| **c >= cores)
+    {
+        bail!(
+            "core {c} does not exist; this machine has cores 0..={}",
+            cores - 1
+        );
+    }
+    bench::chosen(
+        &args.switches,
+        || Overlay::ALL.to_vec(),
+        |n| bench::by_name(Overlay::ALL, |o| o.name(), "overlay", n),
+    )
+}
+
+/// Runs `hayate bench tunnel-tcp`.
+pub fn main(args: TunnelTcpArgs) -> Result<()> {
+    let overlays = check(&args)?;
+    let hayate = std::env::current_exe().context("finding the hayate binary")?;
+    let dir = bench::workdir(args.workdir.as_deref(), "tunnel-tcp")?;
+    let mut report = Report::new(&args);
+    for round in 0..args.repeat {
+        for &o in &overlays {
+            eprintln!(
+                "hayate: {} (stream {} of {}) ...",
+                o.name(),
+                round + 1,
+                args.repeat
+            );
+            let run = match measure_overlay(o, &args, &hayate, &dir) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("hayate: {}: {e:#}", o.name());
+                    Run::failed(o.name(), &format!("{e:#}"))
+                }
+            };
+            report.add(run);
+        }
+    }
+    report.finish();
+    print!("{}", report.table());
+    bench::write_json(args.json.as_deref(), &report)?;
+    Ok(())
+}
+
+/// Builds the two hosts, starts overlay `o` on them, runs one stream.
+fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) -> Result<Run> {
+    let prefix = format!("ht{}", std::process::id() % 100_000);
+    let topo = Topo::up_with(&prefix, 1)?;
+    two_hosts(&topo)?;
+    let _switches = match o {
+        Overlay::LinuxVxlan => {
+            for s in sides(&topo) {
+                linux_vxlan(&topo, &s)?;
+            }
+            Vec::new()
+        }
+        _ => {
+            let kind = if o == Overlay::HayateAfxdp {
+                "afxdp"
+            } else {
+                "afpacket"
+            };
+            let mut v = Vec::new();
+            for (i, s) in sides(&topo).iter().enumerate() {
+                v.push(start_hayate(hayate, kind, s, i, args.switch_cores[i], dir)?);
+            }
+            v
+        }
+    };
+    if !measure::reachable(&topo, Duration::from_secs(10)) {
+        bail!(
+            "VM A cannot reach VM B through the overlay within 10 s (logs in {})",
+            dir.display()
+        );
+    }
+    let tcp = measure::tcp(&topo, args.seconds, args.pings, args.host_core, dir)?;
+    Ok(Run::measured(o.name(), tcp))
+}
+
+/// The compare topology made into two hosts (module docs): B's veth end into C's
+/// namespace, the underlay addresses and static neighbours, the VMs' MTU and offloads.
+fn two_hosts(topo: &Topo) -> Result<()> {
+    let c = &topo.extra[0];
+    topo.sh(
+        &topo.ns_s,
+        &format!("ip link set {} netns {}", topo.b1, c.ns),
+    )?;
+    topo.sh(&c.ns, &format!("ip link set {} up", topo.b1))?;
+    let mac = |ns: &str, dev: &str| -> Result<String> {
+        let out = topo.sh(ns, &format!("cat /sys/class/net/{dev}/address"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let [s1, s2] = sides(topo);
+    let macs = [mac(s1.ns, s1.underlay_if)?, mac(s2.ns, s2.underlay_if)?];
+    for (i, s) in [s1, s2].iter().enumerate() {
+        let u = s.underlay_if;
+        topo.sh(
+            s.ns,
+            &format!(
+                "ip addr flush dev {u} && ip addr add {}/24 dev {u} && ip link set {u} up && \
+                 ip neigh replace {} lladdr {} dev {u} nud permanent && \
+                 ethtool -K {u} tx off tso off gso off gro off >/dev/null",
+                UNDERLAY[i],
+                s.remote,
+                macs[1 - i]
+            ),
+        )?;
+        topo.sh(
+            s.ns,
+            &format!(
+                "ethtool -K {} tx off tso off gso off gro off >/dev/null",
+                s.vm_if
+            ),
+        )?;
+    }
+    for (ns, dev) in [(&topo.ns_a, &topo.a0), (&topo.ns_b, &topo.b0)] {
+        topo.sh(
+            ns,
+            &format!(
+                "ip link set {dev} mtu {VM_MTU} && ethtool -K {dev} tx off tso off gso off gro off >/dev/null"
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// A kernel VXLAN device and the VM's veth in a Linux bridge on one host.
+fn linux_vxlan(topo: &Topo, s: &Side<'_>) -> Result<()> {
+    let local = if s.remote == UNDERLAY[1] {
+        UNDERLAY[0]
+    } else {
+        UNDERLAY[1]
+    };
+    topo.sh(
+        s.ns,
+        &format!(
+            "ip link add vx{VNI} type vxlan id {VNI} remote {} local {local} dstport 4789 dev {u} && \
+             ip link add br0 type bridge && \
+             ip link set vx{VNI} master br0 && ip link set {vm} master br0 && \
+             ip link set vx{VNI} up && ip link set br0 up",
+            s.remote,
+            u = s.underlay_if,
+            vm = s.vm_if
+        ),
+    )?;
+    Ok(())
+}
+
+/// The `hayate run` config of one host: the VM's port, the underlay, the VXLAN port (AF_PACKET
+/// ports without the virtio-net header: the VMs send no super-packets).
+pub fn hayate_config(
+    kind: &str,
+    vm_if: &str,
+    underlay_if: &str,
+    remote: &str,
+    core: usize,
+) -> String {
+    let o = if kind == "afpacket" {
+        ",vnet_hdr=off"
+    } else {
+        ""
+    };
+    format!(
+        "[[bridge]]\nname = \"br0\"\ncores = [{core}]\nflows = [\n  \
+         \"in_port=1,actions=output:3\",\n  \"in_port=3,actions=output:1\",\n]\n\
+         [[bridge.port]]\nname = \"vm\"\nspec = \"{kind}:{vm_if}{o}\"\n\
+         [[bridge.port]]\nname = \"underlay\"\nspec = \"{kind}:{underlay_if}{o}\"\n\
+         [[bridge.port]]\nname = \"vx\"\nspec = \"vxlan:remote={remote},vni={VNI}\"\n"
+    )
+}
+
+/// Starts Hayate on host `i`.
+fn start_hayate(
+    hayate: &Path,
+    kind: &str,
+    s: &Side<'_>,
+    i: usize,
+    core: usize,
+    dir: &Path,
+) -> Result<Box<dyn Started>> {
+    let cfg = dir.join(format!("host{}-{kind}.toml", i + 1));
+    std::fs::write(
+        &cfg,
+        hayate_config(kind, s.vm_if, s.underlay_if, s.remote, core),
+    )?;
+    let run_dir = dir.join(format!("host{}-run", i + 1));
+    std::fs::create_dir_all(&run_dir)?;
+    let err = dir.join(format!("host{}-{kind}.err", i + 1));
+    let core_s = core.to_string();
+    let (hayate_s, cfg_s, run_s) = (
+        hayate.to_string_lossy(),
+        cfg.to_string_lossy(),
+        run_dir.to_string_lossy(),
+    );
+    let child = in_ns(
+        s.ns,
+        &[
+            "taskset",
+            "-c",
+            &core_s,
+            &hayate_s,
+            "run",
+            "--config",
+            &cfg_s,
+            "--stats-interval",
+            "0",
+            "--run-dir",
+            &run_s,
+        ],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&err)?)
+    .spawn()
+    .context("starting hayate")?;
+    let started = ChildSwitch {
+        child,
+        err: err.clone(),
+    }
+    .settled(Duration::from_millis(500))?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&err)
+        .unwrap_or_default()
+        .contains("running")
+    {
+        if std::time::Instant::now() > deadline {
+            bail!(
+                "hayate on host {} did not start within 20 s: {}",
+                i + 1,
+                crate::sys::proc::tail(&err, 5)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(started)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlays_are_named_and_hayates_are_compared() {
+        let names: Vec<&str> = Overlay::ALL.iter().map(|o| o.name()).collect();
+        assert_eq!(names, ["hayate-afpacket", "hayate-afxdp", "linux-vxlan"]);
+        assert!(Overlay::HayateAfxdp.is_hayate() && !Overlay::LinuxVxlan.is_hayate());
+        let cfg = hayate_config("afpacket", "a1", "c1", "192.168.77.2", 1);
+        assert!(
+            cfg.contains("spec = \"vxlan:remote=192.168.77.2,vni=42\""),
+            "{cfg}"
+        );
+        assert!(cfg.contains("spec = \"afpacket:c1,vnet_hdr=off\""), "{cfg}");
+        assert!(cfg.contains("cores = [1]"), "{cfg}");
+        let cfg = hayate_config("afxdp", "a1", "c1", "192.168.77.2", 1);
+        assert!(cfg.contains("spec = \"afxdp:c1\""), "{cfg}");
+    }
+}
