@@ -40,6 +40,9 @@ send_drops! {
     /// To a per-flow port from a flow that set no `tun_dst` / `tun_id` it needs (counted by
     /// per-flow send).
     FlowUnset = "tunnel_flow_unset",
+    /// To a tunnel port with a fixed remote that cannot be reached now (no route or no
+    /// neighbour; the port is down and its status says why).
+    Unreachable = "tunnel_unreachable",
 }
 
 impl SendDrop {

@@ -47,6 +47,9 @@ pub struct Tunnels {
     table: ArcSwap<Vec<Terminating>>,
     /// `(tunnel ofport, its output)`.
     outputs: ArcSwap<Vec<(u32, TunnelOutput)>>,
+    /// Tunnel ports with a fixed remote that cannot be reached now: their outputs compile to
+    /// a counted drop ([`SendDrop::Unreachable`]).
+    down: ArcSwap<Vec<u32>>,
     /// Every port's drops.
     book: DropBook,
     /// The tunnel ports whose remote or VNI comes from the flow.
@@ -113,6 +116,21 @@ impl Tunnels {
         self.outputs.store(Arc::new(next));
     }
 
+    /// Marks tunnel port `ofport` as unable to reach its fixed remote (`true`; its outputs are
+    /// counted drops) or not. Control side; the caller drops the cached megaflows after a
+    /// change, as for [`Tunnels::set_output`].
+    pub fn set_down(&self, ofport: u32, down: bool) {
+        let cur = self.down.load();
+        if cur.contains(&ofport) == down {
+            return;
+        }
+        let mut next: Vec<u32> = cur.iter().copied().filter(|p| *p != ofport).collect();
+        if down {
+            next.push(ofport);
+        }
+        self.down.store(Arc::new(next));
+    }
+
     /// The output of tunnel port `ofport` (when a megaflow is compiled, not per packet).
     pub fn output(&self, ofport: u32) -> Option<TunnelOutput> {
         let outputs = self.outputs.load();
@@ -166,13 +184,19 @@ impl Tunnels {
     }
 
     /// What output to tunnel port `ofport` compiles to when the flow's actions set `fields`
-    /// before it: `None` when the port is not a tunnel with a next hop (the output is left
-    /// out). A per-flow destination with no headers yet is queued for the control side. When
+    /// before it: `None` when the port is not a tunnel (the output is left out); a counted
+    /// drop when it is one marked down ([`Tunnels::set_down`]). A per-flow destination with no headers yet is queued for the control side. When
     /// a megaflow is compiled, not per packet.
     pub fn send(&self, ofport: u32, fields: &TunFields) -> Option<TunnelSend> {
         let per_flow = self.per_flow.load();
         let Some((_, port)) = per_flow.iter().find(|p| p.0 == ofport) else {
-            return self.output(ofport).map(TunnelSend::Out);
+            return match self.output(ofport) {
+                Some(o) => Some(TunnelSend::Out(o)),
+                None if self.down.load().contains(&ofport) => Some(TunnelSend::Drop(
+                    self.send_counter(ofport, SendDrop::Unreachable),
+                )),
+                None => None,
+            };
         };
         let Some(dest) = fields.dest(ofport, port) else {
             return Some(TunnelSend::Drop(
@@ -214,6 +238,7 @@ impl Tunnels {
 
     /// Forgets port `ofport`'s drops (it left the bridge).
     pub fn forget(&self, ofport: u32) {
+        self.set_down(ofport, false);
         self.book.forget(ofport);
     }
 

@@ -4,7 +4,8 @@
 //! (`tunnel_unresolved`) and asked for once, and sends once the control side installed its
 //! headers and the megaflows compiled again. Also: a TCP super-packet into a tunnel leaves as
 //! encapsulated segments with valid checksums, and a packet-out to a tunnel port is
-//! encapsulated like a flow's output, and `tun_ipv6_dst` gives IPv6 outer headers.
+//! encapsulated like a flow's output, and `tun_ipv6_dst` gives IPv6 outer headers; a fixed
+//! remote that cannot be reached counts its outputs (`tunnel_unreachable`).
 
 mod common;
 
@@ -406,4 +407,46 @@ fn a_flow_picks_an_ipv6_remote() {
     };
     assert_eq!((got.src, got.dst, got.vni), (local, remote, 77));
     assert_eq!(&sent[0][got.inner], &inner[..]);
+}
+
+/// A tunnel port with a fixed remote that cannot be reached: its outputs are counted
+/// (`tunnel_unreachable`) rather than left out silently; once its next hop is known they
+/// leave the underlay, and nothing more is counted.
+#[test]
+fn an_unreachable_fixed_remote_counts_its_outputs() {
+    const FIXED: u32 = 7;
+    let mut f = fixture(
+        5,
+        DpConfig::default(),
+        Box::new(|_, out| {
+            out.mask = mask_of(&[Field::InPort]);
+            out.actions.push(DpAction::Output(FIXED));
+        }),
+    );
+    let t = f.dp.tunnels().clone();
+    t.set_output(FIXED, None);
+    t.set_down(FIXED, true);
+    let a: Vec<_> = (0..3).map(|i| udp(1000 + i, [10, 0, 0, 2])).collect();
+    f.inject(2, &a);
+    f.poll();
+    assert!(f.collect(UNDERLAY).is_empty());
+    assert_eq!(drop_count(&t, "tunnel_unreachable"), 3);
+    assert_eq!(
+        t.port_drops(FIXED)
+            .iter()
+            .find(|d| d.0 == "tunnel_unreachable")
+            .map(|d| d.1),
+        Some(3),
+        "counted on the tunnel port"
+    );
+    // Reachable again: the control side installs the headers and drops the megaflows.
+    t.set_output(FIXED, Some((UNDERLAY, headers(REMOTE, 42), 1500)));
+    t.set_down(FIXED, false);
+    f.bump();
+    f.inject(2, &a);
+    f.poll();
+    let got = received(&f.collect(UNDERLAY));
+    assert_eq!(got.len(), 3, "sent once reachable");
+    assert!(got.iter().all(|g| g.0 == IpAddr::V4(REMOTE) && g.1 == 42));
+    assert_eq!(drop_count(&t, "tunnel_unreachable"), 3, "no more drops");
 }

@@ -302,6 +302,7 @@ impl Housekeeping {
                     _ => None,
                 };
                 dp.set_output(t.ofport, out);
+                dp.set_down(t.ofport, matches!(found, Found::Unreachable(_)));
                 self.last[i] = Some(found);
                 changed = true;
             }
