@@ -518,9 +518,11 @@ impl Executor {
 
     /// Runs the ops of `actions` that come before the output which takes the packet, on
     /// `pkts` where they are (see [`Actions::in_place`]): op by op over all the packets, so
-    /// each op is dispatched once per batch, not once per packet. Returns a mask of the packets
-    /// to drop (bit `i` for `pkts[i]`; their drop counters are added); the caller removes and
-    /// frees them. Per port, copies and packet-ins keep the packets' order.
+    /// each op is dispatched once per batch, not once per packet; when that output is a tunnel,
+    /// the packets are encapsulated where they are too. Returns a mask of the packets that
+    /// leave the batch (bit `i` for `pkts[i]`: dropped, with their drop counters added, or sent
+    /// otherwise — a super-packet's encapsulated segments, an encapsulated copy); the caller
+    /// removes and frees them. Per port, copies and packet-ins keep the packets' order.
     #[inline]
     pub fn run_in_place(
         &mut self,
@@ -551,7 +553,51 @@ impl Executor {
                 }
             }
         }
+        if let Plan::General { move_at: Some(k) } = actions.plan {
+            if let Some(Op::Tunnel { out, port }) = actions.ops.get(k) {
+                for (i, pkt) in pkts.iter_mut().enumerate().take(n) {
+                    if dropped & (1 << i) == 0 && !self.tunnel_in_place(pkt, out, *port, st) {
+                        dropped |= 1 << i;
+                    }
+                }
+            }
+        }
         dropped
+    }
+
+    /// The moving output of `pkt` to a tunnel, where the packet stays in its batch: the outer
+    /// headers go into its headroom and it stays (`true`). Otherwise it leaves the batch
+    /// (`false`): too big (counted, answered), a super-packet (its encapsulated segments are
+    /// queued on `port`), too little headroom (an encapsulated copy is queued), or headers
+    /// that do not fit (counted).
+    #[inline]
+    fn tunnel_in_place(
+        &mut self,
+        pkt: &mut Packet,
+        out: &TunnelOutput,
+        port: u16,
+        st: &mut LocalStats,
+    ) -> bool {
+        if pkt.is_gso() {
+            self.tunnel_segments(pkt, out, port, st);
+            return false;
+        }
+        if !self.tunnel_fits(pkt, out, st) {
+            return false;
+        }
+        let hash = tunnel_hash(pkt);
+        if pkt.headroom() < out.template.overhead() {
+            match self.copy(pkt, usize::MAX) {
+                Some(c) => self.tunnel_send(c, hash, out, port, st),
+                None => st.add(Counter::DropPoolEmpty, 1),
+            }
+            return false;
+        }
+        if out.template.push(pkt, hash, 0).is_err() {
+            st.add(Counter::DropRewrite, 1);
+            return false;
+        }
+        true
     }
 
     /// A copy of the first `max` bytes of `pkt` with its metadata, in a new frame (a

@@ -248,8 +248,8 @@ impl PortMap {
 /// What [`Actions::in_place`] says about a megaflow's actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InPlace {
-    /// After [`crate::execute::Executor::run_in_place`], the packet goes to this tx table
-    /// entry unchanged.
+    /// After [`crate::execute::Executor::run_in_place`] (which also encapsulates a packet whose
+    /// moving output is a tunnel), the packet goes to this tx table entry.
     Forward(u16),
     /// The packet is dropped (no output).
     Drop,
@@ -268,6 +268,9 @@ impl Actions {
             Plan::Drop => InPlace::Drop,
             Plan::General { move_at: Some(k) } => match self.ops.get(k) {
                 Some(Op::Output(port)) => InPlace::Forward(*port),
+                // The packet takes the outer headers in its own headroom where it is, and the
+                // batch goes to the underlay (`run_in_place` encapsulates).
+                Some(Op::Tunnel { port, .. }) => InPlace::Forward(*port),
                 _ => InPlace::No,
             },
             Plan::General { move_at: None } => InPlace::No,

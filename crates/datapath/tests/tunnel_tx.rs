@@ -450,3 +450,61 @@ fn an_unreachable_fixed_remote_counts_its_outputs() {
     assert!(got.iter().all(|g| g.0 == IpAddr::V4(REMOTE) && g.1 == 42));
     assert_eq!(drop_count(&t, "tunnel_unreachable"), 3, "no more drops");
 }
+
+/// A batch whose only output is a tunnel is encapsulated where it is and handed to the
+/// underlay whole; a frame in it too big for the underlay leaves the batch (counted, answered)
+/// and the others keep their order.
+#[test]
+fn a_batch_into_a_tunnel_is_encapsulated_in_place_and_a_too_big_frame_leaves_it() {
+    const FIXED: u32 = 7;
+    let mut f = fixture(
+        5,
+        DpConfig::default(),
+        Box::new(|_, out| {
+            out.mask = mask_of(&[Field::InPort]);
+            out.actions.push(DpAction::Output(FIXED));
+        }),
+    );
+    let t = f.dp.tunnels().clone();
+    // An underlay MTU of 1000: inner IP packets of at most 950 bytes fit.
+    t.set_output(FIXED, Some((UNDERLAY, headers(REMOTE, 42), 1000)));
+    let frame = |sport: u16, len: usize| {
+        let mut spec = PacketSpec::udp4(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            Ipv4Addr::new(10, 0, 0, 1),
+            Ipv4Addr::new(10, 0, 0, 2),
+            sport,
+            80,
+            len,
+        );
+        if let L3Spec::Ipv4(ip) = &mut spec.l3 {
+            ip.frag = 0x4000;
+        }
+        spec.build()
+    };
+    let batch: Vec<Vec<u8>> = (0..8u16)
+        .map(|i| {
+            frame(
+                1000 + i,
+                if i == 3 {
+                    14 + 951
+                } else {
+                    14 + 100 + usize::from(i)
+                },
+            )
+        })
+        .collect();
+    f.inject(2, &batch);
+    f.poll();
+    let got = received(&f.collect(UNDERLAY));
+    let want: Vec<_> = batch
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3)
+        .map(|(_, b)| (IpAddr::V4(REMOTE), 42, [2, 0, 0, 0, 0, 1], b.clone()))
+        .collect();
+    assert_eq!(got, want, "every frame that fits, encapsulated, in order");
+    assert_eq!(f.collect(2).len(), 1, "the too-big frame is answered");
+    assert_eq!(drop_count(&t, "tunnel_too_big"), 1);
+}
