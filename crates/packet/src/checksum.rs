@@ -19,10 +19,23 @@ pub fn sum(data: &[u8], initial: u64) -> u64 {
         let w = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
         acc = add(acc, w);
     }
+    // The last 0-7 bytes as the top of one big-endian word, read in at most three loads
+    // (a copy into a zeroed array called memcpy and stalled the load that followed it).
     let rest = chunks.remainder();
-    let mut tail = [0u8; 8];
-    tail[..rest.len()].copy_from_slice(rest);
-    add(acc, u64::from_be_bytes(tail))
+    let mut w = 0u64;
+    let mut i = 0;
+    if rest.len() >= 4 {
+        w = u64::from(u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]])) << 32;
+        i = 4;
+    }
+    if rest.len() - i >= 2 {
+        w |= u64::from(u16::from_be_bytes([rest[i], rest[i + 1]])) << (48 - 8 * i);
+        i += 2;
+    }
+    if rest.len() > i {
+        w |= u64::from(rest[i]) << (56 - 8 * i);
+    }
+    add(acc, w)
 }
 
 /// Adds two partial sums with end-around carry.
