@@ -224,30 +224,34 @@ impl EncapTemplate {
 /// A hash of the inner flow of `pkt` for [`EncapTemplate::push`] when the datapath did not
 /// compute one for it: its IP addresses, protocol and L4 ports (where extraction recorded the
 /// L3 and L4 offsets), the same for every packet of a flow. 0 when it has no L3 header.
+/// Inlined into the per-packet loop; the words are read in native byte order (no swaps: the
+/// hash only has to be the same for a flow and spread flows).
+#[inline(always)]
 pub fn inner_flow_hash(pkt: &Packet) -> u32 {
     let d = pkt.data();
     let (l3, l4) = (usize::from(pkt.meta.l3_off), usize::from(pkt.meta.l4_off));
-    let word = |at: usize| {
-        d.get(at..at + 8)
-            .map_or(0, |b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])))
+    if l3 == 0 {
+        return 0;
+    }
+    let Some(ip) = d.get(l3..) else {
+        return 0;
     };
-    let ports = if l4 != 0 {
-        d.get(l4..l4 + 4).map_or(0, |b| {
-            u64::from(u32::from_be_bytes(b.try_into().unwrap_or([0; 4])))
-        })
-    } else {
-        0
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]));
+    let ports = match d.get(l4..l4 + 4) {
+        Some(b) if l4 != 0 => u64::from(u32::from_ne_bytes(b.try_into().unwrap_or([0; 4]))),
+        _ => 0,
     };
-    match d.get(l3).map(|v| v >> 4) {
-        Some(4) if l3 != 0 => {
-            let proto = u64::from(d.get(l3 + 9).copied().unwrap_or(0));
-            packet::key::fold_hash(&[word(l3 + 12), proto << 32 | ports])
+    match ip.first().map(|v| v >> 4) {
+        Some(4) if ip.len() >= 20 => {
+            packet::key::fold_hash(&[word(&ip[12..20]), u64::from(ip[9]) << 32 | ports])
         }
-        Some(6) if l3 != 0 => {
-            let proto = u64::from(d.get(l3 + 6).copied().unwrap_or(0));
-            let a = [l3 + 8, l3 + 16, l3 + 24, l3 + 32].map(word);
-            packet::key::fold_hash(&[a[0], a[1], a[2], a[3], proto << 32 | ports])
-        }
+        Some(6) if ip.len() >= 40 => packet::key::fold_hash(&[
+            word(&ip[8..16]),
+            word(&ip[16..24]),
+            word(&ip[24..32]),
+            word(&ip[32..40]),
+            u64::from(ip[6]) << 32 | ports,
+        ]),
         _ => 0,
     }
 }
