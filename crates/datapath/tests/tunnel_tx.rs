@@ -409,13 +409,12 @@ fn a_flow_picks_an_ipv6_remote() {
     assert_eq!(&sent[0][got.inner], &inner[..]);
 }
 
-/// A tunnel port with a fixed remote that cannot be reached: its outputs are counted
-/// (`tunnel_unreachable`) rather than left out silently; once its next hop is known they
-/// leave the underlay, and nothing more is counted.
-#[test]
-fn an_unreachable_fixed_remote_counts_its_outputs() {
-    const FIXED: u32 = 7;
-    let mut f = fixture(
+/// Tunnel port 7, with a fixed remote (its headers are the test's to set).
+const FIXED: u32 = 7;
+
+/// A datapath whose every flow outputs to [`FIXED`], and its tunnels.
+fn to_fixed() -> (common::Fixture, Arc<Tunnels>) {
+    let f = fixture(
         5,
         DpConfig::default(),
         Box::new(|_, out| {
@@ -424,6 +423,15 @@ fn an_unreachable_fixed_remote_counts_its_outputs() {
         }),
     );
     let t = f.dp.tunnels().clone();
+    (f, t)
+}
+
+/// A tunnel port with a fixed remote that cannot be reached: its outputs are counted
+/// (`tunnel_unreachable`) rather than left out silently; once its next hop is known they
+/// leave the underlay, and nothing more is counted.
+#[test]
+fn an_unreachable_fixed_remote_counts_its_outputs() {
+    let (mut f, t) = to_fixed();
     t.set_output(FIXED, None);
     t.set_down(FIXED, true);
     let a: Vec<_> = (0..3).map(|i| udp(1000 + i, [10, 0, 0, 2])).collect();
@@ -456,16 +464,7 @@ fn an_unreachable_fixed_remote_counts_its_outputs() {
 /// and the others keep their order.
 #[test]
 fn a_batch_into_a_tunnel_is_encapsulated_in_place_and_a_too_big_frame_leaves_it() {
-    const FIXED: u32 = 7;
-    let mut f = fixture(
-        5,
-        DpConfig::default(),
-        Box::new(|_, out| {
-            out.mask = mask_of(&[Field::InPort]);
-            out.actions.push(DpAction::Output(FIXED));
-        }),
-    );
-    let t = f.dp.tunnels().clone();
+    let (mut f, t) = to_fixed();
     // An underlay MTU of 1000: inner IP packets of at most 950 bytes fit.
     t.set_output(FIXED, Some((UNDERLAY, headers(REMOTE, 42), 1000)));
     let frame = |sport: u16, len: usize| {

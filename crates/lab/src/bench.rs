@@ -9,6 +9,24 @@ use serde::Serialize;
 
 use crate::sys::{guard, host};
 
+/// Fails unless this process is root (`what` names the bench, which builds namespaces) and
+/// every `(program, Debian package)` of `tools` is on the PATH; the error names the package.
+pub fn check_root_and_tools(what: &str, tools: &[(&str, &str)]) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        anyhow::bail!("{what} builds network namespaces: run it as root");
+    }
+    for (bin, pkg) in tools {
+        let found = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
+            .unwrap_or(false);
+        if !found {
+            anyhow::bail!("{bin} is missing; install it with: apt-get install -y {pkg}");
+        }
+    }
+    Ok(())
+}
+
 /// Checks a measured window of `seconds` after `warmup` seconds: (0, 600] and [0, 600].
 pub fn check_window(seconds: f64, warmup: f64) -> Result<()> {
     if !(seconds > 0.0 && seconds <= 600.0 && (0.0..=600.0).contains(&warmup)) {

@@ -272,28 +272,8 @@ mod tests {
     fn median_picks_the_middle_rate() {
         let mk = |mpps: f64| Row {
             scenario: "x".into(),
-            frame_len: 64,
             mpps,
-            gbps: 0.0,
-            cycles_per_packet: 0.0,
-            setups_per_sec: None,
-            packets: 1,
-            seconds: 1.0,
-            tsc_ghz: 1.0,
-            emc_hits: 0,
-            megaflow_hits: 0,
-            probes_per_hit: 0.0,
-            upcalls: 0,
-            megaflows: 0,
-            masks: 0,
-            drops: 0,
-            core: 0,
-            runs: 1,
-            flow_mods_per_sec: None,
-            cache_flushes: 0,
-            invalidated: 0,
-            baseline: None,
-            vs_baseline: None,
+            ..template()
         };
         let m = median(vec![mk(3.0), mk(1.0), mk(2.0)]);
         assert_eq!(m.mpps, 2.0);

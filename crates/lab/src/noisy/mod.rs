@@ -101,24 +101,16 @@ const DEFAULT_SWITCHES: [&str; 5] = [
 ];
 
 fn check(args: &NoisyArgs) -> Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("bench noisy builds network namespaces: run it as root");
-    }
-    for (bin, pkg) in [
-        ("iperf3", "iperf3"),
-        ("nft", "nftables"),
-        ("tc", "iproute2"),
-        ("ping", "iputils-ping"),
-        ("taskset", "util-linux"),
-    ] {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
-            .unwrap_or(false);
-        if !found {
-            bail!("{bin} is missing; install it with: apt-get install -y {pkg}");
-        }
-    }
+    bench::check_root_and_tools(
+        "bench noisy",
+        &[
+            ("iperf3", "iperf3"),
+            ("nft", "nftables"),
+            ("tc", "iproute2"),
+            ("ping", "iputils-ping"),
+            ("taskset", "util-linux"),
+        ],
+    )?;
     bench::check_window(args.seconds as f64, args.warmup)?;
     if args.police_kbps == 0 || args.police_burst_kbit < 13 {
         bail!("--police-kbps must be at least 1 and --police-burst-kbit at least 13 (one 1518-byte frame)");

@@ -145,23 +145,15 @@ fn sides(topo: &Topo) -> [Side<'_>; 2] {
 }
 
 fn check(args: &TunnelTcpArgs) -> Result<Vec<Overlay>> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("bench tunnel-tcp builds network namespaces: run it as root");
-    }
-    for (bin, pkg) in [
-        ("iperf3", "iperf3"),
-        ("ethtool", "ethtool"),
-        ("ping", "iputils-ping"),
-        ("taskset", "util-linux"),
-    ] {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
-            .unwrap_or(false);
-        if !found {
-            bail!("{bin} is missing; install it with: apt-get install -y {pkg}");
-        }
-    }
+    bench::check_root_and_tools(
+        "bench tunnel-tcp",
+        &[
+            ("iperf3", "iperf3"),
+            ("ethtool", "ethtool"),
+            ("ping", "iputils-ping"),
+            ("taskset", "util-linux"),
+        ],
+    )?;
     bench::check_window(args.seconds as f64, 0.0)?;
     bench::check_repeat(args.repeat, 20)?;
     if args.switch_cores.len() != 2 {
