@@ -367,24 +367,13 @@ impl Executor {
 
     /// The last output of a packet to a tunnel: the packet itself is encapsulated, unless
     /// earlier pushes left its headroom too small for the outer headers (then a copy, which
-    /// starts with the whole headroom, is).
-    fn tunnel_move(&mut self, pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
-        if pkt.is_gso() {
-            self.tunnel_segments(&pkt, out, port, st);
-            return self.cache.free(pkt);
+    /// starts with the whole headroom, is); see [`Executor::tunnel_in_place`].
+    fn tunnel_move(&mut self, mut pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
+        if self.tunnel_in_place(&mut pkt, out, port, st) {
+            self.enqueue(port, pkt, st);
+        } else {
+            self.cache.free(pkt);
         }
-        if !self.tunnel_fits(&pkt, out, st) {
-            return self.cache.free(pkt);
-        }
-        let hash = tunnel_hash(&pkt);
-        if pkt.headroom() >= out.template.overhead() {
-            return self.tunnel_send(pkt, hash, out, port, st);
-        }
-        match self.copy(&pkt, usize::MAX) {
-            Some(c) => self.tunnel_send(c, hash, out, port, st),
-            None => st.add(Counter::DropPoolEmpty, 1),
-        }
-        self.cache.free(pkt);
     }
 
     /// Output of a super-packet to a tunnel: it is cut into its segments (each with its
