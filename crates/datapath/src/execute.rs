@@ -389,6 +389,26 @@ impl Executor {
         st: &mut LocalStats,
     ) {
         let hash = tunnel_hash(pkt);
+        self.each_segment(pkt, st, |ex, s, st| {
+            if ex.tunnel_fits(&s, out, st) {
+                ex.tunnel_send(s, hash, out, port, st);
+            } else {
+                ex.cache.free(s);
+            }
+        });
+    }
+
+    /// Cuts super-packet `pkt` into the segments a wire would carry (each with its checksums
+    /// complete, [`port::vnet::segment_into`]), a batch at a time, and hands each to `each`,
+    /// which owns it. Counts the super-packet as segmented, or as malformed when it cannot be
+    /// cut, and the segments the pool had no frame for. `pkt` is left as it was.
+    #[cold]
+    fn each_segment(
+        &mut self,
+        pkt: &Packet,
+        st: &mut LocalStats,
+        mut each: impl FnMut(&mut Self, Packet, &mut LocalStats),
+    ) {
         let mut segs = Batch::new();
         let mut next = 0;
         loop {
@@ -402,12 +422,8 @@ impl Executor {
             };
             // Segments the pool had no frame for: the rest of the super-packet is lost.
             let stuck = n < total && !segs.is_full();
-            for s in segs.drain() {
-                if self.tunnel_fits(&s, out, st) {
-                    self.tunnel_send(s, hash, out, port, st);
-                } else {
-                    self.cache.free(s);
-                }
+            for seg in segs.drain() {
+                each(self, seg, st);
             }
             if n == total || stuck {
                 if stuck {
@@ -658,31 +674,10 @@ impl Executor {
         cookie: u64,
         st: &mut LocalStats,
     ) {
-        let mut segs = Batch::new();
-        let mut next = 0;
-        loop {
-            match port::vnet::segment_into(pkt, next, &mut self.cache, &mut segs) {
-                Err(_) => {
-                    st.add(Counter::DropMalformed, 1);
-                    return;
-                }
-                Ok((n, total)) => {
-                    let stuck = n < total && !segs.is_full();
-                    for s in segs.drain() {
-                        self.packet_in(&s, reason, max_len, table_id, cookie, st);
-                        self.cache.free(s);
-                    }
-                    if n == total || stuck {
-                        if stuck {
-                            st.add(Counter::DropPoolEmpty, (total - n) as u64);
-                        }
-                        st.add(Counter::GsoSegmented, 1);
-                        return;
-                    }
-                    next = n;
-                }
-            }
-        }
+        self.each_segment(pkt, st, |ex, seg, st| {
+            ex.packet_in(&seg, reason, max_len, table_id, cookie, st);
+            ex.cache.free(seg);
+        });
     }
 
     /// Buffers `pkt` for tx table entry `port`, sending the buffer first when it is full.

@@ -6,7 +6,7 @@ mod ofctl_common;
 
 use std::time::{Duration, Instant};
 
-use ofctl_common::Hayate;
+use ofctl_common::{drop_counter, Hayate};
 
 /// Port 1 sends 20,000 frames policed to 1,000 a second (a 1,000-frame bucket); port 2
 /// sends 1,000 unpoliced; both to port 3.
@@ -31,19 +31,6 @@ name = "sink"
 spec = "null:sink"
 "#;
 
-/// The value of `name` in the section of `dump-drops` whose header starts with `header`.
-fn counter(text: &str, header: &str, name: &str) -> Option<u64> {
-    let mut lines = text.lines().skip_while(|l| !l.starts_with(header));
-    lines.next()?;
-    let prefix = format!("  {name}: ");
-    lines
-        .take_while(|l| l.starts_with("  "))
-        .find_map(|l| l.strip_prefix(&prefix))?
-        .trim()
-        .parse()
-        .ok()
-}
-
 #[test]
 fn policed_excess_is_counted_against_its_port_only() {
     let h = Hayate::with_config(CONFIG);
@@ -61,13 +48,21 @@ fn policed_excess_is_counted_against_its_port_only() {
     }
     // The bucket (1,000) and the rate over the seconds the source took passed; the rest
     // was policed.
-    let policed = counter(&out, "port 1 ", "drop_policed").unwrap_or(0);
+    let policed = drop_counter(&out, "port 1 ", "drop_policed").unwrap_or(0);
     assert!((15_000..=19_000).contains(&policed), "{out}\n{ports}");
     // The port sent them all: policed frames count as received.
     assert!(ports.contains("port  1: rx pkts=20000,"), "{ports}");
     // Port 3 sent on all that passed: the victim's 1,000 and the noisy port's rest.
     let tx = format!("tx pkts={},", 1000 + 20_000 - policed);
     assert!(ports.contains(&tx), "{tx} in {ports}\n{out}");
-    assert_eq!(counter(&out, "port 2 ", "drop_policed"), Some(0), "{out}");
-    assert_eq!(counter(&out, "port 3 ", "drop_policed"), Some(0), "{out}");
+    assert_eq!(
+        drop_counter(&out, "port 2 ", "drop_policed"),
+        Some(0),
+        "{out}"
+    );
+    assert_eq!(
+        drop_counter(&out, "port 3 ", "drop_policed"),
+        Some(0),
+        "{out}"
+    );
 }

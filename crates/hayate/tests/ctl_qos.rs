@@ -10,7 +10,7 @@ mod ofctl_common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ofctl_common::{have_ofctl, Hayate};
+use ofctl_common::{drop_counter, have_ofctl, Hayate};
 
 /// Port 1 floods 20,000 frames into queue 1 of port 3 (100 kbit/s, a 13-kbit bucket);
 /// port 2 sends 1,000 into queue 2, guaranteed 1,000 kbit/s with a 2,000-kbit bucket
@@ -59,19 +59,6 @@ fn queue(text: &str, queue: u32) -> Option<(u64, u64, u64)> {
             .ok()
     };
     Some((field("pkts")?, field("bytes")?, field("errors")?))
-}
-
-/// The value of `name` in the section of `dump-drops` whose header starts with `header`.
-fn counter(text: &str, header: &str, name: &str) -> Option<u64> {
-    let mut lines = text.lines().skip_while(|l| !l.starts_with(header));
-    lines.next()?;
-    let prefix = format!("  {name}: ");
-    lines
-        .take_while(|l| l.starts_with("  "))
-        .find_map(|l| l.strip_prefix(&prefix))?
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// `ovs-ofctl -O OpenFlow13 CMD TARGET ARGS…`: (success, stdout + stderr).
@@ -136,12 +123,12 @@ fn a_flooded_queue_is_held_to_its_rate_and_its_neighbours_minimum_holds() {
     // The same counts in dump-drops and dump-ports.
     let drops = h.ctl("brq", &["dump-drops"]);
     assert_eq!(
-        counter(&drops, "port 3 ", "drop_queue"),
+        drop_counter(&drops, "port 3 ", "drop_queue"),
         Some(e1),
         "{drops}"
     );
     assert_eq!(
-        counter(&drops, "port 3 ", "drop_queue_unknown"),
+        drop_counter(&drops, "port 3 ", "drop_queue_unknown"),
         Some(0),
         "{drops}"
     );

@@ -362,3 +362,17 @@ pub fn wait_tx(h: &Hayate, port: u32, n: u64) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The value of `name` in the section of `hayate ctl BR dump-drops` output whose header starts
+/// with `header` (e.g. `"port 1 "`).
+pub fn drop_counter(text: &str, header: &str, name: &str) -> Option<u64> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with(header));
+    lines.next()?;
+    let prefix = format!("  {name}: ");
+    lines
+        .take_while(|l| l.starts_with("  "))
+        .find_map(|l| l.strip_prefix(&prefix))?
+        .trim()
+        .parse()
+        .ok()
+}
