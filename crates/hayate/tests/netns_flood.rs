@@ -140,19 +140,31 @@ fn a_flooded_listener_leaves_the_management_socket_and_controllers_working() {
             o.status,
             String::from_utf8_lossy(&o.stderr)
         );
-        // So does the flooded listener itself: a newcomer closes the oldest idle flooder.
-        let o = ns_run(
-            &sw,
-            &[
-                "timeout",
-                "10",
-                "ovs-ofctl",
-                "-O",
-                "OpenFlow13",
-                "dump-flows",
-                "tcp:127.0.0.1:6653",
-            ],
-        );
+        // So does the flooded listener itself: a newcomer closes the oldest idle flooder. A
+        // connection attempt can still meet a reset while the flood races it (a controller
+        // retries), so ovs-ofctl gets up to five attempts; each must be answered or refused,
+        // not hang.
+        let ofctl = || {
+            ns_run(
+                &sw,
+                &[
+                    "timeout",
+                    "10",
+                    "ovs-ofctl",
+                    "-O",
+                    "OpenFlow13",
+                    "dump-flows",
+                    "tcp:127.0.0.1:6653",
+                ],
+            )
+        };
+        let mut o = ofctl();
+        for _ in 0..4 {
+            if o.status.success() {
+                break;
+            }
+            o = ofctl();
+        }
         assert!(
             o.status.success() && String::from_utf8_lossy(&o.stdout).contains("actions=drop"),
             "ovs-ofctl on the flooded listener: {}",
