@@ -77,6 +77,7 @@ pub mod fuzzing;
 pub mod nexthop;
 pub mod pmtud;
 pub mod rx;
+pub mod rx_fast;
 pub mod spec;
 
 pub use decap::{terminate, Decapped, DropReason, Locals, Termination};

@@ -19,6 +19,7 @@ use packet::{Field, FlowKey, Packet};
 
 use crate::decap::{terminate, Decapped, DropReason, Locals, Termination};
 use crate::endpoint::TunnelKind;
+use crate::rx_fast::{FastV4, INNER_OFF};
 use crate::spec::{PerFlow, TunnelSpec};
 
 /// One tunnel port as its receive side sees it.
@@ -165,6 +166,7 @@ pub enum RxOutcome {
 pub struct Terminator {
     locals: Locals,
     ports: Vec<TunnelPort>,
+    fast: FastV4,
 }
 
 impl Terminator {
@@ -186,7 +188,12 @@ impl Terminator {
                 locals.ports.push((p.dst_port, p.kind));
             }
         }
-        Terminator { locals, ports }
+        let fast = FastV4::new(&ports, &locals.addrs, &locals.ports);
+        Terminator {
+            locals,
+            ports,
+            fast,
+        }
     }
 
     /// Whether it terminates nothing (no tunnel port or no local address).
@@ -195,8 +202,20 @@ impl Terminator {
     }
 
     /// Decides what `pkt` is; for a tunnel packet, pulls the outer headers (and any outer
-    /// padding) off so that the packet holds the inner frame.
+    /// padding) off so that the packet holds the inner frame. The common case takes the
+    /// specialised path (`rx_fast.rs`), the rest the general one.
+    #[inline]
     pub fn receive(&self, pkt: &mut Packet) -> RxOutcome {
+        if let Some((meta, end)) = self.fast.terminate(pkt.data()) {
+            pkt.truncate(end);
+            pkt.pull_front(INNER_OFF);
+            return RxOutcome::Tunnel(meta);
+        }
+        self.receive_general(pkt)
+    }
+
+    /// [`Terminator::receive`] through the general path only (the reference).
+    fn receive_general(&self, pkt: &mut Packet) -> RxOutcome {
         let d = match terminate(pkt.data(), &self.locals) {
             Termination::NotTunnel => return RxOutcome::NotTunnel,
             Termination::Drop(r) => return RxOutcome::Drop(RxDrop::Header(r)),

@@ -1,0 +1,186 @@
+//! The common case of [`crate::rx::Terminator::receive`], specialised: VXLAN over untagged
+//! IPv4 with a 20-byte header, not a fragment, with a zero UDP checksum (what Linux and Open
+//! vSwitch send over IPv4 unless told otherwise).
+//!
+//! The general path (`decap.rs` through the `packet::wire` views, then `rx.rs`'s port
+//! choice) is the reference. This one reads the fixed offsets of that one layout with raw
+//! loads, compares them with values prepared when the terminator was built (local addresses
+//! and remotes as the bytes on the wire, VXLAN's UDP ports), sums the IPv4 header checksum in
+//! native byte order (a ones' complement sum does not depend on it: RFC 1071 §2(B)), and
+//! picks the tunnel port among those that can take IPv4 VXLAN, as the general path does.
+//!
+//! It answers only when it is sure the frame is such a packet and is to be terminated; for
+//! anything else — a VLAN tag, IP options, a fragment, a UDP checksum to verify, Geneve,
+//! IPv6, no port for it, any check failing — it returns `None`, and the general path decides
+//! and names the drop. `rx_tests.rs` checks on mutated frames that whenever this answers, the
+//! general path gives the same answer.
+//!
+//! Size and owner: part of each [`crate::rx::Terminator`] (a few words per local address and
+//! per VXLAN port); no allocation, no branch on data beyond the checks.
+
+use std::net::IpAddr;
+
+use crate::endpoint::TunnelKind;
+use crate::rx::{TunMeta, TunnelPort};
+
+/// Outer Ethernet + IPv4 (20 bytes) + UDP + VXLAN: where the inner frame starts.
+pub const INNER_OFF: usize = 14 + 20 + 8 + 8;
+
+/// The shortest frame taken: the outer headers and an inner Ethernet header.
+const MIN_FRAME: usize = INNER_OFF + 14;
+
+/// A tunnel port that can take IPv4 VXLAN, its fixed values as wire bytes (native loads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FastPort {
+    ofport: u32,
+    dst_port: u16,
+    vni: Option<u32>,
+    remote: Option<u32>,
+    local: Option<u32>,
+    /// How specific it is (the general path's score: a fixed VNI, a fixed remote).
+    score: u8,
+}
+
+/// The prepared values of one terminator's fast path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FastV4 {
+    /// Local IPv4 endpoints, as the 4 bytes on the wire read natively.
+    addrs: Vec<u32>,
+    /// UDP ports that carry VXLAN (host order).
+    vxlan_ports: Vec<u16>,
+    /// The ports that can take IPv4 VXLAN, in the general path's order.
+    ports: Vec<FastPort>,
+}
+
+/// The 4 bytes of `a` as a native load of them would read.
+fn wire32(a: std::net::Ipv4Addr) -> u32 {
+    u32::from_ne_bytes(a.octets())
+}
+
+impl FastV4 {
+    /// The fast path for a terminator of `ports` that terminates on `addrs` and whose UDP
+    /// ports carry the kinds `udp_ports` (the general path's `Locals`).
+    pub fn new(ports: &[TunnelPort], addrs: &[IpAddr], udp_ports: &[(u16, TunnelKind)]) -> Self {
+        let v4 = |a: Option<IpAddr>| match a {
+            None => Some(None),
+            Some(IpAddr::V4(a)) => Some(Some(wire32(a))),
+            Some(IpAddr::V6(_)) => None,
+        };
+        let ports = ports
+            .iter()
+            .filter(|p| p.kind == TunnelKind::Vxlan)
+            .filter_map(|p| {
+                Some(FastPort {
+                    ofport: p.ofport,
+                    dst_port: p.dst_port,
+                    vni: p.vni,
+                    remote: v4(p.remote)?,
+                    local: v4(p.local)?,
+                    score: p.vni.is_some() as u8 + p.remote.is_some() as u8,
+                })
+            })
+            .collect();
+        FastV4 {
+            addrs: addrs
+                .iter()
+                .filter_map(|a| match a {
+                    IpAddr::V4(a) => Some(wire32(*a)),
+                    IpAddr::V6(_) => None,
+                })
+                .collect(),
+            vxlan_ports: udp_ports
+                .iter()
+                .filter(|(_, k)| *k == TunnelKind::Vxlan)
+                .map(|(p, _)| *p)
+                .collect(),
+            ports,
+        }
+    }
+
+    /// The frame's tunnel metadata and where its inner frame ends, when `d` is an IPv4
+    /// VXLAN packet of the common layout that this terminator takes; `None`: ask the general
+    /// path. The inner frame starts at [`INNER_OFF`].
+    #[inline(always)]
+    pub fn terminate(&self, d: &[u8]) -> Option<(TunMeta, usize)> {
+        if d.len() < MIN_FRAME {
+            return None;
+        }
+        // Ethertype IPv4, version 4 with a 20-byte header, UDP, not a fragment.
+        if b16(d, 12) != 0x0800 || d[14] != 0x45 || d[23] != 17 || b16(d, 20) & 0x3fff != 0 {
+            return None;
+        }
+        let dst = n32(d, 30);
+        if !self.addrs.contains(&dst) {
+            return None;
+        }
+        // The IP total length covers the UDP datagram, which covers the VXLAN header and an
+        // inner Ethernet header; the frame holds all of it.
+        let total = usize::from(b16(d, 16));
+        let udp_len = usize::from(b16(d, 38));
+        if 14 + total > d.len() || udp_len + 20 > total || udp_len < 8 + 8 + 14 {
+            return None;
+        }
+        let dst_port = b16(d, 36);
+        if !self.vxlan_ports.contains(&dst_port) || b16(d, 40) != 0 || d[42] & 0x08 == 0 {
+            return None;
+        }
+        // The header checksum: the ten words sum to 0xffff (read natively: see the top).
+        let (a, b) = (n64(d, 14), n64(d, 22));
+        // Folding keeps a sum's value modulo 0xffff and folds only zero to zero, so "folds to
+        // 0xffff" is "a non-zero multiple of 0xffff" (one multiply instead of five folds).
+        let s = (a & 0xffff_ffff) + (a >> 32) + (b & 0xffff_ffff) + (b >> 32) + u64::from(dst);
+        if s == 0 || s % 0xffff != 0 {
+            return None;
+        }
+        let src = n32(d, 26);
+        let vni = u32::from_be_bytes([0, d[46], d[47], d[48]]);
+        // The most specific port that accepts it; the last of equals, as `max_by_key`.
+        let mut best: Option<&FastPort> = None;
+        for p in &self.ports {
+            if p.dst_port == dst_port
+                && p.vni.is_none_or(|v| v == vni)
+                && p.remote.is_none_or(|r| r == src)
+                && p.local.is_none_or(|l| l == dst)
+                && best.is_none_or(|b| p.score >= b.score)
+            {
+                best = Some(p);
+            }
+        }
+        let port = best?;
+        let meta = TunMeta {
+            ofport: port.ofport,
+            vni,
+            src: u32::from_be(src) as u128,
+            dst: u32::from_be(dst) as u128,
+            ipv6: false,
+        };
+        Some((meta, 34 + udp_len))
+    }
+}
+
+/// The big-endian 16 bits of `d` at `i`.
+#[inline(always)]
+fn b16(d: &[u8], i: usize) -> u16 {
+    u16::from_be_bytes([d[i], d[i + 1]])
+}
+
+/// The 4 bytes of `d` at `i` read natively.
+#[inline(always)]
+fn n32(d: &[u8], i: usize) -> u32 {
+    u32::from_ne_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]])
+}
+
+/// The 8 bytes of `d` at `i` read natively.
+#[inline(always)]
+fn n64(d: &[u8], i: usize) -> u64 {
+    u64::from_ne_bytes([
+        d[i],
+        d[i + 1],
+        d[i + 2],
+        d[i + 3],
+        d[i + 4],
+        d[i + 5],
+        d[i + 6],
+        d[i + 7],
+    ])
+}
