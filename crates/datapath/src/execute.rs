@@ -19,6 +19,7 @@
 //! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
+use crate::bits::prefetch;
 use crate::capture::Tap;
 use crate::egress::{shape_batch, PortShaper, Shapers};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -38,9 +39,12 @@ use crate::upcall::Police;
 const ETH_HEADER: usize = 14;
 use packet::rewrite;
 
-/// Raises the drop precedence of an AF-marked IPv4 or IPv6 packet by `prec` levels (capped
-/// at 3, "high"). Other DSCP values carry no drop precedence and are left alone. Returns
-/// `false` only when the rewrite itself fails.
+/// Whether `pkt` fits the tunnel's underlay MTU once encapsulated.
+#[inline(always)]
+fn fits_underlay(pkt: &Packet, out: &TunnelOutput) -> bool {
+    pkt.len() + out.template.overhead() <= usize::from(out.mtu) + ETH_HEADER
+}
+
 /// The inner flow's hash that picks a tunnel packet's UDP source port: the batch's when it
 /// computed one, else one from the packet's addresses and ports (never one shared by all).
 #[inline]
@@ -51,6 +55,9 @@ fn tunnel_hash(pkt: &Packet) -> u32 {
     }
 }
 
+/// Raises the drop precedence of an AF-marked IPv4 or IPv6 packet by `prec` levels (capped
+/// at 3, "high"). Other DSCP values carry no drop precedence and are left alone. Returns
+/// `false` only when the rewrite itself fails.
 fn remark_dscp(pkt: &mut Packet, prec: u8) -> bool {
     let l3 = pkt.meta.l3_off as usize;
     let d = pkt.data();
@@ -335,12 +342,11 @@ impl Executor {
     /// is counted and answered ([`Executor::too_big_reply`]).
     #[inline]
     fn tunnel_fits(&mut self, pkt: &Packet, out: &TunnelOutput, st: &mut LocalStats) -> bool {
-        let overhead = out.template.overhead();
-        if pkt.len() + overhead <= usize::from(out.mtu) + ETH_HEADER {
+        if fits_underlay(pkt, out) {
             return true;
         }
         out.drops.send(SendDrop::TooBig);
-        let inner_mtu = usize::from(out.mtu).saturating_sub(overhead);
+        let inner_mtu = usize::from(out.mtu).saturating_sub(out.template.overhead());
         self.too_big_reply(pkt, inner_mtu as u16, st);
         false
     }
@@ -369,7 +375,8 @@ impl Executor {
     /// earlier pushes left its headroom too small for the outer headers (then a copy, which
     /// starts with the whole headroom, is); see [`Executor::tunnel_in_place`].
     fn tunnel_move(&mut self, mut pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
-        if self.tunnel_in_place(&mut pkt, out, port, st) {
+        let hash = tunnel_hash(&pkt);
+        if self.tunnel_in_place(&mut pkt, hash, out, port, st) {
             self.enqueue(port, pkt, st);
         } else {
             self.cache.free(pkt);
@@ -560,8 +567,23 @@ impl Executor {
         }
         if let Plan::General { move_at: Some(k) } = actions.plan {
             if let Some(Op::Tunnel { out, port }) = actions.ops.get(k) {
+                // The flow hashes first, in a loop of their own: each is a short chain of
+                // dependent steps, and a loop of nothing else runs many packets' at once.
+                // It also asks for the headroom's cache lines, which the outer headers will
+                // be written into and which nothing has touched since the frame was last
+                // used (the copy into the headroom otherwise waits for them).
+                let mut hashes = [0u32; 32];
+                let overhead = out.template.overhead();
+                for (h, pkt) in hashes.iter_mut().zip(pkts.iter()).take(n) {
+                    let data = pkt.data().as_ptr();
+                    prefetch(data.wrapping_sub(overhead));
+                    prefetch(data.wrapping_sub(1));
+                    *h = tunnel_hash(pkt);
+                }
                 for (i, pkt) in pkts.iter_mut().enumerate().take(n) {
-                    if dropped & (1 << i) == 0 && !self.tunnel_in_place(pkt, out, *port, st) {
+                    if dropped & (1 << i) == 0
+                        && !self.tunnel_in_place(pkt, hashes[i], out, *port, st)
+                    {
                         dropped |= 1 << i;
                     }
                 }
@@ -575,27 +597,17 @@ impl Executor {
     /// (`false`): too big (counted, answered), a super-packet (its encapsulated segments are
     /// queued on `port`), too little headroom (an encapsulated copy is queued), or headers
     /// that do not fit (counted).
-    #[inline]
+    #[inline(always)]
     fn tunnel_in_place(
         &mut self,
         pkt: &mut Packet,
+        hash: u32,
         out: &TunnelOutput,
         port: u16,
         st: &mut LocalStats,
     ) -> bool {
-        if pkt.is_gso() {
-            self.tunnel_segments(pkt, out, port, st);
-            return false;
-        }
-        if !self.tunnel_fits(pkt, out, st) {
-            return false;
-        }
-        let hash = tunnel_hash(pkt);
-        if pkt.headroom() < out.template.overhead() {
-            match self.copy(pkt, usize::MAX) {
-                Some(c) => self.tunnel_send(c, hash, out, port, st),
-                None => st.add(Counter::DropPoolEmpty, 1),
-            }
+        if pkt.is_gso() || !fits_underlay(pkt, out) || pkt.headroom() < out.template.overhead() {
+            self.tunnel_leaves(pkt, hash, out, port, st);
             return false;
         }
         if out.template.push(pkt, hash, 0).is_err() {
@@ -603,6 +615,30 @@ impl Executor {
             return false;
         }
         true
+    }
+
+    /// The rare cases of [`Executor::tunnel_in_place`], where the packet leaves the batch: a
+    /// super-packet, a frame too big, or too little headroom.
+    #[cold]
+    #[inline(never)]
+    fn tunnel_leaves(
+        &mut self,
+        pkt: &Packet,
+        hash: u32,
+        out: &TunnelOutput,
+        port: u16,
+        st: &mut LocalStats,
+    ) {
+        if pkt.is_gso() {
+            return self.tunnel_segments(pkt, out, port, st);
+        }
+        if !self.tunnel_fits(pkt, out, st) {
+            return;
+        }
+        match self.copy(pkt, usize::MAX) {
+            Some(c) => self.tunnel_send(c, hash, out, port, st),
+            None => st.add(Counter::DropPoolEmpty, 1),
+        }
     }
 
     /// A copy of the first `max` bytes of `pkt` with its metadata, in a new frame (a

@@ -20,6 +20,7 @@ use arc_swap::ArcSwap;
 use packet::{Batch, PoolCache};
 use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
 
+use crate::bits::prefetch;
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
 
 use crate::tunnel_flows::{FlowDest, PerFlowPort, Requests, TunFields};
@@ -258,7 +259,13 @@ impl Tunnels {
             return (0, 0);
         };
         let (mut tunneled, mut bad) = (0u32, 0u32);
-        for (i, p) in batch.as_mut_slice().iter_mut().enumerate() {
+        let pkts = batch.as_mut_slice();
+        for i in 0..pkts.len() {
+            // The next frame's outer headers are on their way while this one is judged.
+            if let Some(next) = pkts.get(i + 1) {
+                prefetch(next.data().as_ptr());
+            }
+            let p = &mut pkts[i];
             match t.receive(p) {
                 RxOutcome::NotTunnel => {}
                 RxOutcome::Tunnel(m) => {

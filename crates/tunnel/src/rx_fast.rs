@@ -41,15 +41,32 @@ struct FastPort {
     score: u8,
 }
 
+/// Most local IPv4 endpoints and VXLAN UDP ports the fast path checks (a terminator with
+/// more leaves the rest to the general path).
+const MAX_FAST: usize = 4;
+
 /// The prepared values of one terminator's fast path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FastV4 {
-    /// Local IPv4 endpoints, as the 4 bytes on the wire read natively.
-    addrs: Vec<u32>,
-    /// UDP ports that carry VXLAN (host order).
-    vxlan_ports: Vec<u16>,
+    /// Whether it takes anything (some local IPv4 endpoint, some VXLAN UDP port).
+    on: bool,
+    /// Local IPv4 endpoints, as the 4 bytes on the wire read natively; the first repeated
+    /// into the unused slots, so that the check is four compares and no loop.
+    addrs: [u32; MAX_FAST],
+    /// UDP ports that carry VXLAN (host order), padded the same way.
+    vxlan_ports: [u16; MAX_FAST],
     /// The ports that can take IPv4 VXLAN, in the general path's order.
     ports: Vec<FastPort>,
+}
+
+/// `v`'s first [`MAX_FAST`] values, the first repeated into the slots left (`None`: empty).
+fn padded<T: Copy>(v: &[T]) -> Option<[T; MAX_FAST]> {
+    let first = *v.first()?;
+    let mut out = [first; MAX_FAST];
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = *x;
+    }
+    Some(out)
 }
 
 /// The 4 bytes of `a` as a native load of them would read.
@@ -80,20 +97,26 @@ impl FastV4 {
                 })
             })
             .collect();
-        FastV4 {
-            addrs: addrs
-                .iter()
-                .filter_map(|a| match a {
-                    IpAddr::V4(a) => Some(wire32(*a)),
-                    IpAddr::V6(_) => None,
-                })
-                .collect(),
-            vxlan_ports: udp_ports
-                .iter()
-                .filter(|(_, k)| *k == TunnelKind::Vxlan)
-                .map(|(p, _)| *p)
-                .collect(),
-            ports,
+        let addrs: Vec<u32> = addrs
+            .iter()
+            .filter_map(|a| match a {
+                IpAddr::V4(a) => Some(wire32(*a)),
+                IpAddr::V6(_) => None,
+            })
+            .collect();
+        let vxlan_ports: Vec<u16> = udp_ports
+            .iter()
+            .filter(|(_, k)| *k == TunnelKind::Vxlan)
+            .map(|(p, _)| *p)
+            .collect();
+        match (padded(&addrs), padded(&vxlan_ports)) {
+            (Some(addrs), Some(vxlan_ports)) => FastV4 {
+                on: true,
+                addrs,
+                vxlan_ports,
+                ports,
+            },
+            _ => FastV4::default(),
         }
     }
 
@@ -102,7 +125,7 @@ impl FastV4 {
     /// path. The inner frame starts at [`INNER_OFF`].
     #[inline(always)]
     pub fn terminate(&self, d: &[u8]) -> Option<(TunMeta, usize)> {
-        if d.len() < MIN_FRAME {
+        if !self.on || d.len() < MIN_FRAME {
             return None;
         }
         // Ethertype IPv4, version 4 with a 20-byte header, UDP, not a fragment.
@@ -110,7 +133,8 @@ impl FastV4 {
             return None;
         }
         let dst = n32(d, 30);
-        if !self.addrs.contains(&dst) {
+        let a = &self.addrs;
+        if dst != a[0] && dst != a[1] && dst != a[2] && dst != a[3] {
             return None;
         }
         // The IP total length covers the UDP datagram, which covers the VXLAN header and an
@@ -121,7 +145,9 @@ impl FastV4 {
             return None;
         }
         let dst_port = b16(d, 36);
-        if !self.vxlan_ports.contains(&dst_port) || b16(d, 40) != 0 || d[42] & 0x08 == 0 {
+        let v = &self.vxlan_ports;
+        let vxlan = dst_port == v[0] || dst_port == v[1] || dst_port == v[2] || dst_port == v[3];
+        if !vxlan || b16(d, 40) != 0 || d[42] & 0x08 == 0 {
             return None;
         }
         // The header checksum: the ten words sum to 0xffff (read natively: see the top).
