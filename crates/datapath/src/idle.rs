@@ -7,7 +7,8 @@
 //!
 //! 1. While polls find packets, nothing happens (no clock read, no system call).
 //! 2. After the first empty poll the thread keeps busy-polling for [`IdleConfig::spin_us`]
-//!    (traffic that pauses for a few microseconds costs no wake-up latency).
+//!    (traffic that pauses for a few microseconds costs no wake-up latency) — yielding the
+//!    core after each empty poll when [`IdleConfig::yield_when_empty`] says the core is shared.
 //! 3. Then it sleeps. When every rx queue has a readiness file descriptor (kernel-backed
 //!    ports: AF_XDP, AF_PACKET, TAP), it sleeps in one `poll(2)` on all of them, woken by the
 //!    first packet, by a packet-out or by the datapath's stop (eventfds among the descriptors),
@@ -39,6 +40,11 @@ pub struct IdleConfig {
     pub max_sleep_ms: u64,
     /// Longest sleep step when some rx queue has no readiness descriptor.
     pub max_nap_us: u64,
+    /// Yield the core (`sched_yield(2)`) after each poll that finds nothing, while spinning:
+    /// for threads that share their core with other busy threads (another switch, a VM's
+    /// vCPU), which then run at once instead of at the scheduler's next tick. One system call
+    /// per empty poll, none per packet; off by default (a poll thread should own its core).
+    pub yield_when_empty: bool,
 }
 
 impl Default for IdleConfig {
@@ -48,6 +54,7 @@ impl Default for IdleConfig {
             spin_us: 200,
             max_sleep_ms: 1000,
             max_nap_us: 1000,
+            yield_when_empty: false,
         }
     }
 }
@@ -76,6 +83,8 @@ impl IdleConfig {
 pub enum Step {
     /// Keep busy-polling.
     Spin,
+    /// Keep polling, but let the core's other threads run first (`sched_yield(2)`).
+    Yield,
     /// Sleep now (call [`Idle::sleep`]).
     Sleep,
 }
@@ -129,17 +138,30 @@ impl Idle {
 
     /// A poll found nothing at `now_ns` (never 0); says whether to sleep.
     pub fn empty(&mut self, now_ns: u64) -> Step {
+        let spin = if self.cfg.yield_when_empty {
+            Step::Yield
+        } else {
+            Step::Spin
+        };
         if !self.cfg.sleep {
-            return Step::Spin;
+            return spin;
         }
         if self.idle_since_ns == 0 {
             self.idle_since_ns = now_ns.max(1);
-            return Step::Spin;
+            return spin;
         }
         if now_ns.saturating_sub(self.idle_since_ns) < self.cfg.spin_us * 1000 {
-            Step::Spin
+            spin
         } else {
             Step::Sleep
+        }
+    }
+
+    /// Yields the core to its other runnable threads, if any ([`Step::Yield`]).
+    pub fn yield_core() {
+        // SAFETY: sched_yield has no preconditions; it cannot fail on Linux.
+        unsafe {
+            libc::sched_yield();
         }
     }
 
@@ -185,6 +207,28 @@ impl Idle {
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    #[test]
+    fn a_shared_core_yields_where_it_would_spin_and_still_sleeps() {
+        let cfg = IdleConfig {
+            spin_us: 50,
+            yield_when_empty: true,
+            ..IdleConfig::default()
+        };
+        let mut idle = Idle::new(cfg, [None]);
+        assert_eq!(idle.empty(1_000), Step::Yield);
+        assert_eq!(idle.empty(40_000), Step::Yield);
+        assert_eq!(idle.empty(51_001), Step::Sleep);
+        let mut busy = Idle::new(
+            IdleConfig {
+                sleep: false,
+                ..cfg
+            },
+            [None],
+        );
+        assert_eq!(busy.empty(1_000_000_000), Step::Yield);
+        Idle::yield_core();
+    }
 
     #[test]
     fn spins_then_sleeps_then_resets_on_traffic() {

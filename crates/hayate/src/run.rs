@@ -54,6 +54,12 @@ pub struct RunArgs {
     /// whose queues stay empty for 200 µs sleeps until packets arrive.
     #[arg(long)]
     pub busy_poll: bool,
+    /// The poll threads share their cores with other busy threads (another switch, VMs'
+    /// vCPUs): after each poll that finds nothing, a thread yields its core
+    /// (`sched_yield`), so that the others run at once rather than at the scheduler's next
+    /// tick. Costs a system call per empty poll; leave it off on cores the switch owns.
+    #[arg(long)]
+    pub shared_core: bool,
     /// At exit, write every port's final counters to this file as JSON:
     /// `[{"bridge", "ofport", "name", "rx_packets", "rx_bytes", ...}]` (`rx_dropped` and
     /// `rx_errors` as `dump-ports` shows them; the switch's drops by reason as `dump-drops`).
@@ -373,6 +379,7 @@ pub(crate) fn start_bridge(
     }
     let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
     sw.config.idle.sleep = !args.busy_poll;
+    sw.config.idle.yield_when_empty = args.shared_core;
     if let Some((rate, burst)) = b.packet_in_port {
         sw.config.packet_in_port_rate = rate;
         sw.config.packet_in_port_burst = burst;

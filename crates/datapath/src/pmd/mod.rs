@@ -473,6 +473,7 @@ impl Pmd {
             let now = self.clock.now_ns();
             match self.idle.empty(now) {
                 Step::Spin => std::hint::spin_loop(),
+                Step::Yield => Idle::yield_core(),
                 Step::Sleep => {
                     self.maybe_maintain(now);
                     // Sleeps may be long: leave the flow entries' counters current.

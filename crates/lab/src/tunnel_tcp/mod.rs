@@ -83,6 +83,16 @@ pub struct TunnelTcpArgs {
     pub workdir: Option<PathBuf>,
 }
 
+impl TunnelTcpArgs {
+    /// Whether a switch core is another switch's or the hosts' programs' too: then each
+    /// Hayate runs with `--shared-core` (it yields its core after an empty poll, as a user
+    /// sharing cores would run it); else with `--busy-poll` (a core of its own).
+    pub fn shares_cores(&self) -> bool {
+        let c = &self.switch_cores;
+        c.first() == c.get(1) || c.contains(&self.host_core)
+    }
+}
+
 /// One overlay between the two hosts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overlay {
@@ -228,7 +238,16 @@ fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) 
             };
             let mut v = Vec::new();
             for (i, s) in sides(&topo).iter().enumerate() {
-                v.push(start_hayate(hayate, kind, s, i, args.switch_cores[i], dir)?);
+                let core = args.switch_cores[i];
+                v.push(start_hayate(
+                    hayate,
+                    kind,
+                    s,
+                    i,
+                    core,
+                    args.shares_cores(),
+                    dir,
+                )?);
             }
             v
         }
@@ -342,6 +361,7 @@ fn start_hayate(
     s: &Side<'_>,
     i: usize,
     core: usize,
+    shared: bool,
     dir: &Path,
 ) -> Result<Box<dyn Started>> {
     let cfg = dir.join(format!("host{}-{kind}.toml", i + 1));
@@ -372,6 +392,11 @@ fn start_hayate(
             "0",
             "--run-dir",
             &run_s,
+            if shared {
+                "--shared-core"
+            } else {
+                "--busy-poll"
+            },
         ],
     )
     .stdin(Stdio::null())

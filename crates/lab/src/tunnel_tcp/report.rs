@@ -89,6 +89,8 @@ pub struct Report {
     pub host_core: usize,
     /// Host 1's and host 2's switch cores.
     pub switch_cores: Vec<usize>,
+    /// Whether those cores are shared (each Hayate then yields its core after an empty poll).
+    pub shared_core: bool,
     /// The load average when the run started.
     pub loadavg_at_start: String,
     /// Every stream, in the order run.
@@ -108,6 +110,7 @@ impl Report {
             repeat: args.repeat,
             host_core: args.host_core,
             switch_cores: args.switch_cores.clone(),
+            shared_core: args.shares_cores(),
             loadavg_at_start: crate::sys::host::loadavg(),
             runs: Vec::new(),
             summary: Vec::new(),
@@ -182,9 +185,17 @@ impl Report {
         let mut out = t.render();
         out += &format!(
             "  one iperf3 TCP stream VM A -> VM B per run, {} s, through VXLAN (VNI 42) between two hosts; \
-             VMs MTU 1450, offloads off; hosts' programs on core {}, switches on cores {:?}; \
+             VMs MTU 1450, offloads off; hosts' programs on core {}, switches on cores {:?} ({}); \
              load average at start {}\n",
-            self.seconds, self.host_core, self.switch_cores, self.loadavg_at_start
+            self.seconds,
+            self.host_core,
+            self.switch_cores,
+            if self.shared_core {
+                "shared: each Hayate yields its core after an empty poll, --shared-core"
+            } else {
+                "a core each: Hayate busy-polls"
+            },
+            self.loadavg_at_start
         );
         for r in self.runs.iter().filter(|r| !r.ok()) {
             out += &format!(
