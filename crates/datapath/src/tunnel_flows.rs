@@ -8,9 +8,13 @@
 //! that destination like a fixed tunnel's output. A destination with no headers yet compiles
 //! to a counted drop (`tunnel_unresolved`) and is queued for the control side, which resolves
 //! its next hop, installs its headers and drops the cached megaflows so they compile again.
-//! Nothing here runs per packet but the drop counters.
+//! Queuing a destination raises a [`RequestSignal`] that wakes the control side's thread at
+//! once, so the first packets to a new destination wait for one resolution, not for the
+//! control side's next periodic pass. Nothing here runs per packet but the drop counters.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
 
 use packet::Field;
 
@@ -88,16 +92,17 @@ pub struct Requests {
 }
 
 impl Requests {
-    /// Queues `d` (once), unless the queue is full.
-    pub fn push(&mut self, d: FlowDest) {
+    /// Queues `d` (once), unless the queue is full. Returns whether the queue changed (`d`
+    /// is new in it, or it just overflowed): whether the control side has news.
+    pub fn push(&mut self, d: FlowDest) -> bool {
         if self.list.contains(&d) {
-            return;
+            return false;
         }
         if self.list.len() >= REQUESTS_MAX {
-            self.overflowed = true;
-            return;
+            return !std::mem::replace(&mut self.overflowed, true);
         }
         self.list.push(d);
+        true
     }
 
     /// Takes the queue: the destinations and whether some were not queued for lack of room.
@@ -107,8 +112,50 @@ impl Requests {
     }
 }
 
+/// Tells the control side's thread that destinations were queued: raised by translation
+/// (when a megaflow is compiled, never per packet, and only when the queue changed), waited
+/// for by the thread between its periodic passes. Raises while one is pending are absorbed
+/// into it, so a burst of requests costs the thread one wake.
+#[derive(Debug, Default)]
+pub struct RequestSignal {
+    raised: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl RequestSignal {
+    /// Raises the signal: a thread waiting in [`RequestSignal::wait_until`] returns now, or
+    /// the next call does.
+    pub fn raise(&self) {
+        *self.raised.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits until the signal is raised (then lowers it and returns `true`) or until
+    /// `deadline` (`false`). Returns at once when it was raised before the call.
+    pub fn wait_until(&self, deadline: Instant) -> bool {
+        let mut raised = self.raised.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if std::mem::take(&mut *raised) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            raised = self
+                .cv
+                .wait_timeout(raised, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -158,14 +205,36 @@ mod tests {
             remote: IpAddr::V4(Ipv4Addr::from(i)),
             vni: 0,
         };
-        r.push(d(1));
-        r.push(d(1));
+        assert!(r.push(d(1)), "new");
+        assert!(!r.push(d(1)), "queued already");
         assert_eq!(r.take(), (vec![d(1)], false));
-        for i in 0..REQUESTS_MAX as u32 + 3 {
-            r.push(d(i));
-        }
+        let news: Vec<bool> = (0..REQUESTS_MAX as u32 + 3).map(|i| r.push(d(i))).collect();
+        assert!(news[..REQUESTS_MAX].iter().all(|n| *n));
+        assert_eq!(
+            news[REQUESTS_MAX..],
+            [true, false, false],
+            "overflowed once"
+        );
         let (list, overflowed) = r.take();
         assert_eq!((list.len(), overflowed), (REQUESTS_MAX, true));
         assert_eq!(r.take(), (vec![], false));
+    }
+
+    /// A raise before the wait is kept; one raise is one wake; a thread waiting with a
+    /// deadline an hour away returns when another raises the signal.
+    #[test]
+    fn a_raised_signal_wakes_one_wait() {
+        let s = Arc::new(RequestSignal::default());
+        assert!(!s.wait_until(Instant::now()), "not raised");
+        s.raise();
+        s.raise();
+        assert!(s.wait_until(Instant::now()), "raised before the wait");
+        assert!(!s.wait_until(Instant::now()), "lowered by the wait");
+        let waiter = {
+            let s = s.clone();
+            std::thread::spawn(move || s.wait_until(Instant::now() + Duration::from_secs(3600)))
+        };
+        s.raise();
+        assert!(waiter.join().unwrap(), "woken, not timed out");
     }
 }

@@ -11,7 +11,9 @@
 //! frame is dropped.
 //!
 //! Output: a fixed tunnel's headers per port ([`Tunnels::set_output`]); a per-flow tunnel's
-//! per (port, remote, VNI) ([`crate::tunnel_flows`], [`Tunnels::flow_output`]).
+//! per (port, remote, VNI) ([`crate::tunnel_flows`], [`Tunnels::send`]): a destination with
+//! no headers yet is queued for the control side and wakes it
+//! ([`Tunnels::request_signal`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,7 +25,7 @@ use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
 use crate::bits::prefetch;
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
 
-use crate::tunnel_flows::{FlowDest, PerFlowPort, Requests, TunFields};
+use crate::tunnel_flows::{FlowDest, PerFlowPort, RequestSignal, Requests, TunFields};
 
 /// Where output to a tunnel port goes, in which outer headers.
 #[derive(Debug, Clone)]
@@ -59,6 +61,8 @@ pub struct Tunnels {
     flow_outputs: ArcSwap<HashMap<FlowDest, TunnelOutput>>,
     /// Destinations with no output yet, for the control side (taken at compile time only).
     requests: Mutex<Requests>,
+    /// Raised when `requests` changed.
+    signal: Arc<RequestSignal>,
 }
 
 /// What output to a tunnel port compiles to.
@@ -184,10 +188,17 @@ impl Tunnels {
             .take()
     }
 
+    /// The signal raised when a destination is queued for [`Tunnels::take_requests`]: the
+    /// control side's thread waits for it between its periodic passes.
+    pub fn request_signal(&self) -> Arc<RequestSignal> {
+        self.signal.clone()
+    }
+
     /// What output to tunnel port `ofport` compiles to when the flow's actions set `fields`
     /// before it: `None` when the port is not a tunnel (the output is left out); a counted
-    /// drop when it is one marked down ([`Tunnels::set_down`]). A per-flow destination with no headers yet is queued for the control side. When
-    /// a megaflow is compiled, not per packet.
+    /// drop when it is one marked down ([`Tunnels::set_down`]). A per-flow destination with no
+    /// headers yet is queued for the control side, and the control side woken
+    /// ([`Tunnels::request_signal`]). When a megaflow is compiled, not per packet.
     pub fn send(&self, ofport: u32, fields: &TunFields) -> Option<TunnelSend> {
         let per_flow = self.per_flow.load();
         let Some((_, port)) = per_flow.iter().find(|p| p.0 == ofport) else {
@@ -207,10 +218,14 @@ impl Tunnels {
         if let Some(o) = self.flow_outputs.load().get(&dest) {
             return Some(TunnelSend::Out(o.clone()));
         }
-        self.requests
+        let news = self
+            .requests
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(dest);
+        if news {
+            self.signal.raise();
+        }
         Some(TunnelSend::Drop(
             self.send_counter(ofport, SendDrop::Unresolved),
         ))
@@ -383,5 +398,60 @@ mod tests {
             (0, 0)
         );
         batch.free_into(&mut cache);
+    }
+
+    /// Compiling an output to a per-flow destination with no headers queues it and wakes
+    /// the control side, once per destination until the control side takes the queue; a
+    /// destination with headers does not.
+    #[test]
+    fn an_unresolved_destination_wakes_the_control_side_once() {
+        use std::time::Instant;
+
+        use crate::tunnel_flows::{PerFlowPort, TunFields};
+
+        let t = Tunnels::new();
+        let signal = t.request_signal();
+        let flow = PerFlowPort {
+            remote: None,
+            vni: None,
+        };
+        t.set_per_flow(vec![(9, flow)]);
+        let to = |remote: [u8; 4]| TunFields {
+            dst: Some(IpAddr::V4(Ipv4Addr::from(remote))),
+            id: Some(42),
+        };
+        let now = Instant::now;
+        assert!(!signal.wait_until(now()), "nothing asked yet");
+        assert!(matches!(
+            t.send(9, &to([10, 0, 0, 2])),
+            Some(TunnelSend::Drop(_))
+        ));
+        assert!(signal.wait_until(now()), "asked: woken");
+        assert!(matches!(
+            t.send(9, &to([10, 0, 0, 2])),
+            Some(TunnelSend::Drop(_))
+        ));
+        assert!(!signal.wait_until(now()), "asked already: no second wake");
+        let (asked, _) = t.take_requests();
+        assert_eq!(asked.len(), 1);
+        // Resolved: its output compiles to the headers, nobody is woken.
+        let a = OuterAddrs {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src: LOCAL.into(),
+            dst: Ipv4Addr::new(10, 0, 0, 2).into(),
+        };
+        let tpl = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 42, false), &a).unwrap();
+        t.set_flow_outputs(vec![(asked[0], (1, tpl, 1500))]);
+        assert!(matches!(
+            t.send(9, &to([10, 0, 0, 2])),
+            Some(TunnelSend::Out(_))
+        ));
+        assert!(!signal.wait_until(now()), "resolved: no wake");
+        assert!(matches!(
+            t.send(9, &to([10, 0, 0, 3])),
+            Some(TunnelSend::Drop(_))
+        ));
+        assert!(signal.wait_until(now()), "another destination: woken");
     }
 }

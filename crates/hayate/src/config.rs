@@ -106,6 +106,9 @@ pub struct BridgeConfig {
     pub flow_limit: Option<Spanned<usize>>,
     /// Most flow entries in all tables together (default 4,000,000; about 670 bytes each).
     pub flow_limit_total: Option<Spanned<usize>>,
+    /// Seconds between the passes that resolve every tunnel port's next hops again
+    /// (default 1; a per-flow destination the datapath asks for is resolved at once).
+    pub tunnel_refresh_secs: Option<Spanned<u64>>,
 }
 
 /// One port of a bridge.
@@ -229,6 +232,9 @@ pub struct Bridge {
     pub pipeline: PipelineConfig,
     /// Packet-ins per second and burst each rx queue may queue (`None`: no bound).
     pub packet_in_port: Option<(u32, u32)>,
+    /// Between the tunnel housekeeping's passes ([`crate::tunnels::REFRESH_INTERVAL`] by
+    /// default).
+    pub tunnel_refresh: std::time::Duration,
 }
 
 /// Parses a datapath id in hex, with or without `0x`.
@@ -471,6 +477,11 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
                 .map_err(|e| ConfigError(format!("line {}: {e}", line_of(src, v.span().start))))?;
         }
     }
+    let tunnel_refresh = match &b.tunnel_refresh_secs {
+        Some(v) => check_tunnel_refresh(*v.get_ref())
+            .map_err(|e| ConfigError(format!("line {}: {e}", line_of(src, v.span().start))))?,
+        None => crate::tunnels::REFRESH_INTERVAL,
+    };
     Ok(Bridge {
         name,
         cores: b.cores,
@@ -484,7 +495,20 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
         packet_in_limit,
         pipeline,
         packet_in_port,
+        tunnel_refresh,
     })
+}
+
+/// Checks `tunnel_refresh_secs` (1 ..= 86400); the error names the key and the fix.
+pub fn check_tunnel_refresh(secs: u64) -> Result<std::time::Duration, String> {
+    if (1..=86_400).contains(&secs) {
+        Ok(std::time::Duration::from_secs(secs))
+    } else {
+        Err(format!(
+            "tunnel_refresh_secs = {secs}: use 1 to 86400 seconds between the passes that \
+             resolve tunnel next hops again"
+        ))
+    }
 }
 
 /// Checks a flow limit (1 ..= 100,000,000); the error names the key and the fix.
@@ -721,6 +745,7 @@ packet_in_rate = 20000
 packet_in_burst = 2000
 flow_limit = 1000
 flow_limit_total = 5000
+tunnel_refresh_secs = 30
 
 [[bridge.port]]
 spec = "null:sink"
@@ -730,6 +755,8 @@ spec = "null:sink"
         assert_eq!(b.packet_in_limit.burst, 2_000);
         assert_eq!(b.pipeline.table_capacity, 1_000);
         assert_eq!(b.pipeline.total_capacity, 5_000);
+        assert_eq!(b.tunnel_refresh, std::time::Duration::from_secs(30));
+        assert!(check_tunnel_refresh(0).unwrap_err().contains("1 to 86400"));
         assert_eq!(b.datapath_id, Some(0xa1));
         assert_eq!(b.controllers.len(), 2);
         assert_eq!(b.fail_mode, agent::FailMode::Secure);

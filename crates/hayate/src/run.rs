@@ -151,6 +151,7 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
         packet_in_limit: agent::RateLimit::default(),
         pipeline: pipeline::PipelineConfig::default(),
         packet_in_port: None,
+        tunnel_refresh: crate::tunnels::REFRESH_INTERVAL,
     }])
 }
 
@@ -426,6 +427,7 @@ pub(crate) fn start_bridge(
         handle.tunnels(),
         sw.cell.clone(),
         underlays,
+        b.tunnel_refresh,
     ));
     let lanes: u16 = sw.ports.iter().map(|p| p.port.priority_queues()).sum();
     eprintln!(

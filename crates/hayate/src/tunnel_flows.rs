@@ -1,10 +1,12 @@
 //! The control side of tunnel ports whose remote or VNI the flows choose (`remote=flow`,
 //! `vni=flow`; issue 18): which (port, remote, VNI) destinations the datapath asked for
 //! ([`datapath::Tunnels::take_requests`]), their outer headers resolved from the host's
-//! routing and neighbour tables each second like a fixed tunnel's, and published to the
-//! datapath ([`datapath::Tunnels::set_flow_outputs`]) when they change. Destinations no
-//! megaflow has used for [`FORGET_AFTER`] passes are forgotten; at most [`MAX_DESTS`] are
-//! kept. The design is in the `tunnel` crate's `lib.rs`.
+//! routing and neighbour tables like a fixed tunnel's, and published to the datapath
+//! ([`datapath::Tunnels::set_flow_outputs`]) when they change. A new destination is resolved
+//! as soon as the datapath asks ([`FlowDests::resolve_requests`], on its wake); every
+//! periodic pass ([`FlowDests::refresh`], each second by default) resolves them all again.
+//! Destinations no megaflow has used for [`FORGET_AFTER`] periodic passes are forgotten; at
+//! most [`MAX_DESTS`] are kept. The design is in the `tunnel` crate's `lib.rs`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
@@ -18,7 +20,12 @@ use crate::tunnels::{StaticHop, TunnelConf, Underlay};
 /// rest counted as `tunnel_unresolved`, and a warning logged).
 pub const MAX_DESTS: usize = 4096;
 
-/// Passes (seconds) a destination is kept after its last megaflow went.
+/// Resolutions of a new destination that cannot be reached yet (its next hop's MAC being
+/// resolved, say) before the next periodic pass: the thread tries again after 10, 20, 40 ...
+/// ms (`tunnels/thread.rs`), then leaves it to the periodic passes.
+pub const EARLY_TRIES: u8 = 6;
+
+/// Periodic passes (seconds, by default) a destination is kept after its last megaflow went.
 pub const FORGET_AFTER: u32 = 60;
 
 /// Where output to one remote goes: the underlay port, the outer headers, the local address
@@ -96,6 +103,20 @@ struct Dest {
     found: Option<Outcome>,
     /// Passes since a megaflow last used its headers.
     idle: u32,
+    /// Resolutions between periodic passes so far; [`EARLY_TRIES`] once it was reachable.
+    tries: u8,
+}
+
+impl Dest {
+    /// Whether it is resolved between periodic passes: never resolved yet, or not reachable
+    /// and not tried early [`EARLY_TRIES`] times.
+    fn early(&self) -> bool {
+        match self.found {
+            None => true,
+            Some(Err(_)) => self.tries < EARLY_TRIES,
+            Some(Ok(_)) => false,
+        }
+    }
 }
 
 /// The per-flow destinations of a bridge's tunnels.
@@ -130,11 +151,19 @@ fn per_flow(spec: &TunnelSpec) -> Option<PerFlowPort> {
     (remote.is_none() || vni.is_none()).then_some(PerFlowPort { remote, vni })
 }
 
+/// The tunnel ports of `tunnels` that leave their remote or VNI to the flow.
+fn per_flow_ports(tunnels: &[TunnelConf]) -> Vec<(u32, PerFlowPort)> {
+    tunnels
+        .iter()
+        .filter_map(|t| Some((t.ofport, per_flow(&t.spec)?)))
+        .collect()
+}
+
 impl FlowDests {
-    /// One pass: tells `dp` which of `tunnels` take their remote or VNI from the flow, takes
-    /// the destinations it asked for, resolves every destination kept, forgets idle ones, and
-    /// publishes the headers when they changed. Returns whether the datapath's megaflows must
-    /// be dropped (so that they compile, and ask, again).
+    /// One periodic pass: tells `dp` which of `tunnels` take their remote or VNI from the
+    /// flow, takes the destinations it asked for, resolves every destination kept, forgets
+    /// idle ones, and publishes the headers when they changed. Returns whether the
+    /// datapath's megaflows must be dropped (so that they compile, and ask, again).
     pub fn refresh(
         &mut self,
         dp: &Tunnels,
@@ -142,14 +171,52 @@ impl FlowDests {
         underlays: &[Underlay],
         resolver: &mut Resolver,
     ) -> bool {
-        let ports: Vec<(u32, PerFlowPort)> = tunnels
-            .iter()
-            .filter_map(|t| Some((t.ofport, per_flow(&t.spec)?)))
-            .collect();
+        let ports = per_flow_ports(tunnels);
         dp.set_per_flow(ports.clone());
+        let mut changed = self.take_requests(dp, &ports);
+        let used: HashSet<FlowDest> = dp.flow_outputs_in_use().into_iter().collect();
+        let before = self.dests.len();
+        self.dests.retain(|d, e| {
+            e.idle = if used.contains(d) { 0 } else { e.idle + 1 };
+            e.idle <= FORGET_AFTER && ports.iter().any(|p| p.0 == d.ofport)
+        });
+        if self.dests.len() < before {
+            // Forgotten: their megaflows (if any are left) compile again and ask again.
+            self.full_logged = false;
+            changed = true;
+        }
+        changed |= self.resolve(tunnels, underlays, resolver, false);
+        if changed {
+            dp.set_flow_outputs(self.outputs());
+        }
+        changed
+    }
+
+    /// Between periodic passes, when the datapath asked (it raised its
+    /// [`datapath::Tunnels::request_signal`]) or an early try is due: takes the destinations
+    /// it asked for and resolves those, and those not reachable yet that have early tries
+    /// left, publishing their headers. Ages and re-resolves nothing else (the periodic pass
+    /// does). Returns whether the datapath's megaflows must be dropped.
+    pub fn resolve_requests(
+        &mut self,
+        dp: &Tunnels,
+        tunnels: &[TunnelConf],
+        underlays: &[Underlay],
+        resolver: &mut Resolver,
+    ) -> bool {
+        let mut changed = self.take_requests(dp, &per_flow_ports(tunnels));
+        changed |= self.resolve(tunnels, underlays, resolver, true);
+        if changed {
+            dp.set_flow_outputs(self.outputs());
+        }
+        changed
+    }
+
+    /// Takes the destinations `dp` asked for and keeps those of per-flow `ports`, as room
+    /// allows. Returns whether the datapath's queue overflowed (the megaflows that lost
+    /// their requests must compile, and ask, again).
+    fn take_requests(&mut self, dp: &Tunnels, ports: &[(u32, PerFlowPort)]) -> bool {
         let (asked, overflowed) = dp.take_requests();
-        // A full queue lost requests: the megaflows that made them must ask again.
-        let mut changed = overflowed;
         for d in asked {
             if self.dests.contains_key(&d) || !ports.iter().any(|p| p.0 == d.ofport) {
                 continue;
@@ -171,21 +238,37 @@ impl FlowDests {
                 Dest {
                     found: None,
                     idle: 0,
+                    tries: 0,
                 },
             );
         }
-        let used: HashSet<FlowDest> = dp.flow_outputs_in_use().into_iter().collect();
-        let before = self.dests.len();
-        self.dests.retain(|d, e| {
-            e.idle = if used.contains(d) { 0 } else { e.idle + 1 };
-            e.idle <= FORGET_AFTER && ports.iter().any(|p| p.0 == d.ofport)
-        });
-        if self.dests.len() < before {
-            // Forgotten: their megaflows (if any are left) compile again and ask again.
-            self.full_logged = false;
-            changed = true;
-        }
+        overflowed
+    }
+
+    /// Whether a destination is not reachable yet and has early tries left.
+    pub fn waiting(&self) -> bool {
+        self.dests
+            .values()
+            .any(|e| matches!(e.found, Some(Err(_))) && e.early())
+    }
+
+    /// Resolves the destinations kept (`only_new`: those resolved between periodic passes,
+    /// [`Dest::early`]) and notes the outcomes. Returns whether what is sent changed.
+    fn resolve(
+        &mut self,
+        tunnels: &[TunnelConf],
+        underlays: &[Underlay],
+        resolver: &mut Resolver,
+        only_new: bool,
+    ) -> bool {
+        let mut changed = false;
         for (d, e) in self.dests.iter_mut() {
+            if only_new {
+                if !e.early() {
+                    continue;
+                }
+                e.tries += 1;
+            }
             let Some(t) = tunnels.iter().find(|t| t.ofport == d.ofport) else {
                 continue;
             };
@@ -214,6 +297,9 @@ impl FlowDests {
                     d.vni,
                 ),
             };
+            if outcome.is_ok() {
+                e.tries = EARLY_TRIES;
+            }
             if same(&e.found, &outcome) {
                 continue;
             }
@@ -236,9 +322,6 @@ impl FlowDests {
             // Only a change of what is sent matters to the megaflows.
             changed |= outcome.is_ok() || matches!(e.found, Some(Ok(_)));
             e.found = Some(outcome);
-        }
-        if changed {
-            dp.set_flow_outputs(self.outputs());
         }
         changed
     }
@@ -326,5 +409,31 @@ mod tests {
         }
         assert!(f.refresh(&dp, &tunnels, &[], &mut resolver), "forgotten");
         assert!(f.dests.is_empty());
+    }
+
+    /// A destination asked for that cannot be reached is tried again between periodic
+    /// passes [`EARLY_TRIES`] times, then left to them; it stays kept, unpublished.
+    #[test]
+    fn a_destination_not_reachable_yet_is_tried_early_a_bounded_number_of_times() {
+        let Ok(mut resolver) = Resolver::new() else {
+            eprintln!("skipped: no route netlink socket");
+            return;
+        };
+        let dp = Tunnels::new();
+        let tunnels = [conf(9, "vxlan:remote=flow,vni=flow,underlay=nosuchport")];
+        let mut f = FlowDests::default();
+        f.refresh(&dp, &tunnels, &[], &mut resolver);
+        let fields = datapath::tunnel_flows::TunFields {
+            dst: Some("203.0.113.9".parse().unwrap()),
+            id: Some(3),
+        };
+        dp.send(9, &fields);
+        assert!(!f.waiting(), "not taken yet");
+        for i in 1..=EARLY_TRIES {
+            assert!(!f.resolve_requests(&dp, &tunnels, &[], &mut resolver));
+            assert_eq!(f.waiting(), i < EARLY_TRIES, "after {i} tries");
+        }
+        assert_eq!(f.dests.len(), 1);
+        assert!(f.outputs().is_empty());
     }
 }

@@ -1,7 +1,10 @@
 //! A bridge's tunnel ports (issue 18): `vxlan:`/`geneve:` port specs, which bridge port is
 //! their underlay, and the housekeeping that resolves every remote's next hop each second
-//! and publishes the outer headers and the underlay's termination to the datapath
-//! ([`datapath::Tunnels`]). The design is in the `tunnel` crate's `lib.rs`.
+//! (the bridge's `tunnel_refresh_secs`) and publishes the outer headers and the underlay's
+//! termination to the datapath ([`datapath::Tunnels`]). Between those passes the
+//! housekeeping thread wakes as soon as the datapath asks for a per-flow destination
+//! ([`datapath::Tunnels::request_signal`]) and resolves just that
+//! ([`Housekeeping::resolve_requests`]). The design is in the `tunnel` crate's `lib.rs`.
 //!
 //! A tunnel port has no queues: it is an OpenFlow port of the bridge whose backend is a
 //! [`TunnelIface`] (`tunnel_iface.rs`), added and removed like any port (`plug.rs`: at start,
@@ -14,12 +17,14 @@
 //! asked of the kernel.
 
 mod static_hop;
+mod thread;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
 
+use datapath::tunnel_flows::RequestSignal;
 use datapath::Tunnels;
 use pipeline::{PipelineCell, PortInfo};
 use tunnel::{EncapTemplate, PerFlow, Resolver, Terminator, TunnelKind, TunnelPort, TunnelSpec};
@@ -316,6 +321,20 @@ impl Housekeeping {
             .refresh(dp, &self.tunnels, &self.underlays, &mut self.resolver);
         changed || flows
     }
+
+    /// Resolves and publishes the per-flow destinations `dp` asked for since the last pass
+    /// (and those not reachable yet that may be tried again early), nothing else. Returns
+    /// whether the datapath's megaflows must be dropped.
+    pub fn resolve_requests(&mut self, dp: &Tunnels) -> bool {
+        self.flows
+            .resolve_requests(dp, &self.tunnels, &self.underlays, &mut self.resolver)
+    }
+
+    /// Whether a per-flow destination asked for is not reachable yet and may be tried again
+    /// before the next periodic pass ([`crate::tunnel_flows::EARLY_TRIES`]).
+    pub fn waiting(&self) -> bool {
+        self.flows.waiting()
+    }
 }
 
 impl Housekeeping {
@@ -369,21 +388,34 @@ struct Tracked {
     hk: Option<Housekeeping>,
 }
 
+/// How often the housekeeping resolves every tunnel again, by default.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// A bridge's tunnel ports and their housekeeping, shared by the port plug (tunnel ports
 /// and underlay candidates come and go with add-port / del-port) and the housekeeping
-/// thread, which starts with the first tunnel port and runs once a second while the bridge
-/// and its datapath live.
+/// thread, which starts with the first tunnel port and runs while the bridge and its
+/// datapath live: a pass every `interval`, and a resolution of the per-flow destinations
+/// the datapath asks for as soon as it asks.
 pub struct BridgeTunnels {
     state: Mutex<Tracked>,
     dp: Weak<Tunnels>,
     cell: Arc<PipelineCell>,
     started: Once,
+    /// Raised by the datapath when it asks for destinations; by `drop`, to end the thread.
+    signal: Arc<RequestSignal>,
+    /// Between periodic passes.
+    interval: Duration,
 }
 
 impl BridgeTunnels {
     /// The tunnels of the bridge whose datapath tunnel table is `dp`, whose megaflows
-    /// `cell` drops, over its `underlays` so far.
-    pub fn new(dp: &Arc<Tunnels>, cell: Arc<PipelineCell>, underlays: Vec<Underlay>) -> Self {
+    /// `cell` drops, over its `underlays` so far, resolved again every `interval`.
+    pub fn new(
+        dp: &Arc<Tunnels>,
+        cell: Arc<PipelineCell>,
+        underlays: Vec<Underlay>,
+        interval: Duration,
+    ) -> Self {
         BridgeTunnels {
             state: Mutex::new(Tracked {
                 underlays,
@@ -392,6 +424,8 @@ impl BridgeTunnels {
             dp: Arc::downgrade(dp),
             cell,
             started: Once::new(),
+            signal: dp.request_signal(),
+            interval,
         }
     }
 
@@ -432,7 +466,8 @@ impl BridgeTunnels {
             hk.add(conf, iface);
             self.refresh(hk);
         }
-        self.started.call_once(|| spawn(Arc::downgrade(self)));
+        self.started
+            .call_once(|| thread::spawn(Arc::downgrade(self), self.signal.clone(), self.interval));
     }
 
     /// Adds a bridge port that can carry tunnels.
@@ -478,30 +513,10 @@ impl BridgeTunnels {
     }
 }
 
-/// Runs the housekeeping of `tunnels` once a second while it lives.
-fn spawn(tunnels: Weak<BridgeTunnels>) {
-    let run = move || loop {
-        std::thread::sleep(Duration::from_secs(1));
-        let Some(t) = tunnels.upgrade() else {
-            return;
-        };
-        let Some(dp) = t.dp.upgrade() else {
-            return;
-        };
-        let mut st = t.lock();
-        let Some(hk) = st.hk.as_mut() else {
-            continue;
-        };
-        if hk.refresh(&dp) {
-            t.cell.invalidate_megaflows();
-        }
-        hk.report_drops(&dp);
-    };
-    if let Err(e) = std::thread::Builder::new()
-        .name("hayate-tunnels".into())
-        .spawn(run)
-    {
-        eprintln!("warning: tunnel housekeeping did not start: {e}");
+impl Drop for BridgeTunnels {
+    /// Wakes the housekeeping thread, which finds the bridge gone and ends.
+    fn drop(&mut self) {
+        self.signal.raise();
     }
 }
 
@@ -526,5 +541,55 @@ mod tests {
             Some("eth1")
         );
         assert_eq!(Underlay::of(2, "p2", "null:").ifname, None);
+    }
+
+    /// With a day between periodic passes, a per-flow destination the datapath asks for is
+    /// still resolved: the request wakes the housekeeping thread, which publishes its
+    /// headers (a static next hop, so the kernel's tables play no part).
+    #[test]
+    fn a_destination_the_datapath_asks_for_is_resolved_without_waiting_for_a_pass() {
+        use datapath::tunnel_flows::TunFields;
+        use datapath::tunnels::TunnelSend;
+
+        if Resolver::new().is_err() {
+            eprintln!("skipped: no route netlink socket");
+            return;
+        }
+        let (_control, cell) = pipeline::Control::new(pipeline::PipelineConfig::default());
+        let dp = Arc::new(Tunnels::new());
+        let day = Duration::from_secs(86_400);
+        let bt = Arc::new(BridgeTunnels::new(
+            &dp,
+            cell,
+            vec![Underlay::of(1, "up", "null:")],
+            day,
+        ));
+        let spec = "vxlan:remote=flow,vni=flow,local=192.0.2.1,underlay=up,\
+                    nexthop_mac=02:00:00:00:00:02,local_mac=02:00:00:00:00:01";
+        let conf = conf(3, "vflow", spec).unwrap().unwrap();
+        bt.add_tunnel(conf, Arc::new(TunnelIface::new("vflow")));
+        let fields = TunFields {
+            dst: Some("192.0.2.2".parse().unwrap()),
+            id: Some(42),
+        };
+        assert!(
+            matches!(dp.send(3, &fields), Some(TunnelSend::Drop(_))),
+            "not resolved before it is asked for"
+        );
+        // Bounded: a missing wake fails here, a day before the next pass.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let out = loop {
+            if let Some(TunnelSend::Out(o)) = dp.send(3, &fields) {
+                break o;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the destination was not resolved: the housekeeping was not woken"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(out.underlay, 1);
+        assert_eq!(&out.template.header()[..6], &[2, 0, 0, 0, 0, 2]);
+        drop(bt);
     }
 }

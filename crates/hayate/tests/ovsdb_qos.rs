@@ -1,8 +1,10 @@
 //! A Port's QoS and Queue rows through the stock OVSDB server and `ovs-vsctl`, as Open
 //! vSwitch's users write them: `hayate run --ovsdb` gives the port those egress queues
-//! (`ovs-ofctl queue-get-config` shows their rates), a Queue changed to a minimum above its
-//! maximum reaches the Interface's `error` column naming the fix, and fixing it clears the
-//! error and applies the new rates.
+//! (`ovs-ofctl queue-get-config` shows their rates); a Queue's new rate and the Interface's
+//! new ingress policing apply to the running port, whose counters go on (`ovs-ofctl
+//! dump-ports`: it was not taken out and added again); a Queue changed to a minimum above its
+//! maximum reaches the Interface's `error` column naming the fix while the port runs on with
+//! its old rates, and fixing it clears the error and applies the new rates.
 
 mod netns;
 
@@ -10,6 +12,25 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use netns::{hayate_bin, must, Net};
+
+/// Packet-outs sent to the port each time.
+const PACKET_OUTS: u64 = 20;
+
+/// A broadcast ARP request (the port's kernel side receives it and answers nothing).
+const FRAME: &str = concat!(
+    "ffffffffffff020000000099080600010800060400010200000000990a4e0009",
+    "0000000000000a4e0009"
+);
+
+/// Port 1's `tx pkts` in `ovs-ofctl dump-ports` output.
+fn tx_packets(dump: &str) -> Option<u64> {
+    let at = dump.find("tx pkts=")? + "tx pkts=".len();
+    let digits: String = dump[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
 
 /// A child process (or the detached server, by its pid file) stopped when dropped.
 enum Stop {
@@ -154,7 +175,85 @@ fn qos_and_queue_rows_become_a_ports_egress_queues() {
         logs()
     );
 
-    // A minimum above the maximum: the Interface's error says so and how to fix it.
+    // Counters before a change of rates: packet-outs to the port (its kernel side up, IPv6
+    // off so the kernel sends nothing of its own).
+    must(&[
+        "ip",
+        "netns",
+        "exec",
+        &sw,
+        "sysctl",
+        "-qw",
+        &format!("net.ipv6.conf.{port}.disable_ipv6=1"),
+    ]);
+    must(&["ip", "-n", &sw, "link", "set", &port, "up"]);
+    let send = || {
+        for _ in 0..PACKET_OUTS {
+            must(&[
+                "ovs-ofctl",
+                "-O",
+                "OpenFlow13",
+                "packet-out",
+                &mgmt,
+                &format!("in_port=controller packet={FRAME} actions=output:1"),
+            ]);
+        }
+    };
+    let tx = || {
+        tx_packets(&must(&[
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "dump-ports",
+            &mgmt,
+            "1",
+        ]))
+    };
+    send();
+    assert!(
+        eventually(|| tx() == Some(PACKET_OUTS)),
+        "tx before: {:?}",
+        tx()
+    );
+    // New rates for queue 1 and ingress policing: they apply to the running port.
+    let q1 = vsctl(&[
+        "--columns=_uuid",
+        "--bare",
+        "find",
+        "queue",
+        "other_config:min-rate=1000000",
+    ]);
+    vsctl(&["set", "queue", &q1, "other_config:max-rate=8000000"]);
+    vsctl(&[
+        "set",
+        "interface",
+        &port,
+        "ingress_policing_rate=1000",
+        "ingress_policing_burst=100",
+    ]);
+    assert!(
+        eventually(|| config().contains("queue 1: min_rate:10.0% max_rate:80.0%")),
+        "{}",
+        config()
+    );
+    let policing = "ingress_policing_rate=1000,ingress_policing_burst=100";
+    assert!(
+        eventually(|| net.ctl("br0", &["show"]).contains(policing)),
+        "{}",
+        net.ctl("br0", &["show"])
+    );
+    // The same port: its counters went on, and it was never taken out.
+    assert_eq!(tx(), Some(PACKET_OUTS), "tx after the change of rates");
+    send();
+    assert!(
+        eventually(|| tx() == Some(2 * PACKET_OUTS)),
+        "tx after more packet-outs: {:?}",
+        tx()
+    );
+    assert!(logs().contains("OVSDB: port rates set"), "{}", logs());
+
+    // A minimum above the maximum: the Interface's error says so and how to fix it, and the
+    // port runs on with its old rates meanwhile.
     let q2 = vsctl(&[
         "--columns=_uuid",
         "--bare",
@@ -168,6 +267,8 @@ fn qos_and_queue_rows_become_a_ports_egress_queues() {
         error.contains("lower min_rate or raise max_rate"),
         "{error}"
     );
+    assert!(config().contains("queue 2: max_rate:3.0%"), "{}", config());
+    assert_eq!(vsctl(&["get", "interface", &port, "ofport"]), "1");
     vsctl(&["set", "queue", &q2, "other_config:min-rate=200000"]);
     assert_eq!(vsctl(&["get", "interface", &port, "error"]), "[]");
     assert!(
@@ -175,4 +276,6 @@ fn qos_and_queue_rows_become_a_ports_egress_queues() {
         "{}",
         config()
     );
+    assert_eq!(tx(), Some(2 * PACKET_OUTS), "tx after the refused rates");
+    assert!(!logs().contains("OVSDB: port removed"), "{}", logs());
 }

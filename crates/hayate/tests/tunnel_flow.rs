@@ -1,8 +1,9 @@
 //! A `remote=flow,vni=flow` VXLAN port of `hayate run` (issue 18): the flows pick the remote
 //! and the VNI (`set_field:IP->tun_dst,set_tunnel:42`), Hayate's control side resolves the
-//! next hop the first packets ask for, and a VM behind Hayate reaches a VM behind a Linux
-//! kernel VXLAN device in another namespace; the return flow matches `tun_src` (an IPv4
-//! underlay). The VM behind Hayate keeps its TCP offloads on: its super-packets are cut into
+//! next hop the first packets ask for as soon as they ask (the bridge's periodic passes are a
+//! day apart here, so only the datapath's wake can resolve it), and a VM behind Hayate
+//! reaches a VM behind a Linux kernel VXLAN device in another namespace; the return flow
+//! matches `tun_src` (an IPv4 underlay). The VM behind Hayate keeps its TCP offloads on: its super-packets are cut into
 //! segments and each is encapsulated, so iperf3 TCP runs through the tunnel. Packet-outs to
 //! the tunnel port (`ovs-ofctl packet-out ... set_tunnel:42,...->tun_dst,output:3`) reach
 //! the kernel's VXLAN device.
@@ -107,7 +108,7 @@ fn flows_pick_the_remote_and_vni_of_a_flow_based_vxlan_port() {
         format!("afpacket:{u1},vnet_hdr=off"),
         format!("vxlan:remote=flow,vni=flow,local={UNDERLAY_1},underlay={u1}"),
     ];
-    let hayate = net.hayate(
+    let hayate = net.hayate_with(
         &h1,
         &ports,
         &[
@@ -115,6 +116,7 @@ fn flows_pick_the_remote_and_vni_of_a_flow_based_vxlan_port() {
             &format!("in_port=3,tun_id=42,tun_src={UNDERLAY_2},actions=output:1"),
         ],
         &[1],
+        "tunnel_refresh_secs = 86400",
     );
     net.configure(&vm1, &h1);
     ip(&vm1.host_ns, &["link", "set", &vm1.host_if, "mtu", "1450"]);
@@ -125,7 +127,8 @@ fn flows_pick_the_remote_and_vni_of_a_flow_based_vxlan_port() {
             .success(),
         "underlay ping"
     );
-    // The first packets ask for the destination; it resolves within a second or so.
+    // The first packets ask for the destination; the request wakes the control side, which
+    // resolves it at once (the next periodic pass is a day away).
     let ok = (0..10).any(|_| vm1.reaches("10.78.0.2"));
     assert!(ok, "VM 1 -> VM 2; log: {}", hayate.log_text());
     assert!(vm1.ping("10.78.0.2", 3), "ping VM 1 -> VM 2");

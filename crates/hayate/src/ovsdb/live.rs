@@ -1,7 +1,9 @@
 //! The switch as it runs, brought to what the database wants: bridges started and stopped,
 //! ports plugged in and out of running bridges (the live plugging of `hayate ctl add-port`,
 //! [`agent::ofproto::OfBridge::add_port`]), the error of each interface that could not be
-//! applied. Only the difference is applied: a port whose row did not change is not touched.
+//! applied. Only the difference is applied: a port whose row did not change is not touched,
+//! and one whose QoS, Queue or ingress policing changed takes its new rates where it runs
+//! (`qos.rs`), without being taken out.
 //!
 //! A change of a bridge's controllers (or their inactivity probe) replaces its controller
 //! connections, a change of its fail mode adds or removes the fail-open flow; both keep its
@@ -20,8 +22,10 @@ use crate::run::Running;
 pub struct LivePort {
     /// The Interface row.
     pub uuid: String,
-    /// The spec it was opened from.
+    /// The spec it was opened from, with the rates it runs with now.
     pub spec: String,
+    /// That spec without the rates its rows add (what opened the port).
+    pub base: String,
     /// `ofport_request` when it was added.
     pub request: Option<u32>,
     /// Its OpenFlow number.
@@ -106,12 +110,23 @@ impl Live {
                 }
             }
         }
+        // Ports whose rates only changed keep running, with the new rates or, when those are
+        // refused, the old ones.
+        let mut kept = BTreeSet::new();
+        for (name, b) in &mut self.bridges {
+            for (iname, uuid, e) in retune(b, &want.bridges[name]) {
+                tracing::warn!(bridge = %name, port = %iname, "OVSDB: rates refused: {e}");
+                self.errors.insert(uuid, e);
+                kept.insert((name.clone(), iname));
+            }
+        }
         // Ports that go or changed.
         for (name, b) in &mut self.bridges {
             let w = &want.bridges[name];
             let stale: Vec<String> = b
                 .ports
                 .iter()
+                .filter(|(n, _)| !kept.contains(&(name.clone(), (*n).clone())))
                 .filter(|(n, p)| match w.ifaces.get(*n) {
                     None => true,
                     Some(i) => {
@@ -226,6 +241,7 @@ impl Live {
                     LivePort {
                         uuid: i.uuid.clone(),
                         spec: spec.clone(),
+                        base: i.base.clone().unwrap_or_else(|| spec.clone()),
                         request: i.ofport_request,
                         ofport,
                         mac: mac_in_use(iname, hw),
@@ -245,6 +261,36 @@ impl Live {
             runner.stop(b.running);
         }
     }
+}
+
+/// Gives the running ports of `b` whose spec in `w` differs in its rates only those rates
+/// ([`super::qos::rates_change`]), and notes the spec. Returns the ports whose new rates
+/// are refused, which keep running with their old ones: `(name, Interface UUID, why)`.
+fn retune(b: &mut LiveBridge, w: &super::want::BridgeWant) -> Vec<(String, String, String)> {
+    let mut refused = Vec::new();
+    for (name, p) in &mut b.ports {
+        let Some(i) = w.ifaces.get(name) else {
+            continue;
+        };
+        let (Ok(spec), Some(base)) = (&i.spec, &i.base) else {
+            continue;
+        };
+        if i.uuid != p.uuid || i.ofport_request.is_some_and(|r| r != p.ofport) {
+            continue;
+        }
+        match super::qos::rates_change((&p.base, &p.spec), (base, spec)) {
+            None => {}
+            Some(Ok(o)) => {
+                let dp = &b.running.1;
+                dp.set_policing(p.ofport, o.policing);
+                dp.set_egress(p.ofport, o.egress);
+                tracing::info!(port = %name, ofport = p.ofport, "OVSDB: port rates set");
+                p.spec = spec.clone();
+            }
+            Some(Err(e)) => refused.push((name.clone(), i.uuid.clone(), e)),
+        }
+    }
+    refused
 }
 
 /// The ring a patch port's spec names.

@@ -269,6 +269,7 @@ impl live::Runner for Bridges<'_> {
             packet_in_limit: agent::RateLimit::default(),
             pipeline: pipeline::PipelineConfig::default(),
             packet_in_port: None,
+            tunnel_refresh: crate::tunnels::REFRESH_INTERVAL,
         };
         let mut settings = openflow_settings(self.args, &b, 1)?;
         settings.default_listener = false;

@@ -1,5 +1,9 @@
 //! A Port's `qos` (Open vSwitch's QoS and Queue tables) as the egress options of its port
-//! spec (`port::egress`), so a change to them replugs the port as any spec change does.
+//! spec (`port::egress`). A change to them, or to the Interface's `ingress_policing_rate` /
+//! `_burst` (the spec's policing options), is applied to the running port
+//! ([`datapath::Running::set_egress`], [`datapath::Running::set_policing`]; [`rates_change`]
+//! tells such a change from one that needs the port opened again): its counters and its
+//! traffic go on.
 //!
 //! | database | spec option |
 //! |---|---|
@@ -14,6 +18,7 @@
 
 use ovsdb::datum::{map, uuid};
 use ovsdb::{Replica, Row};
+use port::dp_options::{split_spec, DatapathOptions};
 
 /// The spec options of port row `prow`'s QoS, empty when it has none.
 pub(super) fn options(r: &Replica, prow: &Row) -> String {
@@ -53,6 +58,21 @@ pub(super) fn options(r: &Replica, prow: &Row) -> String {
     s
 }
 
+/// What a running port does when its spec changes from `old` to `new`, each given as `(the
+/// spec without the rates its rows add, the whole spec)`: `None` when nothing changed or the
+/// port must be opened again (another backend or option; a tunnel port); else the rates
+/// (ingress policing, egress queues) of `new` that it takes where it runs, or why they are
+/// refused (it keeps its old ones meanwhile).
+pub(super) fn rates_change(
+    (old_base, old): (&str, &str),
+    (new_base, new): (&str, &str),
+) -> Option<Result<DatapathOptions, String>> {
+    if old == new || old_base != new_base || crate::tunnels::conf(0, "", old).is_some() {
+        return None;
+    }
+    Some(split_spec(new).map(|(_, o)| o).map_err(|e| e.to_string()))
+}
+
 /// Bits (or bit/s) as kbit, rounded up; 0 stays 0 (which the spec refuses by name).
 fn kbit(bits: u64) -> u64 {
     bits.div_ceil(1000)
@@ -88,5 +108,32 @@ mod tests {
         assert_eq!(o.egress.max_kbps, 10_000);
         assert_eq!(o.egress.queues[&1].min_kbps, 1000);
         assert_eq!(options(&r, r.row("Port", "p2").unwrap()), "");
+    }
+
+    #[test]
+    fn a_change_of_rates_only_is_told_from_one_that_reopens_the_port() {
+        let base = "afpacket:veth1";
+        let old = (
+            base,
+            "afpacket:veth1,qos_max_rate=10000,queue=1:max_rate=5000",
+        );
+        let change = |new: &str| rates_change(old, (base, new));
+        let o = change("afpacket:veth1,qos_max_rate=20000,ingress_policing_rate=100")
+            .expect("rates only")
+            .unwrap();
+        assert_eq!(o.egress.max_kbps, 20_000);
+        assert!(o.egress.queues.is_empty(), "queue 1 went");
+        assert_eq!(o.policing.rate_kbps, 100);
+        let o = change(base).expect("rates off").unwrap();
+        assert!(!o.egress.is_on() && !o.policing.is_on());
+        assert!(change(old.1).is_none(), "no change");
+        let e = change("afpacket:veth1,queue=1:min_rate=9:max_rate=5")
+            .expect("rates only")
+            .unwrap_err();
+        assert!(e.contains("raise max_rate"), "refused, and why: {e}");
+        let other = rates_change(old, ("afpacket:veth2", "afpacket:veth2,qos_max_rate=10000"));
+        assert!(other.is_none(), "another backend: opened again");
+        let vx = "vxlan:remote=192.0.2.2,vni=1";
+        assert!(rates_change((vx, vx), (vx, &format!("{vx},qos_max_rate=5"))).is_none());
     }
 }

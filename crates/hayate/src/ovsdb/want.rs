@@ -66,6 +66,9 @@ pub struct IfaceWant {
     pub uuid: String,
     /// The port spec, or the error for its `error` column.
     pub spec: Result<String, String>,
+    /// The port spec without the ingress policing and egress queue options its rows add
+    /// (`None` with an error): what opens the port; the rest a running port takes as is.
+    pub base: Option<String>,
     /// `ofport_request` (LOCAL for the bridge's own internal interface).
     pub ofport_request: Option<u32>,
 }
@@ -147,7 +150,7 @@ fn bridge(r: &Replica, uuid: &str, row: &Row, name: &str, cx: &Context) -> Bridg
             };
             let iname = col_str(irow, "name").to_string();
             let kind = col_str(irow, "type");
-            let spec = if members.len() > 1 {
+            let base = if members.len() > 1 {
                 Err(format!(
                     "port {} has {} interfaces: bonds are not supported by Hayate",
                     col_str(prow, "name"),
@@ -155,8 +158,10 @@ fn bridge(r: &Replica, uuid: &str, row: &Row, name: &str, cx: &Context) -> Bridg
                 ))
             } else {
                 iface::spec(&iname, kind, &col_map(irow, "options"), cx)
-                    .map(|s| s + &policing(irow) + &super::qos::options(r, prow))
             };
+            let spec = base
+                .clone()
+                .map(|s| s + &policing(irow) + &super::qos::options(r, prow));
             let ofport_request = if iname == name && kind == "internal" {
                 Some(OFPP_LOCAL)
             } else {
@@ -169,6 +174,7 @@ fn bridge(r: &Replica, uuid: &str, row: &Row, name: &str, cx: &Context) -> Bridg
                 IfaceWant {
                     uuid: i.to_string(),
                     spec,
+                    base: base.ok(),
                     ofport_request,
                 },
             );
@@ -273,9 +279,11 @@ mod tests {
                 r#""name":"veth1","type":"","#,
                 &format!(r#""name":"veth1","type":"",{cols},"#),
             );
-            want(&replica(&rows), |n| n == "veth1", "/run/hayate").bridges["br0"].ifaces["veth1"]
-                .spec
-                .clone()
+            let w = want(&replica(&rows), |n| n == "veth1", "/run/hayate");
+            let i = &w.bridges["br0"].ifaces["veth1"];
+            // What opens the port does not change with its rates.
+            assert_eq!(i.base.as_deref(), Some("afpacket:veth1"));
+            i.spec.clone()
         };
         assert_eq!(
             with(r#""ingress_policing_rate":1000,"ingress_policing_burst":100"#).as_deref(),

@@ -69,7 +69,7 @@ pub fn ops(want: &Want, live: &Live, r: &Replica, pass: Pass, written: &mut Writ
         let lb = live.bridges.get(bname);
         if let (true, Some(b)) = (quick, lb) {
             if b.running.0.bridge.watches_links() {
-                link_states(&mut rows, bw, b);
+                link_states(&mut rows, bw, b, &live.errors);
             }
             controllers(&mut rows, &bw.controllers, b);
             continue;
@@ -96,7 +96,8 @@ pub fn ops(want: &Want, live: &Live, r: &Replica, pass: Pass, written: &mut Writ
             match port {
                 Some((b, p)) => {
                     if let Some(of) = ports.get(&p.ofport) {
-                        iface_up(&mut rows, &iw.uuid, b, of, &p.mac, full);
+                        let refused = live.errors.get(&iw.uuid);
+                        iface_up(&mut rows, &iw.uuid, (b, of, refused), &p.mac, full);
                     }
                 }
                 None => {
@@ -166,12 +167,26 @@ fn changes(rows: Rows, r: &Replica, full: bool, written: &mut Written) -> Vec<Va
     out
 }
 
-fn iface_up(rows: &mut Rows, uuid: &str, b: &LiveBridge, p: &OfPort, mac: &str, full: bool) {
+/// A running port's `error`: why its new rates were refused (it runs with its old ones), else
+/// why its link is down (a tunnel port's remote without a next hop), else none.
+fn running_error(refused: Option<&String>, link: Option<String>) -> Value {
+    enc_opt(refused.cloned().or(link).map(Value::from))
+}
+
+/// The columns of running port `p` of bridge `b` (`refused`: why its new rates were not
+/// taken).
+fn iface_up(
+    rows: &mut Rows,
+    uuid: &str,
+    (b, p, refused): (&LiveBridge, &OfPort, Option<&String>),
+    mac: &str,
+    full: bool,
+) {
     let ofport = p.no;
     let db_no = if ofport == OFPP_LOCAL { 65534 } else { ofport };
     rows.set("Interface", uuid, "ofport", json!(db_no));
-    let why = p.port.link_status();
-    rows.set("Interface", uuid, "error", enc_opt(why.map(Value::from)));
+    let error = running_error(refused, p.port.link_status());
+    rows.set("Interface", uuid, "error", error);
     let link = if p.port.link_up() { "up" } else { "down" };
     rows.set("Interface", uuid, "link_state", json!(link));
     rows.set("Interface", uuid, "admin_state", json!("up"));
@@ -197,7 +212,12 @@ fn iface_up(rows: &mut Rows, uuid: &str, b: &LiveBridge, p: &OfPort, mac: &str, 
 }
 
 /// The link state of every port of bridge `b`.
-fn link_states(rows: &mut Rows, bw: &super::want::BridgeWant, b: &LiveBridge) {
+fn link_states(
+    rows: &mut Rows,
+    bw: &super::want::BridgeWant,
+    b: &LiveBridge,
+    errors: &BTreeMap<String, String>,
+) {
     let ports: HashMap<u32, (bool, Option<String>)> = b
         .running
         .0
@@ -214,12 +234,8 @@ fn link_states(rows: &mut Rows, bw: &super::want::BridgeWant, b: &LiveBridge) {
             let link = if *up { "up" } else { "down" };
             rows.set("Interface", &iw.uuid, "link_state", json!(link));
             // A tunnel port says why its link is down (its remote's next hop).
-            rows.set(
-                "Interface",
-                &iw.uuid,
-                "error",
-                enc_opt(why.clone().map(Value::from)),
-            );
+            let error = running_error(errors.get(&iw.uuid), why.clone());
+            rows.set("Interface", &iw.uuid, "error", error);
         }
     }
 }
