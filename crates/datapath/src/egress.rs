@@ -3,17 +3,26 @@
 //! own (Open vSwitch's Queue `min-rate` / `max-rate` and QoS `max-rate`; the options are
 //! parsed in `port::egress`).
 //!
-//! What it is: policing at output, like Open vSwitch's `egress-policer` and `trtcm-policer`
-//! QoS types, not a shaper with a buffer like `linux-htb` — a poll-mode thread cannot hold
-//! packets for later. When a port's output batch is sent, each packet is judged by the queue
-//! it was put in (`pkt.meta.user`, set by the `set_queue` action; 0 when none was):
+//! Two kinds, by the port's QoS type (`port::egress::QosType`):
 //!
-//! 1. within its queue's `min_rate` (the committed bucket): it passes, whatever the other
-//!    queues send — the guarantee — and uses up room in the port's bucket (as a debt the
-//!    next refills pay when the bucket is empty, so the port's total stays within its cap);
-//! 2. else within its queue's `max_rate` (the peak bucket; no cap: always) and the port's
-//!    `qos_max_rate` (no cap: always): it passes;
-//! 3. else it is dropped and counted against its queue.
+//! - **Policing** (`egress-policer`, `trtcm-policer`; the default): when a port's output
+//!   batch is sent, each packet is judged by the queue it was put in (`pkt.meta.user`, set
+//!   by the `set_queue` action; 0 when none was):
+//!
+//!   1. within its queue's `min_rate` (the committed bucket): it passes, whatever the other
+//!      queues send — the guarantee — and uses up room in the port's bucket (as a debt the
+//!      next refills pay when the bucket is empty, so the port's total stays within its cap);
+//!   2. else within its queue's `max_rate` (the peak bucket; no cap: always) and the port's
+//!      `qos_max_rate` (no cap: always): it passes;
+//!   3. else it is dropped and counted against its queue.
+//!
+//! - **Shaping** (`linux-htb`): the packets of the batch join their queues instead, a ring
+//!   per queue that the sending poll thread owns ([`Backlog`], in `egress_backlog.rs`), and
+//!   leave when the same buckets allow — first what each queue's `min_rate` allows, then,
+//!   round robin over the queues, what each may borrow up to its `max_rate` from the room the
+//!   port's `qos_max_rate` has left. A full queue drops the arriving packet (tail drop,
+//!   counted as above). The thread releases what the buckets allow on every poll, packets or
+//!   not, and does not sleep while it holds any (`Executor::release_held`, `crate::pmd`).
 //!
 //! A packet whose queue the port lacks is dropped and counted as the port's
 //! `drop_queue_unknown`, except queue 0, which without a row of its own is limited by the
@@ -28,15 +37,20 @@
 //! pipeline's token bucket ([`pipeline::meter::TokenBucket`]), one atomic per bucket for the
 //! whole port. The cost per output batch: one relaxed load for a port without queues; with
 //! queues, per queue present in the batch one refill and one atomic update per bucket and
-//! three counter additions. No allocation, lock or system call.
+//! three counter additions; a shaped port's rings are allocated when its configuration
+//! changes, never per packet. No allocation, lock or system call per packet.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use packet::Packet;
 use pipeline::meter::TokenBucket;
 use port::egress::{default_burst, Egress, QueueRates, MAX_QUEUE_ID};
+
+#[path = "egress_backlog.rs"]
+mod backlog;
+pub(crate) use backlog::Backlog;
 
 /// Queues a port can have.
 const QUEUES: usize = MAX_QUEUE_ID as usize + 1;
@@ -51,8 +65,10 @@ pub struct QueueCounts {
     pub tx_packets: u64,
     /// Their bytes.
     pub tx_bytes: u64,
-    /// Packets over its rates, dropped.
+    /// Packets over its rates, dropped (policing), or arriving at a full queue (shaping).
     pub dropped: u64,
+    /// Packets it holds now, all poll threads together (shaping; a gauge).
+    pub backlog: u64,
 }
 
 /// One queue of a port, as the control side reads it ([`crate::Running::egress_queues`]).
@@ -76,6 +92,8 @@ struct QueueShaper {
     tx_packets: AtomicU64,
     tx_bytes: AtomicU64,
     dropped: AtomicU64,
+    /// Packets held, all threads together (shaping).
+    held: AtomicU64,
 }
 
 impl QueueShaper {
@@ -87,6 +105,7 @@ impl QueueShaper {
             tx_packets: AtomicU64::new(0),
             tx_bytes: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            held: AtomicU64::new(0),
         }
     }
 
@@ -113,6 +132,7 @@ impl QueueShaper {
             tx_packets: self.tx_packets.load(Ordering::Relaxed),
             tx_bytes: self.tx_bytes.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
+            backlog: self.held.load(Ordering::Relaxed),
         }
     }
 }
@@ -130,6 +150,10 @@ pub struct PortShaper {
     debt: AtomicU64,
     /// Packets for a queue the port lacks.
     unknown: AtomicU64,
+    /// Packets each queue holds per thread when the port shapes; 0: it polices.
+    backlog: AtomicU32,
+    /// Changes with every [`PortShaper::set`] (each thread's [`Backlog`] follows it).
+    generation: AtomicU64,
     /// What it was given (control side only).
     config: Mutex<Egress>,
 }
@@ -149,6 +173,8 @@ impl PortShaper {
             queues: std::array::from_fn(|_| QueueShaper::new()),
             debt: AtomicU64::new(0),
             unknown: AtomicU64::new(0),
+            backlog: AtomicU32::new(0),
+            generation: AtomicU64::new(0),
             config: Mutex::new(Egress::default()),
         };
         s.set(e);
@@ -166,7 +192,10 @@ impl PortShaper {
         for (id, q) in self.queues.iter().enumerate() {
             q.set(e.queues.get(&(id as u32)).copied());
         }
+        let backlog = if e.is_on() { e.backlog_limit() } else { 0 };
+        self.backlog.store(backlog, Ordering::Release);
         self.on.store(e.is_on(), Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
         *self.lock() = e;
     }
 
@@ -183,6 +212,38 @@ impl PortShaper {
     #[inline(always)]
     pub fn is_on(&self) -> bool {
         self.on.load(Ordering::Relaxed)
+    }
+
+    /// Whether packets above the rates wait in their queues (`linux-htb`) rather than being
+    /// dropped (one relaxed load).
+    #[inline(always)]
+    pub fn shapes(&self) -> bool {
+        self.backlog.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether queue `q` takes packets: one the port has, or queue 0.
+    #[inline(always)]
+    fn has_queue(&self, q: usize) -> bool {
+        q == 0
+            || self
+                .queues
+                .get(q)
+                .is_some_and(|s| s.on.load(Ordering::Relaxed))
+    }
+
+    /// Refills the port's bucket and pays what guaranteed traffic owes it; returns whether
+    /// the port has a cap.
+    #[inline]
+    fn refill_port(&self, now_ns: u64) -> bool {
+        let capped = self.port.rate() != 0;
+        if capped {
+            self.port.refill(now_ns);
+            if self.debt.load(Ordering::Relaxed) != 0 {
+                let d = self.debt.swap(0, Ordering::Relaxed);
+                self.owe(self.port.charge(d));
+            }
+        }
+        capped
     }
 
     /// Packets dropped for a queue the port lacks.
@@ -225,14 +286,7 @@ impl PortShaper {
     pub fn shape(&self, now_ns: u64, pkts: &[Packet]) -> u32 {
         let n = pkts.len().min(32);
         let mut todo = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
-        let capped = self.port.rate() != 0;
-        if capped {
-            self.port.refill(now_ns);
-            if self.debt.load(Ordering::Relaxed) != 0 {
-                let d = self.debt.swap(0, Ordering::Relaxed);
-                self.owe(self.port.charge(d));
-            }
-        }
+        let capped = self.refill_port(now_ns);
         let mut pass = 0u32;
         while todo != 0 {
             let q = pkts[todo.trailing_zeros() as usize].meta.user;
@@ -311,17 +365,29 @@ fn bits_of(pkts: &[Packet], set: u32) -> u64 {
 }
 
 /// Frees and takes out of `b` (one output batch, ≤ 32) what `shaper`, when the port has
-/// queues, refuses at time `now_ns`.
+/// queues, refuses at time `now_ns`; when it shapes, the packets of `b` join `backlog`'s
+/// queues and `b` takes what they may send now. Returns whether `backlog` holds packets.
 #[inline(always)]
 pub(crate) fn shape_batch(
     shaper: Option<&PortShaper>,
+    backlog: &mut Backlog,
     now_ns: u64,
     b: &mut packet::Batch,
     cache: &mut packet::PoolCache,
-) {
-    let Some(s) = shaper.filter(|s| s.is_on()) else {
-        return;
+) -> bool {
+    let Some(s) = shaper else {
+        return false;
     };
+    if s.shapes() || !backlog.is_empty() {
+        backlog.follow(s, cache);
+        if s.shapes() {
+            backlog.shape(s, now_ns, b, cache);
+            return !backlog.is_empty();
+        }
+    }
+    if !s.is_on() {
+        return false;
+    }
     let pass = s.shape(now_ns, b.as_slice());
     if pass.count_ones() as usize != b.len() {
         let mut j = 0;
@@ -334,6 +400,7 @@ pub(crate) fn shape_batch(
             |p| cache.free(p),
         );
     }
+    false
 }
 
 /// Every port's egress queues, by OpenFlow port number (control side; a mutex is fine here).

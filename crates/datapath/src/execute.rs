@@ -21,7 +21,7 @@
 
 use crate::bits::prefetch;
 use crate::capture::Tap;
-use crate::egress::{shape_batch, PortShaper, Shapers};
+use crate::egress::{shape_batch, Backlog, PortShaper, Shapers};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -227,6 +227,8 @@ pub struct TxPort {
     buf: Batch,
     /// The port's egress queues ([`crate::egress`]; none: not judged).
     shaper: Option<Arc<PortShaper>>,
+    /// What this thread holds in them when they shape ([`crate::egress`]).
+    backlog: Backlog,
 }
 
 impl TxPort {
@@ -238,6 +240,7 @@ impl TxPort {
             segment: false,
             buf: Batch::new(),
             shaper: None,
+            backlog: Backlog::default(),
         }
     }
 
@@ -269,6 +272,8 @@ pub struct Executor {
     /// Packet-ins this rx batch may still queue (`u32::MAX`: no bound; set per batch by
     /// the thread when [`crate::DpConfig::packet_in_port_rate`] is set).
     pub(crate) packet_in_allow: u32,
+    /// Some tx entry's shaped queues may hold packets ([`Executor::release_held`]).
+    held: bool,
 }
 
 impl Executor {
@@ -283,6 +288,7 @@ impl Executor {
             now_ns: 0,
             tap: Tap::default(),
             packet_in_allow: u32::MAX,
+            held: false,
         }
     }
 
@@ -740,12 +746,11 @@ impl Executor {
 
     fn send(&mut self, i: usize, st: &mut LocalStats) {
         let t = &mut self.tx[i];
-        shape_batch(
-            t.shaper.as_deref(),
-            self.now_ns,
-            &mut t.buf,
-            &mut self.cache,
-        );
+        let (s, now) = (t.shaper.as_deref(), self.now_ns);
+        self.held |= shape_batch(s, &mut t.backlog, now, &mut t.buf, &mut self.cache);
+        if t.buf.is_empty() {
+            return;
+        }
         if self.tap.active() {
             self.tap
                 .offer(t.ofport, false, t.buf.as_slice(), self.now_ns);
@@ -766,7 +771,8 @@ impl Executor {
             return;
         };
         if t.buf.is_empty() {
-            shape_batch(t.shaper.as_deref(), self.now_ns, batch, &mut self.cache);
+            let (s, now) = (t.shaper.as_deref(), self.now_ns);
+            self.held |= shape_batch(s, &mut t.backlog, now, batch, &mut self.cache);
             if batch.is_empty() {
                 return;
             }
@@ -788,6 +794,24 @@ impl Executor {
         while let Some(p) = self.pending.pop() {
             if !self.tx[p as usize].buf.is_empty() {
                 self.send(p as usize, st);
+            }
+        }
+    }
+
+    /// Whether shaped queues may hold packets: the thread must poll again soon, not sleep.
+    #[inline(always)]
+    pub fn holds_packets(&self) -> bool {
+        self.held
+    }
+
+    /// Sends what shaped queues may send by now (`now_ns`); call on every poll.
+    #[inline]
+    pub fn release_held(&mut self, st: &mut LocalStats) {
+        if std::mem::take(&mut self.held) {
+            for i in 0..self.tx.len() {
+                if !self.tx[i].backlog.is_empty() {
+                    self.send(i, st);
+                }
             }
         }
     }
@@ -815,6 +839,7 @@ impl Executor {
         let i = self.tx.iter().position(|t| t.ofport == ofport)?;
         let mut t = self.tx.remove(i);
         t.buf.free_into(&mut self.cache);
+        t.backlog.discard(t.shaper.as_deref(), &mut self.cache);
         Some(t.slot)
     }
 
@@ -837,6 +862,7 @@ impl Executor {
         self.pending.clear();
         for t in &mut self.tx {
             t.buf.free_into(&mut self.cache);
+            t.backlog.discard(t.shaper.as_deref(), &mut self.cache);
         }
     }
 }

@@ -9,14 +9,18 @@
 //! | `qos_max_rate=KBPS` | most kbit/s the port sends, all queues together (frame bytes) |
 //! | `qos_burst=KBIT` | that bucket's size, kbit (default: a tenth of a second of rate, at least [`MIN_DEFAULT_BURST_KBIT`]) |
 //! | `queue=ID:min_rate=KBPS:max_rate=KBPS:burst=KBIT` | queue `ID` (0 ..= [`MAX_QUEUE_ID`]): its guaranteed rate, its cap and its buckets' size; each part optional, repeat the option for several queues |
+//! | `qos_type=TYPE` | how the rates are kept ([`QosType`]): `egress-policer` (the default) or `trtcm-policer` police, `linux-htb` shapes |
+//! | `qos_backlog=PKTS` | `linux-htb` only: packets each queue holds per poll thread (default [`DEFAULT_BACKLOG`], at most [`MAX_BACKLOG`]) |
 //!
-//! What it is: policing at output, not a shaper with a buffer (a poll-mode thread cannot
-//! hold packets): a packet within its queue's `min_rate` always passes; above that, it passes
-//! while both its queue's `max_rate` and the port's `qos_max_rate` have room, else it is
-//! dropped and counted against its queue. Packets no flow put in a queue (no `set_queue`)
-//! are in queue 0. A port without queues ignores `set_queue` (as Open vSwitch does on a port
-//! without QoS); on a port with queues, a queue it lacks is a counted drop (queue 0 excepted:
-//! without a row of its own, only the port's rate limits it).
+//! What it is, by type: a policer (`egress-policer`, `trtcm-policer`) drops a packet above
+//! its queue's rates at output; a shaper (`linux-htb`) holds it in its queue until the rates
+//! allow, and drops only when the queue is full (`datapath::egress` and
+//! `datapath::egress_backlog` say how). Either way a packet within its queue's `min_rate`
+//! goes first; above that, it goes while both its queue's `max_rate` and the port's
+//! `qos_max_rate` have room. Packets no flow put in a queue (no `set_queue`) are in queue 0.
+//! A port without queues ignores `set_queue` (as Open vSwitch does on a port without QoS); on
+//! a port with queues, a queue it lacks is a counted drop (queue 0 excepted: without a row of
+//! its own, only the port's rate limits it).
 
 use std::collections::BTreeMap;
 
@@ -25,6 +29,54 @@ pub const MAX_QUEUE_ID: u32 = 7;
 
 /// The least default bucket, kbit: 32 frames of 1518 bytes (one full batch).
 pub const MIN_DEFAULT_BURST_KBIT: u32 = (32 * 1518 * 8u32).div_ceil(1000);
+
+/// Packets a `linux-htb` queue holds per poll thread by default (Linux's `txqueuelen`).
+pub const DEFAULT_BACKLOG: u32 = 1000;
+
+/// The most packets a `linux-htb` queue may hold per poll thread (each held packet is a
+/// frame of the datapath's pool).
+pub const MAX_BACKLOG: u32 = 16384;
+
+/// How a port's queues keep their rates: Open vSwitch's QoS `type`, of those Hayate has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum QosType {
+    /// `egress-policer`: policing at output, a packet above the rates is dropped (the default).
+    #[default]
+    EgressPolicer,
+    /// `trtcm-policer`: the same policing at output (a guaranteed and a peak rate per queue).
+    TrtcmPolicer,
+    /// `linux-htb`: shaping, a packet above the rates waits in its queue until they allow.
+    LinuxHtb,
+}
+
+impl QosType {
+    /// The type named `text` (Open vSwitch's names); the error lists them.
+    pub fn parse(text: &str) -> Result<QosType, String> {
+        match text.trim() {
+            "egress-policer" => Ok(QosType::EgressPolicer),
+            "trtcm-policer" => Ok(QosType::TrtcmPolicer),
+            "linux-htb" => Ok(QosType::LinuxHtb),
+            other => Err(format!(
+                "qos_type={other}: give linux-htb (shape: hold packets above the rates), \
+                 egress-policer or trtcm-policer (police: drop them)"
+            )),
+        }
+    }
+
+    /// Its Open vSwitch name.
+    pub fn name(self) -> &'static str {
+        match self {
+            QosType::EgressPolicer => "egress-policer",
+            QosType::TrtcmPolicer => "trtcm-policer",
+            QosType::LinuxHtb => "linux-htb",
+        }
+    }
+
+    /// Whether packets above the rates wait (a shaper) rather than being dropped.
+    pub fn shapes(self) -> bool {
+        self == QosType::LinuxHtb
+    }
+}
 
 /// One queue's rates (kbit/s; 0: not set).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,6 +98,10 @@ pub struct Egress {
     pub burst_kbit: u32,
     /// The queues by id.
     pub queues: BTreeMap<u32, QueueRates>,
+    /// How the rates are kept.
+    pub qos_type: QosType,
+    /// `linux-htb`: packets each queue holds per poll thread (0: [`DEFAULT_BACKLOG`]).
+    pub backlog: u32,
 }
 
 /// The default bucket of `rate_kbps`: a tenth of a second of it, at least one batch of frames.
@@ -125,12 +181,32 @@ impl Egress {
         self.max_kbps != 0 || !self.queues.is_empty()
     }
 
+    /// Packets each queue holds per poll thread when the type shapes (0 when it polices).
+    pub fn backlog_limit(&self) -> u32 {
+        match (self.qos_type.shapes(), self.backlog) {
+            (false, _) => 0,
+            (true, 0) => DEFAULT_BACKLOG,
+            (true, b) => b,
+        }
+    }
+
     /// Sets the spec option `key` to `value` if it is one of this module's; `Ok(false)` for
     /// other keys. Call [`Egress::finish`] after the last.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
         match key {
             "qos_max_rate" => self.max_kbps = number(key, value)?,
             "qos_burst" => self.burst_kbit = number(key, value)?,
+            "qos_type" => self.qos_type = QosType::parse(value)?,
+            "qos_backlog" => {
+                let b = number(key, value)?;
+                if b > MAX_BACKLOG {
+                    return Err(format!(
+                        "qos_backlog={b}: each held packet is a pool frame; give at most \
+                         {MAX_BACKLOG}"
+                    ));
+                }
+                self.backlog = b;
+            }
             "queue" => {
                 let (id, rest) = value.split_once(':').unwrap_or((value, ""));
                 let id = queue_id(id)?;
@@ -145,8 +221,40 @@ impl Egress {
         Ok(true)
     }
 
-    /// Checks the whole: a burst without its rate, and a guarantee above the port's cap.
+    /// Sets the port's own options from `set-queue PORT port` text, `,`-separated:
+    /// `type=TYPE`, `max_rate=KBPS` (`max`, `max-rate`), `burst=KBIT`, `backlog=PKTS` (the
+    /// spec's `qos_` names work too); what is not given is kept. Call [`Egress::finish`] after.
+    pub fn set_port(&mut self, text: &str) -> Result<(), String> {
+        for part in text.split(',').filter(|s| !s.trim().is_empty()) {
+            let (k, v) = part.trim().split_once('=').unwrap_or((part.trim(), ""));
+            let key = match k.trim_start_matches("qos_") {
+                "type" => "qos_type",
+                "max" | "max_rate" | "max-rate" => "qos_max_rate",
+                "burst" => "qos_burst",
+                "backlog" => "qos_backlog",
+                _ => {
+                    return Err(format!(
+                        "unknown port option '{k}'; valid options: type, max_rate, burst, backlog \
+                         (the port's own rate is a cap only: a guarantee belongs to a queue)"
+                    ))
+                }
+            };
+            self.set(key, v)?;
+        }
+        Ok(())
+    }
+
+    /// Checks the whole: a burst without its rate, a backlog without a shaper, and a
+    /// guarantee above the port's cap.
     pub fn finish(self) -> Result<Egress, String> {
+        if self.backlog != 0 && !self.qos_type.shapes() {
+            return Err(format!(
+                "qos_backlog={} with qos_type={}: only a shaper holds packets; add \
+                 qos_type=linux-htb or leave qos_backlog out",
+                self.backlog,
+                self.qos_type.name()
+            ));
+        }
         if self.burst_kbit != 0 && self.max_kbps == 0 {
             return Err(format!(
                 "qos_burst={} without qos_max_rate; add the rate",
@@ -214,6 +322,12 @@ impl std::fmt::Display for Egress {
         if self.burst_kbit != 0 {
             parts.push(format!("qos_burst={}", self.burst_kbit));
         }
+        if self.qos_type != QosType::default() {
+            parts.push(format!("qos_type={}", self.qos_type.name()));
+        }
+        if self.backlog != 0 {
+            parts.push(format!("qos_backlog={}", self.backlog));
+        }
         for (id, q) in &self.queues {
             parts.push(format!("queue {id}: {q}"));
         }
@@ -276,5 +390,49 @@ mod tests {
             "qos_max_rate=900; queue 2: max_rate=300"
         );
         assert_eq!(Egress::default().to_string(), "no queues");
+    }
+
+    #[test]
+    fn the_qos_type_and_backlog_come_from_a_spec_and_set_port() {
+        let (_, o) =
+            split_spec("null:sink,qos_type=linux-htb,qos_backlog=64,queue=1:max=100").unwrap();
+        let e = o.egress;
+        assert_eq!((e.qos_type, e.backlog_limit()), (QosType::LinuxHtb, 64));
+        assert_eq!(
+            e.to_string(),
+            "qos_type=linux-htb; qos_backlog=64; queue 1: max_rate=100"
+        );
+        let (_, o) = split_spec("null:sink,qos_type=linux-htb,queue=1:max=100").unwrap();
+        assert_eq!(o.egress.backlog_limit(), DEFAULT_BACKLOG);
+        let (_, o) = split_spec("null:sink,qos_type=trtcm-policer,queue=1:max=100").unwrap();
+        assert!(!o.egress.qos_type.shapes());
+        assert_eq!(o.egress.backlog_limit(), 0);
+        assert!(!split_spec("null:sink,qos_type=linux-htb")
+            .unwrap()
+            .1
+            .egress
+            .is_on());
+
+        let mut e = Egress::default();
+        e.set_port("type=linux-htb,max=900,backlog=10").unwrap();
+        let e = e.finish().unwrap();
+        assert_eq!((e.max_kbps, e.backlog_limit()), (900, 10));
+        let mut e2 = e.clone();
+        e2.set_port("qos_type=egress-policer").unwrap();
+        assert!(e2
+            .finish()
+            .unwrap_err()
+            .contains("only a shaper holds packets"));
+        let mut e3 = e;
+        assert!(e3.set_port("min=5").unwrap_err().contains("a cap only"));
+    }
+
+    #[test]
+    fn bad_types_and_backlogs_name_the_fix() {
+        let e = |s: &str| split_spec(s).unwrap_err().to_string();
+        assert!(e("null:qos_type=linux-hfsc").contains("give linux-htb"));
+        assert!(e("null:qos_type=linux-htb,qos_backlog=0").contains("leave the option out"));
+        assert!(e("null:qos_type=linux-htb,qos_backlog=99999").contains("at most 16384"));
+        assert!(e("null:qos_backlog=10").contains("add qos_type=linux-htb"));
     }
 }

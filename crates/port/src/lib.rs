@@ -40,7 +40,7 @@ mod xdp_test_run;
 pub mod xdplive;
 
 pub use dp_options::DatapathOptions;
-pub use egress::{Egress, QueueRates};
+pub use egress::{Egress, QosType, QueueRates};
 pub use policing::Policing;
 pub use spec::open;
 

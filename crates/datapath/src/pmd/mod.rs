@@ -16,6 +16,8 @@
 //! ([`Executor::forward_batch`]): no packet is moved at all. Otherwise packets run in arrival
 //! order. Megaflow counters are added once per megaflow per batch.
 //! Time for meters and budgets comes from a [`TscClock`], not a system call per batch.
+//! While shaped egress queues hold packets ([`crate::egress`]), every poll — packets or not —
+//! sends what their rates allow by then, and the thread does not sleep.
 //!
 //! Cache validity: at the start of each batch the thread compares [`Upcall::generation`] with
 //! the generation its caches were built at. On a change it takes what the publishes changed
@@ -441,6 +443,11 @@ impl Pmd {
             self.rx[q].drops.record(&mark, &self.local);
             total += n;
         }
+        if self.exec.holds_packets() {
+            // Shaped queues hold packets: send what their rates allow by now.
+            self.exec.now_ns = self.clock.now_ns();
+            self.exec.release_held(&mut self.local);
+        }
         if total == 0 {
             self.idle_polls += 1;
             if self.idle_polls >= IDLE_POLLS_PER_CHECK {
@@ -468,6 +475,11 @@ impl Pmd {
                 if self.lane {
                     self.lane_budget(t0);
                 }
+                continue;
+            }
+            if self.exec.holds_packets() {
+                // Never asleep while holding packets: they leave as the rates allow.
+                std::hint::spin_loop();
                 continue;
             }
             let now = self.clock.now_ns();

@@ -1,0 +1,282 @@
+//! The shaper's buffer (QoS type `linux-htb`): the packets one poll thread holds for one
+//! shaped port, a ring per queue, and the order they leave in.
+//!
+//! Size and owner: one [`Backlog`] in each thread's tx entry of a port (`execute::TxPort`),
+//! owned by that thread alone (no lock). Its rings are allocated when the thread first sees a
+//! configuration of the port's [`PortShaper`] (its generation changes), to the port's
+//! `qos_backlog` packets for each queue the port has (and queue 0); an arriving packet that
+//! finds its ring full is dropped (tail drop, counted as the queue's `dropped`; a batch's
+//! packets join their rings before any leaves, so a ring never holds more than that). Nothing is
+//! allocated per packet: a ring is a `VecDeque` filled only up to the capacity it was given.
+//! The buckets stay the [`PortShaper`]'s, shared by every thread, so the rates are the port's
+//! whatever threads send to it.
+//!
+//! Order of release, at most one batch per call ([`Backlog::shape`]):
+//!
+//! 1. **Guarantees**: each queue with a `min_rate` sends from its head what its committed
+//!    bucket holds (while its `max_rate` bucket has room too: a queue at its cap has had its
+//!    guarantee); that traffic also uses its `max_rate` bucket and the port's
+//!    `qos_max_rate` bucket (as a debt when that is empty, so the guarantee is never refused
+//!    but comes out of the port's cap).
+//! 2. **Borrowing**: round robin over the queues still holding packets, one packet at a
+//!    time from where the last round stopped: a queue whose `max_rate` bucket lacks room for
+//!    its head packet is done for this call; a packet the port's bucket lacks room for ends
+//!    the round (no queue may borrow). A queue with no `max_rate` of its own is limited by
+//!    the port's cap only, and with no port cap either, by nothing.
+//!
+//! Counters are added once per queue per call (packets and bytes sent, tail drops, the held
+//! gauge), not per packet. On port removal and at shutdown the thread frees what it holds
+//! ([`Backlog::discard`]).
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+
+use packet::{Batch, Packet, PoolCache};
+
+use super::{cost, PortShaper, QUEUES};
+
+/// What one call did to each queue, added to the shared counters at its end.
+#[derive(Default)]
+struct Tally {
+    tx_packets: [u64; QUEUES],
+    tx_bytes: [u64; QUEUES],
+    dropped: [u64; QUEUES],
+    /// Change of the held gauge.
+    held: [i64; QUEUES],
+    unknown: u64,
+}
+
+impl Tally {
+    fn sent(&mut self, q: usize, p: &Packet) {
+        self.tx_packets[q] += 1;
+        self.tx_bytes[q] += p.len() as u64;
+        self.held[q] -= 1;
+    }
+
+    fn add_to(&self, s: &PortShaper) {
+        for (q, qs) in s.queues.iter().enumerate() {
+            if self.tx_packets[q] != 0 {
+                qs.tx_packets
+                    .fetch_add(self.tx_packets[q], Ordering::Relaxed);
+                qs.tx_bytes.fetch_add(self.tx_bytes[q], Ordering::Relaxed);
+            }
+            if self.dropped[q] != 0 {
+                qs.dropped.fetch_add(self.dropped[q], Ordering::Relaxed);
+            }
+            if self.held[q] != 0 {
+                qs.held.fetch_add(self.held[q] as u64, Ordering::Relaxed);
+            }
+        }
+        if self.unknown != 0 {
+            s.unknown.fetch_add(self.unknown, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One thread's packets waiting in one shaped port's queues (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct Backlog {
+    /// The [`PortShaper`] generation the rings follow (`None`: none seen yet).
+    generation: Option<u64>,
+    /// Packets a ring may hold.
+    limit: usize,
+    rings: [VecDeque<Packet>; QUEUES],
+    /// Bit `q`: `rings[q]` holds packets.
+    held: u32,
+    /// Where the next borrowing round starts.
+    next: usize,
+}
+
+impl Backlog {
+    /// Whether it holds no packet.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held == 0
+    }
+
+    /// Packets it holds (tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.rings.iter().map(VecDeque::len).sum()
+    }
+
+    /// Follows a change of `s`'s configuration (one load when there was none): each ring
+    /// sized for the port's backlog when the port has its queue, else none; a ring holding
+    /// more than its new size drops the newest packets (counted).
+    #[inline]
+    pub(crate) fn follow(&mut self, s: &PortShaper, cache: &mut PoolCache) {
+        let g = s.generation.load(Ordering::Acquire);
+        if self.generation == Some(g) {
+            return;
+        }
+        self.resize(s, g, cache);
+    }
+
+    #[cold]
+    fn resize(&mut self, s: &PortShaper, g: u64, cache: &mut PoolCache) {
+        self.generation = Some(g);
+        self.limit = s.backlog.load(Ordering::Acquire) as usize;
+        let mut t = Tally::default();
+        for (q, ring) in self.rings.iter_mut().enumerate() {
+            let want = if self.limit != 0 && s.has_queue(q) {
+                self.limit
+            } else {
+                0
+            };
+            while ring.len() > want {
+                if let Some(p) = ring.pop_back() {
+                    cache.free(p);
+                    t.dropped[q] += 1;
+                    t.held[q] -= 1;
+                }
+            }
+            if want == 0 {
+                *ring = VecDeque::new();
+            } else if ring.capacity() < want {
+                ring.reserve_exact(want - ring.len());
+            }
+            if ring.is_empty() {
+                self.held &= !(1 << q);
+            }
+        }
+        t.add_to(s);
+    }
+
+    /// Takes the packets of `b` into their queues (a queue the port lacks: dropped and
+    /// counted as unknown; a full queue: tail drop), then fills `b` with what the buckets
+    /// let go at `now_ns` (see the module docs). Call [`Backlog::follow`] first.
+    pub(crate) fn shape(
+        &mut self,
+        s: &PortShaper,
+        now_ns: u64,
+        b: &mut Batch,
+        cache: &mut PoolCache,
+    ) {
+        let mut t = Tally::default();
+        for p in b.drain() {
+            let q = p.meta.user as usize;
+            if q >= QUEUES || !s.has_queue(q) {
+                t.unknown += 1;
+                cache.free(p);
+            } else if self.rings[q].len() >= self.limit {
+                t.dropped[q] += 1;
+                cache.free(p);
+            } else {
+                self.rings[q].push_back(p);
+                self.held |= 1 << q;
+                t.held[q] += 1;
+            }
+        }
+        if self.held != 0 {
+            self.release(s, now_ns, b, &mut t);
+        }
+        t.add_to(s);
+    }
+
+    /// Moves into `out` (empty) what the buckets allow at `now_ns`, at most one batch.
+    fn release(&mut self, s: &PortShaper, now_ns: u64, out: &mut Batch, t: &mut Tally) {
+        let capped = s.refill_port(now_ns);
+        // 1. What each queue's guarantee allows.
+        let mut m = self.held;
+        while m != 0 && !out.is_full() {
+            let q = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let qs = &s.queues[q];
+            if !qs.on.load(Ordering::Relaxed) || qs.min.rate() == 0 {
+                continue;
+            }
+            qs.min.refill(now_ns);
+            let peak = qs.max.rate() != 0;
+            if peak {
+                qs.max.refill(now_ns);
+            }
+            while !out.is_full() {
+                let Some(c) = self.rings[q].front().map(cost) else {
+                    break;
+                };
+                // At its cap (it borrowed up to it): it has had more than its guarantee.
+                if (peak && qs.max.tokens() < c) || !qs.min.take(c) {
+                    break;
+                }
+                if peak {
+                    qs.max.charge(c);
+                }
+                if capped {
+                    s.owe(s.port.charge(c));
+                }
+                self.send(q, out, t);
+            }
+        }
+        // 2. What each may borrow up to its cap from the port's spare room, round robin.
+        let mut open = self.held;
+        let mut m = open;
+        while m != 0 {
+            let q = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let qs = &s.queues[q];
+            if qs.on.load(Ordering::Relaxed) && qs.max.rate() != 0 {
+                qs.max.refill(now_ns);
+            }
+        }
+        let mut q = self.next;
+        while open != 0 && !out.is_full() {
+            let from_q = open & !((1u32 << q) - 1);
+            q = if from_q != 0 { from_q } else { open }.trailing_zeros() as usize;
+            let Some(c) = self.rings[q].front().map(cost) else {
+                open &= !(1 << q);
+                continue;
+            };
+            let qs = &s.queues[q];
+            let peak = qs.on.load(Ordering::Relaxed) && qs.max.rate() != 0;
+            if peak && qs.max.tokens() < c {
+                open &= !(1 << q);
+                continue;
+            }
+            if capped && !s.port.take(c) {
+                break;
+            }
+            if peak {
+                qs.max.charge(c);
+            }
+            self.send(q, out, t);
+            if self.held & (1 << q) == 0 {
+                open &= !(1 << q);
+            }
+            q = (q + 1) % QUEUES;
+        }
+        self.next = q;
+    }
+
+    /// Moves the head of ring `q` into `out` and counts it.
+    #[inline(always)]
+    fn send(&mut self, q: usize, out: &mut Batch, t: &mut Tally) {
+        if let Some(p) = self.rings[q].pop_front() {
+            t.sent(q, &p);
+            if out.push(p).is_err() {
+                unreachable!("release stops when its batch is full");
+            }
+        }
+        if self.rings[q].is_empty() {
+            self.held &= !(1 << q);
+        }
+    }
+
+    /// Frees every packet it holds (port removal, shutdown), taking them off `s`'s gauge.
+    pub(crate) fn discard(&mut self, s: Option<&PortShaper>, cache: &mut PoolCache) {
+        let mut t = Tally::default();
+        for (q, ring) in self.rings.iter_mut().enumerate() {
+            for p in ring.drain(..) {
+                t.held[q] -= 1;
+                cache.free(p);
+            }
+        }
+        self.held = 0;
+        if let Some(s) = s {
+            t.add_to(s);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "egress_backlog_tests.rs"]
+mod tests;
