@@ -43,6 +43,7 @@
 //! | meters ([`Policer`]) | the pipeline | every thread polices through them |
 //! | a port's ingress policer ([`PortPolicer`]) | [`Datapath`] ([`Policers`]) | every thread reading one of the port's rx queues |
 //! | a port's egress queues ([`PortShaper`]) | [`Datapath`] ([`Shapers`]) | every thread's tx entry of the port |
+//! | packets a shaped (`linux-htb`) port's queues hold | the [`Pmd`] that sent them (its tx entry of the port) | nobody; freed on port removal and shutdown |
 //! | packet-in queue | [`Datapath`] | every thread sends, the agent drains with [`Datapath::packet_ins`] |
 //!
 //! When the pipeline's generation changes, each thread takes what the publishes changed at

@@ -20,6 +20,8 @@
 //! ingress_policing_kpkts_burst = 10   # optional: its bucket, thousands of packets
 //! qos_max_rate = 100000            # optional: most kbit/s it sends, all egress queues together
 //! qos_burst = 1000                 # optional: that bucket, kbit
+//! qos_type = "linux-htb"           # optional: linux-htb shapes (holds), egress-policer (default) / trtcm-policer drop
+//! qos_backlog = 1000               # optional, linux-htb: packets each queue holds per poll thread
 //!
 //! [[bridge.port.queue]]            # optional, repeated: an egress queue (set_queue / enqueue)
 //! id = 1                           # 0 ..= 7
@@ -133,6 +135,10 @@ pub struct PortConfig {
     pub qos_max_rate: Option<u32>,
     /// Egress: that bucket, kbit.
     pub qos_burst: Option<u32>,
+    /// Egress: how the rates are kept, Open vSwitch's QoS type ([`port::QosType`]).
+    pub qos_type: Option<String>,
+    /// Egress, `linux-htb`: packets each queue holds per poll thread.
+    pub qos_backlog: Option<u32>,
     /// Egress queues.
     #[serde(default)]
     pub queue: Vec<QueueConfig>,
@@ -187,10 +193,14 @@ impl PortConfig {
             ),
             ("qos_max_rate", self.qos_max_rate),
             ("qos_burst", self.qos_burst),
+            ("qos_backlog", self.qos_backlog),
         ] {
             if let Some(v) = v {
                 spec.push_str(&format!(",{key}={v}"));
             }
+        }
+        if let Some(t) = &self.qos_type {
+            spec.push_str(&format!(",qos_type={t}"));
         }
         for q in &self.queue {
             spec.push_str(&q.option());
@@ -650,6 +660,18 @@ spec = "null:sink"
         assert!(e.contains("lower min_rate"), "{e}");
         let zero = src.replace("max_rate = 5000", "max_rate = 0");
         assert!(parse(&zero).unwrap_err().0.contains("leave the option out"));
+        let htb = src.replace(
+            "qos_max_rate = 10000\n",
+            "qos_max_rate = 10000\nqos_type = \"linux-htb\"\nqos_backlog = 64\n",
+        );
+        let b = parse(&htb).unwrap();
+        let (_, o) = port::dp_options::split_spec(&b[0].ports[0].2).unwrap();
+        assert_eq!(
+            (o.egress.qos_type, o.egress.backlog_limit()),
+            (port::QosType::LinuxHtb, 64)
+        );
+        let bad = htb.replace("linux-htb", "linux-hfsc");
+        assert!(parse(&bad).unwrap_err().0.contains("give linux-htb"));
     }
 
     #[test]

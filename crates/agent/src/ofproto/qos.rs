@@ -296,7 +296,8 @@ fn set_policing(r: &dyn PortRates, no: u32, name: &str, words: &[&str]) -> Resul
 /// `set-queue PORT QUEUE OPTIONS|off`, or `set-queue PORT port OPTIONS|off`.
 fn set_queue(r: &dyn PortRates, no: u32, name: &str, words: &[&str]) -> Result<String, String> {
     let usage = "set-queue PORT QUEUE min_rate=KBPS[,max_rate=KBPS][,burst=KBIT] | off, \
-                 or set-queue PORT port max_rate=KBPS[,burst=KBIT] | off";
+                 or set-queue PORT port [type=linux-htb|egress-policer|trtcm-policer]\
+                 [,max_rate=KBPS][,burst=KBIT][,backlog=PKTS] | off";
     let [which, opts] = words else {
         return Err(usage.into());
     };
@@ -304,14 +305,11 @@ fn set_queue(r: &dyn PortRates, no: u32, name: &str, words: &[&str]) -> Result<S
     let what = if *which == "port" {
         if *opts == "off" {
             (e.max_kbps, e.burst_kbit) = (0, 0);
+            (e.qos_type, e.backlog) = Default::default();
         } else {
-            let q = QueueRates::parse(opts, ',')?;
-            if q.min_kbps != 0 || q.max_kbps == 0 {
-                return Err(format!("the port's own rate is a cap only: {usage}"));
-            }
-            (e.max_kbps, e.burst_kbit) = (q.max_kbps, q.burst_kbit);
+            e.set_port(opts)?;
         }
-        "its cap".to_string()
+        "its own options".to_string()
     } else {
         let id = port::egress::queue_id(which)?;
         if *opts == "off" {
@@ -329,11 +327,12 @@ fn set_queue(r: &dyn PortRates, no: u32, name: &str, words: &[&str]) -> Result<S
         (*opts).to_string()
     };
     Ok(format!(
-        "port {name} (OpenFlow port {no}): {what} {now}; {} queue(s){}",
+        "port {name} (OpenFlow port {no}): {what} {now}; {} queue(s){}, {}",
         e.queues.len(),
         match e.max_kbps {
             0 => String::new(),
             m => format!(", port cap {m} kbit/s"),
-        }
+        },
+        e.qos_type.name()
     ))
 }

@@ -55,6 +55,7 @@ impl PortRates for Fake {
                     tx_packets: u64::from(queue) * 10,
                     tx_bytes: u64::from(queue) * 1000,
                     dropped: u64::from(queue),
+                    backlog: 0,
                 },
             })
             .collect();
@@ -78,6 +79,7 @@ fn with_queues() -> (Arc<OfBridge>, Arc<Fake>) {
             max_kbps: 10_000,
             burst_kbit: 0,
             queues: BTreeMap::from([(1, rates(1000, 5000)), (3, rates(0, 2000))]),
+            ..Egress::default()
         },
     );
     let weak: std::sync::Weak<dyn PortRates> =
@@ -262,6 +264,24 @@ fn set_policing_and_set_queue_change_a_ports_rates_from_the_management_socket_on
     );
     set(&b, mgmt, exp_type::SET_QUEUE, &["p2", "port", "max=20000"]).unwrap();
     assert_eq!(fake.egress(2).max_kbps, 20_000);
+    let ok = set(
+        &b,
+        mgmt,
+        exp_type::SET_QUEUE,
+        &["p2", "port", "type=linux-htb,backlog=64"],
+    )
+    .unwrap();
+    assert!(ok.contains("linux-htb"), "{ok}");
+    let e = fake.egress(2);
+    assert_eq!(
+        (e.max_kbps, e.backlog_limit()),
+        (20_000, 64),
+        "the cap kept"
+    );
+    let e = set(&b, mgmt, exp_type::SET_QUEUE, &["p2", "port", "min=5"]).unwrap_err();
+    assert!(e.contains("a cap only"), "{e}");
+    set(&b, mgmt, exp_type::SET_QUEUE, &["p2", "port", "off"]).unwrap();
+    assert!(!fake.egress(2).qos_type.shapes());
 
     let e = set(&b, ConnId(5), exp_type::SET_QUEUE, &["p2", "2", "off"]).unwrap_err();
     assert!(e.contains("management socket"), "{e}");

@@ -14,7 +14,7 @@
 //! | `add-port SPEC [ofport=N] [name=NAME]` | open a port and add it to the running bridge (the lowest free number unless `ofport=` is given); `vxlan:`/`geneve:` specs add tunnel ports |
 //! | `del-port NAME\|NUMBER` | take a port out of the running bridge (its queues and resources are released) |
 //! | `set-policing PORT rate=KBPS[,burst=KBIT][,kpkts_rate=KPPS][,kpkts_burst=KPKTS]\|off` | change a running port's ingress policing (`port::policing`) |
-//! | `set-queue PORT QUEUE min_rate=KBPS[,max_rate=KBPS][,burst=KBIT]\|off`, `set-queue PORT port max_rate=KBPS[,burst=KBIT]\|off` | change a running port's egress queue, or its cap (`port::egress`; `min`/`max` are short for the rates) |
+//! | `set-queue PORT QUEUE min_rate=KBPS[,max_rate=KBPS][,burst=KBIT]\|off`, `set-queue PORT port [type=linux-htb\|egress-policer\|trtcm-policer][,max_rate=KBPS][,burst=KBIT][,backlog=PKTS]\|off` | change a running port's egress queue, or its own options: its cap, whether its queues shape (`linux-htb`: hold packets above the rates, up to `backlog` per queue and poll thread) or police (drop them; the default) (`port::egress`; `min`/`max` are short for the rates) |
 //! | `dump-pmd` | every poll thread's counters, then their total (as `ovs-appctl dpif-netdev/pmd-stats-show`) |
 //! | `dump-drops` | every port's drops by reason (the switch's, the port's own, and tunnel drops: termination's on an underlay port, the send side's on a tunnel port) |
 //! | `trace FLOW`, `trace --hex FRAME [in_port=N]` | a packet through the tables, as `ofproto/trace` |
@@ -82,7 +82,9 @@ pub struct CtlArgs {
     /// dump-meters; add-port SPEC [ofport=N] [name=NAME], e.g. add-port
     /// vhostuser:/tmp/vm1.sock ofport=7; del-port NAME|NUMBER — ports of the running bridge,
     /// over the management socket only; set-policing PORT rate=KBPS[,burst=KBIT]|off;
-    /// set-queue PORT QUEUE min_rate=KBPS[,max_rate=KBPS]|off; dump-pmd: each poll thread's counters; dump-drops:
+    /// set-queue PORT QUEUE min_rate=KBPS[,max_rate=KBPS]|off, set-queue PORT port
+    /// [type=linux-htb|egress-policer][,max_rate=KBPS][,backlog=PKTS]|off (linux-htb holds
+    /// packets above the rates, a policer drops them); dump-pmd: each poll thread's counters; dump-drops:
     /// each port's drops by reason; trace FLOW | trace --hex FRAME [in_port=N]; pmd-stats
     /// [--reset]; rxq-show; dump-megaflows; show; capture PORT [FILTER] -w FILE|- [-c N]
     /// [--rx|--tx]).

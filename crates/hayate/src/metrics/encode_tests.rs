@@ -33,6 +33,7 @@ fn bridge() -> BridgeSample {
                     tx_packets: 5,
                     tx_bytes: 320,
                     dropped: 2,
+                    backlog: 0,
                 },
             }],
             queue_unknown: 1,

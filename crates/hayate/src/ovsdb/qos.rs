@@ -10,13 +10,15 @@
 //! | QoS `other_config:max-rate` (bit/s) | `qos_max_rate` (kbit/s, rounded up) |
 //! | QoS `other_config:cir` (bytes/s) and `cbs` (bytes), type `egress-policer` | `qos_max_rate`, `qos_burst` |
 //! | QoS `queues` key Q → Queue `other_config:min-rate`, `max-rate` (bit/s), `burst` (bits) | `queue=Q:min_rate=…:max_rate=…:burst=…` |
+//! | QoS `type` `linux-htb` | `qos_type=linux-htb` |
 //!
-//! Whatever the QoS `type` (`linux-htb`, `linux-hfsc`, `egress-policer`, `trtcm-policer`,
-//! ...), Hayate polices at output (docs/config.md "Egress queues"): rates are honoured,
-//! nothing is buffered. Bad values (a queue with no rate, a minimum above the maximum) reach
-//! the Interface's `error` column through the spec's check.
+//! QoS type `linux-htb` shapes: packets above the rates wait in their queue (docs/config.md
+//! "Egress queues"). Every other type (`egress-policer`, `trtcm-policer`, `linux-hfsc`, ...)
+//! polices at output: rates are honoured, nothing is buffered. Bad values (a queue with no
+//! rate, a minimum above the maximum) reach the Interface's `error` column through the
+//! spec's check.
 
-use ovsdb::datum::{map, uuid};
+use ovsdb::datum::{map, string, uuid};
 use ovsdb::{Replica, Row};
 use port::dp_options::{split_spec, DatapathOptions};
 
@@ -30,6 +32,9 @@ pub(super) fn options(r: &Replica, prow: &Row) -> String {
         m.get(k).and_then(|v| v.parse::<u64>().ok())
     };
     let mut s = String::new();
+    if qos.get("type").and_then(string) == Some("linux-htb") {
+        s.push_str(",qos_type=linux-htb");
+    }
     let cap = num(&cfg, "max-rate").or_else(|| num(&cfg, "cir").map(|c| c * 8));
     if let Some(bits) = cap {
         s.push_str(&format!(",qos_max_rate={}", kbit(bits)));
@@ -102,11 +107,13 @@ mod tests {
         let opts = options(&r, r.row("Port", "p1").unwrap());
         assert_eq!(
             opts,
-            ",qos_max_rate=10000,queue=1:min_rate=1000:max_rate=5000,queue=2:max_rate=300"
+            ",qos_type=linux-htb,qos_max_rate=10000,queue=1:min_rate=1000:max_rate=5000,\
+             queue=2:max_rate=300"
         );
         let (_, o) = port::dp_options::split_spec(&format!("null:sink{opts}")).unwrap();
         assert_eq!(o.egress.max_kbps, 10_000);
         assert_eq!(o.egress.queues[&1].min_kbps, 1000);
+        assert!(o.egress.qos_type.shapes());
         assert_eq!(options(&r, r.row("Port", "p2").unwrap()), "");
     }
 
