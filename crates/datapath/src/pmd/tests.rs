@@ -506,3 +506,41 @@ fn a_ports_packet_in_flood_spends_its_own_allowance_not_its_neighbours() {
     assert_eq!(of(2)[Counter::DropPacketInBudget], 0);
     assert_eq!(of(2)[Counter::DropPacketInFull], 0);
 }
+
+#[test]
+fn a_shaped_port_holds_its_excess_and_a_poll_without_packets_sends_it() {
+    let mut r = rig(2, DpConfig::default(), by_sport(2));
+    // Port 2 shapes queue 0 to 1 kbit/s with a 13-kbit bucket: one 1514-byte frame (12.1
+    // kbit) now, the next after 12 s — far beyond this test.
+    let shaped = |text: &str| {
+        let (_, o) =
+            port::dp_options::split_spec(&format!("null:qos_type=linux-htb,{text}")).unwrap();
+        o.egress
+    };
+    r._dp.set_egress(2, shaped("queue=0:max_rate=1:burst=13"));
+    let big = PacketSpec::udp4(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        Ipv4Addr::new(10, 0, 0, 1),
+        Ipv4Addr::new(10, 0, 0, 2),
+        10,
+        80,
+        1514,
+    )
+    .build();
+    r.batch_in(1, &vec![big.clone(); 5]);
+    assert_eq!(r.out(2).len(), 1, "one frame's worth of bucket");
+    assert!(r.pmd.exec.holds_packets(), "four held, none dropped");
+    let (q, _) = r._dp.egress_queues(2);
+    assert_eq!((q[0].counts.dropped, q[0].counts.backlog), (0, 4));
+    // A faster rate (its buckets full at once); a poll that receives nothing sends them.
+    r._dp
+        .set_egress(2, shaped("queue=0:max_rate=1000000:burst=100000"));
+    assert_eq!(r.pmd.poll_once(), 0);
+    let out = r.out(2);
+    assert_eq!(out.len(), 4, "the four held frames");
+    assert!(out.iter().all(|f| *f == big));
+    assert!(!r.pmd.exec.holds_packets());
+    let (q, _) = r._dp.egress_queues(2);
+    assert_eq!((q[0].counts.tx_packets, q[0].counts.backlog), (5, 0));
+}
