@@ -9,6 +9,7 @@
 //! | `hayate_port_drops_total` | bridge, ofport, port, reason | `dump-drops` (tunnel drops too: `tunnel_*` reasons on underlay and tunnel ports) |
 //! | `hayate_port_queue_unknown_drops_total` | bridge, ofport, port | `dump-drops` `drop_queue_unknown` |
 //! | `hayate_queue_{tx_packets,tx_bytes,dropped}_total` | bridge, ofport, port, queue | `ovs-ofctl queue-stats` (`dropped` is its `tx_errors`) |
+//! | `hayate_queue_backlog_packets` | bridge, ofport, port, queue | packets a shaped (`linux-htb`) queue holds |
 //! | `hayate_pmd_<counter>_total` (every `datapath::Counter`) | bridge, thread, core, lane | `dump-pmd` |
 //! | `hayate_pmd_megaflows` | bridge, thread | megaflows alive (`dump-megaflows` lists them) |
 //! | `hayate_rxq_{packets,busy_cycles}_total` | bridge, thread, ofport, port, queue | `rxq-show` |
@@ -202,7 +203,19 @@ impl Scrape {
             });
             counters(enc, &format!("hayate_queue_{name}"), help, series)?;
         }
-        Ok(())
+        let series = self.port_series().flat_map(|(b, p)| {
+            p.queues.iter().map(move |q| {
+                let mut l = labels(b, p);
+                l.push(("queue", q.queue.to_string()));
+                (l, q.counts.backlog as i64)
+            })
+        });
+        gauges(
+            enc,
+            "hayate_queue_backlog_packets",
+            "Packets the egress queue holds now, all poll threads together (linux-htb shaping).",
+            series,
+        )
     }
 
     fn threads(&self, enc: &mut DescriptorEncoder) -> fmt::Result {

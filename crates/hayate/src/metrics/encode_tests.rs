@@ -33,7 +33,7 @@ fn bridge() -> BridgeSample {
                     tx_packets: 5,
                     tx_bytes: 320,
                     dropped: 2,
-                    backlog: 0,
+                    backlog: 3,
                 },
             }],
             queue_unknown: 1,
