@@ -158,10 +158,33 @@ pub struct PortShaper {
     config: Mutex<Egress>,
 }
 
-/// The cost of `pkt` in millibits.
+/// The cost of `pkt` in millibits: its frame's bytes, or for a TCP super-packet
+/// ([`packet::gso`]) the bytes of the segments it stands for (each with its own headers).
 #[inline(always)]
 fn cost(pkt: &Packet) -> u64 {
+    if pkt.is_gso() {
+        return wire_len(pkt) * 8000;
+    }
     pkt.len() as u64 * 8000
+}
+
+/// The bytes a super-packet's segments take on the wire: its length and its headers again
+/// for every segment after the first (its own length when its headers do not parse).
+#[cold]
+fn wire_len(pkt: &Packet) -> u64 {
+    let len = pkt.len();
+    let (Some(g), l4) = (pkt.gso(), pkt.meta.l4_off as usize) else {
+        return len as u64;
+    };
+    let hdr = match pkt.data().get(l4 + 12) {
+        Some(b) if l4 != 0 => l4 + usize::from(b >> 4) * 4,
+        _ => return len as u64,
+    };
+    if hdr >= len || g.mss == 0 {
+        return len as u64;
+    }
+    let segments = (len - hdr).div_ceil(usize::from(g.mss));
+    (len + (segments - 1) * hdr) as u64
 }
 
 impl PortShaper {

@@ -6,7 +6,8 @@
 //! configuration of the port's [`PortShaper`] (its generation changes), to the port's
 //! `qos_backlog` packets for each queue the port has (and queue 0); an arriving packet that
 //! finds its ring full is dropped (tail drop, counted as the queue's `dropped`; a batch's
-//! packets join their rings before any leaves, so a ring never holds more than that). Nothing is
+//! packets join their rings before any leaves, so a ring never holds more than that), and so
+//! is one larger than a bucket it must pass can hold (it could never leave). Nothing is
 //! allocated per packet: a ring is a `VecDeque` filled only up to the capacity it was given.
 //! The buckets stay the [`PortShaper`]'s, shared by every thread, so the rates are the port's
 //! whatever threads send to it.
@@ -49,7 +50,7 @@ struct Tally {
 impl Tally {
     fn sent(&mut self, q: usize, p: &Packet) {
         self.tx_packets[q] += 1;
-        self.tx_bytes[q] += p.len() as u64;
+        self.tx_bytes[q] += cost(p) / 8000;
         self.held[q] -= 1;
     }
 
@@ -71,6 +72,21 @@ impl Tally {
             s.unknown.fetch_add(self.unknown, Ordering::Relaxed);
         }
     }
+}
+
+/// Whether a packet of `cost` in queue `q` can ever leave: the buckets it must pass can hold
+/// it (a jumbo frame or a super-packet over a small `burst` could not, and would block its
+/// queue for good; it is dropped and counted instead, as a policer would).
+#[inline]
+fn passable(s: &PortShaper, q: usize, cost: u64) -> bool {
+    let qs = &s.queues[q];
+    let on = qs.on.load(Ordering::Relaxed);
+    let peak = on && qs.max.rate() != 0;
+    if peak && cost > qs.max.capacity() {
+        return false;
+    }
+    let guaranteed = on && qs.min.rate() != 0 && cost <= qs.min.capacity();
+    guaranteed || s.port.rate() == 0 || cost <= s.port.capacity()
 }
 
 /// One thread's packets waiting in one shaped port's queues (see the module docs).
@@ -158,7 +174,7 @@ impl Backlog {
             if q >= QUEUES || !s.has_queue(q) {
                 t.unknown += 1;
                 cache.free(p);
-            } else if self.rings[q].len() >= self.limit {
+            } else if self.rings[q].len() >= self.limit || !passable(s, q, cost(&p)) {
                 t.dropped[q] += 1;
                 cache.free(p);
             } else {

@@ -127,6 +127,21 @@ fn a_full_queue_drops_what_arrives_and_counts_it() {
     p.offer(SEC + 10 * MS, 32, 1);
     let c = counts(&p.s, 1);
     assert_eq!((c.tx_packets, c.dropped, c.backlog), (2, 22 + 31, 9));
+    // A frame larger than the 13-kbit bucket could never leave: dropped, not held.
+    let mut big = Batch::new();
+    let mut f = p.cache.alloc_from(&[0u8; 1700]).unwrap();
+    f.meta.user = 1;
+    big.push(f).unwrap();
+    shape_batch(
+        Some(&p.s),
+        &mut p.backlog,
+        SEC + 10 * MS,
+        &mut big,
+        &mut p.cache,
+    );
+    assert!(big.is_empty());
+    let c = counts(&p.s, 1);
+    assert_eq!((c.dropped, c.backlog), (22 + 31 + 1, 9));
     // A queue the port lacks: counted as unknown, not held.
     p.offer(SEC + 10 * MS, 3, 5);
     assert_eq!(p.s.unknown(), 3);

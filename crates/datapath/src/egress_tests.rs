@@ -124,3 +124,26 @@ fn set_changes_the_rates_while_running() {
     b.free_into(&mut pool.cache());
     assert!(!shapers.port(6).is_on(), "other ports have no queues");
 }
+
+#[test]
+fn a_super_packet_costs_the_segments_it_stands_for() {
+    let pool = Pool::with_frames(8);
+    let mut cache = pool.cache();
+    // 14 + 20 + 20 header bytes, then 1000 bytes of payload cut at 100: ten segments of
+    // 154 bytes.
+    let mut frame = vec![0u8; 1054];
+    frame[34 + 12] = 5 << 4;
+    let mut p = cache.alloc_from(&frame).unwrap();
+    p.meta.l4_off = 34;
+    assert_eq!(cost(&p), 1054 * 8000, "a plain frame: its bytes");
+    assert!(p.set_gso(Some(packet::gso::Gso {
+        v6: false,
+        ecn: false,
+        mss: 100
+    })));
+    assert_eq!(cost(&p), 10 * 154 * 8000);
+    // Headers that do not parse (no L4 offset): its own length.
+    p.meta.l4_off = 0;
+    assert_eq!(cost(&p), 1054 * 8000);
+    cache.free(p);
+}
