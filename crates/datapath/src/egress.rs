@@ -9,9 +9,11 @@
 //!   batch is sent, each packet is judged by the queue it was put in (`pkt.meta.user`, set
 //!   by the `set_queue` action; 0 when none was):
 //!
-//!   1. within its queue's `min_rate` (the committed bucket): it passes, whatever the other
-//!      queues send — the guarantee — and uses up room in the port's bucket (as a debt the
-//!      next refills pay when the bucket is empty, so the port's total stays within its cap);
+//!   1. within its queue's `min_rate` (the committed bucket) and its `max_rate` (the peak
+//!      bucket; no cap: always): it passes, whatever the other queues send — the guarantee
+//!      (a queue its cap stops has had it) — and uses up room in the port's bucket (as a
+//!      debt the next refills pay when the bucket is empty, so the port's total stays within
+//!      its cap);
 //!   2. else within its queue's `max_rate` (the peak bucket; no cap: always) and the port's
 //!      `qos_max_rate` (no cap: always): it passes;
 //!   3. else it is dropped and counted against its queue.
@@ -347,16 +349,23 @@ impl PortShaper {
                 continue;
             };
             let mut ok = 0u32;
+            let peak = qs.max.rate() != 0;
+            if peak {
+                qs.max.refill(now_ns);
+            }
             if qs.min.rate() != 0 {
                 qs.min.refill(now_ns);
                 ok = qs.min.take_each(n, of(same)) & same;
+                // The guarantee is part of the queue's cap, not on top of it.
+                if peak && ok != 0 {
+                    ok &= qs.max.take_each(n, of(ok));
+                }
                 if capped && ok != 0 {
                     self.owe(self.port.charge(bits_of(pkts, ok)));
                 }
             }
             let mut over = same & !ok;
-            if over != 0 && qs.max.rate() != 0 {
-                qs.max.refill(now_ns);
+            if over != 0 && peak {
                 over &= qs.max.take_each(n, of(over));
             }
             if over != 0 && capped {

@@ -147,3 +147,13 @@ fn a_super_packet_costs_the_segments_it_stands_for() {
     assert_eq!(cost(&p), 1054 * 8000);
     cache.free(p);
 }
+
+#[test]
+fn a_queues_guarantee_counts_against_its_cap() {
+    let pool = Pool::with_frames(128);
+    // Queue 1: 2 Mbit/s guaranteed, 5 Mbit/s at most, alone on an uncapped port.
+    let s = PortShaper::new(egress("queue=1:min_rate=2000:max_rate=5000:burst=100"));
+    let p = offer(&s, &pool, &[1], 100_000, 2);
+    // 2 s of its cap (1000 frames) and its buckets, not cap and guarantee added (1400).
+    assert!((1000..=1021).contains(&p[0]), "queue 1 passed {}", p[0]);
+}
