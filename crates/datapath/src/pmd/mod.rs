@@ -478,8 +478,13 @@ impl Pmd {
                 continue;
             }
             if self.exec.holds_packets() {
-                // Never asleep while holding packets: they leave as the rates allow.
-                std::hint::spin_loop();
+                // Never asleep while holding packets: they leave as the rates allow (a
+                // thread that shares its core still lets the core's other threads run).
+                if self.cfg.idle.yield_when_empty {
+                    Idle::yield_core();
+                } else {
+                    std::hint::spin_loop();
+                }
                 continue;
             }
             let now = self.clock.now_ns();
