@@ -269,6 +269,8 @@ pub struct Executor {
     /// Packet-ins this rx batch may still queue (`u32::MAX`: no bound; set per batch by
     /// the thread when [`crate::DpConfig::packet_in_port_rate`] is set).
     pub(crate) packet_in_allow: u32,
+    /// The thread's index: its slot in the tunnel ports' counts ([`crate::tunnel_counts`]).
+    thread: usize,
 }
 
 impl Executor {
@@ -283,7 +285,15 @@ impl Executor {
             now_ns: 0,
             tap: Tap::default(),
             packet_in_allow: u32::MAX,
+            thread: 0,
         }
+    }
+
+    /// The executor of thread `index` (its slot in per-thread counters shared between
+    /// threads, [`crate::tunnel_counts`]).
+    pub fn on_thread(mut self, index: usize) -> Executor {
+        self.thread = index;
+        self
     }
 
     /// The thread's pool cache (to free packets into).
@@ -362,8 +372,12 @@ impl Executor {
         port: u16,
         st: &mut LocalStats,
     ) {
+        let inner = c.len() as u64;
         match out.template.push(&mut c, hash, 0) {
-            Ok(()) => self.enqueue(port, c, st),
+            Ok(()) => {
+                out.counts.tx(self.thread, 1, inner);
+                self.enqueue(port, c, st);
+            }
             Err(_) => {
                 self.cache.free(c);
                 st.add(Counter::DropRewrite, 1);
@@ -377,6 +391,8 @@ impl Executor {
     fn tunnel_move(&mut self, mut pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
         let hash = tunnel_hash(&pkt);
         if self.tunnel_in_place(&mut pkt, hash, out, port, st) {
+            let inner = pkt.len() - out.template.overhead();
+            out.counts.tx(self.thread, 1, inner as u64);
             self.enqueue(port, pkt, st);
         } else {
             self.cache.free(pkt);
@@ -580,12 +596,23 @@ impl Executor {
                     prefetch(data.wrapping_sub(1));
                     *h = tunnel_hash(pkt);
                 }
+                // What stays encapsulated in the batch, counted once for the batch (what
+                // leaves it is counted where it is sent, `tunnel_send`).
+                let (mut sent, mut bytes) = (0u64, 0u64);
                 for (i, pkt) in pkts.iter_mut().enumerate().take(n) {
-                    if dropped & (1 << i) == 0
-                        && !self.tunnel_in_place(pkt, hashes[i], out, *port, st)
-                    {
+                    if dropped & (1 << i) != 0 {
+                        continue;
+                    }
+                    if self.tunnel_in_place(pkt, hashes[i], out, *port, st) {
+                        sent += 1;
+                        bytes += pkt.len() as u64;
+                    } else {
                         dropped |= 1 << i;
                     }
+                }
+                if sent != 0 {
+                    let inner = bytes - sent * overhead as u64;
+                    out.counts.tx(self.thread, sent, inner);
                 }
             }
         }

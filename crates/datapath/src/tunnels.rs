@@ -8,7 +8,10 @@
 //! ports or local addresses change; a thread loads it once per batch received on a port and
 //! does nothing more when the port terminates no tunnel. Drops are counted per port by reason
 //! ([`crate::tunnel_drops`]) in atomics reached through those entries, touched only when a
-//! frame is dropped.
+//! frame is dropped. What each tunnel port carried ([`crate::tunnel_counts`]) is counted per
+//! thread through the same entries: a terminator's entry holds its tunnel ports' counts
+//! (sorted by port, found once per run of a batch's frames to one port), a tunnel output its
+//! port's.
 //!
 //! Output: a fixed tunnel's headers per port ([`Tunnels::set_output`]); a per-flow tunnel's
 //! per (port, remote, VNI) ([`crate::tunnel_flows`], [`Tunnels::flow_output`]).
@@ -21,6 +24,7 @@ use packet::{Batch, PoolCache};
 use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
 
 use crate::bits::prefetch;
+use crate::tunnel_counts::{CountBook, TunnelCounts, TunnelPortCounts};
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
 
 use crate::tunnel_flows::{FlowDest, PerFlowPort, Requests, TunFields};
@@ -36,10 +40,33 @@ pub struct TunnelOutput {
     pub mtu: u16,
     /// The tunnel port's send-side drops ([`crate::tunnel_drops::SendDrop`]).
     pub drops: Arc<TunnelDrops>,
+    /// What the tunnel port sent ([`TunnelCounts::tx`]).
+    pub counts: Arc<TunnelCounts>,
 }
 
-/// An underlay port that terminates tunnels: `(its ofport, its terminator, its drops)`.
-type Terminating = (u32, Arc<Terminator>, Arc<TunnelDrops>);
+/// An underlay port that terminates tunnels.
+#[derive(Debug, Clone)]
+struct Terminating {
+    /// The underlay's OpenFlow port.
+    port: u32,
+    /// What it terminates.
+    terminator: Arc<Terminator>,
+    /// Termination's drops, on the underlay port.
+    drops: Arc<TunnelDrops>,
+    /// The counts of the tunnel ports it terminates into, sorted by port.
+    counts: Arc<[(u32, Arc<TunnelCounts>)]>,
+}
+
+impl Terminating {
+    /// Counts `packets` frames of `bytes` terminated into tunnel port `ofport` by thread
+    /// `thread` (once per run of a batch's frames to one port).
+    #[inline]
+    fn count_rx(&self, ofport: u32, thread: usize, packets: u64, bytes: u64) {
+        if let Ok(i) = self.counts.binary_search_by_key(&ofport, |c| c.0) {
+            self.counts[i].1.rx(thread, packets, bytes);
+        }
+    }
+}
 
 /// The datapath's table of terminating underlay ports, the outer headers of its tunnel
 /// ports, and the drops of termination.
@@ -53,6 +80,8 @@ pub struct Tunnels {
     down: ArcSwap<Vec<u32>>,
     /// Every port's drops.
     book: DropBook,
+    /// Every tunnel port's counts.
+    counts: CountBook,
     /// The tunnel ports whose remote or VNI comes from the flow.
     per_flow: ArcSwap<Vec<(u32, PerFlowPort)>>,
     /// Their outputs, per destination.
@@ -84,11 +113,23 @@ impl Tunnels {
             .table
             .load()
             .iter()
-            .filter(|(p, ..)| *p != ofport)
+            .filter(|e| e.port != ofport)
             .cloned()
             .collect();
         if let Some(t) = t.filter(|t| !t.is_empty()) {
-            next.push((ofport, Arc::new(t), self.book.of(ofport, Side::Underlay)));
+            let mut counts: Vec<_> = t
+                .ports()
+                .iter()
+                .map(|p| (p.ofport, self.counts.of(p.ofport)))
+                .collect();
+            counts.sort_by_key(|c| c.0);
+            counts.dedup_by_key(|c| c.0);
+            next.push(Terminating {
+                port: ofport,
+                terminator: Arc::new(t),
+                drops: self.book.of(ofport, Side::Underlay),
+                counts: counts.into(),
+            });
         }
         self.table.store(Arc::new(next));
     }
@@ -111,6 +152,7 @@ impl Tunnels {
                 underlay,
                 mtu,
                 drops: self.book.of(ofport, Side::Tunnel),
+                counts: self.counts.of(ofport),
             };
             next.push((ofport, o));
         }
@@ -158,6 +200,7 @@ impl Tunnels {
                     underlay,
                     mtu,
                     drops: self.book.of(d.ofport, Side::Tunnel),
+                    counts: self.counts.of(d.ofport),
                 };
                 (d, o)
             })
@@ -237,28 +280,40 @@ impl Tunnels {
         SendCounter::new(self.book.of(ofport, Side::Tunnel), reason)
     }
 
-    /// Forgets port `ofport`'s drops (it left the bridge).
+    /// What tunnel port `ofport` carried: terminated into it and encapsulated out of it,
+    /// summed over the threads (`None`: no tunnel port of that number was published).
+    pub fn port_counts(&self, ofport: u32) -> Option<TunnelPortCounts> {
+        self.counts.read(ofport)
+    }
+
+    /// Forgets port `ofport`'s drops and counts (it left the bridge).
     pub fn forget(&self, ofport: u32) {
         self.set_down(ofport, false);
         self.book.forget(ofport);
+        self.counts.forget(ofport);
     }
 
-    /// Terminates the tunnel packets of `batch`, received on `in_port`: their outer headers
-    /// come off, `meta[i]` and bit `i` of the returned mask say what packet `i` (in the batch
-    /// as it is afterwards) carried; dropped frames leave the batch (freed into `cache`,
-    /// counted). Returns `(tunneled mask, frames dropped)`.
+    /// Terminates the tunnel packets of `batch`, received on `in_port` by thread `thread`:
+    /// their outer headers come off, `meta[i]` and bit `i` of the returned mask say what
+    /// packet `i` (in the batch as it is afterwards) carried; dropped frames leave the batch
+    /// (freed into `cache`, counted). The tunnel ports' rx counts are added once per run of
+    /// frames to one port. Returns `(tunneled mask, frames dropped)`.
     pub fn terminate(
         &self,
+        thread: usize,
         in_port: u32,
         batch: &mut Batch,
         meta: &mut [TunMeta],
         cache: &mut PoolCache,
     ) -> (u32, u64) {
         let table = self.table.load();
-        let Some((_, t, drops)) = table.iter().find(|(p, ..)| *p == in_port) else {
+        let Some(entry) = table.iter().find(|e| e.port == in_port) else {
             return (0, 0);
         };
+        let (t, drops) = (&entry.terminator, &entry.drops);
         let (mut tunneled, mut bad) = (0u32, 0u32);
+        // The run of terminated frames to one tunnel port, counted when the port changes.
+        let (mut run_port, mut run_packets, mut run_bytes) = (0u32, 0u64, 0u64);
         let pkts = batch.as_mut_slice();
         for i in 0..pkts.len() {
             // The next frame's outer headers are on their way while this one is judged.
@@ -269,6 +324,14 @@ impl Tunnels {
             match t.receive(p) {
                 RxOutcome::NotTunnel => {}
                 RxOutcome::Tunnel(m) => {
+                    if m.ofport != run_port {
+                        if run_packets != 0 {
+                            entry.count_rx(run_port, thread, run_packets, run_bytes);
+                        }
+                        (run_port, run_packets, run_bytes) = (m.ofport, 0, 0);
+                    }
+                    run_packets += 1;
+                    run_bytes += p.len() as u64;
                     meta[i] = m;
                     tunneled |= 1 << i;
                 }
@@ -277,6 +340,9 @@ impl Tunnels {
                     bad |= 1 << i;
                 }
             }
+        }
+        if run_packets != 0 {
+            entry.count_rx(run_port, thread, run_packets, run_bytes);
         }
         if bad == 0 {
             return (tunneled, 0);
@@ -360,10 +426,10 @@ mod tests {
         let mut meta = [TunMeta::default(); packet::BATCH_SIZE];
         // Another port terminates nothing.
         assert_eq!(
-            tunnels.terminate(2, &mut batch, &mut meta, &mut cache),
+            tunnels.terminate(0, 2, &mut batch, &mut meta, &mut cache),
             (0, 0)
         );
-        let (mask, dropped) = tunnels.terminate(1, &mut batch, &mut meta, &mut cache);
+        let (mask, dropped) = tunnels.terminate(0, 1, &mut batch, &mut meta, &mut cache);
         assert_eq!((mask, dropped), (0b110, 1));
         let data: Vec<&[u8]> = batch.as_slice().iter().map(|p| p.data()).collect();
         assert_eq!(data, [&inner[0][..], &inner[1][..], &inner[3][..]]);
@@ -374,12 +440,16 @@ mod tests {
         assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
         assert!(tunnels.port_drops(1).contains(&("tunnel_no_port", 1)));
         assert!(tunnels.port_drops(2).is_empty());
+        // The two frames terminated into port 9, counted as their inner frames.
+        let counts = tunnels.port_counts(9).unwrap();
+        assert_eq!((counts.rx_packets, counts.rx_bytes), (2, 120));
+        assert_eq!((counts.tx_packets, counts.tx_bytes), (0, 0));
         batch.free_into(&mut cache);
         // Unset: the port switches tunnel frames as they are.
         tunnels.set(1, None);
         batch.push(vxlan(&mut cache, 42, &inner[1])).unwrap();
         assert_eq!(
-            tunnels.terminate(1, &mut batch, &mut meta, &mut cache),
+            tunnels.terminate(0, 1, &mut batch, &mut meta, &mut cache),
             (0, 0)
         );
         batch.free_into(&mut cache);
