@@ -413,6 +413,9 @@ impl BridgeTunnels {
     /// housekeeping thread if it is the first. Without a netlink socket for next hops the
     /// port stays down and says why.
     pub fn add_tunnel(self: &Arc<Self>, conf: TunnelConf, iface: Arc<TunnelIface>) {
+        if let Some(dp) = self.dp.upgrade() {
+            iface.count_from(&dp, conf.ofport);
+        }
         {
             let mut st = self.lock();
             if st.hk.is_none() {
