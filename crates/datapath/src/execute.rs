@@ -19,7 +19,7 @@
 //! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
-use crate::bits::prefetch;
+use crate::bits::{bit_iter, prefetch};
 use crate::capture::Tap;
 use crate::egress::{shape_batch, PortShaper, Shapers};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -355,7 +355,7 @@ impl Executor {
         if fits_underlay(pkt, out) {
             return true;
         }
-        out.drops.send(SendDrop::TooBig);
+        out.counts.drops().send(SendDrop::TooBig);
         let inner_mtu = usize::from(out.mtu).saturating_sub(out.template.overhead());
         self.too_big_reply(pkt, inner_mtu as u16, st);
         false
@@ -596,27 +596,40 @@ impl Executor {
                     prefetch(data.wrapping_sub(1));
                     *h = tunnel_hash(pkt);
                 }
-                // What stays encapsulated in the batch, counted once for the batch (what
-                // leaves it is counted where it is sent, `tunnel_send`).
-                let (mut sent, mut bytes) = (0u64, 0u64);
                 for (i, pkt) in pkts.iter_mut().enumerate().take(n) {
-                    if dropped & (1 << i) != 0 {
-                        continue;
-                    }
-                    if self.tunnel_in_place(pkt, hashes[i], out, *port, st) {
-                        sent += 1;
-                        bytes += pkt.len() as u64;
-                    } else {
+                    if dropped & (1 << i) == 0
+                        && !self.tunnel_in_place(pkt, hashes[i], out, *port, st)
+                    {
                         dropped |= 1 << i;
                     }
                 }
-                if sent != 0 {
-                    let inner = bytes - sent * overhead as u64;
-                    out.counts.tx(self.thread, sent, inner);
-                }
+                self.count_in_place(&pkts[..n], all & !dropped, out);
             }
         }
         dropped
+    }
+
+    /// Counts the packets of `pkts` that bit mask `kept` says stay in the batch encapsulated
+    /// for `out`, once for the batch (inner bytes: less the outer headers). What leaves the
+    /// batch is counted where it is sent ([`Executor::tunnel_send`]). Once per batch, out of
+    /// line: it keeps the batch's path (inlined into the thread's loop) as it was.
+    #[inline(never)]
+    fn count_in_place(&self, pkts: &[Packet], kept: u32, out: &TunnelOutput) {
+        if kept == 0 {
+            return;
+        }
+        let every = match pkts.len() {
+            32.. => u32::MAX,
+            n => (1u32 << n) - 1,
+        };
+        let bytes: u64 = if kept == every {
+            pkts.iter().map(|p| p.len() as u64).sum()
+        } else {
+            bit_iter(kept).map(|i| pkts[i].len() as u64).sum()
+        };
+        let n = u64::from(kept.count_ones());
+        let overhead = out.template.overhead() as u64;
+        out.counts.tx(self.thread, n, bytes - n * overhead);
     }
 
     /// The moving output of `pkt` to a tunnel, where the packet stays in its batch: the outer

@@ -7,7 +7,8 @@
 //! publishes the port ([`CountBook`]) and kept across republishing (next hops change, the
 //! termination table is swapped), so the counts survive; a removed port's go with it. The
 //! poll-mode threads reach it through the entries they already load (a tunnel output, a
-//! terminator's entry) and add once per batch or per run of packets to one port.
+//! terminator's entry) and add once per batch (per run of frames to one port when a batch's
+//! frames went to several; once per packet for copies and segments).
 //!
 //! Each thread writes only its own cache line ([`SLOTS`] of them, by thread index) with a
 //! relaxed load and store, as [`crate::stats`] does: no atomic read-modify-write on the fast
@@ -17,6 +18,8 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use crate::tunnel_drops::TunnelDrops;
 
 /// Slots per tunnel port: threads `0..SLOTS - 1` own one each, the rest share the last.
 pub const SLOTS: usize = 32;
@@ -55,21 +58,29 @@ pub struct TunnelPortCounts {
     pub tx_bytes: u64,
 }
 
-/// One tunnel port's per-thread counts.
+/// One tunnel port's per-thread counts, with its send-side drops (one pointer for a tunnel
+/// output to carry).
 #[derive(Debug)]
 pub struct TunnelCounts {
-    slots: Box<[Slot]>,
-}
-
-impl Default for TunnelCounts {
-    fn default() -> TunnelCounts {
-        TunnelCounts {
-            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
-        }
-    }
+    slots: [Slot; SLOTS],
+    drops: Arc<TunnelDrops>,
 }
 
 impl TunnelCounts {
+    /// Counts from zero, beside the port's send-side drops `drops`.
+    pub fn new(drops: Arc<TunnelDrops>) -> TunnelCounts {
+        TunnelCounts {
+            slots: std::array::from_fn(|_| Slot::default()),
+            drops,
+        }
+    }
+
+    /// The port's send-side drops ([`crate::tunnel_drops::SendDrop`]).
+    #[inline]
+    pub fn drops(&self) -> &TunnelDrops {
+        &self.drops
+    }
+
     /// Thread `thread`'s slot, and whether it is the shared one.
     #[inline(always)]
     fn slot(&self, thread: usize) -> (&Slot, bool) {
@@ -121,9 +132,13 @@ impl CountBook {
         self.ports.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The counts of tunnel port `ofport`, made on first use.
-    pub fn of(&self, ofport: u32) -> Arc<TunnelCounts> {
-        self.lock().entry(ofport).or_default().clone()
+    /// The counts of tunnel port `ofport`, made on first use beside its send-side drops
+    /// `drops`.
+    pub fn of(&self, ofport: u32, drops: impl FnOnce() -> Arc<TunnelDrops>) -> Arc<TunnelCounts> {
+        self.lock()
+            .entry(ofport)
+            .or_insert_with(|| Arc::new(TunnelCounts::new(drops())))
+            .clone()
     }
 
     /// Tunnel port `ofport`'s counts (`None`: it was never published).
@@ -141,11 +156,13 @@ impl CountBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tunnel_drops::{DropBook, Side};
 
     #[test]
     fn threads_add_to_their_own_slots_and_reads_sum_them() {
-        let book = CountBook::default();
-        let c = book.of(9);
+        let (book, drops) = (CountBook::default(), DropBook::default());
+        let of = |p| book.of(p, || drops.of(p, Side::Tunnel));
+        let c = of(9);
         c.rx(0, 2, 120);
         c.rx(3, 1, 60);
         c.tx(1, 4, 400);
@@ -159,11 +176,11 @@ mod tests {
             tx_bytes: 600,
         };
         assert_eq!(book.read(9), Some(want));
-        assert!(Arc::ptr_eq(&book.of(9), &c), "kept across lookups");
+        assert!(Arc::ptr_eq(&of(9), &c), "kept across lookups");
         assert_eq!(book.read(8), None);
         book.forget(9);
         assert_eq!(book.read(9), None);
-        assert_eq!(book.of(9).read(), TunnelPortCounts::default());
+        assert_eq!(of(9).read(), TunnelPortCounts::default());
         assert_eq!(std::mem::align_of::<Slot>(), 64);
     }
 }

@@ -10,7 +10,7 @@
 //! ([`crate::tunnel_drops`]) in atomics reached through those entries, touched only when a
 //! frame is dropped. What each tunnel port carried ([`crate::tunnel_counts`]) is counted per
 //! thread through the same entries: a terminator's entry holds its tunnel ports' counts
-//! (sorted by port, found once per run of a batch's frames to one port), a tunnel output its
+//! (sorted by port, found once per batch whose frames went to one port), a tunnel output its
 //! port's.
 //!
 //! Output: a fixed tunnel's headers per port ([`Tunnels::set_output`]); a per-flow tunnel's
@@ -20,10 +20,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use packet::{Batch, PoolCache};
+use packet::{Batch, Packet, PoolCache};
 use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
 
-use crate::bits::prefetch;
+use crate::bits::{bit_iter, prefetch};
 use crate::tunnel_counts::{CountBook, TunnelCounts, TunnelPortCounts};
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
 
@@ -38,9 +38,8 @@ pub struct TunnelOutput {
     pub underlay: u32,
     /// The underlay's IP MTU.
     pub mtu: u16,
-    /// The tunnel port's send-side drops ([`crate::tunnel_drops::SendDrop`]).
-    pub drops: Arc<TunnelDrops>,
-    /// What the tunnel port sent ([`TunnelCounts::tx`]).
+    /// What the tunnel port sent ([`TunnelCounts::tx`]) and its send-side drops
+    /// ([`TunnelCounts::drops`]); one pointer, so that a compiled output stays small.
     pub counts: Arc<TunnelCounts>,
 }
 
@@ -58,10 +57,48 @@ struct Terminating {
 }
 
 impl Terminating {
-    /// Counts `packets` frames of `bytes` terminated into tunnel port `ofport` by thread
-    /// `thread` (once per run of a batch's frames to one port).
+    /// Counts the frames of `pkts` that bit mask `tunneled` says were terminated (into the
+    /// tunnel ports `meta` names) for thread `thread`: one add for the batch when it went to
+    /// one port, one per run of frames to one port otherwise. Once per batch, after the
+    /// termination loop and out of line: the loop (inlined into the thread's) stays as it
+    /// was.
+    #[inline(never)]
+    fn count_rx(&self, thread: usize, pkts: &[Packet], meta: &[TunMeta], tunneled: u32) {
+        let port = meta[tunneled.trailing_zeros() as usize].ofport;
+        let (mut bytes, mut one_port) = (0u64, true);
+        for i in bit_iter(tunneled) {
+            one_port &= meta[i].ofport == port;
+            bytes += pkts[i].len() as u64;
+        }
+        if !one_port {
+            return self.count_rx_runs(thread, pkts, meta, tunneled);
+        }
+        self.add_rx(port, thread, u64::from(tunneled.count_ones()), bytes);
+    }
+
+    /// [`Terminating::count_rx`] for a batch whose frames went to several tunnel ports.
+    #[cold]
+    fn count_rx_runs(&self, thread: usize, pkts: &[Packet], meta: &[TunMeta], tunneled: u32) {
+        let (mut port, mut packets, mut bytes) = (0u32, 0u64, 0u64);
+        for i in bit_iter(tunneled) {
+            if meta[i].ofport != port {
+                if packets != 0 {
+                    self.add_rx(port, thread, packets, bytes);
+                }
+                (port, packets, bytes) = (meta[i].ofport, 0, 0);
+            }
+            packets += 1;
+            bytes += pkts[i].len() as u64;
+        }
+        if packets != 0 {
+            self.add_rx(port, thread, packets, bytes);
+        }
+    }
+
+    /// Adds `packets` frames of `bytes` to tunnel port `ofport`'s rx counts in thread
+    /// `thread`'s slot.
     #[inline]
-    fn count_rx(&self, ofport: u32, thread: usize, packets: u64, bytes: u64) {
+    fn add_rx(&self, ofport: u32, thread: usize, packets: u64, bytes: u64) {
         if let Ok(i) = self.counts.binary_search_by_key(&ofport, |c| c.0) {
             self.counts[i].1.rx(thread, packets, bytes);
         }
@@ -120,7 +157,7 @@ impl Tunnels {
             let mut counts: Vec<_> = t
                 .ports()
                 .iter()
-                .map(|p| (p.ofport, self.counts.of(p.ofport)))
+                .map(|p| (p.ofport, self.port_counter(p.ofport)))
                 .collect();
             counts.sort_by_key(|c| c.0);
             counts.dedup_by_key(|c| c.0);
@@ -151,8 +188,7 @@ impl Tunnels {
                 template: Arc::new(t),
                 underlay,
                 mtu,
-                drops: self.book.of(ofport, Side::Tunnel),
-                counts: self.counts.of(ofport),
+                counts: self.port_counter(ofport),
             };
             next.push((ofport, o));
         }
@@ -199,8 +235,7 @@ impl Tunnels {
                     template: Arc::new(t),
                     underlay,
                     mtu,
-                    drops: self.book.of(d.ofport, Side::Tunnel),
-                    counts: self.counts.of(d.ofport),
+                    counts: self.port_counter(d.ofport),
                 };
                 (d, o)
             })
@@ -280,6 +315,12 @@ impl Tunnels {
         SendCounter::new(self.book.of(ofport, Side::Tunnel), reason)
     }
 
+    /// Tunnel port `ofport`'s counts (made on first use, kept until [`Tunnels::forget`]).
+    fn port_counter(&self, ofport: u32) -> Arc<TunnelCounts> {
+        self.counts
+            .of(ofport, || self.book.of(ofport, Side::Tunnel))
+    }
+
     /// What tunnel port `ofport` carried: terminated into it and encapsulated out of it,
     /// summed over the threads (`None`: no tunnel port of that number was published).
     pub fn port_counts(&self, ofport: u32) -> Option<TunnelPortCounts> {
@@ -312,8 +353,6 @@ impl Tunnels {
         };
         let (t, drops) = (&entry.terminator, &entry.drops);
         let (mut tunneled, mut bad) = (0u32, 0u32);
-        // The run of terminated frames to one tunnel port, counted when the port changes.
-        let (mut run_port, mut run_packets, mut run_bytes) = (0u32, 0u64, 0u64);
         let pkts = batch.as_mut_slice();
         for i in 0..pkts.len() {
             // The next frame's outer headers are on their way while this one is judged.
@@ -324,14 +363,6 @@ impl Tunnels {
             match t.receive(p) {
                 RxOutcome::NotTunnel => {}
                 RxOutcome::Tunnel(m) => {
-                    if m.ofport != run_port {
-                        if run_packets != 0 {
-                            entry.count_rx(run_port, thread, run_packets, run_bytes);
-                        }
-                        (run_port, run_packets, run_bytes) = (m.ofport, 0, 0);
-                    }
-                    run_packets += 1;
-                    run_bytes += p.len() as u64;
                     meta[i] = m;
                     tunneled |= 1 << i;
                 }
@@ -341,8 +372,8 @@ impl Tunnels {
                 }
             }
         }
-        if run_packets != 0 {
-            entry.count_rx(run_port, thread, run_packets, run_bytes);
+        if tunneled != 0 {
+            entry.count_rx(thread, batch.as_slice(), meta, tunneled);
         }
         if bad == 0 {
             return (tunneled, 0);
@@ -440,6 +471,8 @@ mod tests {
         assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
         assert!(tunnels.port_drops(1).contains(&("tunnel_no_port", 1)));
         assert!(tunnels.port_drops(2).is_empty());
+        // A compiled output stays three words (an `Op` stays 32 bytes).
+        assert_eq!(std::mem::size_of::<TunnelOutput>(), 24);
         // The two frames terminated into port 9, counted as their inner frames.
         let counts = tunnels.port_counts(9).unwrap();
         assert_eq!((counts.rx_packets, counts.rx_bytes), (2, 120));

@@ -156,7 +156,7 @@ mod tests {
         let out = dp.output(5).unwrap();
         out.counts.tx(0, 2, 120);
         out.counts.tx(1, 1, 60);
-        out.drops.send(datapath::SendDrop::TooBig);
+        out.counts.drops().send(datapath::SendDrop::TooBig);
         let s = t.stats();
         assert_eq!((s.tx_packets, s.tx_bytes, s.tx_dropped), (3, 180, 1));
         assert_eq!((s.rx_packets, s.rx_bytes), (0, 0));

@@ -454,7 +454,8 @@ impl BridgeTunnels {
     }
 
     /// Forgets port `ofport`, a tunnel port or an underlay: its outputs and termination leave
-    /// the datapath, and so do its drop counters. Returns whether it was a tunnel port.
+    /// the datapath, and so do its drop counters and counts. Returns whether it was a tunnel
+    /// port.
     pub fn remove(&self, ofport: u32) -> bool {
         let mut st = self.lock();
         st.underlays.retain(|u| u.ofport != ofport);
