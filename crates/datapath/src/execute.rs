@@ -19,7 +19,7 @@
 //! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
-use crate::bits::prefetch;
+use crate::bits::{bit_iter, prefetch};
 use crate::capture::Tap;
 use crate::egress::{shape_batch, Backlog, PortShaper, Shapers};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -274,6 +274,8 @@ pub struct Executor {
     pub(crate) packet_in_allow: u32,
     /// Some tx entry's shaped queues may hold packets ([`Executor::release_held`]).
     held: bool,
+    /// The thread's index: its slot in the tunnel ports' counts ([`crate::tunnel_counts`]).
+    thread: usize,
 }
 
 impl Executor {
@@ -289,7 +291,15 @@ impl Executor {
             tap: Tap::default(),
             packet_in_allow: u32::MAX,
             held: false,
+            thread: 0,
         }
+    }
+
+    /// The executor of thread `index` (its slot in per-thread counters shared between
+    /// threads, [`crate::tunnel_counts`]).
+    pub fn on_thread(mut self, index: usize) -> Executor {
+        self.thread = index;
+        self
     }
 
     /// The thread's pool cache (to free packets into).
@@ -351,7 +361,7 @@ impl Executor {
         if fits_underlay(pkt, out) {
             return true;
         }
-        out.drops.send(SendDrop::TooBig);
+        out.counts.drops().send(SendDrop::TooBig);
         let inner_mtu = usize::from(out.mtu).saturating_sub(out.template.overhead());
         self.too_big_reply(pkt, inner_mtu as u16, st);
         false
@@ -368,8 +378,12 @@ impl Executor {
         port: u16,
         st: &mut LocalStats,
     ) {
+        let inner = c.len() as u64;
         match out.template.push(&mut c, hash, 0) {
-            Ok(()) => self.enqueue(port, c, st),
+            Ok(()) => {
+                out.counts.tx(self.thread, 1, inner);
+                self.enqueue(port, c, st);
+            }
             Err(_) => {
                 self.cache.free(c);
                 st.add(Counter::DropRewrite, 1);
@@ -383,6 +397,8 @@ impl Executor {
     fn tunnel_move(&mut self, mut pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
         let hash = tunnel_hash(&pkt);
         if self.tunnel_in_place(&mut pkt, hash, out, port, st) {
+            let inner = pkt.len() - out.template.overhead();
+            out.counts.tx(self.thread, 1, inner as u64);
             self.enqueue(port, pkt, st);
         } else {
             self.cache.free(pkt);
@@ -593,9 +609,33 @@ impl Executor {
                         dropped |= 1 << i;
                     }
                 }
+                self.count_in_place(&pkts[..n], all & !dropped, out);
             }
         }
         dropped
+    }
+
+    /// Counts the packets of `pkts` that bit mask `kept` says stay in the batch encapsulated
+    /// for `out`, once for the batch (inner bytes: less the outer headers). What leaves the
+    /// batch is counted where it is sent ([`Executor::tunnel_send`]). Once per batch, out of
+    /// line: it keeps the batch's path (inlined into the thread's loop) as it was.
+    #[inline(never)]
+    fn count_in_place(&self, pkts: &[Packet], kept: u32, out: &TunnelOutput) {
+        if kept == 0 {
+            return;
+        }
+        let every = match pkts.len() {
+            32.. => u32::MAX,
+            n => (1u32 << n) - 1,
+        };
+        let bytes: u64 = if kept == every {
+            pkts.iter().map(|p| p.len() as u64).sum()
+        } else {
+            bit_iter(kept).map(|i| pkts[i].len() as u64).sum()
+        };
+        let n = u64::from(kept.count_ones());
+        let overhead = out.template.overhead() as u64;
+        out.counts.tx(self.thread, n, bytes - n * overhead);
     }
 
     /// The moving output of `pkt` to a tunnel, where the packet stays in its batch: the outer

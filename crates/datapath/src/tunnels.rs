@@ -8,7 +8,10 @@
 //! ports or local addresses change; a thread loads it once per batch received on a port and
 //! does nothing more when the port terminates no tunnel. Drops are counted per port by reason
 //! ([`crate::tunnel_drops`]) in atomics reached through those entries, touched only when a
-//! frame is dropped.
+//! frame is dropped. What each tunnel port carried ([`crate::tunnel_counts`]) is counted per
+//! thread through the same entries: a terminator's entry holds its tunnel ports' counts
+//! (sorted by port, found once per batch whose frames went to one port), a tunnel output its
+//! port's.
 //!
 //! Output: a fixed tunnel's headers per port ([`Tunnels::set_output`]); a per-flow tunnel's
 //! per (port, remote, VNI) ([`crate::tunnel_flows`], [`Tunnels::send`]): a destination with
@@ -19,10 +22,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use packet::{Batch, PoolCache};
+use packet::{Batch, Packet, PoolCache};
 use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
 
-use crate::bits::prefetch;
+use crate::bits::{bit_iter, prefetch};
+use crate::tunnel_counts::{CountBook, TunnelCounts, TunnelPortCounts};
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
 
 use crate::tunnel_flows::{FlowDest, PerFlowPort, RequestSignal, Requests, TunFields};
@@ -36,12 +40,72 @@ pub struct TunnelOutput {
     pub underlay: u32,
     /// The underlay's IP MTU.
     pub mtu: u16,
-    /// The tunnel port's send-side drops ([`crate::tunnel_drops::SendDrop`]).
-    pub drops: Arc<TunnelDrops>,
+    /// What the tunnel port sent ([`TunnelCounts::tx`]) and its send-side drops
+    /// ([`TunnelCounts::drops`]); one pointer, so that a compiled output stays small.
+    pub counts: Arc<TunnelCounts>,
 }
 
-/// An underlay port that terminates tunnels: `(its ofport, its terminator, its drops)`.
-type Terminating = (u32, Arc<Terminator>, Arc<TunnelDrops>);
+/// An underlay port that terminates tunnels.
+#[derive(Debug, Clone)]
+struct Terminating {
+    /// The underlay's OpenFlow port.
+    port: u32,
+    /// What it terminates.
+    terminator: Arc<Terminator>,
+    /// Termination's drops, on the underlay port.
+    drops: Arc<TunnelDrops>,
+    /// The counts of the tunnel ports it terminates into, sorted by port.
+    counts: Arc<[(u32, Arc<TunnelCounts>)]>,
+}
+
+impl Terminating {
+    /// Counts the frames of `pkts` that bit mask `tunneled` says were terminated (into the
+    /// tunnel ports `meta` names) for thread `thread`: one add for the batch when it went to
+    /// one port, one per run of frames to one port otherwise. Once per batch, after the
+    /// termination loop and out of line: the loop (inlined into the thread's) stays as it
+    /// was.
+    #[inline(never)]
+    fn count_rx(&self, thread: usize, pkts: &[Packet], meta: &[TunMeta], tunneled: u32) {
+        let port = meta[tunneled.trailing_zeros() as usize].ofport;
+        let (mut bytes, mut one_port) = (0u64, true);
+        for i in bit_iter(tunneled) {
+            one_port &= meta[i].ofport == port;
+            bytes += pkts[i].len() as u64;
+        }
+        if !one_port {
+            return self.count_rx_runs(thread, pkts, meta, tunneled);
+        }
+        self.add_rx(port, thread, u64::from(tunneled.count_ones()), bytes);
+    }
+
+    /// [`Terminating::count_rx`] for a batch whose frames went to several tunnel ports.
+    #[cold]
+    fn count_rx_runs(&self, thread: usize, pkts: &[Packet], meta: &[TunMeta], tunneled: u32) {
+        let (mut port, mut packets, mut bytes) = (0u32, 0u64, 0u64);
+        for i in bit_iter(tunneled) {
+            if meta[i].ofport != port {
+                if packets != 0 {
+                    self.add_rx(port, thread, packets, bytes);
+                }
+                (port, packets, bytes) = (meta[i].ofport, 0, 0);
+            }
+            packets += 1;
+            bytes += pkts[i].len() as u64;
+        }
+        if packets != 0 {
+            self.add_rx(port, thread, packets, bytes);
+        }
+    }
+
+    /// Adds `packets` frames of `bytes` to tunnel port `ofport`'s rx counts in thread
+    /// `thread`'s slot.
+    #[inline]
+    fn add_rx(&self, ofport: u32, thread: usize, packets: u64, bytes: u64) {
+        if let Ok(i) = self.counts.binary_search_by_key(&ofport, |c| c.0) {
+            self.counts[i].1.rx(thread, packets, bytes);
+        }
+    }
+}
 
 /// The datapath's table of terminating underlay ports, the outer headers of its tunnel
 /// ports, and the drops of termination.
@@ -55,6 +119,8 @@ pub struct Tunnels {
     down: ArcSwap<Vec<u32>>,
     /// Every port's drops.
     book: DropBook,
+    /// Every tunnel port's counts.
+    counts: CountBook,
     /// The tunnel ports whose remote or VNI comes from the flow.
     per_flow: ArcSwap<Vec<(u32, PerFlowPort)>>,
     /// Their outputs, per destination.
@@ -88,11 +154,23 @@ impl Tunnels {
             .table
             .load()
             .iter()
-            .filter(|(p, ..)| *p != ofport)
+            .filter(|e| e.port != ofport)
             .cloned()
             .collect();
         if let Some(t) = t.filter(|t| !t.is_empty()) {
-            next.push((ofport, Arc::new(t), self.book.of(ofport, Side::Underlay)));
+            let mut counts: Vec<_> = t
+                .ports()
+                .iter()
+                .map(|p| (p.ofport, self.port_counter(p.ofport)))
+                .collect();
+            counts.sort_by_key(|c| c.0);
+            counts.dedup_by_key(|c| c.0);
+            next.push(Terminating {
+                port: ofport,
+                terminator: Arc::new(t),
+                drops: self.book.of(ofport, Side::Underlay),
+                counts: counts.into(),
+            });
         }
         self.table.store(Arc::new(next));
     }
@@ -114,7 +192,7 @@ impl Tunnels {
                 template: Arc::new(t),
                 underlay,
                 mtu,
-                drops: self.book.of(ofport, Side::Tunnel),
+                counts: self.port_counter(ofport),
             };
             next.push((ofport, o));
         }
@@ -161,7 +239,7 @@ impl Tunnels {
                     template: Arc::new(t),
                     underlay,
                     mtu,
-                    drops: self.book.of(d.ofport, Side::Tunnel),
+                    counts: self.port_counter(d.ofport),
                 };
                 (d, o)
             })
@@ -252,27 +330,43 @@ impl Tunnels {
         SendCounter::new(self.book.of(ofport, Side::Tunnel), reason)
     }
 
-    /// Forgets port `ofport`'s drops (it left the bridge).
+    /// Tunnel port `ofport`'s counts (made on first use, kept until [`Tunnels::forget`]).
+    fn port_counter(&self, ofport: u32) -> Arc<TunnelCounts> {
+        self.counts
+            .of(ofport, || self.book.of(ofport, Side::Tunnel))
+    }
+
+    /// What tunnel port `ofport` carried: terminated into it and encapsulated out of it,
+    /// summed over the threads (`None`: no tunnel port of that number was published).
+    pub fn port_counts(&self, ofport: u32) -> Option<TunnelPortCounts> {
+        self.counts.read(ofport)
+    }
+
+    /// Forgets port `ofport`'s drops and counts (it left the bridge).
     pub fn forget(&self, ofport: u32) {
         self.set_down(ofport, false);
         self.book.forget(ofport);
+        self.counts.forget(ofport);
     }
 
-    /// Terminates the tunnel packets of `batch`, received on `in_port`: their outer headers
-    /// come off, `meta[i]` and bit `i` of the returned mask say what packet `i` (in the batch
-    /// as it is afterwards) carried; dropped frames leave the batch (freed into `cache`,
-    /// counted). Returns `(tunneled mask, frames dropped)`.
+    /// Terminates the tunnel packets of `batch`, received on `in_port` by thread `thread`:
+    /// their outer headers come off, `meta[i]` and bit `i` of the returned mask say what
+    /// packet `i` (in the batch as it is afterwards) carried; dropped frames leave the batch
+    /// (freed into `cache`, counted). The tunnel ports' rx counts are added once per run of
+    /// frames to one port. Returns `(tunneled mask, frames dropped)`.
     pub fn terminate(
         &self,
+        thread: usize,
         in_port: u32,
         batch: &mut Batch,
         meta: &mut [TunMeta],
         cache: &mut PoolCache,
     ) -> (u32, u64) {
         let table = self.table.load();
-        let Some((_, t, drops)) = table.iter().find(|(p, ..)| *p == in_port) else {
+        let Some(entry) = table.iter().find(|e| e.port == in_port) else {
             return (0, 0);
         };
+        let (t, drops) = (&entry.terminator, &entry.drops);
         let (mut tunneled, mut bad) = (0u32, 0u32);
         let pkts = batch.as_mut_slice();
         for i in 0..pkts.len() {
@@ -292,6 +386,9 @@ impl Tunnels {
                     bad |= 1 << i;
                 }
             }
+        }
+        if tunneled != 0 {
+            entry.count_rx(thread, batch.as_slice(), meta, tunneled);
         }
         if bad == 0 {
             return (tunneled, 0);
@@ -375,10 +472,10 @@ mod tests {
         let mut meta = [TunMeta::default(); packet::BATCH_SIZE];
         // Another port terminates nothing.
         assert_eq!(
-            tunnels.terminate(2, &mut batch, &mut meta, &mut cache),
+            tunnels.terminate(0, 2, &mut batch, &mut meta, &mut cache),
             (0, 0)
         );
-        let (mask, dropped) = tunnels.terminate(1, &mut batch, &mut meta, &mut cache);
+        let (mask, dropped) = tunnels.terminate(0, 1, &mut batch, &mut meta, &mut cache);
         assert_eq!((mask, dropped), (0b110, 1));
         let data: Vec<&[u8]> = batch.as_slice().iter().map(|p| p.data()).collect();
         assert_eq!(data, [&inner[0][..], &inner[1][..], &inner[3][..]]);
@@ -389,12 +486,18 @@ mod tests {
         assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
         assert!(tunnels.port_drops(1).contains(&("tunnel_no_port", 1)));
         assert!(tunnels.port_drops(2).is_empty());
+        // A compiled output stays three words (an `Op` stays 32 bytes).
+        assert_eq!(std::mem::size_of::<TunnelOutput>(), 24);
+        // The two frames terminated into port 9, counted as their inner frames.
+        let counts = tunnels.port_counts(9).unwrap();
+        assert_eq!((counts.rx_packets, counts.rx_bytes), (2, 120));
+        assert_eq!((counts.tx_packets, counts.tx_bytes), (0, 0));
         batch.free_into(&mut cache);
         // Unset: the port switches tunnel frames as they are.
         tunnels.set(1, None);
         batch.push(vxlan(&mut cache, 42, &inner[1])).unwrap();
         assert_eq!(
-            tunnels.terminate(1, &mut batch, &mut meta, &mut cache),
+            tunnels.terminate(0, 1, &mut batch, &mut meta, &mut cache),
             (0, 0)
         );
         batch.free_into(&mut cache);

@@ -447,6 +447,9 @@ impl BridgeTunnels {
     /// housekeeping thread if it is the first. Without a netlink socket for next hops the
     /// port stays down and says why.
     pub fn add_tunnel(self: &Arc<Self>, conf: TunnelConf, iface: Arc<TunnelIface>) {
+        if let Some(dp) = self.dp.upgrade() {
+            iface.count_from(&dp, conf.ofport);
+        }
         {
             let mut st = self.lock();
             if st.hk.is_none() {
@@ -486,7 +489,8 @@ impl BridgeTunnels {
     }
 
     /// Forgets port `ofport`, a tunnel port or an underlay: its outputs and termination leave
-    /// the datapath, and so do its drop counters. Returns whether it was a tunnel port.
+    /// the datapath, and so do its drop counters and counts. Returns whether it was a tunnel
+    /// port.
     pub fn remove(&self, ofport: u32) -> bool {
         let mut st = self.lock();
         st.underlays.retain(|u| u.ofport != ofport);

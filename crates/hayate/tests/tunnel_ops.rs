@@ -1,7 +1,8 @@
 //! Tunnel ports operated like the rest of the switch (issue 18): added and removed with
 //! `hayate ctl BR add-port vxlan:...` / `del-port` while `hayate run` runs, shown by `show`,
 //! `dump-ports-desc` and `dump-ports`, down with the reason while their remote cannot be
-//! reached, and their drops in `dump-drops` and the Prometheus metrics.
+//! reached, and their drops in `dump-drops` and the Prometheus metrics; what a tunnel port
+//! carried in its own port counters, as `ovs-ofctl dump-ports` reads them.
 //!
 //! Host 1 is a namespace running `hayate run` with an AF_PACKET underlay port whose address
 //! host 1's kernel owns; host 2 is the other end of the underlay veth (the tunnels' remote).
@@ -207,15 +208,43 @@ fn a_vxlan_port_is_added_shown_down_with_its_reason_and_removed_while_running() 
     hayate.stop();
 }
 
+/// `(rx pkts, rx bytes, tx pkts, tx bytes, tx drop)` of the port in an `ovs-ofctl
+/// dump-ports` reply for one port.
+fn port_counts(text: &str) -> Option<(u64, u64, u64, u64, u64)> {
+    let field = |side: &str, name: &str| -> Option<u64> {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("{side} pkts=")))?;
+        let v = line.split(&format!("{name}=")).nth(1)?;
+        v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    };
+    Some((
+        field("rx", "pkts")?,
+        field("rx", "bytes")?,
+        field("tx", "pkts")?,
+        field("tx", "bytes")?,
+        field("tx", "drop")?,
+    ))
+}
+
 #[test]
 fn tunnel_drops_show_in_dump_drops_and_the_metrics() {
-    if !netns::can_run("tunnel_ops_drops", &["ethtool", "python3", "ping"]) {
+    if !netns::can_run(
+        "tunnel_ops_drops",
+        &["ethtool", "python3", "ping", "ovs-ofctl"],
+    ) {
         return;
     }
     let mut net = Net::new();
     net.run_args = vec!["--metrics".into(), METRICS.into()];
     let (h1, h2, u1, u2) = hosts(&mut net);
-    let hayate = net.hayate(&h1, &[format!("afpacket:{u1},vnet_hdr=off")], &[], &[1]);
+    // Every frame is dropped after lookup: only what the test sends reaches the tunnel port.
+    let hayate = net.hayate(
+        &h1,
+        &[format!("afpacket:{u1},vnet_hdr=off")],
+        &["priority=0,actions=drop"],
+        &[1],
+    );
     let remote = format!("vxlan:remote={UNDERLAY_2},vni=42");
     net.ctl("br0", &["add-port", &remote, "name=vx1", "ofport=5"]);
     // The underlay terminates VXLAN once the tunnel is up.
@@ -277,5 +306,91 @@ fn tunnel_drops_show_in_dump_drops_and_the_metrics() {
         }),
         "tunnel drops in the metrics:\n{m}"
     );
+    tunnel_port_counts(&net, &h1, &h2, &u2);
+    let m = scrape();
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("hayate_port_rx_packets_total{")
+                && l.contains("port=\"vx1\"")
+                && l.ends_with(" 3")),
+        "vx1's rx packets in the metrics:\n{m}"
+    );
     hayate.stop();
+}
+
+/// The tunnel port vx1 (VNI 42, to host 2) counts what it carried, as `ovs-ofctl dump-ports`
+/// reads it: 3 pings from host 2's kernel VXLAN device terminated into it, 2 packet-outs
+/// encapsulated out of it (bytes of the inner frames), and a packet-out too big for the
+/// tunnel in `tx_dropped`.
+fn tunnel_port_counts(net: &Net, h1: &str, h2: &str, u2: &str) {
+    let vx42 = format!("{}vx42", net.prefix);
+    must(&[
+        "ip", "-n", h2, "link", "add", &vx42, "type", "vxlan", "id", "42", "remote", UNDERLAY_1,
+        "local", UNDERLAY_2, "dstport", "4789", "dev", u2,
+    ]);
+    let v6 = format!("net.ipv6.conf.{vx42}.disable_ipv6=1");
+    must(&["ip", "netns", "exec", h2, "sysctl", "-qw", &v6]);
+    must(&["ip", "-n", h2, "addr", "add", "10.79.2.2/24", "dev", &vx42]);
+    must(&["ip", "-n", h2, "link", "set", &vx42, "up"]);
+    // A known neighbour: the pings are the only frames the device sends (added once
+    // the link is up: bringing it up flushes the neighbours).
+    must(&[
+        "ip",
+        "-n",
+        h2,
+        "neigh",
+        "add",
+        "10.79.2.1",
+        "lladdr",
+        "02:00:00:00:00:99",
+        "dev",
+        &vx42,
+    ]);
+    let ping = ns_run(
+        h2,
+        &["ping", "-c", "3", "-i", "0.2", "-W", "1", "10.79.2.1"],
+    );
+    assert!(!ping.status.success(), "nobody answers the pings");
+    // Packet-outs to vx1 from the controller: two ARP requests (42 bytes) for an address
+    // host 2 does not own (it would answer into vx1), and a frame too big for the
+    // underlay's 1500-byte MTU once encapsulated.
+    let target = format!("unix:{}", net.run_dir().join("br0.mgmt").display());
+    let arp = concat!(
+        "ffffffffffff020000000099080600010800060400010200000000990a4f0901",
+        "0000000000000a4f0909"
+    );
+    let big = format!("ffffffffffff0200000000990800{}", "00".repeat(1480 - 14));
+    for frame in [arp, arp, &big] {
+        must(&[
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            &target,
+            &format!("in_port=controller packet={frame} actions=output:5"),
+        ]);
+    }
+    // Host 1's kernel does not read the pings: wait for the switch to count them.
+    let want = (3, 3 * 98, 2, 2 * 42, 1);
+    let mut text = String::new();
+    let dump = || {
+        let out = ns_run(
+            h1,
+            &["ovs-ofctl", "-O", "OpenFlow13", "dump-ports", &target, "5"],
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        eventually(|| {
+            text = dump();
+            port_counts(&text) == Some(want)
+        }),
+        "vx1's counters (rx 3 pings of 98 bytes, tx 2 ARPs of 42, 1 too big):\n{text}"
+    );
+    let ctl = net.ctl("br0", &["dump-ports", "5"]);
+    assert_eq!(
+        port_counts(&ctl),
+        Some(want),
+        "hayate ctl dump-ports:\n{ctl}"
+    );
 }

@@ -196,6 +196,11 @@ impl Terminator {
         }
     }
 
+    /// The tunnel ports it terminates into.
+    pub fn ports(&self) -> &[TunnelPort] {
+        &self.ports
+    }
+
     /// Whether it terminates nothing (no tunnel port or no local address).
     pub fn is_empty(&self) -> bool {
         self.ports.is_empty() || self.locals.addrs.is_empty()

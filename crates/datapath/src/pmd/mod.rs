@@ -243,7 +243,7 @@ impl Pmd {
             index: p.index,
             core: p.core,
             rx,
-            exec: Executor::new(p.tx, p.cache, p.packet_ins),
+            exec: Executor::new(p.tx, p.cache, p.packet_ins).on_thread(p.index),
             emc: Emc::new(cfg.emc_entries, cfg.emc_insert_inv_prob),
             emc_gate: EmcGate::default(),
             cls: Dpcls::new(cfg.max_megaflows),
@@ -569,7 +569,13 @@ impl Pmd {
         let Some(t) = &self.tunnels else {
             return true;
         };
-        let (mask, dropped) = t.terminate(in_port, &mut s.batch, &mut s.tun, self.exec.cache());
+        let (mask, dropped) = t.terminate(
+            self.index,
+            in_port,
+            &mut s.batch,
+            &mut s.tun,
+            self.exec.cache(),
+        );
         s.tunneled = mask;
         if dropped != 0 {
             self.local.add(Counter::RxPackets, dropped);
