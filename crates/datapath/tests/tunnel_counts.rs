@@ -25,20 +25,7 @@ const LOCAL: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 
 /// `inner` as REMOTE sends it to LOCAL in VNI `vni`.
 fn vxlan(vni: u32, inner: &[u8]) -> Vec<u8> {
-    let a = OuterAddrs {
-        src_mac: [2, 0, 0, 0, 0, 1],
-        dst_mac: [2, 0, 0, 0, 0, 2],
-        src: REMOTE.into(),
-        dst: LOCAL.into(),
-    };
-    let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, false), &a).unwrap();
-    let pool = packet::Pool::with_frames(2);
-    let mut cache = pool.cache();
-    let mut p = cache.alloc_from(inner).unwrap();
-    t.push(&mut p, 3, 1).unwrap();
-    let v = p.data().to_vec();
-    cache.free(p);
-    v
+    common::vxlan_frame(REMOTE, LOCAL, vni, inner)
 }
 
 /// The headers LOCAL sends to REMOTE with (next hop MAC 02::`mac`).

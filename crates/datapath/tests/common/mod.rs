@@ -180,3 +180,23 @@ pub fn mask_of(fields: &[packet::Field]) -> FlowKey {
     }
     m
 }
+
+/// `inner` in VXLAN with `vni`, from `src` to `dst` (outer MACs 02::1 → 02::2), as bytes.
+#[allow(dead_code)]
+pub fn vxlan_frame(src: Ipv4Addr, dst: Ipv4Addr, vni: u32, inner: &[u8]) -> Vec<u8> {
+    use tunnel::{Encap, EncapTemplate, OuterAddrs, TunnelKind};
+    let a = OuterAddrs {
+        src_mac: [2, 0, 0, 0, 0, 1],
+        dst_mac: [2, 0, 0, 0, 0, 2],
+        src: src.into(),
+        dst: dst.into(),
+    };
+    let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, false), &a).unwrap();
+    let pool = Pool::with_frames(2);
+    let mut cache = pool.cache();
+    let mut p = cache.alloc_from(inner).unwrap();
+    t.push(&mut p, 3, 1).unwrap();
+    let v = p.data().to_vec();
+    cache.free(p);
+    v
+}
