@@ -22,10 +22,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use packet::{Batch, Packet, PoolCache};
-use tunnel::{EncapTemplate, RxOutcome, Terminator, TunMeta};
+use packet::Packet;
+use tunnel::{EncapTemplate, RxOutcome, Terminator};
 
-use crate::bits::{bit_iter, prefetch};
 use crate::tunnel_counts::{CountBook, TunnelCounts, TunnelPortCounts};
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
 
@@ -59,50 +58,85 @@ struct Terminating {
 }
 
 impl Terminating {
-    /// Counts the frames of `pkts` that bit mask `tunneled` says were terminated (into the
-    /// tunnel ports `meta` names) for thread `thread`: one add for the batch when it went to
-    /// one port, one per run of frames to one port otherwise. Once per batch, after the
-    /// termination loop and out of line: the loop (inlined into the thread's) stays as it
-    /// was.
-    #[inline(never)]
-    fn count_rx(&self, thread: usize, pkts: &[Packet], meta: &[TunMeta], tunneled: u32) {
-        let port = meta[tunneled.trailing_zeros() as usize].ofport;
-        let (mut bytes, mut one_port) = (0u64, true);
-        for i in bit_iter(tunneled) {
-            one_port &= meta[i].ofport == port;
-            bytes += pkts[i].len() as u64;
-        }
-        if !one_port {
-            return self.count_rx_runs(thread, pkts, meta, tunneled);
-        }
-        self.add_rx(port, thread, u64::from(tunneled.count_ones()), bytes);
-    }
-
-    /// [`Terminating::count_rx`] for a batch whose frames went to several tunnel ports.
-    #[cold]
-    fn count_rx_runs(&self, thread: usize, pkts: &[Packet], meta: &[TunMeta], tunneled: u32) {
-        let (mut port, mut packets, mut bytes) = (0u32, 0u64, 0u64);
-        for i in bit_iter(tunneled) {
-            if meta[i].ofport != port {
-                if packets != 0 {
-                    self.add_rx(port, thread, packets, bytes);
-                }
-                (port, packets, bytes) = (meta[i].ofport, 0, 0);
-            }
-            packets += 1;
-            bytes += pkts[i].len() as u64;
-        }
-        if packets != 0 {
-            self.add_rx(port, thread, packets, bytes);
-        }
-    }
-
     /// Adds `packets` frames of `bytes` to tunnel port `ofport`'s rx counts in thread
     /// `thread`'s slot.
     #[inline]
     fn add_rx(&self, ofport: u32, thread: usize, packets: u64, bytes: u64) {
         if let Ok(i) = self.counts.binary_search_by_key(&ofport, |c| c.0) {
             self.counts[i].1.rx(thread, packets, bytes);
+        }
+    }
+}
+
+/// The terminating ports as one batch sees them: the table, loaded once for the batch
+/// ([`Tunnels::rx_table`]).
+pub(crate) struct RxTable(arc_swap::Guard<Arc<Vec<Terminating>>>);
+
+impl RxTable {
+    /// What underlay port `in_port` terminates, ready to take one batch's frames; `None`
+    /// when it terminates nothing.
+    #[inline]
+    pub(crate) fn port(&self, in_port: u32) -> Option<BatchRx<'_>> {
+        let entry = self.0.iter().find(|e| e.port == in_port)?;
+        Some(BatchRx {
+            entry,
+            port: 0,
+            packets: 0,
+            bytes: 0,
+        })
+    }
+}
+
+/// Termination of one batch's frames on one underlay port, frame by frame inside the
+/// thread's extraction loop (one pass over the batch): each frame is judged, a tunnel
+/// packet loses its outer headers, a drop is counted by reason. The tunnel ports' rx counts
+/// are kept as a run (port, frames, bytes) and added when the port changes and at
+/// [`BatchRx::finish`]: once per batch when its frames went to one port.
+pub(crate) struct BatchRx<'a> {
+    entry: &'a Terminating,
+    /// The tunnel port of the current run, its frames and (inner) bytes.
+    port: u32,
+    packets: u64,
+    bytes: u64,
+}
+
+impl BatchRx<'_> {
+    /// What `pkt` is ([`Terminator::receive`]): a tunnel packet now holds its inner frame
+    /// and is counted on its tunnel port; a drop is counted on the underlay port (the
+    /// caller takes the frame out of the batch).
+    #[inline(always)]
+    pub(crate) fn receive(&mut self, thread: usize, pkt: &mut Packet) -> RxOutcome {
+        let out = self.entry.terminator.receive(pkt);
+        match out {
+            RxOutcome::Tunnel(m) => {
+                if m.ofport != self.port {
+                    self.next_run(thread, m.ofport);
+                }
+                self.packets += 1;
+                self.bytes += pkt.len() as u64;
+            }
+            RxOutcome::Drop(d) => self.entry.drops.rx(d),
+            RxOutcome::NotTunnel => {}
+        }
+        out
+    }
+
+    /// Adds the current run's counts and starts one for tunnel port `port`.
+    #[inline(never)]
+    fn next_run(&mut self, thread: usize, port: u32) {
+        if self.packets != 0 {
+            self.entry
+                .add_rx(self.port, thread, self.packets, self.bytes);
+        }
+        (self.port, self.packets, self.bytes) = (port, 0, 0);
+    }
+
+    /// Adds what is left to count, at the end of the batch.
+    #[inline]
+    pub(crate) fn finish(self, thread: usize) {
+        if self.packets != 0 {
+            self.entry
+                .add_rx(self.port, thread, self.packets, self.bytes);
         }
     }
 }
@@ -349,73 +383,10 @@ impl Tunnels {
         self.counts.forget(ofport);
     }
 
-    /// Terminates the tunnel packets of `batch`, received on `in_port` by thread `thread`:
-    /// their outer headers come off, `meta[i]` and bit `i` of the returned mask say what
-    /// packet `i` (in the batch as it is afterwards) carried; dropped frames leave the batch
-    /// (freed into `cache`, counted). The tunnel ports' rx counts are added once per run of
-    /// frames to one port. Returns `(tunneled mask, frames dropped)`.
-    pub fn terminate(
-        &self,
-        thread: usize,
-        in_port: u32,
-        batch: &mut Batch,
-        meta: &mut [TunMeta],
-        cache: &mut PoolCache,
-    ) -> (u32, u64) {
-        let table = self.table.load();
-        let Some(entry) = table.iter().find(|e| e.port == in_port) else {
-            return (0, 0);
-        };
-        let (t, drops) = (&entry.terminator, &entry.drops);
-        let (mut tunneled, mut bad) = (0u32, 0u32);
-        let pkts = batch.as_mut_slice();
-        for i in 0..pkts.len() {
-            // The next frame's outer headers are on their way while this one is judged.
-            if let Some(next) = pkts.get(i + 1) {
-                prefetch(next.data().as_ptr());
-            }
-            let p = &mut pkts[i];
-            match t.receive(p) {
-                RxOutcome::NotTunnel => {}
-                RxOutcome::Tunnel(m) => {
-                    meta[i] = m;
-                    tunneled |= 1 << i;
-                }
-                RxOutcome::Drop(d) => {
-                    drops.rx(d);
-                    bad |= 1 << i;
-                }
-            }
-        }
-        if tunneled != 0 {
-            entry.count_rx(thread, batch.as_slice(), meta, tunneled);
-        }
-        if bad == 0 {
-            return (tunneled, 0);
-        }
-        // Close the gaps: survivors move down, their metadata with them.
-        let (mut k, mut kept_tunneled) = (0usize, 0u32);
-        for i in 0..batch.len() {
-            if bad & (1 << i) != 0 {
-                continue;
-            }
-            meta[k] = meta[i];
-            kept_tunneled |= ((tunneled >> i) & 1) << k;
-            k += 1;
-        }
-        let (mut i, mut dropped) = (0, 0u64);
-        batch.retain_or(
-            |_| {
-                let keep = bad & (1 << i) == 0;
-                i += 1;
-                keep
-            },
-            |p| {
-                dropped += 1;
-                cache.free(p);
-            },
-        );
-        (kept_tunneled, dropped)
+    /// The terminating ports as they are now, for one batch.
+    #[inline]
+    pub(crate) fn rx_table(&self) -> RxTable {
+        RxTable(self.table.load())
     }
 }
 
@@ -424,6 +395,7 @@ mod tests {
     use std::net::{IpAddr, Ipv4Addr};
 
     use packet::pool::Pool;
+    use packet::PoolCache;
     use tunnel::{Encap, EncapTemplate, OuterAddrs, TunnelKind, TunnelPort};
 
     use super::*;
@@ -443,10 +415,12 @@ mod tests {
         p
     }
 
-    /// A batch of plain, tunneled, unknown-VNI and tunneled frames: the unknown one leaves
-    /// and is counted, the others keep their order and the metadata follows them.
+    /// A batch of plain, tunneled, unknown-VNI and tunneled frames, frame by frame: the
+    /// tunnel frames lose their outer headers, the unknown one is counted on the underlay
+    /// port, and the two terminated frames are counted on their tunnel port once, at the
+    /// end of the batch.
     #[test]
-    fn a_batch_is_terminated_and_its_drops_leave_it() {
+    fn a_batch_is_terminated_and_counted() {
         let mut cache = Pool::with_frames(16).cache();
         let tunnels = Tunnels::new();
         let port = TunnelPort {
@@ -459,28 +433,36 @@ mod tests {
         };
         tunnels.set(1, Some(Terminator::new(vec![port], &[IpAddr::V4(LOCAL)])));
         let inner: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 60]).collect();
-        let mut batch = Batch::new();
-        let frames = [
+        let mut frames = [
             cache.alloc_from(&inner[0]).unwrap(),
             vxlan(&mut cache, 42, &inner[1]),
             vxlan(&mut cache, 7, &inner[2]),
             vxlan(&mut cache, 42, &inner[3]),
         ];
-        for p in frames {
-            batch.push(p).unwrap();
+        let table = tunnels.rx_table();
+        assert!(table.port(2).is_none(), "another port terminates nothing");
+        let mut rx = table.port(1).unwrap();
+        let outcomes: Vec<_> = frames.iter_mut().map(|p| rx.receive(0, p)).collect();
+        assert_eq!(outcomes[0], RxOutcome::NotTunnel);
+        assert!(matches!(outcomes[2], RxOutcome::Drop(_)), "{outcomes:?}");
+        for i in [1, 3] {
+            let RxOutcome::Tunnel(m) = outcomes[i] else {
+                panic!("{outcomes:?}")
+            };
+            assert_eq!((m.ofport, m.vni), (9, 42));
+            assert_eq!(frames[i].data(), &inner[i][..]);
         }
-        let mut meta = [TunMeta::default(); packet::BATCH_SIZE];
-        // Another port terminates nothing.
         assert_eq!(
-            tunnels.terminate(0, 2, &mut batch, &mut meta, &mut cache),
-            (0, 0)
+            frames[0].data(),
+            &inner[0][..],
+            "a plain frame is left alone"
         );
-        let (mask, dropped) = tunnels.terminate(0, 1, &mut batch, &mut meta, &mut cache);
-        assert_eq!((mask, dropped), (0b110, 1));
-        let data: Vec<&[u8]> = batch.as_slice().iter().map(|p| p.data()).collect();
-        assert_eq!(data, [&inner[0][..], &inner[1][..], &inner[3][..]]);
-        assert_eq!((meta[1].ofport, meta[1].vni), (9, 42));
-        assert_eq!((meta[2].ofport, meta[2].vni), (9, 42));
+        // Counted when the batch ends, as their inner frames.
+        assert_eq!(tunnels.port_counts(9).unwrap().rx_packets, 0);
+        rx.finish(0);
+        let counts = tunnels.port_counts(9).unwrap();
+        assert_eq!((counts.rx_packets, counts.rx_bytes), (2, 120));
+        assert_eq!((counts.tx_packets, counts.tx_bytes), (0, 0));
         let drops = tunnels.drops();
         assert!(drops.contains(&("tunnel_no_port", 1)), "{drops:?}");
         assert_eq!(drops.iter().map(|d| d.1).sum::<u64>(), 1);
@@ -488,19 +470,13 @@ mod tests {
         assert!(tunnels.port_drops(2).is_empty());
         // A compiled output stays three words (an `Op` stays 32 bytes).
         assert_eq!(std::mem::size_of::<TunnelOutput>(), 24);
-        // The two frames terminated into port 9, counted as their inner frames.
-        let counts = tunnels.port_counts(9).unwrap();
-        assert_eq!((counts.rx_packets, counts.rx_bytes), (2, 120));
-        assert_eq!((counts.tx_packets, counts.tx_bytes), (0, 0));
-        batch.free_into(&mut cache);
+        drop(table);
+        for p in frames {
+            cache.free(p);
+        }
         // Unset: the port switches tunnel frames as they are.
         tunnels.set(1, None);
-        batch.push(vxlan(&mut cache, 42, &inner[1])).unwrap();
-        assert_eq!(
-            tunnels.terminate(0, 1, &mut batch, &mut meta, &mut cache),
-            (0, 0)
-        );
-        batch.free_into(&mut cache);
+        assert!(tunnels.rx_table().port(1).is_none());
     }
 
     /// Compiling an output to a per-flow destination with no headers queues it and wakes

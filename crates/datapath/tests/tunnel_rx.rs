@@ -124,6 +124,11 @@ fn a_malformed_outer_header_is_counted_and_dropped_and_other_traffic_passes() {
         4,
         "dropped frames were received"
     );
+    assert_eq!(
+        f.stats()[Counter::DropMalformed],
+        0,
+        "termination's drops are counted by their reason, not as malformed"
+    );
 }
 
 #[test]

@@ -370,6 +370,14 @@ impl FlowKey {
         }
     }
 
+    /// Sets the bits of `v` in a field, keeping those set (one OR into its word; for a field
+    /// under 128 bits).
+    #[inline(always)]
+    pub fn or(&mut self, f: Field, v: u64) {
+        let s = f.spec();
+        self.w[s.word as usize] |= (v << s.shift) & f.word_mask();
+    }
+
     /// Sets every bit of a field (for building masks).
     #[inline]
     pub fn set_all(&mut self, f: Field) {

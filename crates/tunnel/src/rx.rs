@@ -102,11 +102,12 @@ impl TunMeta {
         }
     }
 
-    /// Writes `in_port`, `tun_id`, the endpoints and the underlay's `parsed` bit into a key
-    /// that extraction just filled from the inner frame.
+    /// Writes `tun_id`, the endpoints and the underlay's `parsed` bit into a key that
+    /// extraction just filled from the inner frame, with [`TunMeta::ofport`] as the
+    /// packet's `in_port` (the caller sets `pkt.meta.in_port` before extracting: writing it
+    /// here again would reload the word extraction just stored).
     #[inline]
     pub fn write(&self, key: &mut FlowKey) {
-        key.set(Field::InPort, self.ofport as u128);
         key.set(Field::TunnelId, self.vni as u128);
         key.set(Field::TunIpv6Src, self.src);
         key.set(Field::TunIpv6Dst, self.dst);
@@ -115,8 +116,7 @@ impl TunMeta {
         } else {
             parsed::TUN_IPV4
         };
-        let p = key.get(Field::Parsed) as u16 | bit;
-        key.set(Field::Parsed, p as u128);
+        key.or(Field::Parsed, u64::from(bit));
     }
 }
 

@@ -72,7 +72,7 @@ use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
 use crate::tunnels::Tunnels;
 use crate::upcall::{Policer, Upcall};
-use tunnel::TunMeta;
+use tunnel::RxOutcome;
 
 use budget::Budget;
 use lane::LaneWindow;
@@ -106,10 +106,9 @@ struct Scratch {
     since_train_check: u32,
     /// The rx batch; packets stay here until they are executed.
     batch: Batch,
-    /// Bit `i`: packet `i` arrived in a tunnel and `tun[i]` says what the outer headers
-    /// carried ([`crate::tunnels`]).
-    tunneled: u32,
-    tun: [TunMeta; BATCH_SIZE],
+    /// Bit `i`: packet `i` was a tunnel frame that termination dropped (counted by reason
+    /// there; a subset of `malformed`, which takes it out of the batch).
+    tun_dropped: u32,
     tr: Translation,
     /// Translations of this batch that were not installed, compiled.
     uncached: MegaflowPool,
@@ -215,8 +214,7 @@ impl Pmd {
             had_trains: true,
             since_train_check: 0,
             batch: Batch::new(),
-            tunneled: 0,
-            tun: [TunMeta::default(); BATCH_SIZE],
+            tun_dropped: 0,
             tr: Translation::default(),
             uncached: MegaflowPool::with_capacity(uncached_cap.min(BATCH_SIZE)),
             idle: Vec::with_capacity(SWEEP_SLOTS),
@@ -528,9 +526,6 @@ impl Pmd {
         // When a classifier lookup probes few subtables it costs about what an EMC probe
         // does, and the EMC only adds a probe (and inserts) in front of it.
         let probe = self.emc_in_use() && self.emc.probe_this_batch();
-        if !self.terminate_tunnels(in_port) {
-            return;
-        }
         let mut n = self.extract(in_port, probe);
         if self.s.malformed != 0 {
             n = self.drop_malformed();
@@ -557,30 +552,6 @@ impl Pmd {
         self.local.add(Counter::BusyCycles, busy);
         self.budget.busy += busy;
         self.maybe_maintain(now);
-    }
-
-    /// Terminates the tunnel packets of the rx batch when `in_port` is an underlay port
-    /// ([`crate::tunnels`]); the frames it drops count as received. Returns whether packets
-    /// are left.
-    #[inline]
-    fn terminate_tunnels(&mut self, in_port: u32) -> bool {
-        let s = &mut *self.s;
-        s.tunneled = 0;
-        let Some(t) = &self.tunnels else {
-            return true;
-        };
-        let (mask, dropped) = t.terminate(
-            self.index,
-            in_port,
-            &mut s.batch,
-            &mut s.tun,
-            self.exec.cache(),
-        );
-        s.tunneled = mask;
-        if dropped != 0 {
-            self.local.add(Counter::RxPackets, dropped);
-        }
-        !s.batch.is_empty()
     }
 
     /// Whether the EMC is probed and filled at all: always with `emc_min_subtables` 0, else
@@ -636,17 +607,25 @@ impl Pmd {
         }
     }
 
-    /// Extracts keys and hashes of the packets in the rx batch (they stay where they are).
+    /// Extracts keys and hashes of the packets in the rx batch (they stay where they are),
+    /// terminating tunnel frames first when `in_port` is an underlay port
+    /// ([`crate::tunnels`]): a tunnel packet is extracted from its inner frame, with the
+    /// outer headers' fields in its key; a frame termination drops is marked `malformed`
+    /// and `tun_dropped` (it leaves with the malformed ones, counted as received).
     /// A packet whose key equals the previous packet's (a train of one flow) takes that
     /// packet's hash and is marked in `s.same`, so the lookup can skip it. Hashes are only
     /// computed when the EMC is probed in this batch (`hash`); otherwise they are computed
     /// later for the packets that need one ([`Pmd::ensure_hashes`], EMC inserts).
     fn extract(&mut self, in_port: u32, hash: bool) -> usize {
+        let table = self.tunnels.as_deref().map(Tunnels::rx_table);
+        let mut term = table.as_ref().and_then(|t| t.port(in_port));
+        let thread = self.index;
         let s = &mut *self.s;
         let pkts = s.batch.as_mut_slice();
         let n = pkts.len();
         s.same = 0;
         s.malformed = 0;
+        s.tun_dropped = 0;
         let mut bytes = 0u64;
         // Stage 1: parse every packet (prefetching the next one's bytes).
         for i in 0..n {
@@ -654,18 +633,33 @@ impl Pmd {
                 prefetch(next.data().as_ptr());
             }
             let p = &mut pkts[i];
-            let tunneled = s.tunneled & (1 << i) != 0;
-            p.meta.in_port = if tunneled { s.tun[i].ofport } else { in_port };
             // Queue 0 until a `set_queue` says otherwise (`crate::egress`).
             p.meta.user = 0;
-            extract_packet(p, &mut s.keys[i]);
-            if tunneled {
-                s.tun[i].write(&mut s.keys[i]);
+            p.meta.in_port = in_port;
+            let tun = match &mut term {
+                None => RxOutcome::NotTunnel,
+                Some(t) => t.receive(thread, p),
+            };
+            match tun {
+                RxOutcome::NotTunnel => extract_packet(p, &mut s.keys[i]),
+                RxOutcome::Tunnel(m) => {
+                    p.meta.in_port = m.ofport;
+                    extract_packet(p, &mut s.keys[i]);
+                    m.write(&mut s.keys[i]);
+                }
+                RxOutcome::Drop(_) => {
+                    s.keys[i] = FlowKey::ZERO;
+                    s.tun_dropped |= 1 << i;
+                    s.malformed |= 1 << i;
+                }
             }
             let parsed = s.keys[i].get(Field::Parsed) as u16;
             s.malformed |= (((parsed & BAD_FRAME) != 0) as u32) << i;
             s.targets[i] = Packed::NONE;
             bytes += p.len() as u64;
+        }
+        if let Some(t) = term {
+            t.finish(thread);
         }
         // Stage 2: hash, reading the keys with wide loads only now that the narrow stores of
         // stage 1 are done (a wide load right after them cannot be forwarded and stalls).
@@ -705,7 +699,8 @@ impl Pmd {
     }
 
     /// Takes truncated or malformed frames out of the batch (freed, counted as
-    /// `drop_malformed`; they stay counted as received) and closes the gaps in the keys,
+    /// `drop_malformed`, or by termination when it dropped them; they stay counted as
+    /// received) and closes the gaps in the keys,
     /// hashes and targets extracted for the rest, so nothing is extracted twice. Runs only
     /// for batches that carried such a frame.
     #[cold]
@@ -742,7 +737,10 @@ impl Pmd {
         // A survivor's predecessor may have gone: no packet takes another's result.
         s.same = 0;
         s.malformed = 0;
-        self.local.add(Counter::DropMalformed, dropped);
+        // Termination counted its own drops, by reason.
+        let tunnel = u64::from(s.tun_dropped.count_ones());
+        s.tun_dropped = 0;
+        self.local.add(Counter::DropMalformed, dropped - tunnel);
         k
     }
 
