@@ -45,11 +45,72 @@ struct FastPort {
 /// more leaves the rest to the general path).
 const MAX_FAST: usize = 4;
 
+/// The outer headers' bytes 12..44 (Ethertype to the VXLAN flags), as four native 64-bit
+/// loads: the bits with a fixed value and that value. Fixed: the Ethertype, version and
+/// header length, no fragment, UDP, a zero UDP checksum, VXLAN's I flag; and when the
+/// terminator has one local IPv4 address and one VXLAN UDP port (the usual host), those
+/// too. One compare of four masked words checks them all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Fixed {
+    mask: [u64; 4],
+    want: [u64; 4],
+}
+
+/// Where [`Fixed`] starts in the frame.
+const FIXED_AT: usize = 12;
+
+impl Fixed {
+    /// The fixed bits; the local address and UDP port among them when given.
+    fn new(local: Option<u32>, dst_port: Option<u16>) -> Fixed {
+        let (mut mask, mut want) = ([0u8; 32], [0u8; 32]);
+        let mut fix = |at: usize, m: &[u8], w: &[u8]| {
+            mask[at - FIXED_AT..][..m.len()].copy_from_slice(m);
+            want[at - FIXED_AT..][..w.len()].copy_from_slice(w);
+        };
+        fix(12, &[0xff, 0xff], &[0x08, 0x00]); // IPv4
+        fix(14, &[0xff], &[0x45]); // version 4, 20-byte header
+        fix(20, &[0x3f, 0xff], &[0, 0]); // no fragment offset, no more fragments
+        fix(23, &[0xff], &[17]); // UDP
+        fix(40, &[0xff, 0xff], &[0, 0]); // no UDP checksum
+        fix(42, &[0x08], &[0x08]); // VXLAN's I flag: a VNI
+        if let Some(a) = local {
+            fix(30, &[0xff; 4], &a.to_ne_bytes());
+        }
+        if let Some(p) = dst_port {
+            fix(36, &[0xff, 0xff], &p.to_be_bytes());
+        }
+        let words = |b: &[u8; 32]| {
+            std::array::from_fn(|i| {
+                u64::from_ne_bytes(b[i * 8..][..8].try_into().unwrap_or_default())
+            })
+        };
+        Fixed {
+            mask: words(&mask),
+            want: words(&want),
+        }
+    }
+
+    /// Whether `d` (at least `FIXED_AT + 32` bytes) has the fixed bits.
+    #[inline(always)]
+    fn matches(&self, d: &[u8]) -> bool {
+        let mut diff = 0;
+        for i in 0..4 {
+            diff |= (n64(d, FIXED_AT + i * 8) ^ self.want[i]) & self.mask[i];
+        }
+        diff == 0
+    }
+}
+
 /// The prepared values of one terminator's fast path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FastV4 {
     /// Whether it takes anything (some local IPv4 endpoint, some VXLAN UDP port).
     on: bool,
+    /// The bits every frame it takes has.
+    fixed: Fixed,
+    /// Whether `fixed` holds the local address and the UDP port (one of each), so that
+    /// `addrs` and `vxlan_ports` need no check of their own.
+    single: bool,
     /// Local IPv4 endpoints, as the 4 bytes on the wire read natively; the first repeated
     /// into the unused slots, so that the check is four compares and no loop.
     addrs: [u32; MAX_FAST],
@@ -109,9 +170,16 @@ impl FastV4 {
             .filter(|(_, k)| *k == TunnelKind::Vxlan)
             .map(|(p, _)| *p)
             .collect();
+        let single = addrs.len() == 1 && vxlan_ports.len() == 1;
+        let fixed = match single {
+            true => Fixed::new(addrs.first().copied(), vxlan_ports.first().copied()),
+            false => Fixed::new(None, None),
+        };
         match (padded(&addrs), padded(&vxlan_ports)) {
             (Some(addrs), Some(vxlan_ports)) => FastV4 {
                 on: true,
+                fixed,
+                single,
                 addrs,
                 vxlan_ports,
                 ports,
@@ -125,29 +193,27 @@ impl FastV4 {
     /// path. The inner frame starts at [`INNER_OFF`].
     #[inline(always)]
     pub fn terminate(&self, d: &[u8]) -> Option<(TunMeta, usize)> {
-        if !self.on || d.len() < MIN_FRAME {
-            return None;
-        }
-        // Ethertype IPv4, version 4 with a 20-byte header, UDP, not a fragment.
-        if b16(d, 12) != 0x0800 || d[14] != 0x45 || d[23] != 17 || b16(d, 20) & 0x3fff != 0 {
+        // Ethertype IPv4, version 4 with a 20-byte header, not a fragment, UDP with no
+        // checksum, VXLAN's I flag (and with one local address and UDP port, those).
+        if !self.on || d.len() < MIN_FRAME || !self.fixed.matches(d) {
             return None;
         }
         let dst = n32(d, 30);
-        let a = &self.addrs;
-        if dst != a[0] && dst != a[1] && dst != a[2] && dst != a[3] {
-            return None;
+        let dst_port = b16(d, 36);
+        if !self.single {
+            let a = &self.addrs;
+            let v = &self.vxlan_ports;
+            if (dst != a[0] && dst != a[1] && dst != a[2] && dst != a[3])
+                || (dst_port != v[0] && dst_port != v[1] && dst_port != v[2] && dst_port != v[3])
+            {
+                return None;
+            }
         }
         // The IP total length covers the UDP datagram, which covers the VXLAN header and an
         // inner Ethernet header; the frame holds all of it.
         let total = usize::from(b16(d, 16));
         let udp_len = usize::from(b16(d, 38));
         if 14 + total > d.len() || udp_len + 20 > total || udp_len < 8 + 8 + 14 {
-            return None;
-        }
-        let dst_port = b16(d, 36);
-        let v = &self.vxlan_ports;
-        let vxlan = dst_port == v[0] || dst_port == v[1] || dst_port == v[2] || dst_port == v[3];
-        if !vxlan || b16(d, 40) != 0 || d[42] & 0x08 == 0 {
             return None;
         }
         // The header checksum: the ten words sum to 0xffff (read natively: see the top).
