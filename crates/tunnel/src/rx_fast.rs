@@ -3,9 +3,10 @@
 //! vSwitch send over IPv4 unless told otherwise).
 //!
 //! The general path (`decap.rs` through the `packet::wire` views, then `rx.rs`'s port
-//! choice) is the reference. This one reads the fixed offsets of that one layout with raw
-//! loads, compares them with values prepared when the terminator was built (local addresses
-//! and remotes as the bytes on the wire, VXLAN's UDP ports), sums the IPv4 header checksum in
+//! choice) is the reference. This one checks the bits of that one layout that have a fixed
+//! value as four masked 64-bit words (with one local address and one VXLAN UDP port, the
+//! usual host, those among them; else compared apart), with values prepared when the
+//! terminator was built (addresses as the bytes on the wire), sums the IPv4 header checksum in
 //! native byte order (a ones' complement sum does not depend on it: RFC 1071 §2(B)), and
 //! picks the tunnel port among those that can take IPv4 VXLAN, as the general path does.
 //!
@@ -16,7 +17,9 @@
 //! general path gives the same answer.
 //!
 //! Size and owner: part of each [`crate::rx::Terminator`] (a few words per local address and
-//! per VXLAN port); no allocation, no branch on data beyond the checks.
+//! per VXLAN port, 32 bytes per tunnel port); no allocation, no branch on data beyond the
+//! checks. Finding the port costs a binary search over the ports with a fixed remote (a
+//! host with a port per remote VTEP has hundreds) and a scan of those with `remote=flow`.
 
 use std::net::IpAddr;
 
@@ -39,6 +42,20 @@ struct FastPort {
     local: Option<u32>,
     /// How specific it is (the general path's score: a fixed VNI, a fixed remote).
     score: u8,
+    /// Its place in the general path's order (of equals, the later wins).
+    order: u32,
+}
+
+impl FastPort {
+    /// Whether it takes a frame to `dst_port` and local address `dst` with VNI `vni` (its
+    /// remote already agrees), and is more specific than `best` (the later of equals).
+    #[inline(always)]
+    fn beats(&self, best: Option<&FastPort>, dst_port: u16, vni: u32, dst: u32) -> bool {
+        self.dst_port == dst_port
+            && self.vni.is_none_or(|v| v == vni)
+            && self.local.is_none_or(|l| l == dst)
+            && best.is_none_or(|b| (self.score, self.order) > (b.score, b.order))
+    }
 }
 
 /// Most local IPv4 endpoints and VXLAN UDP ports the fast path checks (a terminator with
@@ -116,8 +133,11 @@ pub struct FastV4 {
     addrs: [u32; MAX_FAST],
     /// UDP ports that carry VXLAN (host order), padded the same way.
     vxlan_ports: [u16; MAX_FAST],
-    /// The ports that can take IPv4 VXLAN, in the general path's order.
-    ports: Vec<FastPort>,
+    /// The ports that can take IPv4 VXLAN with a fixed remote, sorted by it: a host with a
+    /// port per remote host (hundreds) finds a frame's candidates by binary search.
+    by_remote: Vec<FastPort>,
+    /// Those that take any remote (`remote=flow`).
+    any_remote: Vec<FastPort>,
 }
 
 /// `v`'s first [`MAX_FAST`] values, the first repeated into the slots left (`None`: empty).
@@ -144,10 +164,11 @@ impl FastV4 {
             Some(IpAddr::V4(a)) => Some(Some(wire32(a))),
             Some(IpAddr::V6(_)) => None,
         };
-        let ports = ports
+        let (mut by_remote, any_remote): (Vec<FastPort>, Vec<FastPort>) = ports
             .iter()
-            .filter(|p| p.kind == TunnelKind::Vxlan)
-            .filter_map(|p| {
+            .enumerate()
+            .filter(|(_, p)| p.kind == TunnelKind::Vxlan)
+            .filter_map(|(order, p)| {
                 Some(FastPort {
                     ofport: p.ofport,
                     dst_port: p.dst_port,
@@ -155,9 +176,11 @@ impl FastV4 {
                     remote: v4(p.remote)?,
                     local: v4(p.local)?,
                     score: p.vni.is_some() as u8 + p.remote.is_some() as u8,
+                    order: order as u32,
                 })
             })
-            .collect();
+            .partition(|p| p.remote.is_some());
+        by_remote.sort_by_key(|p| (p.remote, p.order));
         let addrs: Vec<u32> = addrs
             .iter()
             .filter_map(|a| match a {
@@ -182,7 +205,8 @@ impl FastV4 {
                 single,
                 addrs,
                 vxlan_ports,
-                ports,
+                by_remote,
+                any_remote,
             },
             _ => FastV4::default(),
         }
@@ -226,15 +250,18 @@ impl FastV4 {
         }
         let src = n32(d, 26);
         let vni = u32::from_be_bytes([0, d[46], d[47], d[48]]);
-        // The most specific port that accepts it; the last of equals, as `max_by_key`.
+        // The most specific port that accepts it; the last of equals, as `max_by_key`:
+        // among those of its remote, then those of any remote.
         let mut best: Option<&FastPort> = None;
-        for p in &self.ports {
-            if p.dst_port == dst_port
-                && p.vni.is_none_or(|v| v == vni)
-                && p.remote.is_none_or(|r| r == src)
-                && p.local.is_none_or(|l| l == dst)
-                && best.is_none_or(|b| p.score >= b.score)
-            {
+        let from = self.by_remote.partition_point(|p| p.remote < Some(src));
+        let of_remote = self.by_remote[from..].iter();
+        for p in of_remote.take_while(|p| p.remote == Some(src)) {
+            if p.beats(best, dst_port, vni, dst) {
+                best = Some(p);
+            }
+        }
+        for p in &self.any_remote {
+            if p.beats(best, dst_port, vni, dst) {
                 best = Some(p);
             }
         }

@@ -191,9 +191,22 @@ fn geneve_over_ipv6_sets_the_ipv6_endpoints() {
 }
 
 /// Terminators the fast path is compared under: fixed and per-flow ports, a fixed local, a
-/// Geneve port beside, an IPv6 remote that the fast path leaves out, another UDP port.
+/// Geneve port beside, an IPv6 remote that the fast path leaves out, another UDP port, and
+/// a port per remote host (300, the frames' remote among them, with equals on either side).
 fn fast_path_terminators() -> Vec<Terminator> {
     let v6 = IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2));
+    let mut per_remote: Vec<TunnelPort> = (0..300u32)
+        .map(|i| {
+            let [_, _, a, b] = (0x0a01_0000 + i * 7).to_be_bytes();
+            port(100 + i, &format!("vxlan:remote=10.1.{a}.{b},vni=flow"))
+        })
+        .collect();
+    per_remote.insert(150, port(21, "vxlan:remote=192.168.0.1,vni=flow"));
+    per_remote.insert(151, port(20, "vxlan:remote=flow,vni=43"));
+    per_remote.insert(
+        152,
+        port(22, "vxlan:remote=192.168.0.1,vni=flow,dst_port=8472"),
+    );
     vec![
         Terminator::new(
             vec![
@@ -218,6 +231,7 @@ fn fast_path_terminators() -> Vec<Terminator> {
             ],
             &[v4(Ipv4Addr::new(10, 9, 9, 9)), v4(LOCAL)],
         ),
+        Terminator::new(per_remote, &[v4(LOCAL)]),
     ]
 }
 
@@ -273,6 +287,18 @@ fn the_fast_path_takes_plain_ipv4_vxlan_and_agrees_with_the_general_path() {
     assert!(matches!(
         fast_and_general_agree(&ts[1], &mut pool, &seeds[0]),
         RxOutcome::Tunnel(m) if m.ofport == 8
+    ));
+    // Among 300 ports with a remote each: the frames' remote's port; for VNI 43 the later
+    // of it and the per-flow-remote port with that VNI (equals).
+    let per_remote = &ts[3];
+    assert!(per_remote.fast.terminate(&seeds[0]).is_some());
+    assert!(matches!(
+        fast_and_general_agree(per_remote, &mut pool, &seeds[0]),
+        RxOutcome::Tunnel(m) if m.ofport == 21
+    ));
+    assert!(matches!(
+        fast_and_general_agree(per_remote, &mut pool, &seeds[1]),
+        RxOutcome::Tunnel(m) if m.ofport == 20
     ));
 }
 
