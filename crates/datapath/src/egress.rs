@@ -21,8 +21,9 @@
 //! - **Shaping** (`linux-htb`): the packets of the batch join their queues instead, a ring
 //!   per queue that the sending poll thread owns ([`Backlog`], in `egress_backlog.rs`), and
 //!   leave when the same buckets allow — first what each queue's `min_rate` allows, then,
-//!   round robin over the queues, what each may borrow up to its `max_rate` from the room the
-//!   port's `qos_max_rate` has left. A full queue drops the arriving packet (tail drop,
+//!   deficit round robin over the queues by bytes (each queue's quantum by its `min_rate`, as
+//!   HTB's), what each may borrow up to its `max_rate` from the room the port's
+//!   `qos_max_rate` has left. A full queue drops the arriving packet (tail drop,
 //!   counted as above). The thread releases what the buckets allow on every poll, packets or
 //!   not, and does not sleep while it holds any (`Executor::release_held`, `crate::pmd`).
 //!
@@ -96,6 +97,8 @@ struct QueueShaper {
     dropped: AtomicU64,
     /// Packets held, all threads together (shaping).
     held: AtomicU64,
+    /// Millibits it may borrow per turn when shaping ([`quantum`]).
+    quantum: AtomicU64,
 }
 
 impl QueueShaper {
@@ -108,6 +111,7 @@ impl QueueShaper {
             tx_bytes: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             held: AtomicU64::new(0),
+            quantum: AtomicU64::new(quantum(0)),
         }
     }
 
@@ -125,6 +129,7 @@ impl QueueShaper {
             u64::from(q.max_kbps) * MILLI,
             u64::from(bucket(q.max_kbps)) * MILLI,
         );
+        self.quantum.store(quantum(q.min_kbps), Ordering::Relaxed);
         self.on
             .store(q.min_kbps != 0 || q.max_kbps != 0, Ordering::Release);
     }
@@ -137,6 +142,23 @@ impl QueueShaper {
             backlog: self.held.load(Ordering::Relaxed),
         }
     }
+}
+
+/// Linux HTB's `r2q` as Open vSwitch sets it: a class's quantum is its rate (bytes/s) / 10.
+const RATE_TO_QUANTUM: u64 = 10;
+/// The least and most quantum, bytes (Linux HTB's bounds for a quantum it computes).
+const QUANTUM_BYTES: (u64, u64) = (1_000, 200_000);
+
+/// The quantum of a queue guaranteed `min_kbps` (0: none), in millibits: what it may borrow
+/// per turn of the shaper's deficit round robin (`egress_backlog.rs`), so that queues borrow
+/// the port's spare rate in proportion to their guarantees and in bytes, not packets. As
+/// Linux HTB under Open vSwitch's `linux-htb`: the class rate is the queue's `min-rate`
+/// (one MTU per second without one), its quantum that rate in bytes/s over `r2q` = 10,
+/// kept within 1,000 ..= 200,000 bytes (so a queue without a guarantee, or a small one,
+/// has the least quantum, and equal queues get equal bytes).
+fn quantum(min_kbps: u32) -> u64 {
+    let bytes = u64::from(min_kbps) * 1000 / 8 / RATE_TO_QUANTUM;
+    bytes.clamp(QUANTUM_BYTES.0, QUANTUM_BYTES.1) * 8000
 }
 
 /// One port's egress queues (see the module docs).

@@ -19,10 +19,14 @@
 //!    guarantee); that traffic also uses its `max_rate` bucket and the port's
 //!    `qos_max_rate` bucket (as a debt when that is empty, so the guarantee is never refused
 //!    but comes out of the port's cap).
-//! 2. **Borrowing**: round robin over the queues still holding packets, one packet at a
-//!    time from where the last round stopped: a queue whose `max_rate` bucket lacks room for
-//!    its head packet is done for this call; a packet the port's bucket lacks room for ends
-//!    the round (no queue may borrow). A queue with no `max_rate` of its own is limited by
+//! 2. **Borrowing**: deficit round robin over the queues still holding packets, as Linux
+//!    HTB's classes borrow from their parent: each queue's turn adds its quantum (bytes, by
+//!    its `min_rate`: `egress::quantum`) to its deficit, and it sends from its head while
+//!    the deficit covers the head packet; so queues borrow in proportion to their
+//!    guarantees and in bytes, not packets. A queue whose `max_rate` bucket lacks room for
+//!    its head packet is done for this call (and forfeits its deficit); one that empties
+//!    keeps none; a packet the port's bucket lacks room for ends the call, and the next
+//!    call goes on with the same turn. A queue with no `max_rate` of its own is limited by
 //!    the port's cap only, and with no port cap either, by nothing.
 //!
 //! Counters are added once per queue per call (packets and bytes sent, tail drops, the held
@@ -99,8 +103,19 @@ pub(crate) struct Backlog {
     rings: [VecDeque<Packet>; QUEUES],
     /// Bit `q`: `rings[q]` holds packets.
     held: u32,
-    /// Where the next borrowing round starts.
+    /// The queue whose borrowing turn is under way, or where the next one starts.
     next: usize,
+    /// Whether `next`'s turn is under way (its quantum already added).
+    visiting: bool,
+    /// Millibits each queue may still borrow in its turn (deficit round robin).
+    deficit: [u64; QUEUES],
+}
+
+/// The first queue of `open` (not empty) at or after `q`, wrapping around.
+#[inline]
+fn next_at_or_after(open: u32, q: usize) -> usize {
+    let from_q = open & u32::MAX.checked_shl(q as u32).unwrap_or(0);
+    if from_q != 0 { from_q } else { open }.trailing_zeros() as usize
 }
 
 impl Backlog {
@@ -223,7 +238,21 @@ impl Backlog {
                 self.send(q, out, t);
             }
         }
-        // 2. What each may borrow up to its cap from the port's spare room, round robin.
+        // 2. What each may borrow up to its cap from the port's spare room.
+        self.borrow(s, now_ns, capped, out, t);
+    }
+
+    /// Deficit round robin over the queues holding packets (see the module docs), from
+    /// where the last call stopped, until the batch is full, the port's bucket is empty or
+    /// no queue may send.
+    fn borrow(
+        &mut self,
+        s: &PortShaper,
+        now_ns: u64,
+        capped: bool,
+        out: &mut Batch,
+        t: &mut Tally,
+    ) {
         let mut open = self.held;
         let mut m = open;
         while m != 0 {
@@ -234,10 +263,13 @@ impl Backlog {
                 qs.max.refill(now_ns);
             }
         }
-        let mut q = self.next;
+        let (mut q, mut visiting) = (self.next, self.visiting);
         while open != 0 && !out.is_full() {
-            let from_q = open & !((1u32 << q) - 1);
-            q = if from_q != 0 { from_q } else { open }.trailing_zeros() as usize;
+            if !visiting || open & (1 << q) == 0 {
+                q = next_at_or_after(open, q);
+                self.deficit[q] += s.queues[q].quantum.load(Ordering::Relaxed);
+                visiting = true;
+            }
             let Some(c) = self.rings[q].front().map(cost) else {
                 open &= !(1 << q);
                 continue;
@@ -245,7 +277,15 @@ impl Backlog {
             let qs = &s.queues[q];
             let peak = qs.on.load(Ordering::Relaxed) && qs.max.rate() != 0;
             if peak && qs.max.tokens() < c {
+                // At its cap: out of this call, and what it had not used is forfeit.
                 open &= !(1 << q);
+                self.deficit[q] = 0;
+                (q, visiting) = ((q + 1) % QUEUES, false);
+                continue;
+            }
+            if c > self.deficit[q] {
+                // Its turn is over; the rest of its deficit waits for its next turn.
+                (q, visiting) = ((q + 1) % QUEUES, false);
                 continue;
             }
             if capped && !s.port.take(c) {
@@ -254,13 +294,16 @@ impl Backlog {
             if peak {
                 qs.max.charge(c);
             }
+            self.deficit[q] -= c;
             self.send(q, out, t);
             if self.held & (1 << q) == 0 {
+                // Emptied: a queue does not keep credit while it has nothing to send.
                 open &= !(1 << q);
+                self.deficit[q] = 0;
+                (q, visiting) = ((q + 1) % QUEUES, false);
             }
-            q = (q + 1) % QUEUES;
         }
-        self.next = q;
+        (self.next, self.visiting) = (q, visiting);
     }
 
     /// Moves the head of ring `q` into `out` and counts it.
