@@ -34,8 +34,9 @@
 //! A packet the queue's cap passes and the port's cap then refuses has used its queue's
 //! peak tokens (the two buckets are not taken as one).
 //!
-//! Size and owner: one [`PortShaper`] per port with queues ids 0 ..= [`port::egress::MAX_QUEUE_ID`],
-//! made by the datapath ([`Shapers`]) and shared by every thread's tx entry of the port; the
+//! Size and owner: one [`PortShaper`] per port, with a slot for each of its queues (ids 0 ..=
+//! [`port::egress::MAX_QUEUE_ID`], at most [`port::egress::MAX_QUEUES`] of them;
+//! `egress_slots.rs` maps id to slot), made by the datapath ([`Shapers`]) and shared by every thread's tx entry of the port; the
 //! control side changes it at any time ([`crate::Running::set_egress`]). Its buckets are the
 //! pipeline's token bucket ([`pipeline::meter::TokenBucket`]), one atomic per bucket for the
 //! whole port. The cost per output batch: one relaxed load for a port without queues; with
@@ -49,14 +50,15 @@ use std::sync::{Arc, Mutex};
 
 use packet::Packet;
 use pipeline::meter::TokenBucket;
-use port::egress::{default_burst, Egress, QueueRates, MAX_QUEUE_ID};
+use port::egress::{default_burst, Egress, QueueRates};
 
 #[path = "egress_backlog.rs"]
 mod backlog;
 pub(crate) use backlog::Backlog;
 
-/// Queues a port can have.
-const QUEUES: usize = MAX_QUEUE_ID as usize + 1;
+#[path = "egress_slots.rs"]
+mod slots;
+use slots::{QueueSlots, FREE, SLOTS};
 
 /// kbit/s → millibits/s, kbit → millibits.
 const MILLI: u64 = 1_000_000;
@@ -134,6 +136,14 @@ impl QueueShaper {
             .store(q.min_kbps != 0 || q.max_kbps != 0, Ordering::Release);
     }
 
+    /// Starts the counters of a queue new to its slot from 0 (the held gauge stays: the
+    /// threads take off it what they held for the slot's old queue).
+    fn reset_counts(&self) {
+        for c in [&self.tx_packets, &self.tx_bytes, &self.dropped] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+
     fn counts(&self) -> QueueCounts {
         QueueCounts {
             tx_packets: self.tx_packets.load(Ordering::Relaxed),
@@ -167,7 +177,9 @@ pub struct PortShaper {
     on: AtomicBool,
     /// The port's cap, millibits (rate 0: none).
     port: TokenBucket,
-    queues: [QueueShaper; QUEUES],
+    /// By slot (`slots` says which queue each serves).
+    queues: [QueueShaper; SLOTS],
+    slots: QueueSlots,
     /// Millibits that guaranteed traffic used beyond what the port's bucket held, charged
     /// at the next refills (at most the bucket's size), so the guarantee comes out of the
     /// port's cap rather than on top of it.
@@ -218,6 +230,7 @@ impl PortShaper {
             on: AtomicBool::new(false),
             port: TokenBucket::new(0, 0),
             queues: std::array::from_fn(|_| QueueShaper::new()),
+            slots: QueueSlots::default(),
             debt: AtomicU64::new(0),
             unknown: AtomicU64::new(0),
             backlog: AtomicU32::new(0),
@@ -228,22 +241,32 @@ impl PortShaper {
         s
     }
 
-    /// Changes everything (buckets refilled to their new size; counters kept).
+    /// Changes everything (buckets refilled to their new size; counters kept, but for a
+    /// queue new to the port).
     pub fn set(&self, e: Egress) {
+        let mut config = self.lock();
         let burst = match e.burst_kbit {
             0 => default_burst(e.max_kbps),
             b => b,
         };
         self.port
             .set(u64::from(e.max_kbps) * MILLI, u64::from(burst) * MILLI);
-        for (id, q) in self.queues.iter().enumerate() {
-            q.set(e.queues.get(&(id as u32)).copied());
+        // A queue's rates are set before its id is published, and a queue that goes is off
+        // before its id goes.
+        let plan = self.slots.plan(e.queues.keys().copied());
+        for (slot, q) in self.queues.iter().enumerate() {
+            let id = plan.ids[slot];
+            if plan.fresh & (1 << slot) != 0 {
+                q.reset_counts();
+            }
+            q.set((id != FREE).then(|| e.queues.get(&id).copied()).flatten());
         }
+        self.slots.publish(&plan);
         let backlog = if e.is_on() { e.backlog_limit() } else { 0 };
         self.backlog.store(backlog, Ordering::Release);
         self.on.store(e.is_on(), Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
-        *self.lock() = e;
+        *config = e;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Egress> {
@@ -268,14 +291,12 @@ impl PortShaper {
         self.backlog.load(Ordering::Relaxed) != 0
     }
 
-    /// Whether queue `q` takes packets: one the port has, or queue 0.
+    /// The slot of queue `id` if it takes packets: a queue the port has, or queue 0.
     #[inline(always)]
-    fn has_queue(&self, q: usize) -> bool {
-        q == 0
-            || self
-                .queues
-                .get(q)
-                .is_some_and(|s| s.on.load(Ordering::Relaxed))
+    fn slot_of(&self, id: u32) -> Option<usize> {
+        self.slots
+            .slot(id)
+            .filter(|&s| s == 0 || self.queues[s].on.load(Ordering::Relaxed))
     }
 
     /// Refills the port's bucket and pays what guaranteed traffic owes it; returns whether
@@ -304,7 +325,7 @@ impl PortShaper {
         e.queues
             .iter()
             .filter_map(|(&id, &rates)| {
-                let q = self.queues.get(id as usize)?;
+                let q = &self.queues[self.slots.slot(id)?];
                 Some(EgressQueue {
                     queue: id,
                     rates,
@@ -354,8 +375,9 @@ impl PortShaper {
                 }
             };
             let qs = self
-                .queues
-                .get(q as usize)
+                .slots
+                .slot(q)
+                .map(|s| &self.queues[s])
                 .filter(|s| s.on.load(Ordering::Relaxed));
             let Some(qs) = qs else {
                 if q == 0 {

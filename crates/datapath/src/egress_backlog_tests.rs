@@ -378,3 +378,33 @@ fn equal_queues_get_equal_bytes_whatever_their_frame_size() {
     assert!(b1.abs_diff(b2) < 12_500, "{b1} against {b2}");
     p.backlog.discard(Some(&p.s), &mut p.cache);
 }
+
+#[test]
+fn queue_ids_up_to_0xefff_shape_and_a_slot_given_to_a_new_queue_drops_the_old_ones() {
+    let pool = Pool::with_frames(256);
+    let mut p = Port::new(
+        &pool,
+        "qos_type=linux-htb,queue=1000:max_rate=1000:burst=13,queue=0xefff:max_rate=1000:burst=13",
+    );
+    p.offer(SEC, 32, 0xefff);
+    p.offer(SEC, 2, 1000);
+    assert_eq!((p.sent(0xefff), p.sent(1000)), (1, 1));
+    assert_eq!(counts(&p.s, 0xefff).backlog, 31);
+    p.offer(SEC, 3, 5);
+    assert_eq!(p.s.unknown(), 3, "a queue the port lacks");
+    // Queue 0xefff goes and queue 7 comes (in its slot): what 0xefff held is dropped as
+    // for a queue the port lacks, and 7 starts from nothing.
+    let (_, o) = port::dp_options::split_spec(
+        "null:qos_type=linux-htb,queue=1000:max_rate=1000:burst=13,queue=7:max_rate=1000:burst=13",
+    )
+    .unwrap();
+    p.s.set(o.egress);
+    p.offer(SEC, 1, 7);
+    assert_eq!(p.s.unknown(), 3 + 31);
+    let c = counts(&p.s, 7);
+    assert_eq!((c.tx_packets, c.dropped, c.backlog), (1, 0, 0));
+    // Queue 1000 kept its slot: the packet it held left with its refilled bucket.
+    assert_eq!(p.sent(1000), 2);
+    assert_eq!(counts(&p.s, 1000).tx_packets, 2);
+    assert!(p.backlog.is_empty());
+}
