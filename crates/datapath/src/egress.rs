@@ -40,9 +40,10 @@
 //! control side changes it at any time ([`crate::Running::set_egress`]). Its buckets are the
 //! pipeline's token bucket ([`pipeline::meter::TokenBucket`]), one atomic per bucket for the
 //! whole port. The cost per output batch: one relaxed load for a port without queues; with
-//! queues, per queue present in the batch one refill and one atomic update per bucket and
-//! three counter additions; a shaped port's rings are allocated when its configuration
-//! changes, never per packet. No allocation, lock or system call per packet.
+//! queues, per queue present in the batch a lookup of its slot (a scan of the slots in use:
+//! relaxed loads, one per queue the port has at most), one refill and one atomic update per
+//! bucket and three counter additions; a shaped port's rings are allocated when its
+//! configuration changes, never per packet. No allocation, lock or system call per packet.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
