@@ -429,16 +429,15 @@ impl Rings {
             self.deficit[q] -= c;
             self.send(q, out);
             if self.held & (1 << q) == 0 {
-                // Emptied: a queue does not keep credit while it has nothing to send.
                 open &= !(1 << q);
-                self.deficit[q] = 0;
                 (q, visiting) = ((q + 1) % SLOTS, false);
             }
         }
         (self.next, self.visiting) = (q, visiting);
     }
 
-    /// Moves the head of ring `q` into `out` and counts it.
+    /// Moves the head of ring `q` into `out` and counts it; an emptied queue keeps no
+    /// deficit (no credit while it has nothing to send).
     #[inline(always)]
     fn send(&mut self, q: usize, out: &mut Batch) {
         if let Some(p) = self.rings[q].pop_front() {
@@ -449,6 +448,7 @@ impl Rings {
         }
         if self.rings[q].is_empty() {
             self.held &= !(1 << q);
+            self.deficit[q] = 0;
         }
     }
 
