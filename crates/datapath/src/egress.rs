@@ -21,8 +21,9 @@
 //! - **Shaping** (`linux-htb`): the packets of the batch join their queues instead, a ring
 //!   per queue that the sending poll thread owns ([`Backlog`], in `egress_backlog.rs`), and
 //!   leave when the same buckets allow — first what each queue's `min_rate` allows, then,
-//!   round robin over the queues, what each may borrow up to its `max_rate` from the room the
-//!   port's `qos_max_rate` has left. A full queue drops the arriving packet (tail drop,
+//!   deficit round robin over the queues by bytes (each queue's quantum by its `min_rate`, as
+//!   HTB's), what each may borrow up to its `max_rate` from the room the port's
+//!   `qos_max_rate` has left. A full queue drops the arriving packet (tail drop,
 //!   counted as above). The thread releases what the buckets allow on every poll, packets or
 //!   not, and does not sleep while it holds any (`Executor::release_held`, `crate::pmd`).
 //!
@@ -33,14 +34,16 @@
 //! A packet the queue's cap passes and the port's cap then refuses has used its queue's
 //! peak tokens (the two buckets are not taken as one).
 //!
-//! Size and owner: one [`PortShaper`] per port with queues ids 0 ..= [`port::egress::MAX_QUEUE_ID`],
-//! made by the datapath ([`Shapers`]) and shared by every thread's tx entry of the port; the
+//! Size and owner: one [`PortShaper`] per port, with a slot for each of its queues (ids 0 ..=
+//! [`port::egress::MAX_QUEUE_ID`], at most [`port::egress::MAX_QUEUES`] of them;
+//! `egress_slots.rs` maps id to slot), made by the datapath ([`Shapers`]) and shared by every thread's tx entry of the port; the
 //! control side changes it at any time ([`crate::Running::set_egress`]). Its buckets are the
 //! pipeline's token bucket ([`pipeline::meter::TokenBucket`]), one atomic per bucket for the
 //! whole port. The cost per output batch: one relaxed load for a port without queues; with
-//! queues, per queue present in the batch one refill and one atomic update per bucket and
-//! three counter additions; a shaped port's rings are allocated when its configuration
-//! changes, never per packet. No allocation, lock or system call per packet.
+//! queues, per queue present in the batch a lookup of its slot (a scan of the slots in use:
+//! relaxed loads, one per queue the port has at most), one refill and one atomic update per
+//! bucket and three counter additions; a shaped port's rings are allocated when its
+//! configuration changes, never per packet. No allocation, lock or system call per packet.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -48,14 +51,15 @@ use std::sync::{Arc, Mutex};
 
 use packet::Packet;
 use pipeline::meter::TokenBucket;
-use port::egress::{default_burst, Egress, QueueRates, MAX_QUEUE_ID};
+use port::egress::{default_burst, Egress, QueueRates};
 
 #[path = "egress_backlog.rs"]
 mod backlog;
 pub(crate) use backlog::Backlog;
 
-/// Queues a port can have.
-const QUEUES: usize = MAX_QUEUE_ID as usize + 1;
+#[path = "egress_slots.rs"]
+mod slots;
+use slots::{QueueSlots, FREE, SLOTS};
 
 /// kbit/s → millibits/s, kbit → millibits.
 const MILLI: u64 = 1_000_000;
@@ -96,6 +100,8 @@ struct QueueShaper {
     dropped: AtomicU64,
     /// Packets held, all threads together (shaping).
     held: AtomicU64,
+    /// Millibits it may borrow per turn when shaping ([`quantum`]).
+    quantum: AtomicU64,
 }
 
 impl QueueShaper {
@@ -108,6 +114,7 @@ impl QueueShaper {
             tx_bytes: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             held: AtomicU64::new(0),
+            quantum: AtomicU64::new(quantum(0)),
         }
     }
 
@@ -125,8 +132,17 @@ impl QueueShaper {
             u64::from(q.max_kbps) * MILLI,
             u64::from(bucket(q.max_kbps)) * MILLI,
         );
+        self.quantum.store(quantum(q.min_kbps), Ordering::Relaxed);
         self.on
             .store(q.min_kbps != 0 || q.max_kbps != 0, Ordering::Release);
+    }
+
+    /// Starts the counters of a queue new to its slot from 0 (the held gauge stays: the
+    /// threads take off it what they held for the slot's old queue).
+    fn reset_counts(&self) {
+        for c in [&self.tx_packets, &self.tx_bytes, &self.dropped] {
+            c.store(0, Ordering::Relaxed);
+        }
     }
 
     fn counts(&self) -> QueueCounts {
@@ -139,13 +155,32 @@ impl QueueShaper {
     }
 }
 
+/// Linux HTB's `r2q` as Open vSwitch sets it: a class's quantum is its rate (bytes/s) / 10.
+const RATE_TO_QUANTUM: u64 = 10;
+/// The least and most quantum, bytes (Linux HTB's bounds for a quantum it computes).
+const QUANTUM_BYTES: (u64, u64) = (1_000, 200_000);
+
+/// The quantum of a queue guaranteed `min_kbps` (0: none), in millibits: what it may borrow
+/// per turn of the shaper's deficit round robin (`egress_backlog.rs`), so that queues borrow
+/// the port's spare rate in proportion to their guarantees and in bytes, not packets. As
+/// Linux HTB under Open vSwitch's `linux-htb`: the class rate is the queue's `min-rate`
+/// (one MTU per second without one), its quantum that rate in bytes/s over `r2q` = 10,
+/// kept within 1,000 ..= 200,000 bytes (so a queue without a guarantee, or a small one,
+/// has the least quantum, and equal queues get equal bytes).
+fn quantum(min_kbps: u32) -> u64 {
+    let bytes = u64::from(min_kbps) * 1000 / 8 / RATE_TO_QUANTUM;
+    bytes.clamp(QUANTUM_BYTES.0, QUANTUM_BYTES.1) * 8000
+}
+
 /// One port's egress queues (see the module docs).
 #[derive(Debug)]
 pub struct PortShaper {
     on: AtomicBool,
     /// The port's cap, millibits (rate 0: none).
     port: TokenBucket,
-    queues: [QueueShaper; QUEUES],
+    /// By slot (`slots` says which queue each serves).
+    queues: [QueueShaper; SLOTS],
+    slots: QueueSlots,
     /// Millibits that guaranteed traffic used beyond what the port's bucket held, charged
     /// at the next refills (at most the bucket's size), so the guarantee comes out of the
     /// port's cap rather than on top of it.
@@ -196,6 +231,7 @@ impl PortShaper {
             on: AtomicBool::new(false),
             port: TokenBucket::new(0, 0),
             queues: std::array::from_fn(|_| QueueShaper::new()),
+            slots: QueueSlots::default(),
             debt: AtomicU64::new(0),
             unknown: AtomicU64::new(0),
             backlog: AtomicU32::new(0),
@@ -206,22 +242,32 @@ impl PortShaper {
         s
     }
 
-    /// Changes everything (buckets refilled to their new size; counters kept).
+    /// Changes everything (buckets refilled to their new size; counters kept, but for a
+    /// queue new to the port).
     pub fn set(&self, e: Egress) {
+        let mut config = self.lock();
         let burst = match e.burst_kbit {
             0 => default_burst(e.max_kbps),
             b => b,
         };
         self.port
             .set(u64::from(e.max_kbps) * MILLI, u64::from(burst) * MILLI);
-        for (id, q) in self.queues.iter().enumerate() {
-            q.set(e.queues.get(&(id as u32)).copied());
+        // A queue's rates are set before its id is published, and a queue that goes is off
+        // before its id goes.
+        let plan = self.slots.plan(e.queues.keys().copied());
+        for (slot, q) in self.queues.iter().enumerate() {
+            let id = plan.ids[slot];
+            if plan.fresh & (1 << slot) != 0 {
+                q.reset_counts();
+            }
+            q.set((id != FREE).then(|| e.queues.get(&id).copied()).flatten());
         }
+        self.slots.publish(&plan);
         let backlog = if e.is_on() { e.backlog_limit() } else { 0 };
         self.backlog.store(backlog, Ordering::Release);
         self.on.store(e.is_on(), Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
-        *self.lock() = e;
+        *config = e;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Egress> {
@@ -246,14 +292,12 @@ impl PortShaper {
         self.backlog.load(Ordering::Relaxed) != 0
     }
 
-    /// Whether queue `q` takes packets: one the port has, or queue 0.
+    /// The slot of queue `id` if it takes packets: a queue the port has, or queue 0.
     #[inline(always)]
-    fn has_queue(&self, q: usize) -> bool {
-        q == 0
-            || self
-                .queues
-                .get(q)
-                .is_some_and(|s| s.on.load(Ordering::Relaxed))
+    fn slot_of(&self, id: u32) -> Option<usize> {
+        self.slots
+            .slot(id)
+            .filter(|&s| s == 0 || self.queues[s].on.load(Ordering::Relaxed))
     }
 
     /// Refills the port's bucket and pays what guaranteed traffic owes it; returns whether
@@ -282,7 +326,7 @@ impl PortShaper {
         e.queues
             .iter()
             .filter_map(|(&id, &rates)| {
-                let q = self.queues.get(id as usize)?;
+                let q = &self.queues[self.slots.slot(id)?];
                 Some(EgressQueue {
                     queue: id,
                     rates,
@@ -332,8 +376,9 @@ impl PortShaper {
                 }
             };
             let qs = self
-                .queues
-                .get(q as usize)
+                .slots
+                .slot(q)
+                .map(|s| &self.queues[s])
                 .filter(|s| s.on.load(Ordering::Relaxed));
             let Some(qs) = qs else {
                 if q == 0 {

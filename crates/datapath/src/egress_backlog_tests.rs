@@ -1,6 +1,7 @@
 //! The shaper (`linux-htb`) on a fake clock: held not dropped, released at the rate, tail
 //! drop when full, the guarantee under a flood, nothing leaked on port removal.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
@@ -16,9 +17,14 @@ const MS: u64 = 1_000_000;
 
 /// `n` frames of 1250 bytes (10 kbit) in queue `q`.
 fn frames(cache: &mut PoolCache, n: usize, q: u32) -> Batch {
+    frames_of(cache, n, 1250, q)
+}
+
+/// `n` frames of `len` bytes in queue `q`.
+fn frames_of(cache: &mut PoolCache, n: usize, len: usize, q: u32) -> Batch {
     let mut b = Batch::new();
     for _ in 0..n {
-        let mut p = cache.alloc_from(&[0u8; 1250]).unwrap();
+        let mut p = cache.alloc_from(&[0u8; 1500][..len]).unwrap();
         p.meta.user = q;
         b.push(p).unwrap();
     }
@@ -43,7 +49,10 @@ struct Port {
     s: PortShaper,
     backlog: Backlog,
     cache: PoolCache,
-    sent: [u64; 8],
+    /// Frames that left, by queue id.
+    sent: BTreeMap<u32, u64>,
+    /// Their bytes.
+    bytes: BTreeMap<u32, u64>,
 }
 
 impl Port {
@@ -52,13 +61,29 @@ impl Port {
             s: shaper(text),
             backlog: Backlog::default(),
             cache: pool.cache(),
-            sent: [0; 8],
+            sent: BTreeMap::new(),
+            bytes: BTreeMap::new(),
         }
     }
 
-    /// Sends `n` frames to queue `q` at `now` (0 frames: only a release).
+    /// Frames queue `q` sent.
+    fn sent(&self, q: u32) -> u64 {
+        self.sent.get(&q).copied().unwrap_or(0)
+    }
+
+    /// Bytes queue `q` sent.
+    fn bytes(&self, q: u32) -> u64 {
+        self.bytes.get(&q).copied().unwrap_or(0)
+    }
+
+    /// Sends `n` frames of 1250 bytes to queue `q` at `now` (0 frames: only a release).
     fn offer(&mut self, now: u64, n: usize, q: u32) -> bool {
-        let mut b = frames(&mut self.cache, n, q);
+        self.offer_of(now, n, 1250, q)
+    }
+
+    /// Sends `n` frames of `len` bytes to queue `q` at `now`; whether packets are held.
+    fn offer_of(&mut self, now: u64, n: usize, len: usize, q: u32) -> bool {
+        let mut b = frames_of(&mut self.cache, n, len, q);
         let held = shape_batch(
             Some(&self.s),
             &mut self.backlog,
@@ -67,7 +92,8 @@ impl Port {
             &mut self.cache,
         );
         for p in b.drain() {
-            self.sent[p.meta.user as usize] += 1;
+            *self.sent.entry(p.meta.user).or_default() += 1;
+            *self.bytes.entry(p.meta.user).or_default() += p.len() as u64;
             self.cache.free(p);
         }
         held
@@ -82,7 +108,7 @@ fn packets_above_the_rate_wait_and_leave_at_the_rate() {
     for _ in 0..3 {
         p.offer(SEC, 32, 1);
     }
-    assert_eq!(p.sent[1], 1, "the bucket's one frame leaves at once");
+    assert_eq!(p.sent(1), 1, "the bucket's one frame leaves at once");
     assert_eq!(p.backlog.len(), 95, "the rest wait");
     assert_eq!(counts(&p.s, 1).backlog, 95);
     // Every millisecond a poll with nothing new: one frame per 10 ms leaves (the first when
@@ -91,14 +117,14 @@ fn packets_above_the_rate_wait_and_leave_at_the_rate() {
     for step in 1..=500u64 {
         t += MS;
         p.offer(t, 0, 1);
-        assert_eq!(p.sent[1], 1 + (3 + step) / 10, "at {step} ms");
+        assert_eq!(p.sent(1), 1 + (3 + step) / 10, "at {step} ms");
     }
-    assert_eq!(p.sent[1], 51);
+    assert_eq!(p.sent(1), 51);
     // Until all are out: none was dropped.
     while p.offer(t, 0, 1) {
         t += MS;
     }
-    assert_eq!(p.sent[1], 96);
+    assert_eq!(p.sent(1), 96);
     let c = counts(&p.s, 1);
     assert_eq!(
         (c.tx_packets, c.tx_bytes, c.dropped, c.backlog),
@@ -120,7 +146,7 @@ fn a_full_queue_drops_what_arrives_and_counts_it() {
     );
     assert!(p.offer(SEC, 32, 1));
     // Ten join the queue, 22 find it full; one of the ten leaves at once.
-    assert_eq!(p.sent[1], 1);
+    assert_eq!(p.sent(1), 1);
     let c = counts(&p.s, 1);
     assert_eq!((c.tx_packets, c.dropped, c.backlog), (1, 22, 9));
     // 10 ms later: one more joins (31 dropped), one leaves.
@@ -163,7 +189,7 @@ fn flood_against_a_guarantee(text: &str) -> (u64, u64, QueueCounts) {
     }
     let c2 = counts(&p.s, 2);
     p.backlog.discard(Some(&p.s), &mut p.cache);
-    (p.sent[1], p.sent[2], c2)
+    (p.sent(1), p.sent(2), c2)
 }
 
 #[test]
@@ -186,7 +212,7 @@ fn a_queues_minimum_holds_under_a_flood_on_another_queue() {
 
 #[test]
 fn without_the_guarantee_round_robin_alone_gives_the_queue_less() {
-    // The same flood with queue 1 given a cap instead of a guarantee: it gets its round-robin
+    // The same flood with queue 1 given a cap instead of a guarantee: it gets its equal-quantum
     // share (about half the port), under the 1200 frames the guarantee gives. This is what
     // the test above would see if the guarantee pass were gone.
     let (q1, q2, _) = flood_against_a_guarantee(
@@ -213,9 +239,9 @@ fn a_queue_borrows_what_the_others_leave_up_to_its_cap() {
     }
     // 5 Mbit/s for 2 s: 1000 frames (and the buckets' 10), not 2 (its guarantee) nor 10.
     assert!(
-        (995..=1020).contains(&p.sent[1]),
+        (995..=1020).contains(&p.sent(1)),
         "queue 1 sent {}",
-        p.sent[1]
+        p.sent(1)
     );
     p.backlog.discard(Some(&p.s), &mut p.cache);
 }
@@ -288,5 +314,97 @@ fn switching_to_a_policer_drops_what_was_held_and_polices_again() {
     let c = counts(&p.s, 1);
     // 31 held then dropped at the change, 31 of the second batch over the (refilled) bucket.
     assert_eq!((c.tx_packets, c.dropped, c.backlog), (2, 62, 0));
+    assert!(p.backlog.is_empty());
+}
+
+/// Two queues that always hold packets, offered every millisecond for 2 s (`n` frames of
+/// `len` bytes each); returns the port and its pool.
+fn two_backlogged(
+    text: &str,
+    (n1, len1): (usize, usize),
+    (n2, len2): (usize, usize),
+) -> (Pool, Port) {
+    let pool = Pool::with_frames(1024);
+    let mut p = Port::new(&pool, text);
+    let mut t = SEC;
+    while t < 3 * SEC {
+        p.offer_of(t, n1, len1, 1);
+        p.offer_of(t, n2, len2, 2);
+        t += MS;
+    }
+    (pool, p)
+}
+
+#[test]
+fn spare_rate_is_borrowed_in_proportion_to_the_guarantees() {
+    // Port 8 Mbit/s; queue 1 guaranteed 1, queue 2 guaranteed 3: the spare 4 Mbit/s goes
+    // 1:3 (quanta 12,500 and 37,500 bytes), so queue 1 gets 2 Mbit/s and queue 2 6 Mbit/s.
+    // Round robin by packets would give 3 and 5.
+    let (_pool, mut p) = two_backlogged(
+        "qos_type=linux-htb,qos_backlog=64,qos_max_rate=8000,qos_burst=100,\
+         queue=1:min_rate=1000:burst=100,queue=2:min_rate=3000:burst=100",
+        (4, 1250),
+        (4, 1250),
+    );
+    let (q1, q2) = (p.sent(1), p.sent(2));
+    // 2 s: 400 and 1200 frames of 10 kbit, give or take the buckets and a quantum.
+    assert!((395..=415).contains(&q1), "queue 1 sent {q1}, queue 2 {q2}");
+    assert!(
+        (1190..=1225).contains(&q2),
+        "queue 1 sent {q1}, queue 2 {q2}"
+    );
+    assert!((1595..=1625).contains(&(q1 + q2)), "total {}", q1 + q2);
+    p.backlog.discard(Some(&p.s), &mut p.cache);
+}
+
+#[test]
+fn equal_queues_get_equal_bytes_whatever_their_frame_size() {
+    // Port 10 Mbit/s, two queues with the same rates (no guarantee: each borrows with the
+    // least quantum, 1,000 bytes): queue 1 sends 64-byte frames, queue 2 1500-byte ones.
+    // Each gets 5 Mbit/s of bytes (1.25 MB in 2 s); one packet each in turn would give
+    // queue 2 23 times queue 1's bytes.
+    let (_pool, mut p) = two_backlogged(
+        "qos_type=linux-htb,qos_backlog=256,qos_max_rate=10000,qos_burst=100,\
+         queue=1:max_rate=10000:burst=100,queue=2:max_rate=10000:burst=100",
+        (32, 64),
+        (4, 1500),
+    );
+    let (b1, b2) = (p.bytes(1), p.bytes(2));
+    assert!(
+        (1_240_000..=1_265_000).contains(&b1) && (1_240_000..=1_265_000).contains(&b2),
+        "queue 1 sent {b1} bytes, queue 2 {b2}"
+    );
+    // Apart by less than the port's bucket (100 kbit), which queue 1 had alone at first.
+    assert!(b1.abs_diff(b2) < 12_500, "{b1} against {b2}");
+    p.backlog.discard(Some(&p.s), &mut p.cache);
+}
+
+#[test]
+fn queue_ids_up_to_0xefff_shape_and_a_slot_given_to_a_new_queue_drops_the_old_ones() {
+    let pool = Pool::with_frames(256);
+    let mut p = Port::new(
+        &pool,
+        "qos_type=linux-htb,queue=1000:max_rate=1000:burst=13,queue=0xefff:max_rate=1000:burst=13",
+    );
+    p.offer(SEC, 32, 0xefff);
+    p.offer(SEC, 2, 1000);
+    assert_eq!((p.sent(0xefff), p.sent(1000)), (1, 1));
+    assert_eq!(counts(&p.s, 0xefff).backlog, 31);
+    p.offer(SEC, 3, 5);
+    assert_eq!(p.s.unknown(), 3, "a queue the port lacks");
+    // Queue 0xefff goes and queue 7 comes (in its slot): what 0xefff held is dropped as
+    // for a queue the port lacks, and 7 starts from nothing.
+    let (_, o) = port::dp_options::split_spec(
+        "null:qos_type=linux-htb,queue=1000:max_rate=1000:burst=13,queue=7:max_rate=1000:burst=13",
+    )
+    .unwrap();
+    p.s.set(o.egress);
+    p.offer(SEC, 1, 7);
+    assert_eq!(p.s.unknown(), 3 + 31);
+    let c = counts(&p.s, 7);
+    assert_eq!((c.tx_packets, c.dropped, c.backlog), (1, 0, 0));
+    // Queue 1000 kept its slot: the packet it held left with its refilled bucket.
+    assert_eq!(p.sent(1000), 2);
+    assert_eq!(counts(&p.s, 1000).tx_packets, 2);
     assert!(p.backlog.is_empty());
 }

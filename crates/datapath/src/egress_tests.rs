@@ -157,3 +157,23 @@ fn a_queues_guarantee_counts_against_its_cap() {
     // 2 s of its cap (1000 frames) and its buckets, not cap and guarantee added (1400).
     assert!((1000..=1021).contains(&p[0]), "queue 1 passed {}", p[0]);
 }
+
+#[test]
+fn a_queue_id_up_to_0xefff_is_policed_by_its_own_rates() {
+    let pool = Pool::with_frames(64);
+    let s = PortShaper::new(egress(
+        "queue=61439:max_rate=1000:burst=20,queue=300:max_rate=100000",
+    ));
+    // 20 kbit: two frames of 10 kbit pass at once, the rest of 32 are dropped.
+    let b = frames(&pool, 32, 1250, 0xefff);
+    assert_eq!(s.shape(SEC, b.as_slice()).count_ones(), 2);
+    let q = s.queues();
+    assert_eq!((q[0].queue, q[1].queue), (300, 0xefff));
+    assert_eq!((q[1].counts.tx_packets, q[1].counts.dropped), (2, 30));
+    let b2 = frames(&pool, 4, 1250, 0xf000);
+    assert_eq!(s.shape(SEC, b2.as_slice()), 0);
+    assert_eq!(s.unknown(), 4);
+    for mut b in [b, b2] {
+        b.free_into(&mut pool.cache());
+    }
+}

@@ -24,7 +24,7 @@
 //! qos_backlog = 1000               # optional, linux-htb: packets each queue holds per poll thread
 //!
 //! [[bridge.port.queue]]            # optional, repeated: an egress queue (set_queue / enqueue)
-//! id = 1                           # 0 ..= 7
+//! id = 1                           # 0 ..= 61439 (0xefff), at most 64 queues a port
 //! min_rate = 10000                 # kbit/s guaranteed (optional)
 //! max_rate = 50000                 # kbit/s at most (optional; one of the two is needed)
 //! burst = 1000                     # optional: its buckets, kbit
@@ -148,7 +148,7 @@ pub struct PortConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
-    /// Queue id, 0 ..= 7.
+    /// Queue id, 0 ..= [`port::egress::MAX_QUEUE_ID`].
     pub id: u32,
     /// Guaranteed kbit/s.
     pub min_rate: Option<u32>,

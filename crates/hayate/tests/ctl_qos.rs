@@ -3,7 +3,8 @@
 //! `min_rate` lets all of a neighbour's frames through; the counts in `ovs-ofctl
 //! queue-stats` and `dump-drops`, the rates in `queue-get-config`, a flow-mod to a queue the
 //! port lacks refused with OFPBAC_BAD_QUEUE; `hayate ctl set-queue` and `set-policing`
-//! changing a running port.
+//! changing a running port; queue ids up to 61439 (0xefff) on a shaped port, its tail drops in
+//! queue-stats and `hayate ctl dump-queues`, and the limit of 64 queues a port.
 
 mod ofctl_common;
 
@@ -195,4 +196,96 @@ fn set_policing_changes_a_running_ports_ingress_policing() {
     assert!(!ok && text.contains("leave the option out"), "{text}");
     let (ok, text) = ctl_try(&h, &["set-policing", "nosuch", "rate=10"]);
     assert!(!ok && text.contains("no port nosuch"), "{text}");
+}
+
+/// Port 1 floods 2,000 frames into queue 61439 (Open vSwitch's highest linux-htb queue id)
+/// of port 2, which shapes: 100 kbit/s, 100 frames held a queue.
+const HTB_CONFIG: &str = r#"
+[[bridge]]
+name = "brq"
+fail_mode = "secure"
+flows = ["table=0,priority=1,in_port=1,actions=enqueue:2:61439"]
+
+[[bridge.port]]
+name = "noisy"
+spec = "null:limit=2000"
+
+[[bridge.port]]
+name = "sink"
+spec = "null:sink"
+qos_type = "linux-htb"
+qos_backlog = 100
+
+[[bridge.port.queue]]
+id = 61439
+max_rate = 100
+burst = 13
+"#;
+
+#[test]
+fn queue_ids_up_to_0xefff_and_at_most_64_queues_a_port() {
+    if !have_ofctl("queue_ids_up_to_0xefff_and_at_most_64_queues_a_port") {
+        return;
+    }
+    let h = Hayate::with_config(HTB_CONFIG);
+    // Every frame sent or tail-dropped: queue-stats' errors are the shaper's tail drops.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut stats;
+    loop {
+        stats = h.ofctl("queue-stats", &["2"]);
+        if queue(&stats, 61439).is_some_and(|(p, _, e)| p + e == 2000) || Instant::now() > deadline
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (p, b, e) = queue(&stats, 61439).expect(&stats);
+    assert_eq!(p + e, 2000, "{stats}");
+    assert!(
+        p >= 100 && e > 0,
+        "the queue held 100 and dropped the rest: {stats}"
+    );
+    let dump = h.ctl("brq", &["dump-queues"]);
+    assert!(
+        dump.contains("port 2 (sink): linux-htb, no port cap, 100 packets a queue per thread"),
+        "{dump}"
+    );
+    assert!(
+        dump.contains(&format!(
+            "queue 61439: min_rate=- max_rate=100 burst=13 tx_packets={p} tx_bytes={b} \
+             dropped={e} held=0"
+        )),
+        "{dump}"
+    );
+
+    // set-queue takes ids to 0xefff (in hex too), refuses one above naming the range.
+    let out = h.ctl("brq", &["set-queue", "sink", "0x1000", "max=50"]);
+    assert!(out.contains("queue 4096 max=50"), "{out}");
+    let cfg = h.ofctl("queue-get-config", &["2"]);
+    assert!(
+        cfg.contains("queue 4096:") && cfg.contains("queue 61439:"),
+        "{cfg}"
+    );
+    let (ok, text) = ctl_try(&h, &["set-queue", "sink", "61440", "max=50"]);
+    assert!(!ok && text.contains("0 ..= 61439"), "{text}");
+    // enqueue to a queue the port has: accepted; one it lacks: OFPBAC_BAD_QUEUE.
+    h.ofctl("add-flow", &["priority=5,in_port=9,actions=enqueue:2:4096"]);
+    let (ok, text) = ofctl_try(
+        &h,
+        "add-flow",
+        &["priority=6,in_port=9,actions=enqueue:2:4095"],
+    );
+    assert!(!ok && text.contains("OFPBAC_BAD_QUEUE"), "{text}");
+
+    // 64 queues a port, queue 0 counted: 61 more make 63 besides queue 0; one more is refused.
+    for id in 1..=61 {
+        h.ctl("brq", &["set-queue", "sink", &id.to_string(), "max=10"]);
+    }
+    let (ok, text) = ctl_try(&h, &["set-queue", "sink", "62", "max=10"]);
+    assert!(
+        !ok && text.contains("65 queues: a port has at most 64"),
+        "{text}"
+    );
+    let stats = h.ofctl("queue-stats", &["2"]);
+    assert_eq!(stats.matches(" queue ").count(), 63, "{stats}");
 }

@@ -4,7 +4,8 @@
 //! new ingress policing apply to the running port, whose counters go on (`ovs-ofctl
 //! dump-ports`: it was not taken out and added again); a Queue changed to a minimum above its
 //! maximum reaches the Interface's `error` column naming the fix while the port runs on with
-//! its old rates, and fixing it clears the error and applies the new rates.
+//! its old rates, and fixing it clears the error and applies the new rates. Queue ids run to
+//! Open vSwitch's 61439 (0xefff); one above it is refused the same way.
 
 mod netns;
 
@@ -139,7 +140,7 @@ fn qos_and_queue_rows_become_a_ports_egress_queues() {
         "type=linux-htb",
         "other_config:max-rate=10000000",
         "queues:1=@a",
-        "queues:2=@b",
+        "queues:61439=@b",
         "--",
         "--id=@a",
         "create",
@@ -166,7 +167,7 @@ fn qos_and_queue_rows_become_a_ports_egress_queues() {
     // Rates in tenths of a percent of the port's 10 Mbit/s.
     let want = [
         "queue 1: min_rate:10.0% max_rate:50.0%",
-        "queue 2: max_rate:3.0%",
+        "queue 61439: max_rate:3.0%",
     ];
     assert!(
         eventually(|| want.iter().all(|w| config().contains(w))),
@@ -267,15 +268,32 @@ fn qos_and_queue_rows_become_a_ports_egress_queues() {
         error.contains("lower min_rate or raise max_rate"),
         "{error}"
     );
-    assert!(config().contains("queue 2: max_rate:3.0%"), "{}", config());
+    assert!(
+        config().contains("queue 61439: max_rate:3.0%"),
+        "{}",
+        config()
+    );
     assert_eq!(vsctl(&["get", "interface", &port, "ofport"]), "1");
     vsctl(&["set", "queue", &q2, "other_config:min-rate=200000"]);
     assert_eq!(vsctl(&["get", "interface", &port, "error"]), "[]");
     assert!(
-        eventually(|| config().contains("queue 2: min_rate:2.0% max_rate:3.0%")),
+        eventually(|| config().contains("queue 61439: min_rate:2.0% max_rate:3.0%")),
         "{}",
         config()
     );
     assert_eq!(tx(), Some(2 * PACKET_OUTS), "tx after the refused rates");
+
+    // A queue id above Open vSwitch's linux-htb range (0xefff) is refused naming it, and
+    // taking it away clears the error.
+    let qos = vsctl(&["get", "port", &port, "qos"]);
+    vsctl(&["add", "qos", &qos, "queues", &format!("61440={q2}")]);
+    let error = || vsctl(&["get", "interface", &port, "error"]);
+    assert!(
+        eventually(|| error().contains("0 ..= 61439")),
+        "{}",
+        error()
+    );
+    vsctl(&["remove", "qos", &qos, "queues", "61440"]);
+    assert!(eventually(|| error() == "[]"), "{}", error());
     assert!(!logs().contains("OVSDB: port removed"), "{}", logs());
 }

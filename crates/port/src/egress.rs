@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `qos_max_rate=KBPS` | most kbit/s the port sends, all queues together (frame bytes) |
 //! | `qos_burst=KBIT` | that bucket's size, kbit (default: a tenth of a second of rate, at least [`MIN_DEFAULT_BURST_KBIT`]) |
-//! | `queue=ID:min_rate=KBPS:max_rate=KBPS:burst=KBIT` | queue `ID` (0 ..= [`MAX_QUEUE_ID`]): its guaranteed rate, its cap and its buckets' size; each part optional, repeat the option for several queues |
+//! | `queue=ID:min_rate=KBPS:max_rate=KBPS:burst=KBIT` | queue `ID` (0 ..= [`MAX_QUEUE_ID`], 0xefff: Open vSwitch's `linux-htb` range; at most [`MAX_QUEUES`] queues a port, queue 0 counted): its guaranteed rate, its cap and its buckets' size; each part optional, repeat the option for several queues |
 //! | `qos_type=TYPE` | how the rates are kept ([`QosType`]): `egress-policer` (the default) or `trtcm-policer` police, `linux-htb` shapes |
 //! | `qos_backlog=PKTS` | `linux-htb` only: packets each queue holds per poll thread (default [`DEFAULT_BACKLOG`], at most [`MAX_BACKLOG`]) |
 //!
@@ -24,8 +24,14 @@
 
 use std::collections::BTreeMap;
 
-/// The highest queue id a port may have (queues 0 ..= this).
-pub const MAX_QUEUE_ID: u32 = 7;
+/// The highest queue id a port may have (queues 0 ..= this): Open vSwitch's for `linux-htb`
+/// (`HTB_N_QUEUES`, 0xf000 ids: Linux HTB class minor ids 1 ..= 0xf000 hold queues 0 ..=
+/// 0xefff).
+pub const MAX_QUEUE_ID: u32 = 0xefff;
+
+/// The most queues a port may have, queue 0 counted (it always exists): the datapath keeps
+/// this many buckets and, per poll thread of a shaped port, rings.
+pub const MAX_QUEUES: usize = 64;
 
 /// The least default bucket, kbit: 32 frames of 1518 bytes (one full batch).
 pub const MIN_DEFAULT_BURST_KBIT: u32 = (32 * 1518 * 8u32).div_ceil(1000);
@@ -266,8 +272,18 @@ impl Egress {
         Ok(self)
     }
 
-    /// Refuses a queue whose guarantee or cap is above the port's cap.
+    /// Refuses more than [`MAX_QUEUES`] queues and a queue whose guarantee is above the
+    /// port's cap.
     pub fn check_queues(&self) -> Result<(), String> {
+        let others = self.queues.keys().filter(|&&id| id != 0).count();
+        if others >= MAX_QUEUES {
+            return Err(format!(
+                "{} queues: a port has at most {MAX_QUEUES}, queue 0 among them (it always \
+                 exists); remove {}",
+                others + 1,
+                others + 1 - MAX_QUEUES
+            ));
+        }
         if self.max_kbps == 0 {
             return Ok(());
         }
@@ -284,12 +300,18 @@ impl Egress {
     }
 }
 
-/// A queue id from text, checked against [`MAX_QUEUE_ID`].
+/// A queue id from text (decimal, or hex after `0x`), checked against [`MAX_QUEUE_ID`].
 pub fn queue_id(text: &str) -> Result<u32, String> {
-    match text.trim().parse::<u32>() {
+    let t = text.trim();
+    let n = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => t.parse::<u32>(),
+    };
+    match n {
         Ok(id) if id <= MAX_QUEUE_ID => Ok(id),
         _ => Err(format!(
-            "queue id '{text}': give a number in 0 ..= {MAX_QUEUE_ID}"
+            "queue id '{text}': give a number in 0 ..= {MAX_QUEUE_ID} (0x{MAX_QUEUE_ID:x}, \
+             Open vSwitch's linux-htb range)"
         )),
     }
 }
@@ -369,7 +391,23 @@ mod tests {
         assert!(e("null:queue=1:max_rate=0").contains("leave the option out"));
         assert!(e("null:qos_max_rate=0").contains("leave the option out"));
         assert!(e("null:queue=1").contains("needs min_rate or max_rate"));
-        assert!(e("null:queue=9:max=5").contains("0 ..= 7"));
+        assert!(e("null:queue=61440:max=5").contains("0 ..= 61439 (0xefff"));
+        assert!(e("null:queue=-1:max=5").contains("0 ..= 61439"));
+        let (_, o) = split_spec("null:queue=61439:max=5,queue=0x10:max=6").unwrap();
+        assert_eq!(
+            o.egress.queues.keys().copied().collect::<Vec<_>>(),
+            [16, 61439]
+        );
+        let many = |n: u32| {
+            let q: Vec<String> = (1..=n)
+                .map(|i| format!("queue={}:max=5", i * 100))
+                .collect();
+            split_spec(&format!("null:{}", q.join(",")))
+        };
+        assert!(many(MAX_QUEUES as u32 - 1).is_ok(), "63 and queue 0");
+        let err = many(MAX_QUEUES as u32).unwrap_err().to_string();
+        assert!(err.contains("65 queues: a port has at most 64"), "{err}");
+        assert!(err.contains("remove 1"), "{err}");
         assert!(e("null:queue=1:max=5,queue=1:max=6").contains("given twice"));
         assert!(e("null:queue=1:speed=5").contains("valid options"));
         assert!(e("null:qos_max_rate=100,queue=1:min=200").contains("raise qos_max_rate"));

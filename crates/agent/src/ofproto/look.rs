@@ -8,6 +8,7 @@
 //! | `rxq-show` | which rx queue each thread polls and the queue's share of the thread's cycles | `dpif-netdev/pmd-rxq-show` |
 //! | `dump-megaflows` | every thread's megaflows: match and mask, actions, packets, bytes, age | `dpctl/dump-flows` |
 //! | `show` | the bridge, its ports (number, name, state), its controllers and fail mode | `ovs-vsctl show` + `ovs-ofctl show` |
+//! | `dump-queues [PORT]` | each port's egress queues: rates, packets and bytes sent, drops, packets held (`qos_show.rs`) | `qos/show` |
 //! | `capture PORT [FILTER]` | the frames a port receives and sends, live (`capture.rs`) | `tcpdump -i PORT` |
 //!
 //! Nothing here touches a poll thread: thread counters and rx queue counters are read as the
@@ -79,6 +80,7 @@ fn answer(b: &OfBridge, t: u32, json: bool, args: &[String]) -> Result<String, S
             megaflows(&mfs, &silent, pipeline::dpaction::now_ms(), json)
         }
         exp_type::SHOW => show(b, json),
+        exp_type::DUMP_QUEUES => return super::qos_show::dump_queues(b, json, args),
         other => return Err(format!("unknown Hayate dump {other}")),
     };
     Ok(v)

@@ -24,6 +24,7 @@
 //! | `live_ports.rs` | ports added and removed while running (add-port, del-port), link state |
 //! | `port_cmd.rs` | add-port / del-port on the wire: Hayate's experimenter message |
 //! | `qos.rs` | a port's rates: egress queues (queue stats, queue get-config, a flow-mod's queue), set-policing and set-queue |
+//! | `qos_show.rs` | dump-queues: each port's queues, their rates, counters and held packets (text or JSON) |
 //! | `counters.rs` | the datapath's counters: per thread (dump-pmd), drops per port (dump-drops, dump-ports) |
 //! | `look.rs` | looking inside: trace, pmd-stats, rxq-show, dump-megaflows, show (text or JSON) |
 //! | `capture.rs` | live captures of a port's frames, started, read and stopped by `hayate ctl` |
@@ -54,6 +55,7 @@ mod multipart;
 mod packet_out;
 pub mod port_cmd;
 mod qos;
+mod qos_show;
 
 #[cfg(test)]
 mod tests;

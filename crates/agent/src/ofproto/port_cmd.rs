@@ -8,7 +8,7 @@
 //! | del-port request | [`exp_type::DEL_PORT`] | the port's name or OpenFlow number |
 //! | dump-pmd request | [`exp_type::DUMP_PMD`] | empty |
 //! | dump-drops request | [`exp_type::DUMP_DROPS`] | empty |
-//! | pmd-stats, rxq-show, show, dump-megaflows, trace | [`exp_type::PMD_STATS`] … [`exp_type::TRACE`] | `text` or `json`, then the command's arguments, one per line ([`look_request`]) |
+//! | pmd-stats, rxq-show, show, dump-megaflows, trace, dump-queues | [`exp_type::PMD_STATS`] … [`exp_type::TRACE`], [`exp_type::DUMP_QUEUES`] | `text` or `json`, then the command's arguments, one per line ([`look_request`]) |
 //! | set-policing, set-queue | [`exp_type::SET_POLICING`], [`exp_type::SET_QUEUE`] | as a look request: `text`, then the port and the options, one per line |
 //! | reply | [`exp_type::DONE`] | what was done, e.g. `added port vm1 as OpenFlow port 7`, or the dump's text |
 //! | reply in pieces | [`exp_type::DONE_MORE`] … then [`exp_type::DONE`] | a long dump's text, cut at 60,000 bytes ([`done_pieces`]) |
@@ -52,6 +52,8 @@ pub mod exp_type {
     pub const SET_POLICING: u32 = 13;
     /// Change a running port's egress queues (`set-queue`).
     pub const SET_QUEUE: u32 = 14;
+    /// Each port's egress queues with their counters and held packets (`dump-queues`).
+    pub const DUMP_QUEUES: u32 = 15;
     /// The switch did what was asked; the body says what.
     pub const DONE: u32 = 0x100;
     /// A piece of a long reply; more pieces follow, the last one as [`DONE`].
@@ -60,7 +62,7 @@ pub mod exp_type {
     /// Whether `t` asks for a dump (answered by the bridge's counters and looks, not by the
     /// port commands).
     pub fn is_dump(t: u32) -> bool {
-        (DUMP_PMD..=CAPTURE_STOP).contains(&t)
+        (DUMP_PMD..=CAPTURE_STOP).contains(&t) || t == DUMP_QUEUES
     }
 }
 

@@ -86,7 +86,7 @@ impl OfBridge {
         )
     }
 
-    fn rates(&self) -> Option<Arc<dyn PortRates>> {
+    pub(super) fn rates(&self) -> Option<Arc<dyn PortRates>> {
         self.counters
             .rates
             .lock()

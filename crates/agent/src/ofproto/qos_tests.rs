@@ -290,3 +290,41 @@ fn set_policing_and_set_queue_change_a_ports_rates_from_the_management_socket_on
         "a controller changed nothing"
     );
 }
+
+#[test]
+fn dump_queues_shows_each_ports_queues_counters_and_held_packets() {
+    let (b, fake) = with_queues();
+    let mgmt = ConnId(5 | SECONDARY_BIT);
+    let mut e = fake.egress(2);
+    e.qos_type = port::QosType::LinuxHtb;
+    e.queues.insert(
+        0xefff,
+        QueueRates {
+            min_kbps: 0,
+            max_kbps: 300,
+            burst_kbit: 0,
+        },
+    );
+    fake.set_egress(2, e);
+    let text = set(&b, mgmt, exp_type::DUMP_QUEUES, &[]).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "port 2 (p2): linux-htb, port cap 10000 kbit/s, 1000 packets a queue per thread, unknown-queue drops 7",
+            "  queue 1: min_rate=1000 max_rate=5000 burst=- tx_packets=10 tx_bytes=1000 dropped=1 held=0",
+            "  queue 3: min_rate=- max_rate=2000 burst=- tx_packets=30 tx_bytes=3000 dropped=3 held=0",
+            "  queue 61439: min_rate=- max_rate=300 burst=- tx_packets=614390 tx_bytes=61439000 dropped=61439 held=0",
+        ],
+        "port 1 has no queues: left out"
+    );
+    let one = set(&b, mgmt, exp_type::DUMP_QUEUES, &["p1"]).unwrap();
+    assert!(
+        one.starts_with("port 1 (p1): egress-policer, no port cap, unknown-queue drops 7\n"),
+        "{one}"
+    );
+    let e = set(&b, mgmt, exp_type::DUMP_QUEUES, &["p9"]).unwrap_err();
+    assert!(e.contains("no port p9"), "{e}");
+    let e = set(&b, ConnId(5), exp_type::DUMP_QUEUES, &[]).unwrap_err();
+    assert!(e.contains("management socket"), "{e}");
+}

@@ -20,11 +20,12 @@
 //! | `trace FLOW`, `trace --hex FRAME [in_port=N]` | a packet through the tables, as `ofproto/trace` |
 //! | `pmd-stats [--reset]` (`dump-pmd` the raw counters) | per poll thread: packets, cycles per packet, EMC/megaflow hit shares, upcalls, idle share |
 //! | `rxq-show` | which rx queue each thread polls, each queue's share of the thread |
+//! | `dump-queues [PORT]` | each port's egress queues: rates, packets and bytes sent, drops (over the rates, or tail drops when it shapes), packets held now, drops for a queue the port lacks |
 //! | `dump-megaflows` | every thread's megaflows: match/mask, actions, packets, bytes, age |
 //! | `show` | the bridge, its ports (why a link is down, when the port knows: a tunnel port's next hop), controllers and fail mode |
 //! | `capture PORT [FILTER] -w FILE\|- [-c N] [--rx\|--tx]` | the frames a port receives and sends, live, as pcap (`capture.rs`) |
 //!
-//! `--json` makes trace, pmd-stats, rxq-show, dump-megaflows and show answer in JSON
+//! `--json` makes trace, pmd-stats, rxq-show, dump-megaflows, dump-queues and show answer in JSON
 //! (`agent::ofproto` `look.rs` says what each holds).
 //!
 //! Queue statistics and configuration are OpenFlow's: `ovs-ofctl -O OpenFlow13 queue-stats`
@@ -72,7 +73,7 @@ pub struct CtlArgs {
     /// mod-flows / del-flows: match priority and fields exactly.
     #[arg(long)]
     pub strict: bool,
-    /// trace, pmd-stats, rxq-show, dump-megaflows, show: answer in JSON.
+    /// trace, pmd-stats, rxq-show, dump-megaflows, dump-queues, show: answer in JSON.
     #[arg(long)]
     pub json: bool,
     /// A bridge name, a socket path, or tcp:HOST:PORT.
@@ -84,7 +85,8 @@ pub struct CtlArgs {
     /// over the management socket only; set-policing PORT rate=KBPS[,burst=KBIT]|off;
     /// set-queue PORT QUEUE min_rate=KBPS[,max_rate=KBPS]|off, set-queue PORT port
     /// [type=linux-htb|egress-policer][,max_rate=KBPS][,backlog=PKTS]|off (linux-htb holds
-    /// packets above the rates, a policer drops them); dump-pmd: each poll thread's counters; dump-drops:
+    /// packets above the rates, a policer drops them); dump-queues [PORT]: each port's egress
+    /// queues, their counters and held packets; dump-pmd: each poll thread's counters; dump-drops:
     /// each port's drops by reason; trace FLOW | trace --hex FRAME [in_port=N]; pmd-stats
     /// [--reset]; rxq-show; dump-megaflows; show; capture PORT [FILTER] -w FILE|- [-c N]
     /// [--rx|--tx]).
@@ -305,9 +307,10 @@ pub fn main(a: CtlArgs) -> Result<()> {
             Ok(())
         }
         "capture" => capture::run(&mut c, &a.args),
-        "trace" | "pmd-stats" | "rxq-show" | "dump-megaflows" | "show" => {
+        "trace" | "pmd-stats" | "rxq-show" | "dump-megaflows" | "show" | "dump-queues" => {
             let t = match a.command.as_str() {
                 "trace" => exp_type::TRACE,
+                "dump-queues" => exp_type::DUMP_QUEUES,
                 "pmd-stats" => exp_type::PMD_STATS,
                 "rxq-show" => exp_type::RXQ_SHOW,
                 "dump-megaflows" => exp_type::DUMP_MEGAFLOWS,
@@ -332,7 +335,7 @@ pub fn main(a: CtlArgs) -> Result<()> {
             Ok(())
         }
         other => bail!(
-            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, set-policing, set-queue, dump-pmd, dump-drops, trace, pmd-stats, rxq-show, dump-megaflows, show or capture"
+            "unknown command {other:?}; use add-flow, add-flows, mod-flows, del-flows, dump-flows, dump-ports, dump-ports-desc, dump-tables, add-group, del-groups, dump-groups, add-meter, dump-meters, add-port, del-port, set-policing, set-queue, dump-queues, dump-pmd, dump-drops, trace, pmd-stats, rxq-show, dump-megaflows, show or capture"
         ),
     }
 }
