@@ -88,6 +88,13 @@ impl TunnelCounts {
         (&self.slots[i], i == SLOTS - 1)
     }
 
+    /// Asks for thread `thread`'s slot to be brought into the cache (a hint).
+    #[inline]
+    pub fn prefetch(&self, thread: usize) {
+        let (s, _) = self.slot(thread);
+        crate::bits::prefetch((s as *const Slot).cast());
+    }
+
     /// Thread `thread` terminated `packets` frames of `bytes` (inner) into the port.
     #[inline]
     pub fn rx(&self, thread: usize, packets: u64, bytes: u64) {

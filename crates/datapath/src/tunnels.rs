@@ -10,8 +10,8 @@
 //! ([`crate::tunnel_drops`]) in atomics reached through those entries, touched only when a
 //! frame is dropped. What each tunnel port carried ([`crate::tunnel_counts`]) is counted per
 //! thread through the same entries: a terminator's entry holds its tunnel ports' counts
-//! (sorted by port, found once per batch whose frames went to one port), a tunnel output its
-//! port's.
+//! (in the terminator's order, indexed by a terminated frame's port index), a tunnel output
+//! its port's.
 //!
 //! Output: a fixed tunnel's headers per port ([`Tunnels::set_output`]); a per-flow tunnel's
 //! per (port, remote, VNI) ([`crate::tunnel_flows`], [`Tunnels::send`]): a destination with
@@ -53,17 +53,18 @@ struct Terminating {
     terminator: Arc<Terminator>,
     /// Termination's drops, on the underlay port.
     drops: Arc<TunnelDrops>,
-    /// The counts of the tunnel ports it terminates into, sorted by port.
-    counts: Arc<[(u32, Arc<TunnelCounts>)]>,
+    /// The counts of the tunnel ports it terminates into, in the terminator's order (a
+    /// terminated frame's [`tunnel::TunMeta::index`]).
+    counts: Arc<[Arc<TunnelCounts>]>,
 }
 
 impl Terminating {
-    /// Adds `packets` frames of `bytes` to tunnel port `ofport`'s rx counts in thread
-    /// `thread`'s slot.
+    /// Adds `packets` frames of `bytes` to the rx counts of the tunnel port at `index` of
+    /// the terminator's ports, in thread `thread`'s slot.
     #[inline]
-    fn add_rx(&self, ofport: u32, thread: usize, packets: u64, bytes: u64) {
-        if let Ok(i) = self.counts.binary_search_by_key(&ofport, |c| c.0) {
-            self.counts[i].1.rx(thread, packets, bytes);
+    fn add_rx(&self, index: u32, thread: usize, packets: u64, bytes: u64) {
+        if let Some(c) = self.counts.get(index as usize) {
+            c.rx(thread, packets, bytes);
         }
     }
 }
@@ -80,7 +81,7 @@ impl RxTable {
         let entry = self.0.iter().find(|e| e.port == in_port)?;
         Some(BatchRx {
             entry,
-            port: 0,
+            index: 0,
             packets: 0,
             bytes: 0,
         })
@@ -91,11 +92,13 @@ impl RxTable {
 /// thread's extraction loop (one pass over the batch): each frame is judged, a tunnel
 /// packet loses its outer headers, a drop is counted by reason. The tunnel ports' rx counts
 /// are kept as a run (port, frames, bytes) and added when the port changes and at
-/// [`BatchRx::finish`]: once per batch when its frames went to one port.
+/// [`BatchRx::finish`]: once per batch when its frames went to one port, and with no search
+/// when they alternate (a host with a port per remote VTEP): the run's port is its index
+/// among the terminator's ports, which indexes their counts.
 pub(crate) struct BatchRx<'a> {
     entry: &'a Terminating,
-    /// The tunnel port of the current run, its frames and (inner) bytes.
-    port: u32,
+    /// The tunnel port of the current run (its index), its frames and (inner) bytes.
+    index: u32,
     packets: u64,
     bytes: u64,
 }
@@ -109,8 +112,8 @@ impl BatchRx<'_> {
         let out = self.entry.terminator.receive(pkt);
         match out {
             RxOutcome::Tunnel(m) => {
-                if m.ofport != self.port {
-                    self.next_run(thread, m.ofport);
+                if m.index != self.index {
+                    self.next_run(thread, m.index);
                 }
                 self.packets += 1;
                 self.bytes += pkt.len() as u64;
@@ -121,14 +124,19 @@ impl BatchRx<'_> {
         out
     }
 
-    /// Adds the current run's counts and starts one for tunnel port `port`.
+    /// Adds the current run's counts and starts one for the tunnel port at `index`, whose
+    /// counts are asked for now: they are added when the run ends, a frame or more later
+    /// (with a port per remote VTEP, hundreds of counts that do not all stay in L1).
     #[inline(never)]
-    fn next_run(&mut self, thread: usize, port: u32) {
+    fn next_run(&mut self, thread: usize, index: u32) {
         if self.packets != 0 {
             self.entry
-                .add_rx(self.port, thread, self.packets, self.bytes);
+                .add_rx(self.index, thread, self.packets, self.bytes);
         }
-        (self.port, self.packets, self.bytes) = (port, 0, 0);
+        if let Some(c) = self.entry.counts.get(index as usize) {
+            c.prefetch(thread);
+        }
+        (self.index, self.packets, self.bytes) = (index, 0, 0);
     }
 
     /// Adds what is left to count, at the end of the batch.
@@ -136,7 +144,7 @@ impl BatchRx<'_> {
     pub(crate) fn finish(self, thread: usize) {
         if self.packets != 0 {
             self.entry
-                .add_rx(self.port, thread, self.packets, self.bytes);
+                .add_rx(self.index, thread, self.packets, self.bytes);
         }
     }
 }
@@ -192,13 +200,11 @@ impl Tunnels {
             .cloned()
             .collect();
         if let Some(t) = t.filter(|t| !t.is_empty()) {
-            let mut counts: Vec<_> = t
+            let counts: Vec<_> = t
                 .ports()
                 .iter()
-                .map(|p| (p.ofport, self.port_counter(p.ofport)))
+                .map(|p| self.port_counter(p.ofport))
                 .collect();
-            counts.sort_by_key(|c| c.0);
-            counts.dedup_by_key(|c| c.0);
             next.push(Terminating {
                 port: ofport,
                 terminator: Arc::new(t),

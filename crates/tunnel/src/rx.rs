@@ -77,6 +77,8 @@ fn fixed<T>(p: PerFlow<T>) -> Option<T> {
 pub struct TunMeta {
     /// The tunnel port it arrived on.
     pub ofport: u32,
+    /// That port's place in [`Terminator::ports`] (a dense index for per-port state).
+    pub index: u32,
     /// The VNI (`tun_id`).
     pub vni: u32,
     /// Outer source (`tun_src`, or `tun_ipv6_src` when `ipv6`).
@@ -88,13 +90,14 @@ pub struct TunMeta {
 }
 
 impl TunMeta {
-    fn of(ofport: u32, d: &Decapped) -> TunMeta {
+    fn of(ofport: u32, index: usize, d: &Decapped) -> TunMeta {
         let wide = |a: IpAddr| match a {
             IpAddr::V4(a) => u32::from(a) as u128,
             IpAddr::V6(a) => u128::from(a),
         };
         TunMeta {
             ofport,
+            index: index as u32,
             vni: d.vni,
             src: wide(d.src),
             dst: wide(d.dst),
@@ -230,12 +233,13 @@ impl Terminator {
         let best = self
             .ports
             .iter()
-            .filter_map(|p| p.accepts(&d, dst_port).map(|s| (s, p)))
-            .max_by_key(|(s, _)| *s);
-        let Some((_, port)) = best else {
+            .enumerate()
+            .filter_map(|(i, p)| p.accepts(&d, dst_port).map(|s| (s, i, p)))
+            .max_by_key(|(s, _, _)| *s);
+        let Some((_, index, port)) = best else {
             return RxOutcome::Drop(RxDrop::NoPort);
         };
-        let meta = TunMeta::of(port.ofport, &d);
+        let meta = TunMeta::of(port.ofport, index, &d);
         pkt.truncate(d.inner.end);
         if !pkt.pull_front(d.inner.start) {
             return RxOutcome::Drop(RxDrop::Header(DropReason::InnerTooShort));

@@ -18,7 +18,7 @@
 //!
 //! Size and owner: part of each [`crate::rx::Terminator`] (a few words per local address and
 //! per VXLAN port, 32 bytes per tunnel port); no allocation, no branch on data beyond the
-//! checks. Finding the port costs a binary search over the ports with a fixed remote (a
+//! checks. Finding the port costs a hash probe for the ports with the frame's remote (a
 //! host with a port per remote VTEP has hundreds) and a scan of those with `remote=flow`.
 
 use std::net::IpAddr;
@@ -42,7 +42,8 @@ struct FastPort {
     local: Option<u32>,
     /// How specific it is (the general path's score: a fixed VNI, a fixed remote).
     score: u8,
-    /// Its place in the general path's order (of equals, the later wins).
+    /// Its place in the terminator's ports, the general path's order (of equals, the later
+    /// wins).
     order: u32,
 }
 
@@ -133,11 +134,92 @@ pub struct FastV4 {
     addrs: [u32; MAX_FAST],
     /// UDP ports that carry VXLAN (host order), padded the same way.
     vxlan_ports: [u16; MAX_FAST],
-    /// The ports that can take IPv4 VXLAN with a fixed remote, sorted by it: a host with a
-    /// port per remote host (hundreds) finds a frame's candidates by binary search.
+    /// The ports that can take IPv4 VXLAN with a fixed remote, grouped by it (in the
+    /// general path's order within a group).
     by_remote: Vec<FastPort>,
+    /// Where each remote's group is: a host with a port per remote host (hundreds) finds a
+    /// frame's candidates with one hash probe.
+    remotes: RemoteIndex,
     /// Those that take any remote (`remote=flow`).
     any_remote: Vec<FastPort>,
+}
+
+/// An open-addressing hash table from a remote address (as read natively) to its group of
+/// ports in [`FastV4::by_remote`]: a power-of-two number of slots, at least twice the
+/// remotes, probed linearly from the remote's hash.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct RemoteIndex {
+    /// `(remote, start, end)`: the group `by_remote[start..end]`; `end == 0`: empty.
+    slots: Vec<(u32, u32, u32)>,
+    /// `slots.len() - 1`.
+    mask: usize,
+    /// 32 less the bits of a slot number: a hash is the top bits of a multiply (Fibonacci
+    /// hashing), which every bit of the address moves.
+    shift: u32,
+    /// With exactly one remote: it and the end of its group (the table is not probed).
+    one: Option<(u32, u32)>,
+}
+
+impl RemoteIndex {
+    /// The index of `ports`, grouped by remote (each with one).
+    fn new(ports: &[FastPort]) -> RemoteIndex {
+        let groups = ports.chunk_by(|a, b| a.remote == b.remote);
+        let n = groups.clone().count();
+        if n == 0 {
+            return RemoteIndex::default();
+        }
+        let size = (2 * n).next_power_of_two();
+        let mut index = RemoteIndex {
+            slots: vec![(0, 0, 0); size],
+            mask: size - 1,
+            shift: 32 - size.trailing_zeros(),
+            one: None,
+        };
+        let mut start = 0u32;
+        for g in groups {
+            let end = start + g.len() as u32;
+            let remote = g[0].remote.unwrap_or(0);
+            let mut i = index.hash(remote);
+            while index.slots[i].2 != 0 {
+                i = (i + 1) & index.mask;
+            }
+            index.slots[i] = (remote, start, end);
+            start = end;
+        }
+        if n == 1 {
+            index.one = Some((ports[0].remote.unwrap_or(0), start));
+        }
+        index
+    }
+
+    /// The slot `remote`'s probe starts at.
+    #[inline(always)]
+    fn hash(&self, remote: u32) -> usize {
+        (remote.wrapping_mul(0x9e37_79b1) >> self.shift) as usize
+    }
+
+    /// The group of ports of `remote`: `start..end` in `by_remote` (empty: none). One
+    /// remote (a host with one peer, the benchmark's) is one compare.
+    #[inline(always)]
+    fn find(&self, remote: u32) -> std::ops::Range<usize> {
+        if let Some((r, end)) = self.one {
+            return if r == remote { 0..end as usize } else { 0..0 };
+        }
+        if self.slots.is_empty() {
+            return 0..0;
+        }
+        let mut i = self.hash(remote);
+        loop {
+            let (r, start, end) = self.slots[i];
+            if end == 0 {
+                return 0..0;
+            }
+            if r == remote {
+                return start as usize..end as usize;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
 }
 
 /// `v`'s first [`MAX_FAST`] values, the first repeated into the slots left (`None`: empty).
@@ -181,6 +263,7 @@ impl FastV4 {
             })
             .partition(|p| p.remote.is_some());
         by_remote.sort_by_key(|p| (p.remote, p.order));
+        let remotes = RemoteIndex::new(&by_remote);
         let addrs: Vec<u32> = addrs
             .iter()
             .filter_map(|a| match a {
@@ -206,6 +289,7 @@ impl FastV4 {
                 addrs,
                 vxlan_ports,
                 by_remote,
+                remotes,
                 any_remote,
             },
             _ => FastV4::default(),
@@ -253,9 +337,11 @@ impl FastV4 {
         // The most specific port that accepts it; the last of equals, as `max_by_key`:
         // among those of its remote, then those of any remote.
         let mut best: Option<&FastPort> = None;
-        let from = self.by_remote.partition_point(|p| p.remote < Some(src));
-        let of_remote = self.by_remote[from..].iter();
-        for p in of_remote.take_while(|p| p.remote == Some(src)) {
+        let of_remote = self
+            .by_remote
+            .get(self.remotes.find(src))
+            .unwrap_or_default();
+        for p in of_remote {
             if p.beats(best, dst_port, vni, dst) {
                 best = Some(p);
             }
@@ -268,6 +354,7 @@ impl FastV4 {
         let port = best?;
         let meta = TunMeta {
             ofport: port.ofport,
+            index: port.order,
             vni,
             src: u32::from_be(src) as u128,
             dst: u32::from_be(dst) as u128,

@@ -117,6 +117,17 @@ fn source(traffic: Traffic, frame_len: usize) -> NullConfig {
             vary: vec![],
             limit: None,
         },
+        Traffic::VxlanRemotes(n) => NullConfig {
+            template: vxlan_frame(&udp(MAC_A, MAC_B, IP_A)),
+            vary: vec![Vary {
+                offset: OFF_IP_SRC, // the outer header's: the frame starts with it
+                width: 4,
+                base: super::scenario::TUN_REMOTES_BASE,
+                count: n,
+                random: false,
+            }],
+            limit: None,
+        },
         Traffic::NewFlows => NullConfig {
             template: udp(MAC_A, MAC_B, 0),
             vary: vec![Vary {

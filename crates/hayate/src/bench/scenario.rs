@@ -25,7 +25,17 @@ pub enum Traffic {
     /// [`TUN_REMOTE`] to [`TUN_LOCAL`] with tunnel id [`TUN_VNI`], as an underlay port
     /// receives it.
     Vxlan,
+    /// [`Traffic::Vxlan`] from `n` remotes in turn: outer IPv4 sources
+    /// [`TUN_REMOTES_BASE`] + i (the outer header checksum kept right).
+    VxlanRemotes(u32),
 }
+
+/// The first of the remotes [`Traffic::VxlanRemotes`] sends from: 10.1.0.0.
+pub const TUN_REMOTES_BASE: u32 = 0x0a01_0000;
+
+/// Tunnel ports in the `vxlan-decap-500` scenario: one per remote host, as a host of a
+/// 500-node cloud has (Open vSwitch's Neutron agent makes a port per remote VTEP).
+pub const TUN_REMOTES: u32 = 500;
 
 /// The benchmark tunnels' local endpoint (the switch's underlay address).
 pub const TUN_LOCAL: &str = "192.0.2.1";
@@ -251,6 +261,25 @@ pub fn all() -> Vec<Scenario> {
     decap.tunnels = vec![vxlan_spec("null1")];
     decap.baseline = Some("p2p-1flow");
     v.push(decap);
+    let mut vteps = sc(
+        &format!("vxlan-decap-{TUN_REMOTES}"),
+        &format!(
+            "vxlan-decap with a VXLAN port per remote host ({TUN_REMOTES}), frames from each \
+             in turn: tun_id=42 → output:2"
+        ),
+        vec![Some(Traffic::VxlanRemotes(TUN_REMOTES)), None],
+        vec![format!(
+            "table=0,priority=10,tun_id={TUN_VNI},actions=output:2"
+        )],
+    );
+    vteps.tunnels = (0..TUN_REMOTES)
+        .map(|i| {
+            let remote = std::net::Ipv4Addr::from(TUN_REMOTES_BASE + i);
+            vxlan_spec("null1").replace(TUN_REMOTE, &remote.to_string())
+        })
+        .collect();
+    vteps.baseline = Some("p2p-1flow");
+    v.push(vteps);
     v.push(sc(
         "l2-learning",
         "NORMAL (L2 learning) between two ports, 1000 MACs per side",
@@ -443,7 +472,7 @@ mod tests {
 
     #[test]
     fn tunnel_scenarios_make_valid_tunnel_ports() {
-        for name in ["vxlan-encap", "vxlan-decap"] {
+        for name in ["vxlan-encap", "vxlan-decap", "vxlan-decap-500"] {
             let s = &select(&[name.into()]).unwrap()[0];
             assert_eq!(s.baseline, Some("p2p-1flow"));
             let t = crate::tunnels::conf(3, "tun1", &s.tunnels[0])
