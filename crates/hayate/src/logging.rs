@@ -1,4 +1,5 @@
-//! Where log lines go: stderr, filtered by `RUST_LOG` (default `info`), as text for a
+//! Where log lines go: stderr, filtered by `RUST_LOG` (default `info`; `warn` for `hayate
+//! bench`, whose switches' start-up lines would bury its report), as text for a
 //! terminal or, with `--log-format json`, one JSON object a line for journald or a log
 //! shipper (tracing-subscriber's JSON formatter: `timestamp`, `level`, `fields.message`,
 //! `target`). The start-up lines `hayate run` prints itself (`hayate: bridge … running`,
@@ -16,10 +17,10 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the process's log subscriber.
-pub fn init(format: LogFormat) {
+/// Installs the process's log subscriber; `default` is the filter without `RUST_LOG`.
+pub fn init(format: LogFormat, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

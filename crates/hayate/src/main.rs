@@ -66,7 +66,11 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Log lines from the crates (e.g. which XDP mode a port uses) on stderr; RUST_LOG filters.
-    logging::init(cli.log_format);
+    let default = match cli.command {
+        Command::Bench(_) => "warn",
+        _ => "info",
+    };
+    logging::init(cli.log_format, default);
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::main(args),

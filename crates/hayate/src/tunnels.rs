@@ -180,6 +180,26 @@ enum Found {
     Unreachable(String),
 }
 
+impl Found {
+    /// One line on it for the log (the outer headers' bytes left out).
+    fn summary(&self) -> String {
+        match self {
+            Found::Ready {
+                underlay,
+                local,
+                mtu,
+                ..
+            } => format!("ready over underlay port {underlay} from {local}, underlay MTU {mtu}"),
+            Found::ReceiveOnly { underlay, local } => format!(
+                "receives only (remote or VNI per flow), underlay port {}, local {}",
+                underlay.map_or("unknown".into(), |u| u.to_string()),
+                local.map_or("unknown".into(), |l| l.to_string())
+            ),
+            Found::Unreachable(why) => format!("unreachable: {why}"),
+        }
+    }
+}
+
 /// The housekeeping state of a bridge's tunnels: what the last pass published.
 pub struct Housekeeping {
     tunnels: Vec<TunnelConf>,
@@ -297,7 +317,7 @@ impl Housekeeping {
                     tracing::warn!(port = %t.name, "tunnel port cannot reach its remote: {why}");
                     self.ifaces[i].set(Some(why.clone()));
                 } else {
-                    tracing::info!(port = %t.name, "tunnel port: {found:?}");
+                    tracing::info!(port = %t.name, "tunnel port: {}", found.summary());
                     self.ifaces[i].set(None);
                 }
                 let out = match &found {

@@ -105,7 +105,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
     }
     if args.list {
         for s in scenario::all() {
-            println!("{:<14} {}", s.name, s.about);
+            println!("{:<16} {}", s.name, s.about);
         }
         return Ok(());
     }
@@ -154,7 +154,7 @@ pub fn main(args: BenchArgs) -> Result<()> {
             let row = report::median(runs);
             if !args.json {
                 eprint!(
-                    "\r{:<14} {:>5} B  {:>8.2} Mpps  {:>6.1} cyc/pkt          ",
+                    "\r{:<16} {:>5} B  {:>8.2} Mpps  {:>6.1} cyc/pkt          ",
                     row.scenario, row.frame_len, row.mpps, row.cycles_per_packet
                 );
             }

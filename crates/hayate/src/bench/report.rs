@@ -92,7 +92,7 @@ pub fn median(mut runs: Vec<Row>) -> Row {
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>7} {:>10} {:>9} {:>5} {:>9}\n",
+        "{:<16} {:>6} {:>9} {:>8} {:>8} {:>12} {:>11} {:>11} {:>7} {:>10} {:>9} {:>5} {:>9}\n",
         "scenario",
         "bytes",
         "Mpps",
@@ -113,7 +113,7 @@ pub fn table(rows: &[Row]) -> String {
             .map(|s| format!("{:.0}", s))
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
-            "{:<14} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>7.2} {:>10} {:>9} {:>5} {:>9}\n",
+            "{:<16} {:>6} {:>9.2} {:>8.2} {:>8.1} {:>12} {:>11} {:>11} {:>7.2} {:>10} {:>9} {:>5} {:>9}\n",
             r.scenario,
             r.frame_len,
             r.mpps,
