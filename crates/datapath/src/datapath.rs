@@ -677,6 +677,12 @@ impl Running {
         (s.queues(), s.unknown())
     }
 
+    /// Port `ofport`'s queue 0 when it carries the port's unqueued packets without a row of
+    /// its own ([`crate::egress::PortShaper::default_queue`]).
+    pub fn egress_default_queue(&self, ofport: u32) -> Option<EgressQueue> {
+        self.shapers.port(ofport).default_queue()
+    }
+
     /// The OpenFlow numbers of the datapath's ports, in the order they joined.
     pub fn ports(&self) -> Vec<u32> {
         self.plugboard().ports()

@@ -336,6 +336,22 @@ impl PortShaper {
             .collect()
     }
 
+    /// Queue 0 when the port has queues or a cap but no row of its own for queue 0: the
+    /// queue its packets with no `set_queue` go to (slot 0, limited by the port's cap only),
+    /// with its counters and no rates of its own. `None` when queue 0 has a row (then
+    /// [`PortShaper::queues`] lists it) or the port has no queues.
+    pub fn default_queue(&self) -> Option<EgressQueue> {
+        let e = self.lock();
+        if !self.is_on() || e.queues.contains_key(&0) {
+            return None;
+        }
+        Some(EgressQueue {
+            queue: 0,
+            rates: QueueRates::default(),
+            counts: self.queues[0].counts(),
+        })
+    }
+
     /// Adds `millibits` to the debt, up to the port bucket's size.
     #[inline]
     fn owe(&self, millibits: u64) {

@@ -257,6 +257,16 @@ fn queue_ids_up_to_0xefff_and_at_most_64_queues_a_port() {
         )),
         "{dump}"
     );
+    // Queue 0 has no row but is the port's default queue: dump-queues shows it, marked;
+    // OpenFlow's queue-stats lists the configured queues only, as Open vSwitch does.
+    assert!(
+        dump.contains(
+            "  queue 0 (no row: the port's default queue): min_rate=- max_rate=- burst=- \
+             tx_packets=0 tx_bytes=0 dropped=0 held=0"
+        ),
+        "{dump}"
+    );
+    assert!(queue(&stats, 0).is_none(), "{stats}");
 
     // set-queue takes ids to 0xefff (in hex too), refuses one above naming the range.
     let out = h.ctl("brq", &["set-queue", "sink", "0x1000", "max=50"]);

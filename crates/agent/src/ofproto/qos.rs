@@ -43,6 +43,12 @@ pub trait PortRates: Send + Sync {
     fn set_egress(&self, ofport: u32, e: Egress);
     /// Port `ofport`'s queues with their counters, and its drops for a queue it lacks.
     fn egress_queues(&self, ofport: u32) -> (Vec<EgressQueue>, u64);
+    /// Port `ofport`'s queue 0 when it has no row of its own but carries the port's unqueued
+    /// packets (shown by `dump-queues`, not in OpenFlow's queue lists, as Open vSwitch lists
+    /// only the queues configured).
+    fn egress_default_queue(&self, _ofport: u32) -> Option<EgressQueue> {
+        None
+    }
 }
 
 impl PortRates for datapath::Running {
@@ -60,6 +66,9 @@ impl PortRates for datapath::Running {
     }
     fn egress_queues(&self, ofport: u32) -> (Vec<EgressQueue>, u64) {
         datapath::Running::egress_queues(self, ofport)
+    }
+    fn egress_default_queue(&self, ofport: u32) -> Option<EgressQueue> {
+        datapath::Running::egress_default_queue(self, ofport)
     }
 }
 

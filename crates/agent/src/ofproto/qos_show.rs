@@ -38,12 +38,17 @@ pub(super) fn dump_queues(b: &OfBridge, json: bool, args: &[String]) -> Result<S
         if !e.is_on() && asked.is_none() {
             continue;
         }
-        let (queues, unknown) = rates.egress_queues(p.no);
+        let (mut queues, unknown) = rates.egress_queues(p.no);
+        // Queue 0 without a row still carries the unqueued packets: shown, marked.
+        let default = rates.egress_default_queue(p.no);
+        queues.extend(default);
+        queues.sort_by_key(|q| q.queue);
         let queues: Vec<Value> = queues
             .iter()
             .map(|q| {
                 json!({
                     "queue": q.queue,
+                    "row": !(q.queue == 0 && default.is_some()),
                     "min_rate_kbps": q.rates.min_kbps,
                     "max_rate_kbps": q.rates.max_kbps,
                     "burst_kbit": q.rates.burst_kbit,
@@ -100,10 +105,15 @@ fn text(ports: &[Value]) -> String {
                 Some(0) | None => "-".to_string(),
                 Some(v) => v.to_string(),
             };
+            let default = if q["row"] == false {
+                " (no row: the port's default queue)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 s,
-                "  queue {}: min_rate={} max_rate={} burst={} tx_packets={} tx_bytes={} \
-                 dropped={} held={}",
+                "  queue {}{default}: min_rate={} max_rate={} burst={} tx_packets={} \
+                 tx_bytes={} dropped={} held={}",
                 q["queue"],
                 rate("min_rate_kbps"),
                 rate("max_rate_kbps"),
