@@ -26,7 +26,9 @@
 //! The VMs have MTU 1450 (room for the 50 bytes of outer headers) and their offloads off
 //! (Hayate does not encapsulate TCP super-packets whole yet), the same for every switch. One
 //! iperf3 TCP stream A → B for `--seconds`, with pings under it; the hosts' programs on
-//! `--host-core`, each switch on its `--switch-cores`. Needs root.
+//! `--host-core`, and the VMs' receive processing steered there too (RPS: a VM's kernel
+//! runs on the VM's cores, not in the switch's system calls), each switch on its
+//! `--switch-cores`. Needs root.
 
 pub mod report;
 
@@ -222,7 +224,7 @@ pub fn main(args: TunnelTcpArgs) -> Result<()> {
 fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) -> Result<Run> {
     let prefix = format!("ht{}", std::process::id() % 100_000);
     let topo = Topo::up_with(&prefix, 1)?;
-    two_hosts(&topo)?;
+    two_hosts(&topo, args.host_core)?;
     let _switches = match o {
         Overlay::LinuxVxlan => {
             for s in sides(&topo) {
@@ -263,8 +265,15 @@ fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) 
 }
 
 /// The compare topology made into two hosts (module docs): B's veth end into C's
-/// namespace, the underlay addresses and static neighbours, the VMs' MTU and offloads.
-fn two_hosts(topo: &Topo) -> Result<()> {
+/// namespace, the underlay addresses and static neighbours, the VMs' MTU and offloads, and
+/// the VMs' receive processing steered to their own core (RPS to `host_core`).
+///
+/// Without the steering, a frame a switch sends into a VM's veth has the VM's whole receive
+/// stack (IP, TCP, the ACK it sends back) run on the sending CPU, in the switch's system
+/// call: a userspace switch's core would pay for its VMs' kernels, which on a real host run
+/// on the VMs' own vCPUs. The kernel overlay's bridge hands frames to the VM's veth on the
+/// VMs' core already; with the steering, every overlay's VMs do their own receiving.
+fn two_hosts(topo: &Topo, host_core: usize) -> Result<()> {
     let c = &topo.extra[0];
     topo.sh(
         &topo.ns_s,
@@ -302,7 +311,9 @@ fn two_hosts(topo: &Topo) -> Result<()> {
         topo.sh(
             ns,
             &format!(
-                "ip link set {dev} mtu {VM_MTU} && ethtool -K {dev} tx off tso off gso off gro off >/dev/null"
+                "ip link set {dev} mtu {VM_MTU} && ethtool -K {dev} tx off tso off gso off gro off >/dev/null && \
+                 echo {m:x} > /sys/class/net/{dev}/queues/rx-0/rps_cpus",
+                m = 1u64 << host_core
             ),
         )?;
     }

@@ -185,7 +185,7 @@ impl Report {
         let mut out = t.render();
         out += &format!(
             "  one iperf3 TCP stream VM A -> VM B per run, {} s, through VXLAN (VNI 42) between two hosts; \
-             VMs MTU 1450, offloads off; hosts' programs on core {}, switches on cores {:?} ({}); \
+             VMs MTU 1450, offloads off; hosts' programs and receive processing (RPS) on core {}, switches on cores {:?} ({}); \
              load average at start {}\n",
             self.seconds,
             self.host_core,
