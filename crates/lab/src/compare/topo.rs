@@ -271,6 +271,25 @@ impl Topo {
         Ok(())
     }
 
+    /// Steers the receive processing of hosts A's and B's interfaces to `core` (RPS), the
+    /// core their programs run on. Without it, a frame a userspace switch writes into a host's
+    /// veth has the host's whole receive stack (IP, TCP, the ACK it sends back) run on the
+    /// writing CPU, inside the switch's system call: the switch's core would pay for its
+    /// hosts' kernels, which for VMs run on the VMs' own vCPUs. (A kernel switch already
+    /// does its work in the sender's softirq, on the sender's core.)
+    pub fn host_rps(&self, core: usize) -> Result<()> {
+        for (ns, dev) in [(&self.ns_a, &self.a0), (&self.ns_b, &self.b0)] {
+            self.sh(
+                ns,
+                &format!(
+                    "echo {:x} > /sys/class/net/{dev}/queues/rx-0/rps_cpus",
+                    1u64 << core
+                ),
+            )?;
+        }
+        Ok(())
+    }
+
     /// Turns GRO on or off on the switch's interface towards A. A veth receives through NAPI
     /// only with GRO on (or an XDP program attached), and XDP live frames reach only a peer
     /// that receives through NAPI.

@@ -266,13 +266,8 @@ fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) 
 
 /// The compare topology made into two hosts (module docs): B's veth end into C's
 /// namespace, the underlay addresses and static neighbours, the VMs' MTU and offloads, and
-/// the VMs' receive processing steered to their own core (RPS to `host_core`).
-///
-/// Without the steering, a frame a switch sends into a VM's veth has the VM's whole receive
-/// stack (IP, TCP, the ACK it sends back) run on the sending CPU, in the switch's system
-/// call: a userspace switch's core would pay for its VMs' kernels, which on a real host run
-/// on the VMs' own vCPUs. The kernel overlay's bridge hands frames to the VM's veth on the
-/// VMs' core already; with the steering, every overlay's VMs do their own receiving.
+/// the VMs' receive processing steered to their own core ([`Topo::host_rps`]: every
+/// overlay's VMs do their own receiving).
 fn two_hosts(topo: &Topo, host_core: usize) -> Result<()> {
     let c = &topo.extra[0];
     topo.sh(
@@ -311,13 +306,11 @@ fn two_hosts(topo: &Topo, host_core: usize) -> Result<()> {
         topo.sh(
             ns,
             &format!(
-                "ip link set {dev} mtu {VM_MTU} && ethtool -K {dev} tx off tso off gso off gro off >/dev/null && \
-                 echo {m:x} > /sys/class/net/{dev}/queues/rx-0/rps_cpus",
-                m = 1u64 << host_core
+                "ip link set {dev} mtu {VM_MTU} && ethtool -K {dev} tx off tso off gso off gro off >/dev/null"
             ),
         )?;
     }
-    Ok(())
+    topo.host_rps(host_core)
 }
 
 /// A kernel VXLAN device and the VM's veth in a Linux bridge on one host.
