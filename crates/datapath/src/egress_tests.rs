@@ -139,7 +139,8 @@ fn a_super_packet_costs_the_segments_it_stands_for() {
     assert!(p.set_gso(Some(packet::gso::Gso {
         v6: false,
         ecn: false,
-        mss: 100
+        mss: 100,
+        outer: 0,
     })));
     assert_eq!(cost(&p), 10 * 154 * 8000);
     // Headers that do not parse (no L4 offset): its own length.

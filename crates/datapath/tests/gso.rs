@@ -116,6 +116,7 @@ const GSO: Gso = Gso {
     v6: false,
     ecn: false,
     mss: 1448,
+    outer: 0,
 };
 
 impl Rig {

@@ -258,6 +258,7 @@ fn a_super_packet_into_a_tunnel_leaves_as_encapsulated_segments_with_valid_check
         v6: false,
         ecn: false,
         mss: 1398,
+        outer: 0,
     };
     let frame = super_frame(20_000);
     let mut p = f.cache.alloc_copy(&frame).unwrap();

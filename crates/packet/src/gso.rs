@@ -32,13 +32,19 @@ pub struct Gso {
     pub ecn: bool,
     /// TCP payload bytes per segment (the MSS), at least 1.
     pub mss: u16,
+    /// 0 for a plain super-packet. Otherwise it was encapsulated whole in a UDP tunnel
+    /// (VXLAN, Geneve) and this is the length of its outer headers (Ethernet, IP, UDP and
+    /// the tunnel header): its TCP headers start after them, and only a port whose kernel
+    /// cuts UDP-tunnelled super-packets may send it (a TAP with the tunnel virtio-net
+    /// header, `port::vnet_tnl`); others cannot cut it.
+    pub outer: u8,
 }
 
 impl Gso {
     fn encode(&self) -> [u8; 4] {
         let flags = u8::from(self.v6) | (u8::from(self.ecn) << 1);
         let [a, b] = self.mss.to_ne_bytes();
-        [flags, 0, a, b]
+        [flags, self.outer, a, b]
     }
 
     fn decode(b: [u8; 4]) -> Gso {
@@ -46,6 +52,7 @@ impl Gso {
             v6: b[0] & 1 != 0,
             ecn: b[0] & 2 != 0,
             mss: u16::from_ne_bytes([b[2], b[3]]),
+            outer: b[1],
         }
     }
 }
@@ -112,6 +119,7 @@ mod tests {
             v6: true,
             ecn: true,
             mss: 1448,
+            outer: 70,
         };
         assert!(p.set_gso(Some(g)));
         assert!(p.is_gso());
@@ -140,6 +148,7 @@ mod tests {
             v6: false,
             ecn: false,
             mss: 536,
+            outer: 0,
         };
         assert!(!p.set_gso(Some(g)));
         assert!(!p.is_gso());

@@ -36,6 +36,7 @@ pub mod tap;
 pub mod template;
 pub mod vhostuser;
 pub mod vnet;
+pub mod vnet_tnl;
 mod xdp_test_run;
 pub mod xdplive;
 
@@ -230,6 +231,14 @@ pub trait Port: Send + Sync {
 
     /// Counters summed over the queues.
     fn stats(&self) -> PortStats;
+
+    /// Whether the port's kernel cuts TCP super-packets encapsulated whole in a UDP tunnel
+    /// ([`packet::Gso::outer`]; a TAP with the tunnel virtio-net header, [`vnet_tnl`]): a
+    /// tunnel whose underlay this port is then encapsulates super-packets whole instead of
+    /// cutting them first.
+    fn udp_tunnel_gso(&self) -> bool {
+        false
+    }
 
     /// Polices received frames as `p` says before the switch reads them, where the port can
     /// (an AF_XDP port's XDP program drops the excess before it is copied to the switch);

@@ -124,6 +124,9 @@ pub enum VnetError {
     ZeroMss,
     /// Ethernet + IP + TCP headers longer than [`MAX_HEADERS`].
     HeadersTooLong,
+    /// A super-packet encapsulated whole in a UDP tunnel ([`packet::Gso::outer`]): only a
+    /// port with the tunnel header ([`crate::vnet_tnl`]) can have it cut.
+    Tunnelled,
 }
 
 impl std::fmt::Display for VnetError {
@@ -139,6 +142,10 @@ impl std::fmt::Display for VnetError {
             VnetError::HeadersTooLong => {
                 write!(f, "TCP super-packet headers longer than {MAX_HEADERS} bytes")
             }
+            VnetError::Tunnelled => write!(
+                f,
+                "a super-packet encapsulated whole in a UDP tunnel reached a port that cannot have it cut"
+            ),
         }
     }
 }
@@ -423,6 +430,7 @@ impl TcpSegmenter {
             v6: !self.v4,
             ecn: hdr.gso_type & GSO_ECN != 0,
             mss: hdr.gso_size,
+            outer: 0,
         }
     }
 
@@ -649,10 +657,20 @@ pub fn tx_header(pkt: &mut Packet) -> Result<VnetHdr, VnetError> {
     let Some(g) = pkt.gso() else {
         return Ok(VnetHdr::NONE);
     };
+    if g.outer != 0 {
+        return Err(VnetError::Tunnelled);
+    }
+    tcp_request(pkt.data_mut(), g).map(|(h, _)| h)
+}
+
+/// The segmentation request for the TCP super-packet that starts `d` (its Ethernet header
+/// first), asked for by `g`, and the offset of its IP header. Fills in what the kernel
+/// expects of a super-packet ([`tx_header`]): the IPv4 header checksum, and the pseudo-header
+/// sum in the TCP checksum field.
+pub(crate) fn tcp_request(d: &mut [u8], g: Gso) -> Result<(VnetHdr, usize), VnetError> {
     if g.mss == 0 {
         return Err(VnetError::ZeroMss);
     }
-    let d = pkt.data_mut();
     let h = TcpHeaders::parse(d, None)?;
     if h.v4 == g.v6 {
         return Err(VnetError::BadHeaders("IP version differs from the request"));
@@ -671,14 +689,15 @@ pub fn tx_header(pkt: &mut Packet) -> Result<VnetHdr, VnetError> {
     let c = checksum::fold(pseudo);
     d[at(h.l4, tcp::field::CHECKSUM)].copy_from_slice(&c.to_be_bytes());
     let base = if g.v6 { GSO_TCPV6 } else { GSO_TCPV4 };
-    Ok(VnetHdr {
+    let hdr = VnetHdr {
         flags: F_NEEDS_CSUM,
         gso_type: if g.ecn { base | GSO_ECN } else { base },
         hdr_len: h.end as u16,
         gso_size: g.mss,
         csum_start: h.l4 as u16,
         csum_offset: 16,
-    })
+    };
+    Ok((hdr, h.l3))
 }
 
 /// Cuts super-packet `pkt` (see [`packet::gso`]) into plain segments in frames of `cache`,
@@ -696,6 +715,9 @@ pub fn segment_into(
     let Some(g) = pkt.gso() else {
         return Ok((0, 0));
     };
+    if g.outer != 0 {
+        return Err(VnetError::Tunnelled);
+    }
     let base = if g.v6 { GSO_TCPV6 } else { GSO_TCPV4 };
     let hdr = VnetHdr {
         gso_type: if g.ecn { base | GSO_ECN } else { base },

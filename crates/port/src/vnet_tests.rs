@@ -382,7 +382,8 @@ fn super_packets_are_kept_whole_and_cut_later_as_on_receive() {
                 Some(Gso {
                     v6,
                     ecn: true,
-                    mss: 1448
+                    mss: 1448,
+                    outer: 0,
                 })
             );
             p.meta.in_port = 9;

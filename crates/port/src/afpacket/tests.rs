@@ -288,6 +288,7 @@ fn super_packet(cache: &mut packet::PoolCache, payload: usize) -> packet::Packet
         v6: false,
         ecn: false,
         mss: 1448,
+        outer: 0,
     }));
     p
 }
@@ -336,6 +337,7 @@ fn super_packets_cross_a_veth_whole() {
             v6: false,
             ecn: false,
             mss: 1448,
+            outer: 0,
         });
         let expected: Vec<_> = want.into_iter().zip([mss, mss, mss, None]).collect();
         assert_eq!(got.len(), 4, "{mode:?}");

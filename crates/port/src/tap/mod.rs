@@ -10,6 +10,13 @@
 //! finishes and segments ([`crate::vnet`]). A device the port created goes away when the
 //! port is dropped; one that existed (persistent) stays.
 //!
+//! Where the kernel takes UDP-tunnelled super-packets (Linux 6.17: it accepts
+//! `TUN_F_UDP_TUNNEL_GSO`, which the port probes for and then clears, so that reads never
+//! bring them), the port uses the 24-byte header with the tunnel fields ([`crate::vnet_tnl`])
+//! and says so ([`Port::udp_tunnel_gso`]): a VXLAN or Geneve tunnel over this port sends a
+//! VM's super-packets encapsulated whole and the kernel cuts them, each segment with its own
+//! outer headers.
+//!
 //! The tun API moves one frame per `read(2)` or `writev(2)`, so this backend makes one
 //! system call per packet (not per batch): it is for VMs and containers, not for line rate.
 //! File descriptors are non-blocking; the rx queue's is its readiness fd.
@@ -54,6 +61,9 @@ impl TapConfig {
 /// One queue's descriptor and counters.
 struct TapQueueState {
     fd: OwnedFd,
+    /// Bytes of virtio-net header before each frame: [`crate::vnet::VNET_HDR_LEN`], or
+    /// [`crate::vnet_tnl::VNET_HDR_TNL_LEN`] where the kernel takes tunnelled super-packets.
+    hdr_len: usize,
     rx: QueueCounters,
     tx: QueueCounters,
 }
@@ -110,8 +120,9 @@ fn ioctl_err(port: &str, what: &str, e: io::Error) -> PortError {
     PortError::new(port, format!("{what}: {e}{fix}"))
 }
 
-/// Opens one queue's descriptor on device `name`.
-fn open_queue(port: &str, name: &str, multi: bool) -> Result<OwnedFd, PortError> {
+/// Opens one queue's descriptor on device `name`; also returns its virtio-net header length
+/// (see [`TapQueueState::hdr_len`]).
+fn open_queue(port: &str, name: &str, multi: bool) -> Result<(OwnedFd, usize), PortError> {
     // SAFETY: a constant NUL-terminated path.
     let fd = unsafe {
         libc::open(
@@ -143,19 +154,33 @@ fn open_queue(port: &str, name: &str, multi: bool) -> Result<OwnedFd, PortError>
     };
     call(libc::TUNSETIFF as _, (&mut req as *mut IfReq).cast())
         .map_err(|e| ioctl_err(port, &format!("cannot create or attach to tap {name}"), e))?;
-    let mut sz: libc::c_int = crate::vnet::VNET_HDR_LEN as libc::c_int;
+    let offloads = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
+    // A kernel that knows UDP-tunnelled super-packets accepts the bit (older ones refuse
+    // unknown bits); writes then read the tunnel fields of a 24-byte header.
+    let tunnel_gso = offloads as u32 | crate::vnet_tnl::TUN_F_UDP_TUNNEL_GSO;
+    let tunnel = call(
+        libc::TUNSETOFFLOAD as _,
+        tunnel_gso as usize as *mut libc::c_void,
+    )
+    .is_ok();
+    let hdr_len = if tunnel {
+        crate::vnet_tnl::VNET_HDR_TNL_LEN
+    } else {
+        crate::vnet::VNET_HDR_LEN
+    };
+    let mut sz = hdr_len as libc::c_int;
     call(
         libc::TUNSETVNETHDRSZ as _,
         (&mut sz as *mut libc::c_int).cast(),
     )
     .map_err(|e| ioctl_err(port, "cannot set the virtio-net header size", e))?;
-    let offloads = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
+    // Without the tunnel bit: the kernel cuts tunnelled super-packets before handing them over.
     call(
         libc::TUNSETOFFLOAD as _,
         offloads as usize as *mut libc::c_void,
     )
     .map_err(|e| ioctl_err(port, "cannot announce offloads (TUNSETOFFLOAD)", e))?;
-    Ok(fd)
+    Ok((fd, hdr_len))
 }
 
 /// Sets interface `name` up.
@@ -212,8 +237,10 @@ impl TapPort {
         let multi = cfg.queues > 1;
         let mut queues = Vec::new();
         for _ in 0..cfg.queues {
+            let (fd, hdr_len) = open_queue(name, &cfg.name, multi)?;
             queues.push(Arc::new(TapQueueState {
-                fd: open_queue(name, &cfg.name, multi)?,
+                fd,
+                hdr_len,
                 rx: QueueCounters::default(),
                 tx: QueueCounters::default(),
             }));
@@ -263,6 +290,12 @@ impl Port for TapPort {
             self.pool.cache(),
             claim,
         )))
+    }
+
+    fn udp_tunnel_gso(&self) -> bool {
+        self.queues
+            .iter()
+            .all(|q| q.hdr_len == crate::vnet_tnl::VNET_HDR_TNL_LEN)
     }
 
     fn stats(&self) -> PortStats {

@@ -1,5 +1,6 @@
 //! TAP receive and transmit: one `read(2)` / `writev(2)` per frame (what the tun API
-//! offers), each frame preceded by a virtio-net header.
+//! offers), each frame preceded by a virtio-net header (10 bytes, or 24 with the tunnel
+//! fields, [`crate::vnet_tnl`]; the first ten mean the same in both).
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
@@ -9,11 +10,12 @@ use packet::{Batch, PoolCache};
 use super::TapQueueState;
 use crate::claim::QueueClaim;
 use crate::vnet::{self, Delivered, VnetHdr, VNET_HDR_LEN};
+use crate::vnet_tnl::{self, VNET_HDR_TNL_LEN};
 use crate::{RxQueue, TxQueue};
 
 /// Bytes one read may return: a 64 KiB super-packet, its Ethernet header and the
-/// virtio-net header.
-const SCRATCH: usize = VNET_HDR_LEN + 14 + 4 + 65536;
+/// (longest) virtio-net header.
+const SCRATCH: usize = VNET_HDR_TNL_LEN + 14 + 4 + 65536;
 
 /// An open rx queue of a TAP port.
 pub(super) struct TapRx {
@@ -64,14 +66,15 @@ impl RxQueue for TapRx {
                     (n as usize, 0)
                 }
             };
-            if len < VNET_HDR_LEN {
+            let hdr_len = self.q.hdr_len;
+            if len < hdr_len {
                 errors += 1;
                 continue;
             }
             let mut h = [0u8; VNET_HDR_LEN];
             h.copy_from_slice(&self.buf[..VNET_HDR_LEN]);
             let hdr = VnetHdr::from_bytes(&h);
-            let frame = &self.buf[VNET_HDR_LEN..len];
+            let frame = &self.buf[hdr_len..len];
             match vnet::deliver(frame, None, Some(&hdr), first, true, &mut self.cache, batch) {
                 Delivered::Done {
                     packets: p,
@@ -102,9 +105,6 @@ impl RxQueue for TapRx {
     }
 }
 
-/// The all-zero virtio-net header written before every frame (complete, no offload).
-static NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
-
 /// An open tx queue of a TAP port.
 pub(super) struct TapTx {
     q: Arc<TapQueueState>,
@@ -133,12 +133,22 @@ impl TxQueue for TapTx {
         let mut errors = 0;
         let mut done = 0;
         for p in batch.as_mut_slice() {
-            // A super-packet kept whole goes with a request to cut it (the guest or the
-            // kernel does); one whose headers do not parse is dropped as an error.
-            let mut hdr = NO_OFFLOAD;
+            // A complete frame goes with an all-zero header; a super-packet kept whole with a
+            // request to cut it (the guest or the kernel does; one encapsulated whole in a
+            // tunnel only with the tunnel header); one whose headers do not parse is dropped
+            // as an error.
+            let mut hdr = [0u8; VNET_HDR_TNL_LEN];
             if p.is_gso() {
-                match vnet::tx_header(p) {
-                    Ok(h) => hdr = h.to_bytes(),
+                let h = if self.q.hdr_len == VNET_HDR_TNL_LEN {
+                    vnet_tnl::tx_header(p)
+                } else {
+                    vnet::tx_header(p).map(|h| {
+                        hdr[..VNET_HDR_LEN].copy_from_slice(&h.to_bytes());
+                        hdr
+                    })
+                };
+                match h {
+                    Ok(h) => hdr = h,
                     Err(_) => {
                         errors += 1;
                         done += 1;
@@ -149,7 +159,7 @@ impl TxQueue for TapTx {
             let iov = [
                 libc::iovec {
                     iov_base: hdr.as_ptr() as *mut libc::c_void,
-                    iov_len: VNET_HDR_LEN,
+                    iov_len: self.q.hdr_len,
                 },
                 libc::iovec {
                     iov_base: p.data().as_ptr() as *mut libc::c_void,

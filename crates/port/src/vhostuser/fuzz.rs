@@ -113,6 +113,7 @@ pub fn run(data: &[u8]) -> usize {
                 v6: choice & 32 != 0,
                 ecn: choice & 64 != 0,
                 mss: u16_at(contents, 0).max(1),
+                outer: 0,
             }));
             let _ = b.push(p);
         } else {

@@ -326,6 +326,7 @@ fn super_packet(r: &Rig, payload: usize) -> packet::Packet {
         v6: false,
         ecn: false,
         mss: 1000,
+        outer: 0,
     }));
     p
 }
