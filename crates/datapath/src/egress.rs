@@ -206,15 +206,18 @@ fn cost(pkt: &Packet) -> u64 {
 }
 
 /// The bytes a super-packet's segments take on the wire: its length and its headers again
-/// for every segment after the first (its own length when its headers do not parse).
+/// for every segment after the first (its own length when its headers do not parse). The
+/// headers of one encapsulated whole include the outer ones (the metadata's offsets are the
+/// inner frame's).
 #[cold]
 fn wire_len(pkt: &Packet) -> u64 {
     let len = pkt.len();
     let (Some(g), l4) = (pkt.gso(), pkt.meta.l4_off as usize) else {
         return len as u64;
     };
-    let hdr = match pkt.data().get(l4 + 12) {
-        Some(b) if l4 != 0 => l4 + usize::from(b >> 4) * 4,
+    let outer = usize::from(g.outer);
+    let hdr = match pkt.data().get(outer + l4 + 12) {
+        Some(b) if l4 != 0 => outer + l4 + usize::from(b >> 4) * 4,
         _ => return len as u64,
     };
     if hdr >= len || g.mss == 0 {

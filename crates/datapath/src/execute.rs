@@ -224,6 +224,9 @@ pub struct TxPort {
     slot: TxSlot,
     /// Super-packets are cut before they reach this port (see [`TxPort::segmenting`]).
     segment: bool,
+    /// The port's kernel cuts super-packets encapsulated whole in a UDP tunnel (see
+    /// [`TxPort::cutting_tunnelled`]).
+    tunnel_gso: bool,
     buf: Batch,
     /// The port's egress queues ([`crate::egress`]; none: not judged).
     shaper: Option<Arc<PortShaper>>,
@@ -238,6 +241,7 @@ impl TxPort {
             ofport,
             slot,
             segment: false,
+            tunnel_gso: false,
             buf: Batch::new(),
             shaper: None,
             backlog: Backlog::default(),
@@ -255,6 +259,14 @@ impl TxPort {
     /// super-packets.
     pub fn segmenting(mut self, on: bool) -> TxPort {
         self.segment = on;
+        self
+    }
+
+    /// Whether the port's kernel cuts TCP super-packets encapsulated whole in a UDP tunnel
+    /// ([`port::Port::udp_tunnel_gso`]): a tunnel over it then sends them whole
+    /// ([`Counter::GsoTunnelled`]) instead of cutting them before encapsulation.
+    pub fn cutting_tunnelled(mut self, on: bool) -> TxPort {
+        self.tunnel_gso = on;
         self
     }
 }
@@ -502,7 +514,7 @@ impl Executor {
             }
             Op::Tunnel { out, port } => {
                 if pkt.is_gso() {
-                    self.tunnel_segments(pkt, out, *port, st);
+                    self.tunnel_super(pkt, out, *port, st);
                 } else if self.tunnel_fits(pkt, out, st) {
                     match self.copy(pkt, usize::MAX) {
                         Some(c) => self.tunnel_send(c, tunnel_hash(pkt), out, *port, st),
@@ -653,8 +665,7 @@ impl Executor {
         st: &mut LocalStats,
     ) -> bool {
         if pkt.is_gso() || !fits_underlay(pkt, out) || pkt.headroom() < out.template.overhead() {
-            self.tunnel_leaves(pkt, hash, out, port, st);
-            return false;
+            return self.tunnel_rare(pkt, hash, out, port, st);
         }
         if out.template.push(pkt, hash, 0).is_err() {
             st.add(Counter::DropRewrite, 1);
@@ -663,10 +674,86 @@ impl Executor {
         true
     }
 
-    /// The rare cases of [`Executor::tunnel_in_place`], where the packet leaves the batch: a
-    /// super-packet, a frame too big, or too little headroom.
+    /// The rare cases of [`Executor::tunnel_in_place`]: a super-packet the underlay can
+    /// take encapsulated whole stays in the batch, encapsulated (`true`); otherwise the
+    /// packet leaves it (`false`, [`Executor::tunnel_leaves`]).
     #[cold]
     #[inline(never)]
+    fn tunnel_rare(
+        &mut self,
+        pkt: &mut Packet,
+        hash: u32,
+        out: &TunnelOutput,
+        port: u16,
+        st: &mut LocalStats,
+    ) -> bool {
+        if pkt.is_gso() && self.tunnel_whole(pkt, hash, out, port, st) {
+            return true;
+        }
+        self.tunnel_leaves(pkt, hash, out, port, st);
+        false
+    }
+
+    /// Encapsulates super-packet `pkt` whole, in place, for `out`'s underlay `port` to have
+    /// its kernel cut ([`packet::Gso::outer`] then says how long the outer headers are), when
+    /// that can be done: the port's kernel cuts tunnelled super-packets
+    /// ([`TxPort::cutting_tunnelled`]), the tunnel has no outer UDP checksum, each segment
+    /// will fit the underlay's MTU, and the whole fits an IP packet and the headroom.
+    /// Otherwise `false`, `pkt` unchanged (the caller cuts it first).
+    fn tunnel_whole(
+        &mut self,
+        pkt: &mut Packet,
+        hash: u32,
+        out: &TunnelOutput,
+        port: u16,
+        st: &mut LocalStats,
+    ) -> bool {
+        let t = &out.template;
+        let (Some(g), Ok(outer)) = (pkt.gso(), u8::try_from(t.overhead())) else {
+            return false;
+        };
+        let takes = self.tx.get(usize::from(port)).is_some_and(|p| p.tunnel_gso);
+        if !takes || t.udp_csum() || g.outer != 0 {
+            return false;
+        }
+        // A segment: the inner headers (through TCP's, by its data offset) and one MSS.
+        let l4 = usize::from(pkt.meta.l4_off);
+        let Some(&doff) = pkt.data().get(l4 + 12) else {
+            return false;
+        };
+        let segment = l4 + usize::from(doff >> 4) * 4 + usize::from(g.mss);
+        if l4 == 0 || segment + t.overhead() > usize::from(out.mtu) + ETH_HEADER {
+            return false;
+        }
+        if t.push(pkt, hash, 0).is_err() {
+            return false;
+        }
+        pkt.set_gso(Some(packet::Gso { outer, ..g }));
+        st.add(Counter::GsoTunnelled, 1);
+        true
+    }
+
+    /// Output of super-packet `pkt` to a tunnel: an encapsulated copy kept whole where the
+    /// underlay's kernel cuts it ([`Executor::tunnel_whole`]), else its encapsulated segments
+    /// ([`Executor::tunnel_segments`]). `pkt` is left as it was.
+    #[cold]
+    fn tunnel_super(&mut self, pkt: &Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
+        if self.tx.get(usize::from(port)).is_some_and(|p| p.tunnel_gso) {
+            if let Some(mut c) = self.copy(pkt, usize::MAX) {
+                if self.tunnel_whole(&mut c, tunnel_hash(pkt), out, port, st) {
+                    let inner = c.len() - out.template.overhead();
+                    out.counts.tx(self.thread, 1, inner as u64);
+                    self.enqueue(port, c, st);
+                    return;
+                }
+                self.cache.free(c);
+            }
+        }
+        self.tunnel_segments(pkt, out, port, st);
+    }
+
+    /// Where the packet leaves the batch after [`Executor::tunnel_rare`]: a super-packet cut
+    /// first, a frame too big, or too little headroom.
     fn tunnel_leaves(
         &mut self,
         pkt: &Packet,

@@ -455,7 +455,11 @@ pub(crate) fn tx_entries(
     let nq = p.capabilities().tx_queues as usize;
     if nq == 0 {
         return Ok((0..nthreads)
-            .map(|_| TxPort::new(ofport, TxSlot::Closed).segmenting(segment))
+            .map(|_| {
+                TxPort::new(ofport, TxSlot::Closed)
+                    .segmenting(segment)
+                    .cutting_tunnelled(p.udp_tunnel_gso())
+            })
             .collect());
     }
     let lane_q = (lane && p.priority_queues() > 0 && nq > 1).then_some(nq - 1);
@@ -482,7 +486,11 @@ pub(crate) fn tx_entries(
             };
             TxSlot::Shared(s)
         };
-        out.push(TxPort::new(ofport, slot).segmenting(segment));
+        out.push(
+            TxPort::new(ofport, slot)
+                .segmenting(segment)
+                .cutting_tunnelled(p.udp_tunnel_gso()),
+        );
     }
     Ok(out)
 }

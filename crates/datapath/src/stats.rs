@@ -66,6 +66,9 @@ pub enum Counter {
     /// TCP super-packets ([`packet::gso`]) cut into segments in software because their output
     /// port cannot ask its kernel to cut them.
     GsoSegmented,
+    /// TCP super-packets encapsulated whole into a UDP tunnel, for the underlay port's kernel
+    /// to cut ([`port::Port::udp_tunnel_gso`]).
+    GsoTunnelled,
     /// Times the priority lane ([`crate::Pmd::is_lane`]) used up its share of the core and
     /// slept to the end of its window (a flood of control frames).
     LaneYields,
@@ -84,7 +87,7 @@ pub enum Counter {
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 31;
+pub const COUNTERS: usize = 32;
 
 impl Counter {
     /// Every counter, in index order.
@@ -115,6 +118,7 @@ impl Counter {
         Counter::IdleSleeps,
         Counter::MegaflowProbes,
         Counter::GsoSegmented,
+        Counter::GsoTunnelled,
         Counter::LaneYields,
         Counter::MegaflowRevalidated,
         Counter::MegaflowInvalidated,
@@ -153,6 +157,7 @@ impl Counter {
             Counter::IdleSleeps => "idle_sleeps",
             Counter::MegaflowProbes => "megaflow_probes",
             Counter::GsoSegmented => "gso_segmented",
+            Counter::GsoTunnelled => "gso_tunnelled",
             Counter::LaneYields => "lane_yields",
             Counter::MegaflowRevalidated => "megaflow_revalidated",
             Counter::MegaflowInvalidated => "megaflow_invalidated",
@@ -296,6 +301,8 @@ pub struct Snapshot {
     pub megaflow_probes: u64,
     /// Super-packets cut in software (see [`Counter::GsoSegmented`]).
     pub gso_segmented: u64,
+    /// Super-packets encapsulated whole (see [`Counter::GsoTunnelled`]).
+    pub gso_tunnelled: u64,
     /// Times the priority lane used up its share of the core and slept.
     pub lane_yields: u64,
     /// Megaflows checked after a flow change and kept ([`Counter::MegaflowRevalidated`]).
@@ -360,6 +367,7 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::IdleSleeps => &self.idle_sleeps,
             Counter::MegaflowProbes => &self.megaflow_probes,
             Counter::GsoSegmented => &self.gso_segmented,
+            Counter::GsoTunnelled => &self.gso_tunnelled,
             Counter::LaneYields => &self.lane_yields,
             Counter::MegaflowRevalidated => &self.megaflow_revalidated,
             Counter::MegaflowInvalidated => &self.megaflow_invalidated,
@@ -398,6 +406,7 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::IdleSleeps => &mut self.idle_sleeps,
             Counter::MegaflowProbes => &mut self.megaflow_probes,
             Counter::GsoSegmented => &mut self.gso_segmented,
+            Counter::GsoTunnelled => &mut self.gso_tunnelled,
             Counter::LaneYields => &mut self.lane_yields,
             Counter::MegaflowRevalidated => &mut self.megaflow_revalidated,
             Counter::MegaflowInvalidated => &mut self.megaflow_invalidated,

@@ -300,6 +300,140 @@ fn a_super_packet_into_a_tunnel_leaves_as_encapsulated_segments_with_valid_check
     assert!(!f.collect(3).is_empty(), "the plain output happens");
 }
 
+/// A fixture whose underlay (port 1) cuts UDP-tunnelled super-packets, with the flows of
+/// the test above: from port 2, the tunnel to REMOTE (a copy), a plain output to port 3,
+/// the tunnel to OTHER (the packet itself); the tunnels' outer headers with UDP checksums
+/// when `csum`.
+fn whole_fixture(csum: bool) -> (common::Fixture, Arc<Tunnels>) {
+    let f = common::fixture_ports(
+        3,
+        DpConfig::default(),
+        Box::new(|_, out| {
+            out.mask = mask_of(&[Field::InPort]);
+            out.actions.extend(to(REMOTE, 42, FLOW));
+            out.actions.push(DpAction::Output(3));
+            out.actions.extend(to(OTHER, 7, FLOW));
+        }),
+        None,
+        1,
+        256,
+        &|p, end| end.set_udp_tunnel_gso(p == UNDERLAY),
+    );
+    let t = f.dp.tunnels().clone();
+    per_flow(&t);
+    let hdr = |remote: Ipv4Addr, vni| {
+        let a = OuterAddrs {
+            src_mac: [2, 0, 0, 0, 0, 2],
+            dst_mac: [2, 0, 0, 0, 0, remote.octets()[3]],
+            src: LOCAL.into(),
+            dst: remote.into(),
+        };
+        EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, csum), &a).unwrap()
+    };
+    t.set_flow_outputs(vec![
+        (dest(FLOW, REMOTE, 42), (UNDERLAY, hdr(REMOTE, 42), 1500)),
+        (dest(FLOW, OTHER, 7), (UNDERLAY, hdr(OTHER, 7), 1500)),
+    ]);
+    (f, t)
+}
+
+/// Sends a 20,000-byte TCP super-packet (MSS `mss`) into port 2 and polls; returns it.
+fn send_super(f: &mut common::Fixture, mss: u16) -> Vec<u8> {
+    let frame = super_frame(20_000);
+    let mut p = f.cache.alloc_copy(&frame).unwrap();
+    assert!(p.set_gso(Some(Gso {
+        v6: false,
+        ecn: false,
+        mss,
+        outer: 0,
+    })));
+    let mut batch = Batch::new();
+    batch.push(p).unwrap();
+    assert_eq!(f.peers[1].tx.send(&mut batch), 1);
+    f.poll();
+    frame
+}
+
+#[test]
+fn a_super_packet_goes_whole_to_an_underlay_whose_kernel_cuts_tunnelled_ones() {
+    let (mut f, t) = whole_fixture(false);
+    let frame = send_super(&mut f, 1398);
+    // What the underlay got: one packet per tunnel output, each the super-packet whole
+    // behind its outer headers, marked with the request and the outer headers' length.
+    let mut b = Batch::new();
+    f.peers[0].rx.recv(&mut b);
+    let got: Vec<(Vec<u8>, Option<Gso>)> = b
+        .as_slice()
+        .iter()
+        .map(|p| (p.data().to_vec(), p.gso()))
+        .collect();
+    b.free_into(&mut f.cache);
+    assert_eq!(got.len(), 2, "one whole packet per tunnel output");
+    let want = Gso {
+        v6: false,
+        ecn: false,
+        mss: 1398,
+        outer: 50,
+    };
+    let frames: Vec<Vec<u8>> = got.iter().map(|(d, _)| d.clone()).collect();
+    for (i, ((remote, vni, _, inner), (d, g))) in received(&frames).iter().zip(&got).enumerate() {
+        assert_eq!(
+            (*remote, *vni),
+            [(IpAddr::V4(REMOTE), 42), (IpAddr::V4(OTHER), 7)][i]
+        );
+        assert_eq!(
+            *g,
+            Some(want),
+            "output {i}: the request, with the outer length"
+        );
+        assert_eq!(
+            inner, &frame,
+            "output {i}: the inner super-packet untouched"
+        );
+        let ip_len = u16::from_be_bytes([d[16], d[17]]) as usize;
+        assert_eq!(
+            ip_len,
+            d.len() - 14,
+            "output {i}: outer IPv4 length of the whole"
+        );
+        assert_eq!(u16::from_be_bytes([d[38], d[39]]) as usize, d.len() - 34);
+        assert_eq!(&d[40..42], &[0, 0], "no outer UDP checksum");
+    }
+    let s = f.stats();
+    assert_eq!(s[Counter::GsoTunnelled], 2);
+    assert_eq!(s[Counter::GsoSegmented], 0);
+    assert_eq!(s[Counter::DropMalformed], 0);
+    let c = t.port_counts(FLOW).expect("the tunnel port's counts");
+    assert_eq!(
+        c.tx_packets, 2,
+        "a super-packet counts once, with its inner bytes"
+    );
+    assert_eq!(c.tx_bytes, 2 * frame.len() as u64);
+    assert!(!f.collect(3).is_empty(), "the plain output happens");
+}
+
+#[test]
+fn a_super_packet_is_cut_first_where_it_cannot_go_whole() {
+    // Outer UDP checksums (computed over the whole datagram: not offloadable).
+    let (mut f, _t) = whole_fixture(true);
+    send_super(&mut f, 1398);
+    let n = 20_000usize.div_ceil(1398);
+    assert_eq!(f.collect(UNDERLAY).len(), 2 * n);
+    let s = f.stats();
+    assert_eq!((s[Counter::GsoTunnelled], s[Counter::GsoSegmented]), (0, 2));
+    // Segments that would not fit the underlay's MTU after the outer headers: cut (and the
+    // segments counted too big) rather than handed to the kernel whole.
+    let (mut f, t) = whole_fixture(false);
+    send_super(&mut f, 1440);
+    let sent = f.collect(UNDERLAY);
+    // Only each tunnel's last, shorter segment (20,000 - 13 × 1440 bytes) fits.
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|d| d.len() == 50 + 54 + 20_000 - 13 * 1440));
+    let s = f.stats();
+    assert_eq!((s[Counter::GsoTunnelled], s[Counter::GsoSegmented]), (0, 2));
+    assert!(drop_count(&t, "tunnel_too_big") > 0);
+}
+
 #[test]
 fn a_packet_out_to_a_tunnel_port_is_encapsulated() {
     let pool = Pool::with_frames(1024);

@@ -175,6 +175,12 @@ impl EncapTemplate {
         self.len as usize
     }
 
+    /// Whether the outer UDP header carries a checksum ([`EncapTemplate::push`] computes it
+    /// over the whole datagram, so a super-packet encapsulated whole cannot have one).
+    pub fn udp_csum(&self) -> bool {
+        self.udp_csum
+    }
+
     /// The outer headers as built (the per-packet fields zero).
     pub fn header(&self) -> &[u8] {
         &self.hdr[..self.len as usize]

@@ -64,6 +64,20 @@ pub fn fixture_with(
     threads: usize,
     ring_cap: usize,
 ) -> Fixture {
+    fixture_ports(nports, cfg, logic, meter, threads, ring_cap, &|_, _| {})
+}
+
+/// [`fixture_with`], with `each(port, switch end)` called on every port's switch end before
+/// the datapath opens it.
+pub fn fixture_ports(
+    nports: u32,
+    cfg: DpConfig,
+    logic: Logic,
+    meter: Option<Arc<dyn Policer>>,
+    threads: usize,
+    ring_cap: usize,
+    each: &dyn Fn(u32, &RingPort),
+) -> Fixture {
     let pool = Pool::with_frames(8192);
     let gen = Arc::new(AtomicU64::new(1));
     let logic = Arc::new(Mutex::new(logic));
@@ -77,6 +91,7 @@ pub fn fixture_with(
             rx: out.open_rx(0).unwrap(),
             tx: out.open_tx(0).unwrap(),
         });
+        each(p, &sw);
         switch_ends.push(sw.clone());
         b = b.port(p, sw);
     }

@@ -14,6 +14,7 @@
 mod registry;
 mod spsc;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use packet::{Batch, Pool};
@@ -42,6 +43,8 @@ pub struct RingPort {
     tx_counters: Arc<QueueCounters>,
     /// The most bytes one packet of the pool holds.
     max_frame: u32,
+    /// What [`Port::udp_tunnel_gso`] answers ([`RingPort::set_udp_tunnel_gso`]).
+    tunnel_gso: AtomicBool,
 }
 
 impl std::fmt::Debug for RingPort {
@@ -88,7 +91,16 @@ impl RingPort {
             rx_counters: Arc::default(),
             tx_counters: Arc::default(),
             max_frame,
+            tunnel_gso: AtomicBool::new(false),
         }
+    }
+
+    /// Makes this end stand for a port whose kernel cuts UDP-tunnelled super-packets
+    /// ([`Port::udp_tunnel_gso`]), so that tests see what a tunnel sends such a port: its
+    /// peer receives super-packets encapsulated whole. Takes effect for tx queues the
+    /// datapath sets up after the call.
+    pub fn set_udp_tunnel_gso(&self, on: bool) {
+        self.tunnel_gso.store(on, Ordering::Relaxed);
     }
 
     /// Slots in each direction.
@@ -105,6 +117,10 @@ impl RingPort {
 impl Port for RingPort {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn udp_tunnel_gso(&self) -> bool {
+        self.tunnel_gso.load(Ordering::Relaxed)
     }
 
     fn capabilities(&self) -> Capabilities {
