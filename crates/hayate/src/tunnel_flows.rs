@@ -50,6 +50,15 @@ pub fn underlay_named(underlays: &[Underlay], name: &str) -> Option<u32> {
         .map(|u| u.ofport)
 }
 
+/// The underlay port that sends out of kernel interface `ifname` (where a route leaves; see
+/// [`Underlay::routed`]).
+pub fn underlay_routed(underlays: &[Underlay], ifname: &str) -> Option<u32> {
+    underlays
+        .iter()
+        .find(|u| u.routed && u.ifname.as_deref() == Some(ifname))
+        .map(|u| u.ofport)
+}
+
 /// Resolves the output of a tunnel with `spec` towards `remote` with tunnel id `vni`: the
 /// next hop from the kernel (or from `static_hop`, the spec's `nexthop_mac=`, when it has
 /// `local=` and a named underlay), the underlay port (`named`, else the bridge port the route
@@ -74,7 +83,7 @@ pub fn resolve_output(
             .resolve(remote, spec.local)
             .map_err(|e| e.to_string())?,
     };
-    let underlay = match named.or_else(|| underlay_named(underlays, &hop.ifname)) {
+    let underlay = match named.or_else(|| underlay_routed(underlays, &hop.ifname)) {
         Some(u) => u,
         None => {
             return Err(format!(

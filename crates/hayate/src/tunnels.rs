@@ -121,21 +121,30 @@ pub struct Underlay {
     pub ofport: u32,
     /// Port name.
     pub name: String,
-    /// The kernel interface its spec opens (`afpacket:IF`, `afxdp:IF`).
+    /// The kernel interface its spec opens (`afpacket:IF`, `afxdp:IF`, `tap:IF`).
     pub ifname: Option<String>,
+    /// Whether frames sent on it leave by that interface (AF_PACKET, AF_XDP), so that it is
+    /// the underlay of a tunnel whose route leaves by the interface. A TAP is not: what the
+    /// port sends, the host's kernel receives from the TAP (and routes on), so it serves
+    /// only tunnels that name it (`underlay=`).
+    pub routed: bool,
 }
 
 impl Underlay {
     /// The underlay candidate a bridge port spec makes.
     pub fn of(ofport: u32, name: &str, spec: &str) -> Underlay {
-        let ifname = ["afpacket:", "afxdp:"].iter().find_map(|k| {
-            let rest = spec.strip_prefix(k)?;
-            Some(rest.split(',').next().unwrap_or(rest).to_string())
-        });
+        let iface = |kinds: &[&str]| {
+            kinds.iter().find_map(|k| {
+                let rest = spec.strip_prefix(k)?;
+                Some(rest.split(',').next().unwrap_or(rest).to_string())
+            })
+        };
+        let routed = iface(&["afpacket:", "afxdp:"]);
         Underlay {
             ofport,
             name: name.to_string(),
-            ifname,
+            routed: routed.is_some(),
+            ifname: routed.or_else(|| iface(&["tap:"])),
         }
     }
 }
@@ -565,6 +574,13 @@ mod tests {
             Some("eth1")
         );
         assert_eq!(Underlay::of(2, "p2", "null:").ifname, None);
+        let tap = Underlay::of(3, "p3", "tap:vtep0");
+        assert_eq!((tap.ifname.as_deref(), tap.routed), (Some("vtep0"), false));
+        assert!(Underlay::of(1, "p1", "afxdp:eth1").routed);
+        let all = [Underlay::of(1, "p1", "afpacket:eth1"), tap];
+        assert_eq!(crate::tunnel_flows::underlay_named(&all, "vtep0"), Some(3));
+        assert_eq!(crate::tunnel_flows::underlay_routed(&all, "vtep0"), None);
+        assert_eq!(crate::tunnel_flows::underlay_routed(&all, "eth1"), Some(1));
     }
 
     /// With a day between periodic passes, a per-flow destination the datapath asks for is
