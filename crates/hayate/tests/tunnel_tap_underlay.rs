@@ -30,11 +30,11 @@ const TAP_MAC: &str = "02:00:00:00:78:fe";
 /// A counter of `dump-pmd`'s total (the last value printed for `name`).
 fn pmd_counter(text: &str, name: &str) -> u64 {
     text.lines()
-        .filter_map(|l| {
+        .rev()
+        .find_map(|l| {
             let mut w = l.split_whitespace();
             (w.next()?.trim_end_matches(':') == name).then(|| w.next()?.parse().ok())?
         })
-        .last()
         .unwrap_or_else(|| panic!("no {name} in dump-pmd: {text}"))
 }
 

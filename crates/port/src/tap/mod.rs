@@ -157,7 +157,7 @@ fn open_queue(port: &str, name: &str, multi: bool) -> Result<(OwnedFd, usize), P
     let offloads = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
     // A kernel that knows UDP-tunnelled super-packets accepts the bit (older ones refuse
     // unknown bits); writes then read the tunnel fields of a 24-byte header.
-    let tunnel_gso = offloads as u32 | crate::vnet_tnl::TUN_F_UDP_TUNNEL_GSO;
+    let tunnel_gso = offloads | crate::vnet_tnl::TUN_F_UDP_TUNNEL_GSO;
     let tunnel = call(
         libc::TUNSETOFFLOAD as _,
         tunnel_gso as usize as *mut libc::c_void,
