@@ -12,9 +12,11 @@
 //! Hayate is a host behind the TAP: its VTEP address 192.168.78.1 sits on Hayate's side
 //! (the kernel reaches it through T by a static neighbour entry), and the tunnel's next hop
 //! is the TAP's kernel side (`nexthop_mac=`, `local_mac=`). VM 1 keeps its offloads on, so
-//! its TCP stack hands Hayate super-packets. The test checks that TCP crosses, that Hayate
-//! encapsulated super-packets whole (`gso_tunnelled`, none cut: `gso_segmented` 0), and
-//! that the kernel received fewer frames from the TAP than the segments the stream needed.
+//! its TCP stack hands Hayate super-packets. Two runs of a 2-second stream: with the TAP's
+//! `tunnel_gso=auto`, TCP crosses, Hayate encapsulated super-packets whole (`gso_tunnelled`,
+//! none cut: `gso_segmented` 0) and the kernel received fewer frames from the TAP than half
+//! the segments the stream needed; with `tunnel_gso=off`, TCP crosses too, every
+//! super-packet cut first, a frame per segment.
 
 mod netns;
 
@@ -67,20 +69,7 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
         "-w",
         "net.ipv4.ip_forward=1",
     ]);
-    let vm1 = hosts.vm1(&mut net);
-    let spec = format!(
-        "vxlan:remote={},local={VTEP},vni={VNI},underlay={tap},nexthop_mac={TAP_MAC},local_mac={VTEP_MAC}",
-        UNDERLAY_V4.two
-    );
-    let ports = [vm1.spec(), format!("tap:{tap}"), spec];
-    let hayate = net.hayate(
-        &h1,
-        &ports,
-        &["in_port=1,actions=output:3", "in_port=3,actions=output:1"],
-        &[1],
-    );
     ip1(&["addr", "add", &format!("{TAP_KERNEL}/24"), "dev", &tap]);
-    ip1(&["link", "set", &tap, "up"]);
     ip1(&[
         "neigh",
         "replace",
@@ -91,18 +80,6 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
         &tap,
         "nud",
         "permanent",
-    ]);
-    // VM 1 with its offloads on (TSO: super-packets), MTU leaving room for 50 bytes.
-    net.configure(&vm1, &h1);
-    must(&[
-        "ip",
-        "-n",
-        &vm1.host_ns,
-        "link",
-        "set",
-        &vm1.host_if,
-        "mtu",
-        VM_MTU,
     ]);
     // Host 2: the way back to Hayate's VTEP, a kernel VXLAN device to it, VM 2.
     let h2run = |args: &[&str]| {
@@ -132,47 +109,92 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
     ]);
     let (vm2_ns, b2) = hosts.vm2(&mut net);
     h2run(&["link", "add", &br, "type", "bridge"]);
+    for i in [&vx, &b2] {
+        h2run(&["link", "set", i, "master", &br]);
+    }
     for i in [&vx, &b2, &br] {
-        if i != &br {
-            h2run(&["link", "set", i, "master", &br]);
-        }
         h2run(&["link", "set", i, "up"]);
     }
     assert!(ns_ping(&h1, UNDERLAY_V4.two, 2), "underlay ping");
 
-    let reached = (0..10).any(|_| vm1.reaches(VM_V4[1]));
-    assert!(reached, "VM 1 -> VM 2; log: {}", hayate.log_text());
-    assert!(ns_ping(&vm2_ns, VM_V4[0], 3), "ping VM 2 -> VM 1");
-    let tap_rx = |what: &str| -> u64 {
+    let vm1 = hosts.vm1(&mut net);
+    let tunnel = format!(
+        "vxlan:remote={},local={VTEP},vni={VNI},underlay={tap},nexthop_mac={TAP_MAC},local_mac={VTEP_MAC}",
+        UNDERLAY_V4.two
+    );
+    let tap_stat = |what: &str| -> u64 {
         let path = format!("/sys/class/net/{tap}/statistics/{what}");
         let o = must(&["ip", "netns", "exec", &h1, "cat", &path]);
         o.trim().parse().unwrap_or(0)
     };
-    let rx0 = tap_rx("rx_packets");
-    let server = IperfServer::start(&vm2_ns);
-    let v = iperf3(&vm1, &["-c", VM_V4[1], "-t", "2"]);
-    server.reap();
-    let bytes = v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
-    let frames = tap_rx("rx_packets") - rx0;
-    let pmd = net.ctl("br0", &["dump-pmd"]);
-    let (whole, cut) = (
-        pmd_counter(&pmd, "gso_tunnelled"),
-        pmd_counter(&pmd, "gso_segmented"),
-    );
-    eprintln!(
-        "TCP VM 1 -> VM 2: {bytes} bytes in 2 s; the kernel took {frames} frames from the TAP; \
-         super-packets encapsulated whole {whole}, cut {cut}"
-    );
-    assert!(bytes > 1_000_000, "TCP through the tunnel: {bytes} bytes");
-    assert!(whole > 0, "super-packets encapsulated whole: {pmd}");
-    assert_eq!(cut, 0, "none cut in software: {pmd}");
-    // One frame per 1,348-byte segment would be bytes / 1348 frames; whole super-packets
-    // make far fewer.
-    let segments = bytes / 1348;
-    assert!(
-        frames * 2 < segments,
-        "{frames} frames from the TAP for {segments} segments' worth of data"
-    );
-    assert_eq!(tap_rx("rx_frame_errors"), 0, "the kernel refused none");
-    hayate.stop();
+    let mut configured = false;
+    for mode in ["auto", "off"] {
+        let ports = [
+            vm1.spec(),
+            format!("tap:{tap},tunnel_gso={mode}"),
+            tunnel.clone(),
+        ];
+        let hayate = net.hayate(
+            &h1,
+            &ports,
+            &["in_port=1,actions=output:3", "in_port=3,actions=output:1"],
+            &[1],
+        );
+        if !configured {
+            // VM 1 with its offloads on (TSO: super-packets), MTU leaving room for 50 bytes.
+            net.configure(&vm1, &h1);
+            must(&[
+                "ip",
+                "-n",
+                &vm1.host_ns,
+                "link",
+                "set",
+                &vm1.host_if,
+                "mtu",
+                VM_MTU,
+            ]);
+            configured = true;
+        }
+        let reached = (0..10).any(|_| vm1.reaches(VM_V4[1]));
+        assert!(reached, "{mode}: VM 1 -> VM 2; log: {}", hayate.log_text());
+        assert!(ns_ping(&vm2_ns, VM_V4[0], 3), "{mode}: ping VM 2 -> VM 1");
+        let rx0 = tap_stat("rx_packets");
+        let server = IperfServer::start(&vm2_ns);
+        let v = iperf3(&vm1, &["-c", VM_V4[1], "-t", "2"]);
+        server.reap();
+        let bytes = v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
+        let frames = tap_stat("rx_packets") - rx0;
+        let pmd = net.ctl("br0", &["dump-pmd"]);
+        let (whole, cut) = (
+            pmd_counter(&pmd, "gso_tunnelled"),
+            pmd_counter(&pmd, "gso_segmented"),
+        );
+        eprintln!(
+            "tunnel_gso={mode}: TCP VM 1 -> VM 2 {bytes} bytes in 2 s; the kernel took {frames} \
+             frames from the TAP; super-packets encapsulated whole {whole}, cut {cut}"
+        );
+        assert!(
+            bytes > 1_000_000,
+            "{mode}: TCP through the tunnel: {bytes} bytes"
+        );
+        // A 1,348-byte segment each: bytes / 1348 segments' worth of data.
+        let segments = bytes / 1348;
+        if mode == "auto" {
+            assert!(whole > 0, "super-packets encapsulated whole: {pmd}");
+            assert_eq!(cut, 0, "none cut in software: {pmd}");
+            assert!(
+                frames * 2 < segments,
+                "{frames} frames from the TAP for {segments} segments' worth of data"
+            );
+        } else {
+            assert_eq!(whole, 0, "tunnel_gso=off: none whole: {pmd}");
+            assert!(cut > 0, "tunnel_gso=off: cut first: {pmd}");
+            assert!(
+                frames >= segments,
+                "{frames} frames from the TAP for {segments} segments"
+            );
+        }
+        assert_eq!(tap_stat("rx_frame_errors"), 0, "the kernel refused none");
+        hayate.stop();
+    }
 }

@@ -13,7 +13,7 @@
 //! | `null:sink` | produces nothing, counts and frees what is sent |
 //! | `pcap:in=FILE` / `pcap:out=FILE` / `pcap:in=A,out=B,loops=3` | replay / record captures (loops 0 = forever, default 1) |
 //! | `afpacket:IFNAME[,queues=N][,vnet_hdr=on\|off][,rx=mmsg\|ring][,prio=on\|off]` | a kernel interface through AF_PACKET (default 1 queue, vnet_hdr=on, rx=mmsg: `recvmmsg`; rx=ring: TPACKET_V3 ring; prio=on: control frames on the datapath's priority lane, the default with rx=mmsg) |
-//! | `tap:NAME[,queues=N]` | a TAP device, created or attached to (default 1 queue) |
+//! | `tap:NAME[,queues=N][,tunnel_gso=auto\|on\|off]` | a TAP device, created or attached to (default 1 queue); tunnel_gso: take TCP super-packets encapsulated whole in a UDP tunnel where the kernel can (auto, the default; Linux 6.17), or insist (on), or never (off) |
 //! | `vhostuser:PATH[,mode=client\|server][,queues=N][,name=NAME]` | a VM's virtio-net device over vhost-user (default: client mode — the VM's QEMU owns the socket, the switch connects and reconnects; 1 queue pair; name: the socket file's stem) |
 //! | `afxdp:IFNAME[,queues=N][,mode=auto\|native\|skb][,zerocopy=auto\|on\|off][,prio=on\|off]` | a Linux interface through AF_XDP sockets, queues `0..N` (default 1); prio=on (default): control frames through an AF_PACKET socket to the datapath's priority lane; needs root |
 //!
@@ -32,7 +32,7 @@ use crate::afxdp::{AfXdpConfig, AfXdpPort, XdpMode, ZeroCopy};
 use crate::null::{NullConfig, NullPort, Vary};
 use crate::pcap::{PcapConfig, PcapPort};
 use crate::ring;
-use crate::tap::{TapConfig, TapPort};
+use crate::tap::{TapConfig, TapPort, TunnelGso};
 use crate::template::{UdpFrame, IPV4_SRC_OFFSET, MIN_UDP_FRAME};
 use crate::vhostuser::{Mode, VhostUserConfig, VhostUserPort};
 
@@ -334,12 +334,26 @@ fn open_afpacket(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, P
 }
 
 fn open_tap(spec: &str, rest: &str, pool: &Pool) -> Result<Arc<dyn Port>, PortError> {
-    let (name, rest) = name_first(spec, rest, "tap:NAME[,queues=N]")?;
+    let usage = "tap:NAME[,queues=N][,tunnel_gso=auto|on|off]";
+    let (name, rest) = name_first(spec, rest, usage)?;
     let mut cfg = TapConfig::new(name);
     for opt in options(rest) {
         match opt.key {
             "queues" => cfg.queues = number(spec, &opt)?,
-            key => return Err(unknown(spec, "tap", key, "queues")),
+            "tunnel_gso" => {
+                cfg.tunnel_gso = match opt.value.unwrap_or("") {
+                    "auto" => TunnelGso::Auto,
+                    "on" => TunnelGso::On,
+                    "off" => TunnelGso::Off,
+                    v => {
+                        return Err(PortError::new(
+                            spec,
+                            format!("option 'tunnel_gso': '{v}' is none of auto, on, off"),
+                        ))
+                    }
+                }
+            }
+            key => return Err(unknown(spec, "tap", key, "queues, tunnel_gso")),
         }
     }
     Ok(Arc::new(TapPort::new(spec, cfg, pool)?))
@@ -575,7 +589,8 @@ mod tests {
             ("afpacket:lo,queues=0", "queues=0: give 1 to 64"),
             ("afpacket:nosuchif0", "no interface named nosuchif0"),
             ("tap:", "starts with the interface name"),
-            ("tap:t0,vnet_hdr=on", "valid options: queues"),
+            ("tap:t0,vnet_hdr=on", "valid options: queues, tunnel_gso"),
+            ("tap:t0,tunnel_gso=yes", "'yes' is none of auto, on, off"),
         ];
         for (spec, want) in cases {
             let got = error(spec);

@@ -39,6 +39,18 @@ use queue::{TapRx, TapTx};
 /// Most queues a TAP port may have (the kernel's limit is 256).
 pub const MAX_QUEUES: u16 = 64;
 
+/// Whether a [`TapPort`] takes TCP super-packets encapsulated whole in a UDP tunnel
+/// ([`Port::udp_tunnel_gso`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunnelGso {
+    /// Where the kernel can (Linux 6.17 or later), else not.
+    Auto,
+    /// Required: opening fails on a kernel that cannot.
+    On,
+    /// Never (super-packets into tunnels over this port are cut first).
+    Off,
+}
+
 /// What a [`TapPort`] opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TapConfig {
@@ -46,14 +58,17 @@ pub struct TapConfig {
     pub name: String,
     /// Queues (file descriptors), 1 to [`MAX_QUEUES`].
     pub queues: u16,
+    /// UDP-tunnelled super-packets (default [`TunnelGso::Auto`]).
+    pub tunnel_gso: TunnelGso,
 }
 
 impl TapConfig {
-    /// One queue on device `name`.
+    /// One queue on device `name`, tunnelled super-packets where the kernel takes them.
     pub fn new(name: &str) -> TapConfig {
         TapConfig {
             name: name.to_string(),
             queues: 1,
+            tunnel_gso: TunnelGso::Auto,
         }
     }
 }
@@ -121,8 +136,13 @@ fn ioctl_err(port: &str, what: &str, e: io::Error) -> PortError {
 }
 
 /// Opens one queue's descriptor on device `name`; also returns its virtio-net header length
-/// (see [`TapQueueState::hdr_len`]).
-fn open_queue(port: &str, name: &str, multi: bool) -> Result<(OwnedFd, usize), PortError> {
+/// (see [`TapQueueState::hdr_len`]), with the tunnel fields as `tunnel_gso` says.
+fn open_queue(
+    port: &str,
+    name: &str,
+    multi: bool,
+    tunnel_gso: TunnelGso,
+) -> Result<(OwnedFd, usize), PortError> {
     // SAFETY: a constant NUL-terminated path.
     let fd = unsafe {
         libc::open(
@@ -157,12 +177,19 @@ fn open_queue(port: &str, name: &str, multi: bool) -> Result<(OwnedFd, usize), P
     let offloads = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
     // A kernel that knows UDP-tunnelled super-packets accepts the bit (older ones refuse
     // unknown bits); writes then read the tunnel fields of a 24-byte header.
-    let tunnel_gso = offloads | crate::vnet_tnl::TUN_F_UDP_TUNNEL_GSO;
-    let tunnel = call(
-        libc::TUNSETOFFLOAD as _,
-        tunnel_gso as usize as *mut libc::c_void,
-    )
-    .is_ok();
+    let tunnel = tunnel_gso != TunnelGso::Off
+        && call(
+            libc::TUNSETOFFLOAD as _,
+            (offloads | crate::vnet_tnl::TUN_F_UDP_TUNNEL_GSO) as usize as *mut libc::c_void,
+        )
+        .is_ok();
+    if tunnel_gso == TunnelGso::On && !tunnel {
+        return Err(PortError::new(
+            port,
+            "tunnel_gso=on: this kernel's TAP takes no UDP-tunnelled super-packets \
+             (Linux 6.17 or later does); use tunnel_gso=auto or off",
+        ));
+    }
     let hdr_len = if tunnel {
         crate::vnet_tnl::VNET_HDR_TNL_LEN
     } else {
@@ -237,7 +264,7 @@ impl TapPort {
         let multi = cfg.queues > 1;
         let mut queues = Vec::new();
         for _ in 0..cfg.queues {
-            let (fd, hdr_len) = open_queue(name, &cfg.name, multi)?;
+            let (fd, hdr_len) = open_queue(name, &cfg.name, multi, cfg.tunnel_gso)?;
             queues.push(Arc::new(TapQueueState {
                 fd,
                 hdr_len,

@@ -147,6 +147,24 @@ fn a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it() {
     b.push(p).unwrap();
     assert_eq!(t_tx.send(&mut b), 0);
     assert_eq!(tap.stats().tx_errors, 1);
+    // With tunnel_gso=off the port takes none: the same packet is an error there.
+    let dev = name("o");
+    let cfg = TapConfig {
+        tunnel_gso: TunnelGso::Off,
+        ..TapConfig::new(&dev)
+    };
+    let off = TapPort::new(&format!("tap:{dev}"), cfg, &pool).unwrap();
+    assert!(!off.udp_tunnel_gso());
+    let mut p = cache.alloc_copy(&f).unwrap();
+    assert!(p.set_gso(Some(packet::Gso {
+        v6: false,
+        ecn: false,
+        mss: 1398,
+        outer: 50,
+    })));
+    b.push(p).unwrap();
+    assert_eq!(off.open_tx(0).unwrap().send(&mut b), 0);
+    assert_eq!(off.stats().tx_errors, 1);
 }
 
 #[test]
