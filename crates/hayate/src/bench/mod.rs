@@ -197,13 +197,22 @@ mod tests {
 
     #[test]
     fn the_tunnel_benchs_config_is_a_valid_hayate_config() {
-        let text = hayate_lab::tunnel_tcp::hayate_config("afxdp", "a1", "c1", "192.168.77.2", 1);
+        let text =
+            hayate_lab::tunnel_tcp::hayate_config("afxdp", "a1", "c1", "192.168.77.2", 1, false);
         let bridges = crate::config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(bridges[0].ports.len(), 3, "{text}");
         assert_eq!(bridges[0].cores, vec![1]);
         let vx = &bridges[0].ports[2].2;
         let t = crate::tunnels::conf(3, "vx", vx).unwrap().unwrap();
         assert_eq!(t.spec.vni, tunnel::PerFlow::Fixed(42));
+        // hayate-tap's: the TAP underlay named by the tunnel, with a static next hop.
+        let text = hayate_lab::tunnel_tcp::tap_config("a1", "t0", 0, 1, true);
+        let bridges = crate::config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let vx = &bridges[0].ports[2].2;
+        let t = crate::tunnels::conf(3, "vx", vx).unwrap().unwrap();
+        assert_eq!(t.spec.vni, tunnel::PerFlow::Fixed(42));
+        assert_eq!(t.underlay.as_deref(), Some("t0"));
+        assert!(t.next_hop.is_some(), "static next hop: {text}");
     }
 
     #[test]

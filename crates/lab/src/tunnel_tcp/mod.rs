@@ -21,10 +21,17 @@
 //!   `vxlan:remote=OTHER,vni=42` — and `in_port=1 → output:3`, `in_port=3 → output:1`; the
 //!   next hop comes from the host's kernel tables, as a user runs it;
 //! - `linux-vxlan`: a kernel VXLAN device (id 42, dstport 4789, on the underlay veth) and the
-//!   VM's veth in a Linux bridge.
+//!   VM's veth in a Linux bridge;
+//! - `hayate-tap` (chosen by name only): Hayate with the VM's veth on AF_PACKET and its tunnel
+//!   through a TAP underlay (docs/tunnels.md, "Underlay through the host's kernel"): Hayate
+//!   is a host behind the TAP with its own VTEP address (192.168.78.1 on host 1, .79.1 on
+//!   host 2), which the host's kernel routes to and from over the underlay veth; with
+//!   `--offloads on` the VMs' TCP super-packets are encapsulated whole and the kernel cuts
+//!   them.
 //!
-//! The VMs have MTU 1450 (room for the 50 bytes of outer headers) and their offloads off
-//! (Hayate does not encapsulate TCP super-packets whole yet), the same for every switch. One
+//! The VMs have MTU 1450 (room for the 50 bytes of outer headers) and, by default, their
+//! offloads off, the same for every switch; `--offloads on` leaves the VMs' TSO on (what a
+//! cloud's VMs have), for the overlays that can carry super-packets (not AF_XDP). One
 //! iperf3 TCP stream A → B for `--seconds`, with pings under it; the hosts' programs on
 //! `--host-core`, and the VMs' receive processing steered there too (RPS: a VM's kernel
 //! runs on the VM's cores, not in the switch's system calls), each switch on its
@@ -77,6 +84,10 @@ pub struct TunnelTcpArgs {
     /// runs where the packets' softirqs do).
     #[arg(long, value_delimiter = ',', default_value = "1,1")]
     pub switch_cores: Vec<usize>,
+    /// The VMs' checksum and segmentation offloads: off (every overlay carries MTU-sized
+    /// frames) or on (the VMs hand over TCP super-packets; not with hayate-afxdp).
+    #[arg(long, value_parser = ["on", "off"], default_value = "off")]
+    pub offloads: String,
     /// Write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -93,6 +104,11 @@ impl TunnelTcpArgs {
         let c = &self.switch_cores;
         c.first() == c.get(1) || c.contains(&self.host_core)
     }
+
+    /// Whether the VMs keep their offloads on (`--offloads on`).
+    pub fn offloads_on(&self) -> bool {
+        self.offloads == "on"
+    }
 }
 
 /// One overlay between the two hosts.
@@ -104,14 +120,24 @@ pub enum Overlay {
     HayateAfxdp,
     /// Two kernel VXLAN devices in Linux bridges.
     LinuxVxlan,
+    /// Two Hayates whose tunnels go through TAP underlays (the hosts' kernels route).
+    HayateTap,
 }
 
 impl Overlay {
-    /// Every overlay, in the default order.
+    /// The overlays measured when none are named, in this order.
     pub const ALL: [Overlay; 3] = [
         Overlay::HayateAfpacket,
         Overlay::HayateAfxdp,
         Overlay::LinuxVxlan,
+    ];
+
+    /// Every overlay that can be named.
+    pub const NAMED: [Overlay; 4] = [
+        Overlay::HayateAfpacket,
+        Overlay::HayateAfxdp,
+        Overlay::LinuxVxlan,
+        Overlay::HayateTap,
     ];
 
     /// Its name on the command line and in reports.
@@ -120,6 +146,7 @@ impl Overlay {
             Overlay::HayateAfpacket => "hayate-afpacket",
             Overlay::HayateAfxdp => "hayate-afxdp",
             Overlay::LinuxVxlan => "linux-vxlan",
+            Overlay::HayateTap => "hayate-tap",
         }
     }
 
@@ -183,11 +210,18 @@ fn check(args: &TunnelTcpArgs) -> Result<Vec<Overlay>> {
             cores - 1
         );
     }
-    bench::chosen(
+    let overlays = bench::chosen(
         &args.switches,
         || Overlay::ALL.to_vec(),
-        |n| bench::by_name(Overlay::ALL, |o| o.name(), "overlay", n),
-    )
+        |n| bench::by_name(Overlay::NAMED, |o| o.name(), "overlay", n),
+    )?;
+    if args.offloads_on() && overlays.contains(&Overlay::HayateAfxdp) {
+        bail!(
+            "--offloads on: AF_XDP carries no TCP super-packets; leave hayate-afxdp out \
+             (--switches hayate-tap,hayate-afpacket,linux-vxlan)"
+        );
+    }
+    Ok(overlays)
 }
 
 /// Runs `hayate bench tunnel-tcp`.
@@ -224,7 +258,7 @@ pub fn main(args: TunnelTcpArgs) -> Result<()> {
 fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) -> Result<Run> {
     let prefix = format!("ht{}", std::process::id() % 100_000);
     let topo = Topo::up_with(&prefix, 1)?;
-    two_hosts(&topo, args.host_core)?;
+    two_hosts(&topo, args.host_core, args.offloads_on())?;
     let _switches = match o {
         Overlay::LinuxVxlan => {
             for s in sides(&topo) {
@@ -233,17 +267,31 @@ fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) 
             Vec::new()
         }
         _ => {
-            let kind = if o == Overlay::HayateAfxdp {
-                "afxdp"
-            } else {
-                "afpacket"
-            };
             let mut v = Vec::new();
             for (i, s) in sides(&topo).iter().enumerate() {
                 let core = args.switch_cores[i];
+                let cfg = match o {
+                    Overlay::HayateAfxdp => {
+                        hayate_config("afxdp", s.vm_if, s.underlay_if, s.remote, core, false)
+                    }
+                    Overlay::HayateTap => {
+                        let tap = format!("{prefix}t{i}");
+                        tap_underlay(&topo, s, i, &tap)?;
+                        tap_config(s.vm_if, &tap, i, core, args.offloads_on())
+                    }
+                    _ => hayate_config(
+                        "afpacket",
+                        s.vm_if,
+                        s.underlay_if,
+                        s.remote,
+                        core,
+                        args.offloads_on(),
+                    ),
+                };
                 v.push(start_hayate(
                     hayate,
-                    kind,
+                    &cfg,
+                    o.name(),
                     s,
                     i,
                     core,
@@ -268,7 +316,7 @@ fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) 
 /// namespace, the underlay addresses and static neighbours, the VMs' MTU and offloads, and
 /// the VMs' receive processing steered to their own core ([`Topo::host_rps`]: every
 /// overlay's VMs do their own receiving).
-fn two_hosts(topo: &Topo, host_core: usize) -> Result<()> {
+fn two_hosts(topo: &Topo, host_core: usize, offloads: bool) -> Result<()> {
     let c = &topo.extra[0];
     topo.sh(
         &topo.ns_s,
@@ -294,21 +342,27 @@ fn two_hosts(topo: &Topo, host_core: usize) -> Result<()> {
                 macs[1 - i]
             ),
         )?;
-        topo.sh(
-            s.ns,
-            &format!(
-                "ethtool -K {} tx off tso off gso off gro off >/dev/null",
-                s.vm_if
-            ),
-        )?;
+        if !offloads {
+            topo.sh(
+                s.ns,
+                &format!(
+                    "ethtool -K {} tx off tso off gso off gro off >/dev/null",
+                    s.vm_if
+                ),
+            )?;
+        }
     }
+    let off = if offloads {
+        ""
+    } else {
+        " && ethtool -K {dev} tx off tso off gso off gro off >/dev/null"
+    };
     for (ns, dev) in [(&topo.ns_a, &topo.a0), (&topo.ns_b, &topo.b0)] {
-        topo.sh(
-            ns,
-            &format!(
-                "ip link set {dev} mtu {VM_MTU} && ethtool -K {dev} tx off tso off gso off gro off >/dev/null"
-            ),
-        )?;
+        let line = format!(
+            "ip link set {dev} mtu {VM_MTU}{}",
+            off.replace("{dev}", dev)
+        );
+        topo.sh(ns, &line)?;
     }
     topo.host_rps(host_core)
 }
@@ -335,32 +389,87 @@ fn linux_vxlan(topo: &Topo, s: &Side<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The `hayate run` config of one host: the VM's port, the underlay, the VXLAN port (AF_PACKET
-/// ports without the virtio-net header: the VMs send no super-packets).
+/// Host `i`'s Hayate VTEP behind its TAP: `(VTEP address, TAP's kernel-side address, VTEP
+/// MAC, TAP MAC)`.
+fn tap_vtep(i: usize) -> (String, String, String, String) {
+    let n = 78 + i;
+    (
+        format!("192.168.{n}.1"),
+        format!("192.168.{n}.254"),
+        format!("02:00:00:00:{n:02x}:01"),
+        format!("02:00:00:00:{n:02x}:fe"),
+    )
+}
+
+/// Host `i`'s side of `hayate-tap`: the TAP `tap` made beforehand (its MAC is the tunnel's
+/// next hop), its kernel side addressed, Hayate's VTEP reachable through it (a static
+/// neighbour), forwarding on, and the route to the other host's VTEP over the underlay.
+fn tap_underlay(topo: &Topo, s: &Side<'_>, i: usize, tap: &str) -> Result<()> {
+    let (vtep, kernel, vtep_mac, tap_mac) = tap_vtep(i);
+    let other = 78 + (1 - i);
+    topo.sh(
+        s.ns,
+        &format!(
+            "ip tuntap add dev {tap} mode tap vnet_hdr && ip link set {tap} address {tap_mac} && \
+             sysctl -q -w net.ipv6.conf.{tap}.disable_ipv6=1 net.ipv4.ip_forward=1 && \
+             ip addr add {kernel}/24 dev {tap} && \
+             ip neigh replace {vtep} lladdr {vtep_mac} dev {tap} nud permanent && \
+             ip route add 192.168.{other}.0/24 via {}",
+            s.remote
+        ),
+    )?;
+    Ok(())
+}
+
+/// The `hayate run` config of host `i` for `hayate-tap`: the VM's port (with the virtio-net
+/// header when the VMs' offloads are on, so their super-packets stay whole), the TAP
+/// underlay, the VXLAN port from its VTEP to the other host's (static next hop: the TAP's
+/// kernel side).
+pub fn tap_config(vm_if: &str, tap: &str, i: usize, core: usize, offloads: bool) -> String {
+    let (vtep, _, vtep_mac, tap_mac) = tap_vtep(i);
+    let (remote, _, _, _) = tap_vtep(1 - i);
+    let vnet = if offloads { "" } else { ",vnet_hdr=off" };
+    format!(
+        "[[bridge]]\nname = \"br0\"\ncores = [{core}]\nflows = [\n  \
+         \"in_port=1,actions=output:3\",\n  \"in_port=3,actions=output:1\",\n]\n\
+         [[bridge.port]]\nname = \"vm\"\nspec = \"afpacket:{vm_if}{vnet}\"\n\
+         [[bridge.port]]\nname = \"underlay\"\nspec = \"tap:{tap}\"\n\
+         [[bridge.port]]\nname = \"vx\"\nspec = \"vxlan:remote={remote},local={vtep},vni={VNI},\
+         underlay={tap},nexthop_mac={tap_mac},local_mac={vtep_mac}\"\n"
+    )
+}
+
+/// The `hayate run` config of one host: the VM's port, the underlay, the VXLAN port. AF_PACKET
+/// ports go without the virtio-net header, except the VM's when its offloads are on (so its
+/// super-packets come whole; the tunnel cuts them before encapsulation).
 pub fn hayate_config(
     kind: &str,
     vm_if: &str,
     underlay_if: &str,
     remote: &str,
     core: usize,
+    offloads: bool,
 ) -> String {
     let o = if kind == "afpacket" {
         ",vnet_hdr=off"
     } else {
         ""
     };
+    let vm_o = if offloads { "" } else { o };
     format!(
         "[[bridge]]\nname = \"br0\"\ncores = [{core}]\nflows = [\n  \
          \"in_port=1,actions=output:3\",\n  \"in_port=3,actions=output:1\",\n]\n\
-         [[bridge.port]]\nname = \"vm\"\nspec = \"{kind}:{vm_if}{o}\"\n\
+         [[bridge.port]]\nname = \"vm\"\nspec = \"{kind}:{vm_if}{vm_o}\"\n\
          [[bridge.port]]\nname = \"underlay\"\nspec = \"{kind}:{underlay_if}{o}\"\n\
          [[bridge.port]]\nname = \"vx\"\nspec = \"vxlan:remote={remote},vni={VNI}\"\n"
     )
 }
 
-/// Starts Hayate on host `i`.
+/// Starts Hayate on host `i` with config `text` (overlay `kind`).
+#[allow(clippy::too_many_arguments)]
 fn start_hayate(
     hayate: &Path,
+    text: &str,
     kind: &str,
     s: &Side<'_>,
     i: usize,
@@ -369,10 +478,7 @@ fn start_hayate(
     dir: &Path,
 ) -> Result<Box<dyn Started>> {
     let cfg = dir.join(format!("host{}-{kind}.toml", i + 1));
-    std::fs::write(
-        &cfg,
-        hayate_config(kind, s.vm_if, s.underlay_if, s.remote, core),
-    )?;
+    std::fs::write(&cfg, text)?;
     let run_dir = dir.join(format!("host{}-run", i + 1));
     std::fs::create_dir_all(&run_dir)?;
     let err = dir.join(format!("host{}-{kind}.err", i + 1));
@@ -439,14 +545,28 @@ mod tests {
         let names: Vec<&str> = Overlay::ALL.iter().map(|o| o.name()).collect();
         assert_eq!(names, ["hayate-afpacket", "hayate-afxdp", "linux-vxlan"]);
         assert!(Overlay::HayateAfxdp.is_hayate() && !Overlay::LinuxVxlan.is_hayate());
-        let cfg = hayate_config("afpacket", "a1", "c1", "192.168.77.2", 1);
+        let cfg = hayate_config("afpacket", "a1", "c1", "192.168.77.2", 1, false);
         assert!(
             cfg.contains("spec = \"vxlan:remote=192.168.77.2,vni=42\""),
             "{cfg}"
         );
         assert!(cfg.contains("spec = \"afpacket:c1,vnet_hdr=off\""), "{cfg}");
         assert!(cfg.contains("cores = [1]"), "{cfg}");
-        let cfg = hayate_config("afxdp", "a1", "c1", "192.168.77.2", 1);
+        let cfg = hayate_config("afxdp", "a1", "c1", "192.168.77.2", 1, false);
         assert!(cfg.contains("spec = \"afxdp:c1\""), "{cfg}");
+        let cfg = tap_config("a1", "t0", 0, 1, true);
+        assert!(cfg.contains("spec = \"afpacket:a1\""), "{cfg}");
+        assert!(
+            cfg.contains(
+                "vxlan:remote=192.168.79.1,local=192.168.78.1,vni=42,underlay=t0,\
+                 nexthop_mac=02:00:00:00:4e:fe,local_mac=02:00:00:00:4e:01"
+            ),
+            "{cfg}"
+        );
+        assert!(tap_config("b1", "t1", 1, 1, false).contains("afpacket:b1,vnet_hdr=off"));
+        assert_eq!(Overlay::NAMED.len(), Overlay::ALL.len() + 1);
+        let cfg = hayate_config("afpacket", "a1", "c1", "192.168.77.2", 1, true);
+        assert!(cfg.contains("spec = \"afpacket:a1\"\n"), "{cfg}");
+        assert!(cfg.contains("spec = \"afpacket:c1,vnet_hdr=off\""), "{cfg}");
     }
 }

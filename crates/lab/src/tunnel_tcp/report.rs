@@ -91,6 +91,8 @@ pub struct Report {
     pub switch_cores: Vec<usize>,
     /// Whether those cores are shared (each Hayate then yields its core after an empty poll).
     pub shared_core: bool,
+    /// The VMs' offloads (`on`: they hand over TCP super-packets).
+    pub offloads: String,
     /// The load average when the run started.
     pub loadavg_at_start: String,
     /// Every stream, in the order run.
@@ -111,6 +113,7 @@ impl Report {
             host_core: args.host_core,
             switch_cores: args.switch_cores.clone(),
             shared_core: args.shares_cores(),
+            offloads: args.offloads.clone(),
             loadavg_at_start: crate::sys::host::loadavg(),
             runs: Vec::new(),
             summary: Vec::new(),
@@ -185,9 +188,10 @@ impl Report {
         let mut out = t.render();
         out += &format!(
             "  one iperf3 TCP stream VM A -> VM B per run, {} s, through VXLAN (VNI 42) between two hosts; \
-             VMs MTU 1450, offloads off; hosts' programs and receive processing (RPS) on core {}, switches on cores {:?} ({}); \
+             VMs MTU 1450, offloads {}; hosts' programs and receive processing (RPS) on core {}, switches on cores {:?} ({}); \
              load average at start {}\n",
             self.seconds,
+            self.offloads,
             self.host_core,
             self.switch_cores,
             if self.shared_core {
@@ -221,6 +225,7 @@ mod tests {
             pings: 10,
             host_core: 0,
             switch_cores: vec![1, 1],
+            offloads: "off".into(),
             json: None,
             workdir: None,
         }
