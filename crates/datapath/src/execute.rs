@@ -651,10 +651,11 @@ impl Executor {
     }
 
     /// The moving output of `pkt` to a tunnel, where the packet stays in its batch: the outer
-    /// headers go into its headroom and it stays (`true`). Otherwise it leaves the batch
-    /// (`false`): too big (counted, answered), a super-packet (its encapsulated segments are
-    /// queued on `port`), too little headroom (an encapsulated copy is queued), or headers
-    /// that do not fit (counted).
+    /// headers go into its headroom and it stays (`true`), a super-packet too where the
+    /// underlay's kernel cuts it whole ([`Executor::tunnel_whole`]). Otherwise it leaves the
+    /// batch (`false`): too big (counted, answered), a super-packet cut first (its
+    /// encapsulated segments are queued on `port`), too little headroom (an encapsulated copy
+    /// is queued), or headers that do not fit (counted).
     #[inline(always)]
     fn tunnel_in_place(
         &mut self,

@@ -64,13 +64,18 @@ fn per_flow(t: &Tunnels) {
 
 /// The headers the control side would resolve for `remote` and `vni` (next hop MAC 02::n).
 fn headers(remote: Ipv4Addr, vni: u32) -> EncapTemplate {
+    headers_csum(remote, vni, false)
+}
+
+/// [`headers`], with an outer UDP checksum when `csum`.
+fn headers_csum(remote: Ipv4Addr, vni: u32, csum: bool) -> EncapTemplate {
     let a = OuterAddrs {
         src_mac: [2, 0, 0, 0, 0, 2],
         dst_mac: [2, 0, 0, 0, 0, remote.octets()[3]],
         src: LOCAL.into(),
         dst: remote.into(),
     };
-    EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, false), &a).unwrap()
+    EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, csum), &a).unwrap()
 }
 
 fn dest(ofport: u32, remote: Ipv4Addr, vni: u32) -> FlowDest {
@@ -321,15 +326,7 @@ fn whole_fixture(csum: bool) -> (common::Fixture, Arc<Tunnels>) {
     );
     let t = f.dp.tunnels().clone();
     per_flow(&t);
-    let hdr = |remote: Ipv4Addr, vni| {
-        let a = OuterAddrs {
-            src_mac: [2, 0, 0, 0, 0, 2],
-            dst_mac: [2, 0, 0, 0, 0, remote.octets()[3]],
-            src: LOCAL.into(),
-            dst: remote.into(),
-        };
-        EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, csum), &a).unwrap()
-    };
+    let hdr = |remote, vni| headers_csum(remote, vni, csum);
     t.set_flow_outputs(vec![
         (dest(FLOW, REMOTE, 42), (UNDERLAY, hdr(REMOTE, 42), 1500)),
         (dest(FLOW, OTHER, 7), (UNDERLAY, hdr(OTHER, 7), 1500)),

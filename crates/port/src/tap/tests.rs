@@ -53,15 +53,21 @@ fn pump(rx: &mut dyn RxQueue, want: usize, pool: &Pool) -> (Vec<Vec<u8>>, u64) {
     (got, other)
 }
 
+/// A TAP port on a new device named after `tag`, IPv6 off on it, over a pool of `frames`.
+fn new_tap(tag: &str, frames: u32) -> (String, Pool, TapPort) {
+    let dev = name(tag);
+    let pool = Pool::with_frames(frames);
+    let tap = TapPort::new(&format!("tap:{dev}"), TapConfig::new(&dev), &pool).unwrap();
+    let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
+    (dev, pool, tap)
+}
+
 #[test]
 fn frames_go_through_the_device_both_ways() {
     if !root_or_skip("frames_go_through_the_device_both_ways") {
         return;
     }
-    let dev = name("a");
-    let pool = Pool::with_frames(512);
-    let tap = TapPort::new(&format!("tap:{dev}"), TapConfig::new(&dev), &pool).unwrap();
-    let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
+    let (dev, pool, tap) = new_tap("a", 512);
     // The device side: an AF_PACKET port on the tap sees what the tap port sends.
     let cfg = AfPacketConfig {
         prio: false,
@@ -107,10 +113,7 @@ fn a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it() {
     if !root_or_skip("a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it") {
         return;
     }
-    let dev = name("g");
-    let pool = Pool::with_frames(64);
-    let tap = TapPort::new(&format!("tap:{dev}"), TapConfig::new(&dev), &pool).unwrap();
-    let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
+    let (_dev, pool, tap) = new_tap("g", 64);
     assert_eq!(tap.udp_tunnel_gso(), kernel_has_tunnel_gso(), "the probe");
     if !tap.udp_tunnel_gso() {
         eprintln!("SKIPPED: this kernel (before 6.17) takes no UDP-tunnelled super-packets");
