@@ -43,6 +43,17 @@ pub const GSO_UDP_TUNNEL_IPV6: u8 = 0x40;
 /// probed (a kernel without it refuses the bit).
 pub const TUN_F_UDP_TUNNEL_GSO: u32 = 0x080;
 
+/// Whether the running kernel is Linux 6.17 or later, whose TUN/TAP takes UDP-tunnelled
+/// super-packets (from `/proc/sys/kernel/osrelease`). A TAP port probes the kernel itself;
+/// this is for tests that must know what to expect, and for messages.
+pub fn kernel_has_tunnel_gso() -> bool {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut v = r.trim().split(|c: char| !c.is_ascii_digit());
+    let major: u32 = v.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    let minor: u32 = v.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    (major, minor) >= (6, 17)
+}
+
 /// Ethernet header length (the outer headers carry no VLAN tag).
 const ETH: usize = 14;
 /// UDP header length.

@@ -99,22 +99,17 @@ fn frames_go_through_the_device_both_ways() {
     assert_eq!((s.rx_packets, s.tx_packets), (20 + chatter, 20));
 }
 
-/// Whether this kernel is Linux 6.17 or later (TUN/TAP takes UDP-tunnelled super-packets).
-fn kernel_has_tunnel_gso() -> bool {
-    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut v = r.trim().split(|c: char| !c.is_ascii_digit());
-    let major: u32 = v.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-    let minor: u32 = v.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-    (major, minor) >= (6, 17)
-}
-
 #[test]
 fn a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it() {
     if !root_or_skip("a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it") {
         return;
     }
     let (_dev, pool, tap) = new_tap("g", 64);
-    assert_eq!(tap.udp_tunnel_gso(), kernel_has_tunnel_gso(), "the probe");
+    assert_eq!(
+        tap.udp_tunnel_gso(),
+        crate::vnet_tnl::kernel_has_tunnel_gso(),
+        "the probe"
+    );
     if !tap.udp_tunnel_gso() {
         eprintln!("SKIPPED: this kernel (before 6.17) takes no UDP-tunnelled super-packets");
         return;
