@@ -8,8 +8,9 @@
 //! test runs it on stable Rust: what a host or a VM hands an AF_PACKET or TAP port — a
 //! virtio-net header and a frame, both untrusted — through the receive path
 //! ([`vnet::deliver`], whole and segmented), then super-packets kept whole cut again
-//! ([`vnet::segment_into`]) and sent back with a header ([`vnet::tx_header`]). Nothing may
-//! panic, and every frame taken from the pool must come back to it.
+//! ([`vnet::segment_into`]) and sent back with a header ([`vnet::tx_header`]), and
+//! encapsulated whole in VXLAN and given the tunnel header ([`crate::vnet_tnl::tx_header`]).
+//! Nothing may panic, and every frame taken from the pool must come back to it.
 
 use std::cell::RefCell;
 
@@ -105,11 +106,46 @@ fn check_and_send(batch: &mut Batch, cache: &mut PoolCache) {
             }
             let mut pkt = pkt;
             let _ = vnet::tx_header(&mut pkt);
+            encapsulate_whole(&mut pkt);
             cache.free(pkt);
         } else {
             cache.free(pkt);
         }
     }
+}
+
+/// Outer Ethernet, IPv4 (no options, UDP), UDP (port 4789, no checksum) and VXLAN headers
+/// (lengths left zero: the tunnel header's request does not read them).
+const OUTER: [u8; 50] = [
+    2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00, 0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0,
+    192, 0, 2, 1, 192, 0, 2, 2, 0xc3, 0x50, 0x12, 0xb5, 0, 0, 0, 0, 0x08, 0, 0, 0, 0, 0, 42, 0,
+];
+
+/// Encapsulates super-packet `pkt` whole as a tunnel does for a TAP underlay
+/// ([`crate::vnet_tnl`]): the outer headers pushed, the request marking their length. The
+/// tunnel header must then answer or refuse, and the short header and software segmentation
+/// must refuse.
+fn encapsulate_whole(pkt: &mut packet::Packet) {
+    let Some(g) = pkt.gso() else {
+        return;
+    };
+    let Some(front) = pkt.push_front(OUTER.len()) else {
+        return;
+    };
+    front.copy_from_slice(&OUTER);
+    pkt.set_gso(Some(packet::Gso { outer: 50, ..g }));
+    if let Ok(b) = crate::vnet_tnl::tx_header(pkt) {
+        let len = pkt.len();
+        assert!(
+            usize::from(u16::from_ne_bytes([b[2], b[3]])) <= len,
+            "hdr_len"
+        );
+        assert!(
+            usize::from(u16::from_le_bytes([b[22], b[23]])) < len,
+            "inner_nh"
+        );
+    }
+    assert_eq!(vnet::tx_header(pkt), Err(vnet::VnetError::Tunnelled));
 }
 
 #[cfg(test)]
