@@ -99,6 +99,19 @@ fn frames_go_through_the_device_both_ways() {
     assert_eq!((s.rx_packets, s.tx_packets), (20 + chatter, 20));
 }
 
+/// `frame` in a frame of `cache` marked as a super-packet encapsulated whole in VXLAN over
+/// IPv4 (50 bytes of outer headers, MSS 1398).
+fn tunnelled(cache: &mut packet::PoolCache, frame: &[u8]) -> packet::Packet {
+    let mut p = cache.alloc_copy(frame).unwrap();
+    assert!(p.set_gso(Some(packet::Gso {
+        v6: false,
+        ecn: false,
+        mss: 1398,
+        outer: 50,
+    })));
+    p
+}
+
 #[test]
 fn a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it() {
     if !root_or_skip("a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it") {
@@ -119,15 +132,8 @@ fn a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it() {
     // does not match, which the port would count as an error.
     let f = crate::vnet_tnl::tests::vxlan_v4(&crate::vnet_tnl::tests::inner(5000));
     let mut cache = pool.cache();
-    let mut p = cache.alloc_copy(&f).unwrap();
-    assert!(p.set_gso(Some(packet::Gso {
-        v6: false,
-        ecn: false,
-        mss: 1398,
-        outer: 50,
-    })));
     let mut b = Batch::new();
-    b.push(p).unwrap();
+    b.push(tunnelled(&mut cache, &f)).unwrap();
     let mut t_tx = tap.open_tx(0).unwrap();
     assert_eq!(t_tx.send(&mut b), 1);
     let s = tap.stats();
@@ -135,14 +141,7 @@ fn a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it() {
     // Outer headers that do not say UDP: refused by the port before the kernel sees them.
     let mut g = f.clone();
     g[23] = 6;
-    let mut p = cache.alloc_copy(&g).unwrap();
-    assert!(p.set_gso(Some(packet::Gso {
-        v6: false,
-        ecn: false,
-        mss: 1398,
-        outer: 50,
-    })));
-    b.push(p).unwrap();
+    b.push(tunnelled(&mut cache, &g)).unwrap();
     assert_eq!(t_tx.send(&mut b), 0);
     assert_eq!(tap.stats().tx_errors, 1);
     // With tunnel_gso=off the port takes none: the same packet is an error there.
@@ -153,14 +152,7 @@ fn a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it() {
     };
     let off = TapPort::new(&format!("tap:{dev}"), cfg, &pool).unwrap();
     assert!(!off.udp_tunnel_gso());
-    let mut p = cache.alloc_copy(&f).unwrap();
-    assert!(p.set_gso(Some(packet::Gso {
-        v6: false,
-        ecn: false,
-        mss: 1398,
-        outer: 50,
-    })));
-    b.push(p).unwrap();
+    b.push(tunnelled(&mut cache, &f)).unwrap();
     assert_eq!(off.open_tx(0).unwrap().send(&mut b), 0);
     assert_eq!(off.stats().tx_errors, 1);
 }
