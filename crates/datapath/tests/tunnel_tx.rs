@@ -64,18 +64,34 @@ fn per_flow(t: &Tunnels) {
 
 /// The headers the control side would resolve for `remote` and `vni` (next hop MAC 02::n).
 fn headers(remote: Ipv4Addr, vni: u32) -> EncapTemplate {
-    headers_csum(remote, vni, false)
+    headers_of(remote, &Encap::new(TunnelKind::Vxlan, vni, false))
 }
 
-/// [`headers`], with an outer UDP checksum when `csum`.
-fn headers_csum(remote: Ipv4Addr, vni: u32, csum: bool) -> EncapTemplate {
+/// The headers of `encap` towards `remote` (next hop MAC 02::n).
+fn headers_of(remote: Ipv4Addr, encap: &Encap) -> EncapTemplate {
     let a = OuterAddrs {
         src_mac: [2, 0, 0, 0, 0, 2],
         dst_mac: [2, 0, 0, 0, 0, remote.octets()[3]],
         src: LOCAL.into(),
         dst: remote.into(),
     };
-    EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, csum), &a).unwrap()
+    EncapTemplate::new(encap, &a).unwrap()
+}
+
+/// VXLAN with an outer UDP checksum.
+fn vxlan_csum(vni: u32) -> Encap {
+    Encap {
+        udp_csum: true,
+        ..Encap::new(TunnelKind::Vxlan, vni, false)
+    }
+}
+
+/// Geneve with one 8-byte option (class 0xffff, type 1).
+fn geneve_opt(vni: u32) -> Encap {
+    Encap {
+        options: vec![0xff, 0xff, 0x01, 0x01, 0x11, 0x22, 0x33, 0x44],
+        ..Encap::new(TunnelKind::Geneve, vni, false)
+    }
 }
 
 fn dest(ofport: u32, remote: Ipv4Addr, vni: u32) -> FlowDest {
@@ -307,9 +323,8 @@ fn a_super_packet_into_a_tunnel_leaves_as_encapsulated_segments_with_valid_check
 
 /// A fixture whose underlay (port 1) cuts UDP-tunnelled super-packets, with the flows of
 /// the test above: from port 2, the tunnel to REMOTE (a copy), a plain output to port 3,
-/// the tunnel to OTHER (the packet itself); the tunnels' outer headers with UDP checksums
-/// when `csum`.
-fn whole_fixture(csum: bool) -> (common::Fixture, Arc<Tunnels>) {
+/// the tunnel to OTHER (the packet itself); the tunnels' encapsulation `encap(vni)`.
+fn whole_fixture(encap: fn(u32) -> Encap) -> (common::Fixture, Arc<Tunnels>) {
     let f = common::fixture_ports(
         3,
         DpConfig::default(),
@@ -326,7 +341,7 @@ fn whole_fixture(csum: bool) -> (common::Fixture, Arc<Tunnels>) {
     );
     let t = f.dp.tunnels().clone();
     per_flow(&t);
-    let hdr = |remote, vni| headers_csum(remote, vni, csum);
+    let hdr = |remote, vni| headers_of(remote, &encap(vni));
     t.set_flow_outputs(vec![
         (dest(FLOW, REMOTE, 42), (UNDERLAY, hdr(REMOTE, 42), 1500)),
         (dest(FLOW, OTHER, 7), (UNDERLAY, hdr(OTHER, 7), 1500)),
@@ -353,7 +368,7 @@ fn send_super(f: &mut common::Fixture, mss: u16) -> Vec<u8> {
 
 #[test]
 fn a_super_packet_goes_whole_to_an_underlay_whose_kernel_cuts_tunnelled_ones() {
-    let (mut f, t) = whole_fixture(false);
+    let (mut f, t) = whole_fixture(|vni| Encap::new(TunnelKind::Vxlan, vni, false));
     let frame = send_super(&mut f, 1398);
     // What the underlay got: one packet per tunnel output, each the super-packet whole
     // behind its outer headers, marked with the request and the outer headers' length.
@@ -410,9 +425,37 @@ fn a_super_packet_goes_whole_to_an_underlay_whose_kernel_cuts_tunnelled_ones() {
 }
 
 #[test]
+fn a_geneve_super_packet_with_options_goes_whole_with_its_longer_outer_headers() {
+    let (mut f, _t) = whole_fixture(geneve_opt);
+    let frame = send_super(&mut f, 1390);
+    let mut b = Batch::new();
+    f.peers[0].rx.recv(&mut b);
+    let got: Vec<Option<Gso>> = b.as_slice().iter().map(|p| p.gso()).collect();
+    let inner: Vec<Vec<u8>> = b
+        .as_slice()
+        .iter()
+        .map(|p| p.data()[58..].to_vec())
+        .collect();
+    b.free_into(&mut f.cache);
+    // Ethernet 14 + IPv4 20 + UDP 8 + Geneve 8 + one option 8.
+    let want = Gso {
+        v6: false,
+        ecn: false,
+        mss: 1390,
+        outer: 58,
+    };
+    assert_eq!(got, vec![Some(want), Some(want)]);
+    assert!(
+        inner.iter().all(|i| *i == frame),
+        "the inner super-packet after the options"
+    );
+    assert_eq!(f.stats()[Counter::GsoTunnelled], 2);
+}
+
+#[test]
 fn a_super_packet_is_cut_first_where_it_cannot_go_whole() {
     // Outer UDP checksums (computed over the whole datagram: not offloadable).
-    let (mut f, _t) = whole_fixture(true);
+    let (mut f, _t) = whole_fixture(vxlan_csum);
     send_super(&mut f, 1398);
     let n = 20_000usize.div_ceil(1398);
     assert_eq!(f.collect(UNDERLAY).len(), 2 * n);
@@ -420,7 +463,7 @@ fn a_super_packet_is_cut_first_where_it_cannot_go_whole() {
     assert_eq!((s[Counter::GsoTunnelled], s[Counter::GsoSegmented]), (0, 2));
     // Segments that would not fit the underlay's MTU after the outer headers: cut (and the
     // segments counted too big) rather than handed to the kernel whole.
-    let (mut f, t) = whole_fixture(false);
+    let (mut f, t) = whole_fixture(|vni| Encap::new(TunnelKind::Vxlan, vni, false));
     send_super(&mut f, 1440);
     let sent = f.collect(UNDERLAY);
     // Only each tunnel's last, shorter segment (20,000 - 13 × 1440 bytes) fits.
