@@ -40,7 +40,7 @@ pub(crate) fn vxlan_v4(inner: &[u8]) -> Vec<u8> {
 }
 
 /// The same over IPv6 (2001:db8::1 → 2001:db8::2): 70 bytes of outer headers.
-fn vxlan_v6(inner: &[u8]) -> Vec<u8> {
+pub(crate) fn vxlan_v6(inner: &[u8]) -> Vec<u8> {
     let mut f = vec![0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x86, 0xdd];
     let pl = (8 + 8 + inner.len()) as u16;
     f.extend_from_slice(&[0x60, 0, 0, 0]);

@@ -102,12 +102,17 @@ fn frames_go_through_the_device_both_ways() {
 /// `frame` in a frame of `cache` marked as a super-packet encapsulated whole in VXLAN over
 /// IPv4 (50 bytes of outer headers, MSS 1398).
 fn tunnelled(cache: &mut packet::PoolCache, frame: &[u8]) -> packet::Packet {
+    tunnelled_by(cache, frame, 50)
+}
+
+/// `frame` marked as a super-packet encapsulated whole behind `outer` bytes of headers.
+fn tunnelled_by(cache: &mut packet::PoolCache, frame: &[u8], outer: u8) -> packet::Packet {
     let mut p = cache.alloc_copy(frame).unwrap();
     assert!(p.set_gso(Some(packet::Gso {
         v6: false,
         ecn: false,
         mss: 1398,
-        outer: 50,
+        outer,
     })));
     p
 }
@@ -138,6 +143,12 @@ fn a_tunnelled_super_packet_is_taken_whole_where_the_kernel_can_cut_it() {
     assert_eq!(t_tx.send(&mut b), 1);
     let s = tap.stats();
     assert_eq!((s.tx_packets, s.tx_errors), (1, 0));
+    // The same over IPv6 (70 bytes of outer headers, GSO_UDP_TUNNEL_IPV6).
+    let f6 = crate::vnet_tnl::tests::vxlan_v6(&crate::vnet_tnl::tests::inner(5000));
+    b.push(tunnelled_by(&mut cache, &f6, 70)).unwrap();
+    assert_eq!(t_tx.send(&mut b), 1);
+    let s = tap.stats();
+    assert_eq!((s.tx_packets, s.tx_errors), (2, 0));
     // Outer headers that do not say UDP: refused by the port before the kernel sees them.
     let mut g = f.clone();
     g[23] = 6;
