@@ -695,12 +695,34 @@ impl Executor {
         false
     }
 
-    /// Encapsulates super-packet `pkt` whole, in place, for `out`'s underlay `port` to have
-    /// its kernel cut ([`packet::Gso::outer`] then says how long the outer headers are), when
-    /// that can be done: the port's kernel cuts tunnelled super-packets
-    /// ([`TxPort::cutting_tunnelled`]), the tunnel has no outer UDP checksum, each segment
-    /// will fit the underlay's MTU, and the whole fits an IP packet and the headroom.
-    /// Otherwise `false`, `pkt` unchanged (the caller cuts it first).
+    /// The outer headers' length when super-packet `pkt` can be encapsulated whole for
+    /// `out`'s underlay `port` to have its kernel cut: the port's kernel cuts tunnelled
+    /// super-packets ([`TxPort::cutting_tunnelled`]), the tunnel has no outer UDP checksum,
+    /// and each segment will fit the underlay's MTU. `None` otherwise (it is cut first).
+    fn whole_outer(&self, pkt: &Packet, out: &TunnelOutput, port: u16) -> Option<u8> {
+        let t = &out.template;
+        let g = pkt.gso()?;
+        let takes = self.tx.get(usize::from(port)).is_some_and(|p| p.tunnel_gso);
+        if !takes || t.udp_csum() || g.outer != 0 {
+            return None;
+        }
+        // A segment: the inner headers (through TCP's, by its data offset) and one MSS.
+        let l4 = usize::from(pkt.meta.l4_off);
+        let doff = match pkt.data().get(l4 + 12) {
+            Some(&b) if l4 != 0 => usize::from(b >> 4) * 4,
+            _ => return None,
+        };
+        let segment = l4 + doff + usize::from(g.mss) + t.overhead();
+        if segment > usize::from(out.mtu) + ETH_HEADER {
+            return None;
+        }
+        u8::try_from(t.overhead()).ok()
+    }
+
+    /// Encapsulates super-packet `pkt` whole, in place, when [`Executor::whole_outer`] allows
+    /// and the whole fits an IP packet and the headroom; [`packet::Gso::outer`] then says how
+    /// long the outer headers are. Otherwise `false`, `pkt` unchanged (the caller cuts it
+    /// first).
     fn tunnel_whole(
         &mut self,
         pkt: &mut Packet,
@@ -709,24 +731,10 @@ impl Executor {
         port: u16,
         st: &mut LocalStats,
     ) -> bool {
-        let t = &out.template;
-        let (Some(g), Ok(outer)) = (pkt.gso(), u8::try_from(t.overhead())) else {
+        let (Some(outer), Some(g)) = (self.whole_outer(pkt, out, port), pkt.gso()) else {
             return false;
         };
-        let takes = self.tx.get(usize::from(port)).is_some_and(|p| p.tunnel_gso);
-        if !takes || t.udp_csum() || g.outer != 0 {
-            return false;
-        }
-        // A segment: the inner headers (through TCP's, by its data offset) and one MSS.
-        let l4 = usize::from(pkt.meta.l4_off);
-        let Some(&doff) = pkt.data().get(l4 + 12) else {
-            return false;
-        };
-        let segment = l4 + usize::from(doff >> 4) * 4 + usize::from(g.mss);
-        if l4 == 0 || segment + t.overhead() > usize::from(out.mtu) + ETH_HEADER {
-            return false;
-        }
-        if t.push(pkt, hash, 0).is_err() {
+        if out.template.push(pkt, hash, 0).is_err() {
             return false;
         }
         pkt.set_gso(Some(packet::Gso { outer, ..g }));
@@ -736,10 +744,11 @@ impl Executor {
 
     /// Output of super-packet `pkt` to a tunnel: an encapsulated copy kept whole where the
     /// underlay's kernel cuts it ([`Executor::tunnel_whole`]), else its encapsulated segments
-    /// ([`Executor::tunnel_segments`]). `pkt` is left as it was.
+    /// ([`Executor::tunnel_segments`]). `pkt` is left as it was; the 64 KiB copy is made only
+    /// when it can go whole.
     #[cold]
     fn tunnel_super(&mut self, pkt: &Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
-        if self.tx.get(usize::from(port)).is_some_and(|p| p.tunnel_gso) {
+        if self.whole_outer(pkt, out, port).is_some() {
             if let Some(mut c) = self.copy(pkt, usize::MAX) {
                 if self.tunnel_whole(&mut c, tunnel_hash(pkt), out, port, st) {
                     let inner = c.len() - out.template.overhead();

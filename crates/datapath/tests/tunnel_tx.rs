@@ -255,39 +255,9 @@ fn checksums_ok(f: &[u8]) -> bool {
 #[test]
 fn a_super_packet_into_a_tunnel_leaves_as_encapsulated_segments_with_valid_checksums() {
     // The tunnel first (a copy, cut), then again as the last output (the packet, cut).
-    let mut f = fixture(
-        3,
-        DpConfig::default(),
-        Box::new(|_, out| {
-            out.mask = mask_of(&[Field::InPort]);
-            out.actions.extend(to(REMOTE, 42, FLOW));
-            out.actions.push(DpAction::Output(3));
-            out.actions.extend(to(OTHER, 7, FLOW));
-        }),
-    );
-    let t = f.dp.tunnels().clone();
-    per_flow(&t);
-    t.set_flow_outputs(vec![
-        (
-            dest(FLOW, REMOTE, 42),
-            (UNDERLAY, headers(REMOTE, 42), 1500),
-        ),
-        (dest(FLOW, OTHER, 7), (UNDERLAY, headers(OTHER, 7), 1500)),
-    ]);
     // MSS 1398: segments of 1452 bytes fit a 1500-byte underlay after 50 bytes of headers.
-    let gso = Gso {
-        v6: false,
-        ecn: false,
-        mss: 1398,
-        outer: 0,
-    };
-    let frame = super_frame(20_000);
-    let mut p = f.cache.alloc_copy(&frame).unwrap();
-    assert!(p.set_gso(Some(gso)));
-    let mut batch = Batch::new();
-    batch.push(p).unwrap();
-    assert_eq!(f.peers[1].tx.send(&mut batch), 1);
-    f.poll();
+    let (mut f, t) = tunnel_fixture(vxlan, false);
+    let frame = send_super(&mut f, 1398);
     let got = received(&f.collect(UNDERLAY));
     let n = 20_000usize.div_ceil(1398);
     assert_eq!(got.len(), 2 * n, "every segment, once per tunnel output");
@@ -321,10 +291,15 @@ fn a_super_packet_into_a_tunnel_leaves_as_encapsulated_segments_with_valid_check
     assert!(!f.collect(3).is_empty(), "the plain output happens");
 }
 
-/// A fixture whose underlay (port 1) cuts UDP-tunnelled super-packets, with the flows of
-/// the test above: from port 2, the tunnel to REMOTE (a copy), a plain output to port 3,
-/// the tunnel to OTHER (the packet itself); the tunnels' encapsulation `encap(vni)`.
-fn whole_fixture(encap: fn(u32) -> Encap) -> (common::Fixture, Arc<Tunnels>) {
+/// Plain VXLAN.
+fn vxlan(vni: u32) -> Encap {
+    Encap::new(TunnelKind::Vxlan, vni, false)
+}
+
+/// A fixture with flows from port 2: the tunnel to REMOTE (a copy), a plain output to port
+/// 3, the tunnel to OTHER (the packet itself); the tunnels' encapsulation `encap(vni)`; the
+/// underlay (port 1) cuts UDP-tunnelled super-packets when `underlay_cuts`.
+fn tunnel_fixture(encap: fn(u32) -> Encap, underlay_cuts: bool) -> (common::Fixture, Arc<Tunnels>) {
     let f = common::fixture_ports(
         3,
         DpConfig::default(),
@@ -337,7 +312,7 @@ fn whole_fixture(encap: fn(u32) -> Encap) -> (common::Fixture, Arc<Tunnels>) {
         None,
         1,
         256,
-        &|p, end| end.set_udp_tunnel_gso(p == UNDERLAY),
+        &|p, end| end.set_udp_tunnel_gso(underlay_cuts && p == UNDERLAY),
     );
     let t = f.dp.tunnels().clone();
     per_flow(&t);
@@ -368,7 +343,7 @@ fn send_super(f: &mut common::Fixture, mss: u16) -> Vec<u8> {
 
 #[test]
 fn a_super_packet_goes_whole_to_an_underlay_whose_kernel_cuts_tunnelled_ones() {
-    let (mut f, t) = whole_fixture(|vni| Encap::new(TunnelKind::Vxlan, vni, false));
+    let (mut f, t) = tunnel_fixture(vxlan, true);
     let frame = send_super(&mut f, 1398);
     // What the underlay got: one packet per tunnel output, each the super-packet whole
     // behind its outer headers, marked with the request and the outer headers' length.
@@ -426,7 +401,7 @@ fn a_super_packet_goes_whole_to_an_underlay_whose_kernel_cuts_tunnelled_ones() {
 
 #[test]
 fn a_geneve_super_packet_with_options_goes_whole_with_its_longer_outer_headers() {
-    let (mut f, _t) = whole_fixture(geneve_opt);
+    let (mut f, _t) = tunnel_fixture(geneve_opt, true);
     let frame = send_super(&mut f, 1390);
     let mut b = Batch::new();
     f.peers[0].rx.recv(&mut b);
@@ -455,7 +430,7 @@ fn a_geneve_super_packet_with_options_goes_whole_with_its_longer_outer_headers()
 #[test]
 fn a_super_packet_is_cut_first_where_it_cannot_go_whole() {
     // Outer UDP checksums (computed over the whole datagram: not offloadable).
-    let (mut f, _t) = whole_fixture(vxlan_csum);
+    let (mut f, _t) = tunnel_fixture(vxlan_csum, true);
     send_super(&mut f, 1398);
     let n = 20_000usize.div_ceil(1398);
     assert_eq!(f.collect(UNDERLAY).len(), 2 * n);
@@ -463,7 +438,7 @@ fn a_super_packet_is_cut_first_where_it_cannot_go_whole() {
     assert_eq!((s[Counter::GsoTunnelled], s[Counter::GsoSegmented]), (0, 2));
     // Segments that would not fit the underlay's MTU after the outer headers: cut (and the
     // segments counted too big) rather than handed to the kernel whole.
-    let (mut f, t) = whole_fixture(|vni| Encap::new(TunnelKind::Vxlan, vni, false));
+    let (mut f, t) = tunnel_fixture(vxlan, true);
     send_super(&mut f, 1440);
     let sent = f.collect(UNDERLAY);
     // Only each tunnel's last, shorter segment (20,000 - 13 × 1440 bytes) fits.

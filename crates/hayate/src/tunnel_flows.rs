@@ -59,6 +59,21 @@ pub fn underlay_routed(underlays: &[Underlay], ifname: &str) -> Option<u32> {
         .map(|u| u.ofport)
 }
 
+/// `Err` when the named underlay port `named` is a TAP and so needs the next hop given: what
+/// it sends, this host's kernel receives, so the kernel's route to the remote (which leaves by
+/// another interface) says nothing about the frames Hayate must write into it.
+pub fn needs_static_hop(underlays: &[Underlay], named: Option<u32>) -> Result<(), String> {
+    match named.and_then(|u| underlays.iter().find(|p| p.ofport == u)) {
+        Some(p) if !p.routed && p.ifname.is_some() => Err(format!(
+            "underlay {} is a TAP: give the tunnel its next hop, local=IP and \
+             nexthop_mac=<the TAP's kernel-side MAC> (docs/tunnels.md, \
+             \"Underlay through the host's kernel\")",
+            p.name
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Resolves the output of a tunnel with `spec` towards `remote` with tunnel id `vni`: the
 /// next hop from the kernel (or from `static_hop`, the spec's `nexthop_mac=`, when it has
 /// `local=` and a named underlay), the underlay port (`named`, else the bridge port the route
@@ -79,9 +94,12 @@ pub fn resolve_output(
                 port.map_or(("?", None), |p| (p.name.as_str(), p.ifname.as_deref()));
             s.next_hop(remote, local, name, ifname)?
         }
-        _ => resolver
-            .resolve(remote, spec.local)
-            .map_err(|e| e.to_string())?,
+        _ => {
+            needs_static_hop(underlays, named)?;
+            resolver
+                .resolve(remote, spec.local)
+                .map_err(|e| e.to_string())?
+        }
     };
     let underlay = match named.or_else(|| underlay_routed(underlays, &hop.ifname)) {
         Some(u) => u,

@@ -581,6 +581,14 @@ mod tests {
         assert_eq!(crate::tunnel_flows::underlay_named(&all, "vtep0"), Some(3));
         assert_eq!(crate::tunnel_flows::underlay_routed(&all, "vtep0"), None);
         assert_eq!(crate::tunnel_flows::underlay_routed(&all, "eth1"), Some(1));
+        // A tunnel over the TAP must be given its next hop; over a NIC the kernel's serves.
+        let err = crate::tunnel_flows::needs_static_hop(&all, Some(3)).unwrap_err();
+        assert!(
+            err.contains("underlay p3 is a TAP") && err.contains("nexthop_mac="),
+            "{err}"
+        );
+        assert!(crate::tunnel_flows::needs_static_hop(&all, Some(1)).is_ok());
+        assert!(crate::tunnel_flows::needs_static_hop(&all, None).is_ok());
     }
 
     /// With a day between periodic passes, a per-flow destination the datapath asks for is
