@@ -45,6 +45,11 @@ pub struct DpConfig {
     /// After a published flow change, keep the megaflows it cannot affect
     /// ([`crate::revalidate`]); false: every change empties every cache (for comparison).
     pub revalidate: bool,
+    /// Receive offload for ports that take super-packets (virtio-net headers: AF_PACKET with
+    /// `vnet_hdr`, TAP, vhost-user): consecutive TCP segments of one flow in a batch bound
+    /// for such a port are joined into one super-packet ([`port::coalesce`]), as Linux's
+    /// GRO joins them before a bridge hands them to a VM. False: they go one by one.
+    pub gro: bool,
 }
 
 impl Default for DpConfig {
@@ -64,6 +69,7 @@ impl Default for DpConfig {
             packet_in_port_burst: 100,
             idle: IdleConfig::default(),
             revalidate: true,
+            gro: true,
         }
     }
 }

@@ -365,7 +365,8 @@ impl Datapath {
         let mut tx: Vec<Vec<TxPort>> = (0..nthreads).map(|_| Vec::new()).collect();
         for (ofport, p) in &self.ports {
             let segment = supers && !p.capabilities().vnet_hdr;
-            let entries = tx_entries(&**p, *ofport, nthreads, lane, segment)?;
+            let gro = self.config.gro && p.capabilities().vnet_hdr;
+            let entries = tx_entries(&**p, *ofport, nthreads, lane, segment, gro)?;
             for (table, entry) in tx.iter_mut().zip(entries) {
                 table.push(entry);
             }
@@ -425,6 +426,7 @@ impl Datapath {
             &self.ports,
             self.policers.clone(),
             self.shapers.clone(),
+            self.config.gro,
         );
         let stop = Arc::new(AtomicBool::new(false));
         // One eventfd wakes every sleeping thread when the datapath stops, so a sleep need

@@ -135,20 +135,45 @@ impl TxSlot {
     }
 }
 
-/// Offers `b` to `slot`, counts what was sent, frees and counts as dropped what was not. With
-/// `segment` (the port cannot take super-packets), super-packets are cut first.
+/// How a port takes super-packets ([`packet::gso`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Supers {
+    /// It cannot: they are cut first.
+    Cut,
+    /// It can, and they are passed as they are.
+    Take,
+    /// It can, and TCP segments bound for it are joined into them ([`port::coalesce`]).
+    Join,
+}
+
+/// Offers `b` to `slot`, counts what was sent, frees and counts as dropped what was not.
+/// Super-packets are cut first, or segments joined first, as `supers` says.
 #[inline]
 fn send_counted(
     slot: &mut TxSlot,
-    segment: bool,
+    supers: Supers,
     b: &mut Batch,
     cache: &mut PoolCache,
     st: &mut LocalStats,
 ) {
-    if segment && b.as_slice().iter().any(|p| p.is_gso()) {
-        return send_segmenting(slot, b, cache, st);
+    match supers {
+        Supers::Cut if b.as_slice().iter().any(|p| p.is_gso()) => {
+            return send_segmenting(slot, b, cache, st)
+        }
+        Supers::Join if b.len() > 1 => join(b, cache, st),
+        _ => {}
     }
     send_plain(slot, b, cache, st);
+}
+
+/// Joins `b`'s runs of TCP segments into super-packets ([`port::coalesce`]), counted.
+#[inline(never)]
+fn join(b: &mut Batch, cache: &mut PoolCache, st: &mut LocalStats) {
+    let j = port::coalesce::coalesce(b, cache);
+    if j.supers > 0 {
+        st.add(Counter::GroSupers, u64::from(j.supers));
+        st.add(Counter::GroSegments, u64::from(j.segments));
+    }
 }
 
 /// [`send_counted`] for a batch with no super-packet for this port.
@@ -222,8 +247,9 @@ pub struct TxPort {
     /// OpenFlow port number.
     pub ofport: u32,
     slot: TxSlot,
-    /// Super-packets are cut before they reach this port (see [`TxPort::segmenting`]).
-    segment: bool,
+    /// Whether super-packets are cut before they reach this port, or segments joined (see
+    /// [`TxPort::segmenting`], [`TxPort::joining`]).
+    supers: Supers,
     /// The port's kernel cuts super-packets encapsulated whole in a UDP tunnel (see
     /// [`TxPort::cutting_tunnelled`]).
     tunnel_gso: bool,
@@ -240,7 +266,7 @@ impl TxPort {
         TxPort {
             ofport,
             slot,
-            segment: false,
+            supers: Supers::Take,
             tunnel_gso: false,
             buf: Batch::new(),
             shaper: None,
@@ -258,7 +284,16 @@ impl TxPort {
     /// port: set for a port without virtio-net headers when another port may deliver
     /// super-packets.
     pub fn segmenting(mut self, on: bool) -> TxPort {
-        self.segment = on;
+        self.supers = if on { Supers::Cut } else { Supers::Take };
+        self
+    }
+
+    /// Whether TCP segments bound for this port, which takes super-packets, are joined into
+    /// them first ([`crate::DpConfig::gro`], [`port::coalesce`]).
+    pub fn joining(mut self, on: bool) -> TxPort {
+        if on {
+            self.supers = Supers::Join;
+        }
         self
     }
 
@@ -892,7 +927,7 @@ impl Executor {
             self.tap
                 .offer(t.ofport, false, t.buf.as_slice(), self.now_ns);
         }
-        send_counted(&mut t.slot, t.segment, &mut t.buf, &mut self.cache, st);
+        send_counted(&mut t.slot, t.supers, &mut t.buf, &mut self.cache, st);
     }
 
     /// Sends a whole batch whose packets all go to tx table entry `port` unchanged (a megaflow
@@ -917,7 +952,7 @@ impl Executor {
                 self.tap
                     .offer(t.ofport, false, batch.as_slice(), self.now_ns);
             }
-            send_counted(&mut t.slot, t.segment, batch, &mut self.cache, st);
+            send_counted(&mut t.slot, t.supers, batch, &mut self.cache, st);
             return;
         }
         for pkt in batch.drain() {
@@ -990,7 +1025,7 @@ impl Executor {
     /// Cuts super-packets before they reach `ofport` (a port with virtio-net headers joined).
     pub(crate) fn set_segmenting(&mut self, ofport: u32) {
         for t in self.tx.iter_mut().filter(|t| t.ofport == ofport) {
-            t.segment = true;
+            t.supers = Supers::Cut;
         }
     }
 

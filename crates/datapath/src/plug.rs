@@ -186,6 +186,8 @@ pub(crate) struct Plugboard {
     ports: Vec<(u32, Arc<dyn Port>)>,
     /// Some port has virtio-net headers (so others cut super-packets).
     supers: bool,
+    /// Ports with virtio-net headers get TCP segments joined ([`crate::DpConfig::gro`]).
+    gro: bool,
     /// Each port's ingress policer, also for ports plugged in later.
     policers: Arc<Policers>,
     /// Each port's egress queues, also for ports plugged in later.
@@ -200,6 +202,7 @@ impl Plugboard {
         ports: &[(u32, Arc<dyn Port>)],
         policers: Arc<Policers>,
         shapers: Arc<Shapers>,
+        gro: bool,
     ) -> Plugboard {
         for (ofport, port) in ports {
             policers.port(*ofport).attach(port);
@@ -226,6 +229,7 @@ impl Plugboard {
             lane: pmds.last().is_some_and(Pmd::is_lane),
             ports: ports.to_vec(),
             supers: ports.iter().any(|(_, p)| p.capabilities().vnet_hdr),
+            gro,
             policers,
             shapers,
         }
@@ -287,7 +291,8 @@ impl Plugboard {
         } else {
             Vec::new()
         };
-        let tx = tx_entries(&*port, ofport, n, self.lane, supers && !caps.vnet_hdr)?;
+        let gro = self.gro && caps.vnet_hdr;
+        let tx = tx_entries(&*port, ofport, n, self.lane, supers && !caps.vnet_hdr, gro)?;
         let (ack, acks) = channel();
         let mut posted = 0;
         for ((t, queues), tx) in self.threads.iter().zip(rx).zip(tx) {
@@ -443,13 +448,15 @@ type SharedTx = Arc<Mutex<Box<dyn port::TxQueue>>>;
 /// thread `t` sends on queue `t % tx_queues`, threads that land on the same queue share it
 /// behind a mutex, and with a priority lane (`lane`: the last of `nthreads`) a port with
 /// priority queues and more than one tx queue keeps its last one for the lane. `segment`:
-/// super-packets are cut before they reach this port.
+/// super-packets are cut before they reach this port; `gro`: TCP segments bound for it are
+/// joined into super-packets (a port with virtio-net headers, [`crate::DpConfig::gro`]).
 pub(crate) fn tx_entries(
     p: &dyn Port,
     ofport: u32,
     nthreads: usize,
     lane: bool,
     segment: bool,
+    gro: bool,
 ) -> Result<Vec<TxPort>, DpError> {
     let open_err = |e: PortError| DpError(e.to_string());
     let nq = p.capabilities().tx_queues as usize;
@@ -458,6 +465,7 @@ pub(crate) fn tx_entries(
             .map(|_| {
                 TxPort::new(ofport, TxSlot::Closed)
                     .segmenting(segment)
+                    .joining(gro)
                     .cutting_tunnelled(p.udp_tunnel_gso())
             })
             .collect());
@@ -489,6 +497,7 @@ pub(crate) fn tx_entries(
         out.push(
             TxPort::new(ofport, slot)
                 .segmenting(segment)
+                .joining(gro)
                 .cutting_tunnelled(p.udp_tunnel_gso()),
         );
     }

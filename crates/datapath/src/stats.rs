@@ -69,6 +69,11 @@ pub enum Counter {
     /// TCP super-packets encapsulated whole into a UDP tunnel, for the underlay port's kernel
     /// to cut ([`port::Port::udp_tunnel_gso`]).
     GsoTunnelled,
+    /// TCP super-packets made by joining segments bound for a port that takes them
+    /// ([`crate::DpConfig::gro`]).
+    GroSupers,
+    /// The segments joined into them (÷ `gro_supers`: segments per super-packet).
+    GroSegments,
     /// Times the priority lane ([`crate::Pmd::is_lane`]) used up its share of the core and
     /// slept to the end of its window (a flood of control frames).
     LaneYields,
@@ -87,7 +92,7 @@ pub enum Counter {
 }
 
 /// Number of counters.
-pub const COUNTERS: usize = 32;
+pub const COUNTERS: usize = 34;
 
 impl Counter {
     /// Every counter, in index order.
@@ -119,6 +124,8 @@ impl Counter {
         Counter::MegaflowProbes,
         Counter::GsoSegmented,
         Counter::GsoTunnelled,
+        Counter::GroSupers,
+        Counter::GroSegments,
         Counter::LaneYields,
         Counter::MegaflowRevalidated,
         Counter::MegaflowInvalidated,
@@ -158,6 +165,8 @@ impl Counter {
             Counter::MegaflowProbes => "megaflow_probes",
             Counter::GsoSegmented => "gso_segmented",
             Counter::GsoTunnelled => "gso_tunnelled",
+            Counter::GroSupers => "gro_supers",
+            Counter::GroSegments => "gro_segments",
             Counter::LaneYields => "lane_yields",
             Counter::MegaflowRevalidated => "megaflow_revalidated",
             Counter::MegaflowInvalidated => "megaflow_invalidated",
@@ -166,9 +175,17 @@ impl Counter {
 }
 
 /// Counters of one poll-mode thread. Written by that thread only; read by anyone.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PmdStats {
     c: [AtomicU64; COUNTERS],
+}
+
+impl Default for PmdStats {
+    fn default() -> PmdStats {
+        PmdStats {
+            c: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
 }
 
 impl PmdStats {
@@ -201,9 +218,15 @@ impl PmdStats {
 
 /// Counts gathered during one batch in plain integers, added to [`PmdStats`] once per batch
 /// with [`PmdStats::absorb`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LocalStats {
     c: [u64; COUNTERS],
+}
+
+impl Default for LocalStats {
+    fn default() -> LocalStats {
+        LocalStats { c: [0; COUNTERS] }
+    }
 }
 
 impl LocalStats {
@@ -303,6 +326,10 @@ pub struct Snapshot {
     pub gso_segmented: u64,
     /// Super-packets encapsulated whole (see [`Counter::GsoTunnelled`]).
     pub gso_tunnelled: u64,
+    /// See [`Counter::GroSupers`].
+    pub gro_supers: u64,
+    /// See [`Counter::GroSegments`].
+    pub gro_segments: u64,
     /// Times the priority lane used up its share of the core and slept.
     pub lane_yields: u64,
     /// Megaflows checked after a flow change and kept ([`Counter::MegaflowRevalidated`]).
@@ -368,6 +395,8 @@ impl std::ops::Index<Counter> for Snapshot {
             Counter::MegaflowProbes => &self.megaflow_probes,
             Counter::GsoSegmented => &self.gso_segmented,
             Counter::GsoTunnelled => &self.gso_tunnelled,
+            Counter::GroSupers => &self.gro_supers,
+            Counter::GroSegments => &self.gro_segments,
             Counter::LaneYields => &self.lane_yields,
             Counter::MegaflowRevalidated => &self.megaflow_revalidated,
             Counter::MegaflowInvalidated => &self.megaflow_invalidated,
@@ -407,6 +436,8 @@ impl std::ops::IndexMut<Counter> for Snapshot {
             Counter::MegaflowProbes => &mut self.megaflow_probes,
             Counter::GsoSegmented => &mut self.gso_segmented,
             Counter::GsoTunnelled => &mut self.gso_tunnelled,
+            Counter::GroSupers => &mut self.gro_supers,
+            Counter::GroSegments => &mut self.gro_segments,
             Counter::LaneYields => &mut self.lane_yields,
             Counter::MegaflowRevalidated => &mut self.megaflow_revalidated,
             Counter::MegaflowInvalidated => &mut self.megaflow_invalidated,

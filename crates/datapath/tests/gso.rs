@@ -1,6 +1,7 @@
 //! TCP super-packets kept whole ([`packet::gso`]) through the fast path: whole to a port with
 //! virtio-net headers, cut into segments for a port without, as packet-ins, and copied whole
-//! for several outputs.
+//! for several outputs; and segments bound for a port with virtio-net headers joined into
+//! one (`DpConfig::gro`).
 //!
 //! Ports are in-memory rings; the ones that stand for AF_PACKET or TAP ports with virtio-net
 //! headers are rings that announce them (the data path decides on the capability alone).
@@ -66,6 +67,10 @@ struct Rig {
 
 /// Port 1 (virtio-net) in; port 2 plain ring; port 3 virtio-net.
 fn rig(actions: Vec<DpAction>) -> Rig {
+    rig_with(actions, DpConfig::default())
+}
+
+fn rig_with(actions: Vec<DpAction>, cfg: DpConfig) -> Rig {
     let pool = Pool::with_frames(4096);
     let mut b = Datapath::builder().pool(pool.clone());
     let mut peers = Vec::new();
@@ -80,7 +85,7 @@ fn rig(actions: Vec<DpAction>) -> Rig {
     }
     let logic: Logic = Arc::new(Mutex::new(actions));
     let dp = b
-        .config(DpConfig::default())
+        .config(cfg)
         .upcall_factory(move |_| Box::new(Fixed(logic.clone())))
         .threads(vec![None])
         .build()
@@ -221,4 +226,46 @@ fn a_super_packet_reaches_the_controller_as_segments() {
     });
     assert_eq!(got, expected_segments(&frame));
     assert_eq!(r.pmd.stats()[Counter::GsoSegmented], 1);
+}
+
+#[test]
+fn segments_for_a_virtio_port_are_joined_unless_gro_is_off() {
+    // 21 segments of a stream, from the plain port in one batch, to port 3.
+    let frame = super_frame(20 * 1448 + 100);
+    let segs = expected_segments(&frame);
+    assert_eq!(segs.len(), 21);
+    for gro in [true, false] {
+        let cfg = DpConfig {
+            gro,
+            ..DpConfig::default()
+        };
+        let mut r = rig_with(vec![DpAction::Output(3)], cfg);
+        let mut b = Batch::new();
+        for s in &segs {
+            b.push(r.cache.alloc_copy(s).unwrap()).unwrap();
+        }
+        assert_eq!(r.peers[1].1.send(&mut b), 21);
+        while r.pmd.poll_once() != 0 {}
+        let three = r.out(3);
+        let s = r.pmd.stats();
+        assert_eq!(s[Counter::RxPackets], 21);
+        assert_eq!(s.drops(), 0);
+        if gro {
+            assert_eq!(three.len(), 1, "one super-packet");
+            let (bytes, whole) = &three[0];
+            assert!(whole);
+            assert_eq!(bytes.len(), frame.len());
+            assert_eq!(
+                expected_segments(bytes),
+                segs,
+                "cut again: the same segments"
+            );
+            assert_eq!((s[Counter::GroSupers], s[Counter::GroSegments]), (1, 21));
+            assert_eq!(s[Counter::TxPackets], 1);
+        } else {
+            let plain: Vec<(Vec<u8>, bool)> = segs.iter().map(|s| (s.clone(), false)).collect();
+            assert_eq!(three, plain);
+            assert_eq!((s[Counter::GroSupers], s[Counter::TxPackets]), (0, 21));
+        }
+    }
 }

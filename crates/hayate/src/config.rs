@@ -5,6 +5,7 @@
 //! name = "br0"
 //! cores = [1]                      # poll threads, one per listed core
 //! lane_core = 0                    # optional: the priority lane's core (default: cores[0])
+//! gro = true                       # optional: join TCP segments for VM ports (default true)
 //! flows = [
 //!   "table=0,priority=10,in_port=1,actions=output:2",
 //!   "table=0,priority=10,in_port=2,actions=output:1",
@@ -72,6 +73,10 @@ pub struct BridgeConfig {
     /// first poll thread's core). A housekeeping core spares them the wait for a poll
     /// thread's system call.
     pub lane_core: Option<usize>,
+    /// Receive offload for ports that take TCP super-packets (virtio-net headers: VMs'
+    /// vhost-user and TAP ports, AF_PACKET with `vnet_hdr`): consecutive segments of one flow
+    /// bound for such a port are joined first (default true; `datapath::DpConfig::gro`).
+    pub gro: Option<bool>,
     /// Ports, in OpenFlow port number order unless `ofport` says otherwise.
     #[serde(default)]
     pub port: Vec<PortConfig>,
@@ -224,6 +229,8 @@ pub struct Bridge {
     pub cores: Vec<usize>,
     /// Core of the priority lane (default: the first poll thread's).
     pub lane_core: Option<usize>,
+    /// Join TCP segments into super-packets for ports that take them (default true).
+    pub gro: bool,
     /// (OpenFlow port number, name, spec), ascending by number.
     pub ports: Vec<(u32, String, String)>,
     /// Parsed flows, in file order.
@@ -496,6 +503,7 @@ fn bridge(src: &str, name: String, b: BridgeConfig) -> Result<Bridge, ConfigErro
         name,
         cores: b.cores,
         lane_core: b.lane_core,
+        gro: b.gro.unwrap_or(true),
         ports: by_no.into_iter().map(|(n, (a, s))| (n, a, s)).collect(),
         flows,
         datapath_id,

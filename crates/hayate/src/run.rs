@@ -60,6 +60,10 @@ pub struct RunArgs {
     /// tick. Costs a system call per empty poll; leave it off on cores the switch owns.
     #[arg(long)]
     pub shared_core: bool,
+    /// Do not join TCP segments into super-packets for ports that take them (VMs' ports;
+    /// every bridge, as a bridge's `gro = false` does for one).
+    #[arg(long)]
+    pub no_gro: bool,
     /// At exit, write every port's final counters to this file as JSON:
     /// `[{"bridge", "ofport", "name", "rx_packets", "rx_bytes", ...}]` (`rx_dropped` and
     /// `rx_errors` as `dump-ports` shows them; the switch's drops by reason as `dump-drops`).
@@ -137,6 +141,7 @@ fn bridges_from(args: &RunArgs) -> Result<Vec<config::Bridge>> {
         name: "br0".into(),
         cores: args.cores.clone(),
         lane_core: args.lane_core,
+        gro: true,
         ports: args
             .ports
             .iter()
@@ -381,6 +386,7 @@ pub(crate) fn start_bridge(
     let mut sw = Switch::with_exact_flow_mods(&b.name, pool.clone(), ports, b.flows, b.pipeline)?;
     sw.config.idle.sleep = !args.busy_poll;
     sw.config.idle.yield_when_empty = args.shared_core;
+    sw.config.gro = b.gro && !args.no_gro;
     if let Some((rate, burst)) = b.packet_in_port {
         sw.config.packet_in_port_rate = rate;
         sw.config.packet_in_port_burst = burst;

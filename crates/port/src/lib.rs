@@ -22,6 +22,7 @@
 pub mod afpacket;
 pub mod afxdp;
 mod claim;
+pub mod coalesce;
 pub mod dp_options;
 pub mod egress;
 pub mod fuzzing;

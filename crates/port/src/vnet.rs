@@ -748,7 +748,7 @@ pub fn segment_into(
 
 /// The TCP pseudo-header's partial sum for the IP header at `l3` (IPv4 when `v4`) and a TCP
 /// segment of `l4_len` bytes.
-fn pseudo_of(d: &[u8], l3: usize, v4: bool, l4_len: usize) -> u64 {
+pub(crate) fn pseudo_of(d: &[u8], l3: usize, v4: bool, l4_len: usize) -> u64 {
     if v4 {
         let (src, dst) = (
             be32(d, l3 + ipv4::field::SRC.start),

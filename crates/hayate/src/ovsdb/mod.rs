@@ -260,6 +260,7 @@ impl live::Runner for Bridges<'_> {
             name: name.to_string(),
             cores: self.args.cores.clone(),
             lane_core: self.args.lane_core,
+            gro: true,
             ports: Vec::new(),
             flows: Vec::new(),
             datapath_id: setup.datapath_id,
