@@ -22,24 +22,13 @@
 mod netns;
 
 use netns::tunnel::{ns_ping, TwoHosts, UNDERLAY_V4, VM_MTU, VM_V4, VNI};
-use netns::{iperf3, must, IperfServer, Net};
+use netns::{iperf3, must, pmd_counter, IperfServer, Net};
 
 /// Hayate's VTEP address (behind the TAP) and the TAP's kernel-side address.
 const VTEP: &str = "192.168.78.1";
 const TAP_KERNEL: &str = "192.168.78.254";
 const VTEP_MAC: &str = "02:00:00:00:78:01";
 const TAP_MAC: &str = "02:00:00:00:78:fe";
-
-/// A counter of `dump-pmd`'s total (the last value printed for `name`).
-fn pmd_counter(text: &str, name: &str) -> u64 {
-    text.lines()
-        .rev()
-        .find_map(|l| {
-            let mut w = l.split_whitespace();
-            (w.next()?.trim_end_matches(':') == name).then(|| w.next()?.parse().ok())?
-        })
-        .unwrap_or_else(|| panic!("no {name} in dump-pmd: {text}"))
-}
 
 #[test]
 fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {

@@ -17,6 +17,7 @@
 //! untouched when nothing joins it; a run costs one copy of its bytes into a super-packet
 //! frame and one checksum pass over each segment. No allocation beyond the pool's frames.
 
+use packet::extract::{ethertype, ipproto};
 use packet::pool::{GSO_FRAME_SIZE, HEADROOM};
 use packet::wire::{at, be32, ipv4, ipv6, tcp};
 use packet::{checksum, Batch, Gso, Packet, PoolCache};
@@ -114,18 +115,22 @@ pub fn coalesce(batch: &mut Batch, cache: &mut PoolCache) -> Joined {
     done
 }
 
-/// A cheap first look at two neighbours: both plain frames long enough to carry TCP payload,
-/// of equal length (a run's segments but its last are), with the same first 32 bytes
-/// (Ethernet header and most of IP's, whatever they are).
+/// A cheap first look at two neighbours: plain frames long enough to carry TCP payload, the
+/// first no shorter (a run's segments but its last are as long as its first), the same
+/// Ethernet header, and TCP over IPv4 or IPv6 (or VLAN tags, looked at later).
 #[inline]
 fn may_join(a: &Packet, b: &Packet) -> bool {
     let (x, y) = (a.data(), b.data());
     !a.is_gso()
         && !b.is_gso()
-        && x.len() >= MIN_FRAME
-        && x.len() >= y.len()
         && y.len() >= MIN_FRAME
-        && x[..12] == y[..12]
+        && x.len() >= y.len()
+        && x[..14] == y[..14]
+        && match u16::from_be_bytes([x[12], x[13]]) {
+            ethertype::IPV4 => x[14 + ipv4::field::PROTOCOL] == ipproto::TCP,
+            ethertype::IPV6 => x[14 + ipv6::field::NXT_HDR] == ipproto::TCP,
+            t => t == ethertype::VLAN || t == ethertype::QINQ,
+        }
 }
 
 fn push(batch: &mut Batch, pkt: Packet) {

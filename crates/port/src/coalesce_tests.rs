@@ -12,6 +12,11 @@ use proptest::prelude::*;
 /// A TCP super-packet from 10.0.0.1 (or fd00::1) port `sport`, sequence 1000, `payload`
 /// bytes of a counting pattern, flags ACK (and PSH with `psh`), a timestamp option.
 fn super_packet(v6: bool, sport: u16, psh: bool, payload: usize) -> Vec<u8> {
+    tagged_super_packet(v6, sport, psh, payload, false)
+}
+
+/// [`super_packet`], in VLAN 5 with `vlan`.
+fn tagged_super_packet(v6: bool, sport: u16, psh: bool, payload: usize, vlan: bool) -> Vec<u8> {
     let l3 = if v6 {
         L3Spec::Ipv6(Ipv6Spec::new(
             "fd00::1".parse().unwrap(),
@@ -24,8 +29,10 @@ fn super_packet(v6: bool, sport: u16, psh: bool, payload: usize) -> Vec<u8> {
         L3Spec::Ipv4(ip)
     };
     let flags = if psh { ACK | PSH } else { ACK };
-    let l4 = 14 + if v6 { 40 } else { 20 };
+    let l3_off = if vlan { 18 } else { 14 };
+    let l4 = l3_off + if v6 { 40 } else { 20 };
     let spec = PacketSpec {
+        vlans: if vlan { vec![(0x8100, 5)] } else { Vec::new() },
         l3,
         l4: L4Spec::Tcp {
             sp: sport,
@@ -45,7 +52,6 @@ fn super_packet(v6: bool, sport: u16, psh: bool, payload: usize) -> Vec<u8> {
     for (i, b) in f[l4 + 32..].iter_mut().enumerate() {
         *b = i as u8;
     }
-    let l3_off = 14;
     if v6 {
         let plen = (f.len() - l4) as u16;
         f[l3_off + 4..l3_off + 6].copy_from_slice(&plen.to_be_bytes());
@@ -246,13 +252,14 @@ proptest! {
         mss in 1u16..1500,
         payload in 1usize..9000,
         psh in any::<bool>(),
+        vlan in any::<bool>(),
         runs in proptest::collection::vec(1usize..6, 1..8),
         damage in proptest::collection::vec(
             (any::<usize>(), 0usize..120, any::<u8>(), any::<bool>()),
             0..4,
         ),
     ) {
-        let a = cut(&super_packet(v6, 40000, psh, payload), v6, mss);
+        let a = cut(&tagged_super_packet(v6, 40000, psh, payload, vlan), v6, mss);
         let b = cut(&super_packet(!v6, 40001, !psh, payload / 2 + 1), !v6, mss);
         let (mut ia, mut ib) = (a.into_iter(), b.into_iter());
         let mut frames = Vec::new();
@@ -284,8 +291,9 @@ proptest! {
         mss in 1u16..1500,
         payload in 1usize..40000,
         psh in any::<bool>(),
+        vlan in any::<bool>(),
     ) {
-        let mut frames = cut(&super_packet(v6, 40000, psh, payload), v6, mss);
+        let mut frames = cut(&tagged_super_packet(v6, 40000, psh, payload, vlan), v6, mss);
         frames.truncate(packet::BATCH_SIZE);
         let (out, j) = run(&frames);
         let n = frames.len() as u32;

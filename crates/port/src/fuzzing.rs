@@ -11,6 +11,11 @@
 //! ([`vnet::segment_into`]) and sent back with a header ([`vnet::tx_header`]), and
 //! encapsulated whole in VXLAN and given the tunnel header ([`crate::vnet_tnl::tx_header`]).
 //! Nothing may panic, and every frame taken from the pool must come back to it.
+//!
+//! `coalesce` ([`fuzz_coalesce`]): a batch of frames bound for a port that takes
+//! super-packets, joined where they are a TCP stream's segments ([`crate::coalesce`]); the
+//! super-packets made, cut again, must give back exactly the frames given, and no pool frame
+//! may be lost.
 
 use std::cell::RefCell;
 
@@ -79,6 +84,63 @@ pub fn fuzz_vnet(data: &[u8]) -> usize {
             "frames lost or made up"
         );
         delivered
+    })
+}
+
+/// Runs `data` (frames, each after its length as 2 bytes little-endian) as one batch through
+/// [`crate::coalesce::coalesce`], then cuts every super-packet it made again; returns the
+/// super-packets made. Panics if the frames do not come back exactly (or a pool frame is
+/// lost), or if the code under test does.
+pub fn fuzz_coalesce(data: &[u8]) -> usize {
+    let mut frames: Vec<&[u8]> = Vec::new();
+    let mut rest = data;
+    while rest.len() >= 2 && frames.len() < packet::BATCH_SIZE {
+        let len = usize::from(u16::from_le_bytes([rest[0], rest[1]])).min(rest.len() - 2);
+        frames.push(&rest[2..2 + len]);
+        rest = &rest[2 + len..];
+    }
+    POOL.with(|c| {
+        let mut c = c.borrow_mut();
+        let (pool, cache) = c.get_or_insert_with(|| {
+            let pool = Pool::with_frames(64);
+            let cache = pool.cache();
+            (pool, cache)
+        });
+        let before = pool.shared_free() + cache.cached();
+        let mut batch = Batch::new();
+        let mut given = Vec::new();
+        for f in &frames {
+            let Some(p) = cache.alloc_copy(f) else {
+                break;
+            };
+            given.push(f.to_vec());
+            let _ = batch.push(p);
+        }
+        let joined = crate::coalesce::coalesce(&mut batch, cache);
+        let mut wire: Vec<Vec<u8>> = Vec::new();
+        for pkt in batch.drain() {
+            if pkt.is_gso() {
+                let mut segs = Batch::new();
+                let r = vnet::segment_into(&pkt, 0, cache, &mut segs);
+                let (next, total) = r.expect("a super-packet coalescing made cuts");
+                assert_eq!(next, total, "its segments fit one batch");
+                wire.extend(segs.as_slice().iter().map(|s| s.data().to_vec()));
+                segs.free_into(cache);
+            } else {
+                wire.push(pkt.data().to_vec());
+            }
+            cache.free(pkt);
+        }
+        assert_eq!(
+            wire, given,
+            "cut again, the joined frames are the frames given"
+        );
+        assert_eq!(
+            pool.shared_free() + cache.cached(),
+            before,
+            "frames lost or made up"
+        );
+        joined.supers as usize
     })
 }
 
@@ -213,6 +275,63 @@ mod tests {
         }
     }
 
+    /// A stream's segments as [`fuzz_coalesce`] takes them: a 3,000-byte super-packet cut by
+    /// `mss`, each segment after its length.
+    fn segments_input(mss: u16) -> Vec<u8> {
+        let sup = super_packet(3000, mss);
+        let frame = &sup[VNET_HDR_LEN + 1..];
+        let hdr = VnetHdr {
+            gso_type: vnet::GSO_TCPV4,
+            gso_size: mss,
+            ..VnetHdr::NONE
+        };
+        let seg = vnet::TcpSegmenter::new(frame, None, &hdr).unwrap();
+        let mut v = Vec::new();
+        for i in 0..seg.segments() {
+            let mut out = vec![0; seg.segment_len(i)];
+            seg.write(frame, i, &mut out);
+            v.extend_from_slice(&(out.len() as u16).to_le_bytes());
+            v.extend_from_slice(&out);
+        }
+        v
+    }
+
+    #[test]
+    fn coalesce_fuzz_body_survives_mutated_streams() {
+        let seeds = [
+            segments_input(1000),
+            segments_input(700),
+            segments_input(1448),
+        ];
+        // Unmutated, each seed's segments are joined into one super-packet.
+        for s in &seeds {
+            assert_eq!(fuzz_coalesce(s), 1);
+        }
+        let iters: usize = std::env::var("HAYATE_FUZZ_ITERS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3_000);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..iters {
+            let mut p = seeds[i % seeds.len()].clone();
+            for _ in 0..(i % 4 + 1) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if p.is_empty() {
+                    break;
+                }
+                let at = (x >> 8) as usize % p.len();
+                match x % 3 {
+                    0 => p[at] ^= 1 << ((x >> 40) % 8),
+                    1 => p[at] = (x >> 32) as u8,
+                    _ => p.truncate(at),
+                }
+            }
+            fuzz_coalesce(&p);
+        }
+    }
+
     /// A well-formed guest: two frames offered through descriptors 0 and 1.
     fn good_rings() -> Vec<u8> {
         let mut d = vec![0b11u8]; // 12-byte header, mergeable buffers
@@ -260,6 +379,9 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
+                if p.is_empty() {
+                    break;
+                }
                 let at = (x >> 8) as usize % p.len();
                 match x % 3 {
                     0 => p[at] ^= 1 << ((x >> 40) % 8),

@@ -589,6 +589,17 @@ impl Drop for Net {
     }
 }
 
+/// A counter of `hayate ctl BRIDGE dump-pmd`'s total (the last value printed for `name`).
+pub fn pmd_counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .rev()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next()?.trim_end_matches(':') == name).then(|| w.next()?.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("no {name} in dump-pmd: {text}"))
+}
+
 /// Final counters of one switch port (from `hayate run --stats-json`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PortCounters {
