@@ -1,6 +1,8 @@
-//! Builds the XDP programs with clang: the AF_XDP port's (`bpf/xsk_redirect.c` into
-//! `$OUT_DIR/xsk_redirect.o`, which `src/afxdp/program.rs` embeds) and the live-frames
-//! transmitter's (`bpf/gen_tx.c` into `$OUT_DIR/gen_tx.o`, embedded by `src/xdplive.rs`). Nothing prebuilt is kept in
+//! Builds the BPF programs with clang: the AF_XDP port's (`bpf/xsk_redirect.c` into
+//! `$OUT_DIR/xsk_redirect.o`, which `src/afxdp/program.rs` embeds), the live-frames
+//! transmitter's (`bpf/gen_tx.c` into `$OUT_DIR/gen_tx.o`, embedded by `src/xdplive.rs`) and
+//! the tunnel underlay's tc program (`bpf/host_skip.c`, embedded by
+//! `src/afpacket/host_skip.rs`). Nothing prebuilt is kept in
 //! the repository, so a machine that builds the switch needs clang and the libbpf headers
 //! (`scripts/setup.sh` installs them).
 
@@ -9,7 +11,7 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CLANG");
-    for name in ["xsk_redirect", "gen_tx"] {
+    for name in ["xsk_redirect", "gen_tx", "host_skip"] {
         build(name);
     }
 }

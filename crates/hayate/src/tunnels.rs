@@ -16,6 +16,7 @@
 //! changes. A tunnel whose spec gives its next hop (`nexthop_mac=`, [`static_hop`]) is not
 //! asked of the kernel.
 
+mod host_skip;
 mod static_hop;
 mod thread;
 
@@ -128,6 +129,9 @@ pub struct Underlay {
     /// port sends, the host's kernel receives from the TAP (and routes on), so it serves
     /// only tunnels that name it (`underlay=`).
     pub routed: bool,
+    /// Whether the host's stack receives what arrives on it too (AF_PACKET taps frames):
+    /// the tunnel packets terminated there are then kept from it (`tunnels/host_skip.rs`).
+    pub host_sees: bool,
 }
 
 impl Underlay {
@@ -144,6 +148,7 @@ impl Underlay {
             ofport,
             name: name.to_string(),
             routed: routed.is_some(),
+            host_sees: spec.starts_with("afpacket:"),
             ifname: routed.or_else(|| iface(&["tap:"])),
         }
     }
@@ -221,6 +226,8 @@ pub struct Housekeeping {
     flows: FlowDests,
     /// Each tunnel's link as the bridge shows it (by index, as `tunnels`).
     ifaces: Vec<Arc<TunnelIface>>,
+    /// AF_PACKET underlays' programs that keep tunnel packets from the host's stack.
+    skips: host_skip::HostSkips,
 }
 
 impl Housekeeping {
@@ -240,6 +247,7 @@ impl Housekeeping {
             drops: 0,
             flows: FlowDests::default(),
             ifaces,
+            skips: host_skip::HostSkips::default(),
         })
     }
 
@@ -343,6 +351,7 @@ impl Housekeeping {
         }
         for u in &self.underlays {
             let (ports, locals) = rx.remove(&u.ofport).unwrap_or_default();
+            self.skips.update(u, &ports, &locals);
             dp.set(u.ofport, Some(Terminator::new(ports, &locals)));
         }
         let flows = self
@@ -532,6 +541,7 @@ impl BridgeTunnels {
         };
         let tunnel = hk.remove(ofport);
         hk.underlays.retain(|u| u.ofport != ofport);
+        hk.skips.remove(ofport);
         if let Some(dp) = dp {
             if tunnel {
                 dp.set_output(ofport, None);

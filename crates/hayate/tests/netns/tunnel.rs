@@ -265,12 +265,44 @@ impl TwoHosts {
             assert!(reached, "{what}: VM 1 -> {a2}; log: {}", hayate.log_text());
             assert!(vm1.ping(a2, 3), "{what}: ping VM 1 -> {a2}");
             assert!(ns_ping(vm2_ns, a1, 3), "{what}: ping VM 2 -> {a1}");
+            let no_ports = self.udp_no_ports();
             let server = IperfServer::start(vm2_ns);
             let v = iperf3(vm1, &["-c", a2, "-t", "2"]);
             server.reap();
             let bytes = v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
             eprintln!("{what}: iperf3 TCP VM 1 -> {a2}: {bytes} bytes in 2 s");
             assert!(bytes > 1_000_000, "{what}: TCP to {a2}: {bytes} bytes");
+            // Host 1's stack never saw the tunnel packets Hayate's AF_PACKET underlay took
+            // (it would have counted each as UDP to a port with no socket, and answered).
+            assert_eq!(
+                self.udp_no_ports(),
+                no_ports,
+                "{what}: host 1's kernel received tunnel packets; log: {}",
+                hayate.log_text()
+            );
         }
+    }
+
+    /// Host 1's kernel's count of UDP datagrams to a port without a socket (IPv4 and IPv6).
+    pub fn udp_no_ports(&self) -> u64 {
+        let field = |file: &str, name: &str| -> u64 {
+            let o = ns_run(&self.h1, &["cat", file]);
+            let text = String::from_utf8_lossy(&o.stdout).to_string();
+            if file.ends_with('6') {
+                return text
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+                    .unwrap_or(0);
+            }
+            // /proc/net/snmp: a header line of names, then a line of values, per protocol.
+            let mut lines = text.lines().filter(|l| l.starts_with("Udp: "));
+            let (names, values) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+            names
+                .split_whitespace()
+                .zip(values.split_whitespace())
+                .find_map(|(n, v)| (n == name).then(|| v.parse().ok())?)
+                .unwrap_or(0)
+        };
+        field("/proc/net/snmp", "NoPorts") + field("/proc/net/snmp6", "Udp6NoPorts")
     }
 }

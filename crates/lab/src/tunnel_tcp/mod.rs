@@ -88,6 +88,11 @@ pub struct TunnelTcpArgs {
     /// frames) or on (the VMs hand over TCP super-packets; not with hayate-afxdp).
     #[arg(long, value_parser = ["on", "off"], default_value = "off")]
     pub offloads: String,
+    /// Each Hayate joins the TCP segments it delivers to its VM's port into super-packets
+    /// (the bridge's `gro`; only where that port takes them: `--offloads on`, AF_PACKET
+    /// and TAP overlays), or not.
+    #[arg(long, value_parser = ["on", "off"], default_value = "on")]
+    pub gro: String,
     /// Write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -287,6 +292,11 @@ fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) 
                         core,
                         args.offloads_on(),
                     ),
+                };
+                let cfg = if args.gro == "off" {
+                    cfg.replacen("[[bridge]]\n", "[[bridge]]\ngro = false\n", 1)
+                } else {
+                    cfg
                 };
                 v.push(start_hayate(
                     hayate,

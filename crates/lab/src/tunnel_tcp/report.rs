@@ -93,6 +93,8 @@ pub struct Report {
     pub shared_core: bool,
     /// The VMs' offloads (`on`: they hand over TCP super-packets).
     pub offloads: String,
+    /// Whether the Hayates joined segments for their VMs' ports (`gro`: on or off).
+    pub gro: String,
     /// The load average when the run started.
     pub loadavg_at_start: String,
     /// Every stream, in the order run.
@@ -114,6 +116,7 @@ impl Report {
             switch_cores: args.switch_cores.clone(),
             shared_core: args.shares_cores(),
             offloads: args.offloads.clone(),
+            gro: args.gro.clone(),
             loadavg_at_start: crate::sys::host::loadavg(),
             runs: Vec::new(),
             summary: Vec::new(),
@@ -188,10 +191,11 @@ impl Report {
         let mut out = t.render();
         out += &format!(
             "  one iperf3 TCP stream VM A -> VM B per run, {} s, through VXLAN (VNI 42) between two hosts; \
-             VMs MTU 1450, offloads {}; hosts' programs and receive processing (RPS) on core {}, switches on cores {:?} ({}); \
+             VMs MTU 1450, offloads {}, Hayate's gro {}; hosts' programs and receive processing (RPS) on core {}, switches on cores {:?} ({}); \
              load average at start {}\n",
             self.seconds,
             self.offloads,
+            self.gro,
             self.host_core,
             self.switch_cores,
             if self.shared_core {
@@ -226,6 +230,7 @@ mod tests {
             host_core: 0,
             switch_cores: vec![1, 1],
             offloads: "off".into(),
+            gro: "on".into(),
             json: None,
             workdir: None,
         }

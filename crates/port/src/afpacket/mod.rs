@@ -42,6 +42,7 @@
 //!
 //! Needs CAP_NET_RAW (root). Every open error names the interface and the fix.
 
+pub mod host_skip;
 mod mmsg;
 mod rx;
 pub(crate) mod side;
