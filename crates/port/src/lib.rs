@@ -21,6 +21,7 @@
 
 pub mod afpacket;
 pub mod afxdp;
+mod bpf_test_run;
 mod claim;
 pub mod coalesce;
 pub mod dp_options;
@@ -38,7 +39,6 @@ pub mod template;
 pub mod vhostuser;
 pub mod vnet;
 pub mod vnet_tnl;
-mod xdp_test_run;
 pub mod xdplive;
 
 pub use dp_options::DatapathOptions;

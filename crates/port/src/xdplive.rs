@@ -82,7 +82,7 @@ impl XdpLive {
     /// Runs the program on `count` copies of the frame (the kernel sends them in bulks of
     /// 64); returns once they are handed to the driver. `count` is capped at 2^31 per call.
     pub fn send(&self, count: u32) -> Result<(), String> {
-        let r = crate::xdp_test_run::run(&crate::xdp_test_run::TestRun {
+        let r = crate::bpf_test_run::run(&crate::bpf_test_run::TestRun {
             prog_fd: self.prog_fd,
             frame: &self.frame,
             ifindex: self.ifindex,

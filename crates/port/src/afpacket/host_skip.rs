@@ -11,6 +11,7 @@
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd};
 
 use aya::maps::{HashMap, PerCpuArray};
 use aya::programs::tc::{SchedClassifierLinkId, TcAttachType};
@@ -20,6 +21,20 @@ use aya::Ebpf;
 /// The object built from `bpf/host_skip.c`.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/host_skip.o"));
 const PROGRAM_NAME: &str = "hayate_host_skip";
+/// The verdict that drops (`linux/pkt_cls.h`).
+const TC_ACT_SHOT: u32 = 2;
+
+/// An error about `ifname`, with what it means for the host.
+fn fail(ifname: &str, what: &str, e: &dyn std::fmt::Display) -> String {
+    format!("{ifname}: {what}: {e} (the host's stack will receive tunnel packets too)")
+}
+
+/// The loaded program of `ebpf` (checked by [`HostSkip::load`]).
+fn program(ebpf: &mut Ebpf) -> &mut SchedClassifier {
+    ebpf.program_mut(PROGRAM_NAME)
+        .and_then(|p| <&mut SchedClassifier>::try_from(p).ok())
+        .expect("checked when loaded")
+}
 
 /// What the program drops: UDP to these ports at these addresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,7 +49,8 @@ pub struct Skipped {
 pub struct HostSkip {
     ebpf: Ebpf,
     ifname: String,
-    _link: SchedClassifierLinkId,
+    /// `None` only for a program loaded to be asked ([`HostSkip::verdict`]), in tests.
+    _link: Option<SchedClassifierLinkId>,
     now: Skipped,
 }
 
@@ -52,26 +68,48 @@ impl HostSkip {
     /// namespace), dropping nothing yet ([`HostSkip::set`]). Needs Linux 6.6 (TCX links)
     /// and CAP_BPF with CAP_NET_ADMIN.
     pub fn attach(ifname: &str) -> Result<HostSkip, String> {
-        let fail = |what: &str, e: &dyn std::fmt::Display| {
-            format!("{ifname}: {what}: {e} (the host's stack will receive tunnel packets too)")
-        };
-        let mut ebpf = Ebpf::load(OBJECT).map_err(|e| fail("loading the tc program", &e))?;
+        let mut s = HostSkip::load(ifname)?;
+        let link = program(&mut s.ebpf)
+            .attach(ifname, TcAttachType::Ingress)
+            .map_err(|e| fail(ifname, "attaching the tc program to ingress", &e))?;
+        s._link = Some(link);
+        Ok(s)
+    }
+
+    /// Loads the program for `ifname` without attaching it.
+    fn load(ifname: &str) -> Result<HostSkip, String> {
+        let mut ebpf =
+            Ebpf::load(OBJECT).map_err(|e| fail(ifname, "loading the tc program", &e))?;
         let prog: &mut SchedClassifier = ebpf
             .program_mut(PROGRAM_NAME)
-            .ok_or_else(|| fail("the tc object", &format!("no program {PROGRAM_NAME}")))?
+            .ok_or_else(|| {
+                fail(
+                    ifname,
+                    "the tc object",
+                    &format!("no program {PROGRAM_NAME}"),
+                )
+            })?
             .try_into()
-            .map_err(|e| fail("the tc object's program", &e))?;
+            .map_err(|e| fail(ifname, "the tc object's program", &e))?;
         prog.load()
-            .map_err(|e| fail("loading the tc program into the kernel", &e))?;
-        let link = prog
-            .attach(ifname, TcAttachType::Ingress)
-            .map_err(|e| fail("attaching the tc program to ingress", &e))?;
+            .map_err(|e| fail(ifname, "loading the tc program into the kernel", &e))?;
         Ok(HostSkip {
             ebpf,
             ifname: ifname.to_string(),
-            _link: link,
+            _link: None,
             now: Skipped::default(),
         })
+    }
+
+    /// Whether the program drops `frame` (Ethernet header on) at ingress, asked of the kernel
+    /// (`BPF_PROG_TEST_RUN`).
+    pub fn verdict(&mut self, frame: &[u8]) -> std::io::Result<bool> {
+        let fd = program(&mut self.ebpf)
+            .fd()
+            .map_err(std::io::Error::other)?
+            .as_fd()
+            .as_raw_fd();
+        Ok(crate::bpf_test_run::run_skb(fd, frame)? == TC_ACT_SHOT)
     }
 
     /// Makes the program drop exactly `want` (UDP to those ports at those addresses).
@@ -130,3 +168,7 @@ impl HostSkip {
         a.get(&0, 0).map_or(0, |v| v.iter().sum())
     }
 }
+
+#[cfg(test)]
+#[path = "host_skip_tests.rs"]
+mod tests;

@@ -230,7 +230,7 @@ impl XdpProgram {
             .map_err(|e| explain("the XDP program", &e))?
             .as_fd()
             .as_raw_fd();
-        crate::xdp_test_run::run(&crate::xdp_test_run::TestRun {
+        crate::bpf_test_run::run(&crate::bpf_test_run::TestRun {
             prog_fd,
             frame,
             ifindex,

@@ -1,7 +1,9 @@
-//! `BPF_PROG_TEST_RUN` on an XDP program: the kernel runs the program on a frame the caller
-//! hands it, as if it had arrived on an interface's receive queue. Two users: the AF_XDP
-//! port asks what its program would do with a frame ([`crate::afxdp::AfXdpPort::xdp_verdict`]),
+//! `BPF_PROG_TEST_RUN`: the kernel runs a loaded program on a frame the caller hands it, as
+//! if it had arrived on an interface. For XDP programs ([`run`]), two users: the AF_XDP port
+//! asks what its program would do with a frame ([`crate::afxdp::AfXdpPort::xdp_verdict`]),
 //! and the live-frames transmitter ([`crate::xdplive`]) has the kernel send copies of a frame.
+//! For tc programs ([`run_skb`]): what an AF_PACKET tunnel underlay's program does with a
+//! frame at ingress ([`crate::afpacket::host_skip::HostSkip::verdict`]).
 
 use std::io;
 use std::os::fd::RawFd;
@@ -87,6 +89,32 @@ pub(crate) fn run(r: &TestRun) -> io::Result<u32> {
     };
     // SAFETY: `attr` is a valid BPF_PROG_TEST_RUN attribute whose pointers name the frame
     // and `ctx`, both alive for the call; the kernel reads them and writes only `attr`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_TEST_RUN,
+            &mut attr as *mut TestAttr,
+            std::mem::size_of::<TestAttr>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(attr.retval)
+}
+
+/// Runs tc program `prog_fd` once on `frame` (Ethernet header on), as at ingress; returns
+/// its verdict (`TC_ACT_OK` 0, `TC_ACT_SHOT` 2, …).
+pub(crate) fn run_skb(prog_fd: RawFd, frame: &[u8]) -> io::Result<u32> {
+    let mut attr = TestAttr {
+        prog_fd: prog_fd as u32,
+        data_size_in: frame.len() as u32,
+        data_in: frame.as_ptr() as u64,
+        repeat: 1,
+        ..TestAttr::default()
+    };
+    // SAFETY: `attr` is a valid BPF_PROG_TEST_RUN attribute whose one pointer names the
+    // frame, alive for the call; the kernel reads it and writes only `attr`.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_bpf,
