@@ -127,6 +127,9 @@ pub enum Overlay {
     LinuxVxlan,
     /// Two Hayates whose tunnels go through TAP underlays (the hosts' kernels route).
     HayateTap,
+    /// Two Hayates on AF_XDP underlays whose VM ports are AF_PACKET with virtio-net headers
+    /// (as a cloud's vhost-user VMs: super-packets in, joined segments out; a NIC by XDP).
+    HayateAfxdpVnet,
 }
 
 impl Overlay {
@@ -138,11 +141,12 @@ impl Overlay {
     ];
 
     /// Every overlay that can be named.
-    pub const NAMED: [Overlay; 4] = [
+    pub const NAMED: [Overlay; 5] = [
         Overlay::HayateAfpacket,
         Overlay::HayateAfxdp,
         Overlay::LinuxVxlan,
         Overlay::HayateTap,
+        Overlay::HayateAfxdpVnet,
     ];
 
     /// Its name on the command line and in reports.
@@ -152,6 +156,7 @@ impl Overlay {
             Overlay::HayateAfxdp => "hayate-afxdp",
             Overlay::LinuxVxlan => "linux-vxlan",
             Overlay::HayateTap => "hayate-tap",
+            Overlay::HayateAfxdpVnet => "hayate-afxdp-vnet",
         }
     }
 
@@ -279,6 +284,14 @@ fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) 
                     Overlay::HayateAfxdp => {
                         hayate_config("afxdp", s.vm_if, s.underlay_if, s.remote, core, false)
                     }
+                    Overlay::HayateAfxdpVnet => hayate_config(
+                        "afxdp-vnet",
+                        s.vm_if,
+                        s.underlay_if,
+                        s.remote,
+                        core,
+                        args.offloads_on(),
+                    ),
                     Overlay::HayateTap => {
                         let tap = format!("{prefix}t{i}");
                         tap_underlay(&topo, s, i, &tap)?;
@@ -449,9 +462,10 @@ pub fn tap_config(vm_if: &str, tap: &str, i: usize, core: usize, offloads: bool)
     )
 }
 
-/// The `hayate run` config of one host: the VM's port, the underlay, the VXLAN port. AF_PACKET
-/// ports go without the virtio-net header, except the VM's when its offloads are on (so its
-/// super-packets come whole; the tunnel cuts them before encapsulation).
+/// The `hayate run` config of one host: the VM's port, the underlay, the VXLAN port, all of
+/// `kind` (`afpacket`, `afxdp`; `afxdp-vnet`: the VM's AF_PACKET, the underlay AF_XDP).
+/// AF_PACKET ports go without the virtio-net header, except the VM's when its offloads are on
+/// (so its super-packets come whole; the tunnel cuts them before encapsulation).
 pub fn hayate_config(
     kind: &str,
     vm_if: &str,
@@ -460,17 +474,17 @@ pub fn hayate_config(
     core: usize,
     offloads: bool,
 ) -> String {
-    let o = if kind == "afpacket" {
-        ",vnet_hdr=off"
-    } else {
-        ""
+    let (vm_kind, u_kind) = match kind {
+        "afxdp-vnet" => ("afpacket", "afxdp"),
+        k => (k, k),
     };
-    let vm_o = if offloads { "" } else { o };
+    let plain = |k: &str| if k == "afpacket" { ",vnet_hdr=off" } else { "" };
+    let (o, vm_o) = (plain(u_kind), if offloads { "" } else { plain(vm_kind) });
     format!(
         "[[bridge]]\nname = \"br0\"\ncores = [{core}]\nflows = [\n  \
          \"in_port=1,actions=output:3\",\n  \"in_port=3,actions=output:1\",\n]\n\
-         [[bridge.port]]\nname = \"vm\"\nspec = \"{kind}:{vm_if}{vm_o}\"\n\
-         [[bridge.port]]\nname = \"underlay\"\nspec = \"{kind}:{underlay_if}{o}\"\n\
+         [[bridge.port]]\nname = \"vm\"\nspec = \"{vm_kind}:{vm_if}{vm_o}\"\n\
+         [[bridge.port]]\nname = \"underlay\"\nspec = \"{u_kind}:{underlay_if}{o}\"\n\
          [[bridge.port]]\nname = \"vx\"\nspec = \"vxlan:remote={remote},vni={VNI}\"\n"
     )
 }
@@ -574,7 +588,10 @@ mod tests {
             "{cfg}"
         );
         assert!(tap_config("b1", "t1", 1, 1, false).contains("afpacket:b1,vnet_hdr=off"));
-        assert_eq!(Overlay::NAMED.len(), Overlay::ALL.len() + 1);
+        assert_eq!(Overlay::NAMED.len(), Overlay::ALL.len() + 2);
+        let cfg = hayate_config("afxdp-vnet", "a1", "c1", "192.168.77.2", 1, true);
+        assert!(cfg.contains("spec = \"afpacket:a1\"\n"), "{cfg}");
+        assert!(cfg.contains("spec = \"afxdp:c1\"\n"), "{cfg}");
         let cfg = hayate_config("afpacket", "a1", "c1", "192.168.77.2", 1, true);
         assert!(cfg.contains("spec = \"afpacket:a1\"\n"), "{cfg}");
         assert!(cfg.contains("spec = \"afpacket:c1,vnet_hdr=off\""), "{cfg}");
