@@ -87,13 +87,22 @@ pub(crate) fn run(r: &TestRun) -> io::Result<u32> {
         batch_size: r.live.unwrap_or(0),
         ..TestAttr::default()
     };
-    // SAFETY: `attr` is a valid BPF_PROG_TEST_RUN attribute whose pointers name the frame
-    // and `ctx`, both alive for the call; the kernel reads them and writes only `attr`.
+    // SAFETY: the attribute's pointers name the frame and `ctx`, both alive for the call.
+    unsafe { test_run(&mut attr) }
+}
+
+/// The `BPF_PROG_TEST_RUN` call; the program's return value.
+///
+/// # Safety
+/// Every pointer in `attr` names memory of the size it gives, alive for the call (the kernel
+/// reads it and writes only `attr`).
+unsafe fn test_run(attr: &mut TestAttr) -> io::Result<u32> {
+    // SAFETY: `attr` is a valid BPF_PROG_TEST_RUN attribute (the caller's promise).
     let rc = unsafe {
         libc::syscall(
             libc::SYS_bpf,
             BPF_PROG_TEST_RUN,
-            &mut attr as *mut TestAttr,
+            attr as *mut TestAttr,
             std::mem::size_of::<TestAttr>(),
         )
     };
@@ -113,20 +122,8 @@ pub(crate) fn run_skb(prog_fd: RawFd, frame: &[u8]) -> io::Result<u32> {
         repeat: 1,
         ..TestAttr::default()
     };
-    // SAFETY: `attr` is a valid BPF_PROG_TEST_RUN attribute whose one pointer names the
-    // frame, alive for the call; the kernel reads it and writes only `attr`.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_TEST_RUN,
-            &mut attr as *mut TestAttr,
-            std::mem::size_of::<TestAttr>(),
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(attr.retval)
+    // SAFETY: the attribute's one pointer names the frame, alive for the call.
+    unsafe { test_run(&mut attr) }
 }
 
 #[cfg(test)]

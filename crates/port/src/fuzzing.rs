@@ -249,10 +249,7 @@ mod tests {
             super_packet(100, 1),
             super_packet(20_000, 536),
         ];
-        let iters: usize = std::env::var("HAYATE_FUZZ_ITERS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3_000);
+        let iters = iters();
         // Unmutated, each seed is cut into its segments (the body reaches the segmenter).
         assert_eq!(fuzz_vnet(&seeds[0]), 3);
         assert_eq!(fuzz_vnet(&seeds[2]), 20_000usize.div_ceil(536));
@@ -272,6 +269,33 @@ mod tests {
                 }
             }
             fuzz_vnet(&p);
+        }
+    }
+
+    /// Mutations per test (`HAYATE_FUZZ_ITERS`, default 3,000).
+    fn iters() -> usize {
+        std::env::var("HAYATE_FUZZ_ITERS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3_000)
+    }
+
+    /// Changes `p` `times` times by xorshift state `x`: a bit flipped, a byte set, or the rest
+    /// cut off (keeping at least `min_len` bytes).
+    fn mutate(p: &mut Vec<u8>, x: &mut u64, times: usize, min_len: usize) {
+        for _ in 0..times {
+            *x ^= *x << 13;
+            *x ^= *x >> 7;
+            *x ^= *x << 17;
+            if p.is_empty() {
+                return;
+            }
+            let at = (*x >> 8) as usize % p.len();
+            match *x % 3 {
+                0 => p[at] ^= 1 << ((*x >> 40) % 8),
+                1 => p[at] = (*x >> 32) as u8,
+                _ => p.truncate(at.max(min_len)),
+            }
         }
     }
 
@@ -307,27 +331,10 @@ mod tests {
         for s in &seeds {
             assert_eq!(fuzz_coalesce(s), 1);
         }
-        let iters: usize = std::env::var("HAYATE_FUZZ_ITERS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3_000);
         let mut x = 0x2545_f491_4f6c_dd1du64;
-        for i in 0..iters {
+        for i in 0..iters() {
             let mut p = seeds[i % seeds.len()].clone();
-            for _ in 0..(i % 4 + 1) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if p.is_empty() {
-                    break;
-                }
-                let at = (x >> 8) as usize % p.len();
-                match x % 3 {
-                    0 => p[at] ^= 1 << ((x >> 40) % 8),
-                    1 => p[at] = (x >> 32) as u8,
-                    _ => p.truncate(at),
-                }
-            }
+            mutate(&mut p, &mut x, i % 4 + 1, 0);
             fuzz_coalesce(&p);
         }
     }
@@ -368,27 +375,10 @@ mod tests {
         let seed = good_rings();
         // Unmutated, both frames arrive (the body reaches the receive path).
         assert_eq!(fuzz_vring(&seed), 2);
-        let iters: usize = std::env::var("HAYATE_FUZZ_ITERS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3_000);
         let mut x = 0x2545_f491_4f6c_dd1du64;
-        for i in 0..iters {
+        for i in 0..iters() {
             let mut p = seed.clone();
-            for _ in 0..(i % 6 + 1) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if p.is_empty() {
-                    break;
-                }
-                let at = (x >> 8) as usize % p.len();
-                match x % 3 {
-                    0 => p[at] ^= 1 << ((x >> 40) % 8),
-                    1 => p[at] = (x >> 32) as u8,
-                    _ => p.truncate(at.max(1)),
-                }
-            }
+            mutate(&mut p, &mut x, i % 6 + 1, 1);
             fuzz_vring(&p);
         }
     }
