@@ -49,14 +49,7 @@ pub fn fuzz_vnet(data: &[u8]) -> usize {
     });
     let keep_whole = choice & 4 != 0;
     let with_hdr = choice & 8 == 0;
-    POOL.with(|c| {
-        let mut c = c.borrow_mut();
-        let (pool, cache) = c.get_or_insert_with(|| {
-            let pool = Pool::with_frames(64);
-            let cache = pool.cache();
-            (pool, cache)
-        });
-        let before = pool.shared_free() + cache.cached();
+    with_pool(|cache| {
         let mut batch = Batch::new();
         let mut first = 0;
         let mut delivered = 0;
@@ -78,11 +71,6 @@ pub fn fuzz_vnet(data: &[u8]) -> usize {
             }
         }
         batch.free_into(cache);
-        assert_eq!(
-            pool.shared_free() + cache.cached(),
-            before,
-            "frames lost or made up"
-        );
         delivered
     })
 }
@@ -99,14 +87,7 @@ pub fn fuzz_coalesce(data: &[u8]) -> usize {
         frames.push(&rest[2..2 + len]);
         rest = &rest[2 + len..];
     }
-    POOL.with(|c| {
-        let mut c = c.borrow_mut();
-        let (pool, cache) = c.get_or_insert_with(|| {
-            let pool = Pool::with_frames(64);
-            let cache = pool.cache();
-            (pool, cache)
-        });
-        let before = pool.shared_free() + cache.cached();
+    with_pool(|cache| {
         let mut batch = Batch::new();
         let mut given = Vec::new();
         for f in &frames {
@@ -135,12 +116,27 @@ pub fn fuzz_coalesce(data: &[u8]) -> usize {
             wire, given,
             "cut again, the joined frames are the frames given"
         );
+        joined.supers as usize
+    })
+}
+
+/// Runs `f` with this thread's pool cache; panics if a frame went missing or appeared.
+fn with_pool<R>(f: impl FnOnce(&mut PoolCache) -> R) -> R {
+    POOL.with(|c| {
+        let mut c = c.borrow_mut();
+        let (pool, cache) = c.get_or_insert_with(|| {
+            let pool = Pool::with_frames(64);
+            let cache = pool.cache();
+            (pool, cache)
+        });
+        let before = pool.shared_free() + cache.cached();
+        let r = f(cache);
         assert_eq!(
             pool.shared_free() + cache.cached(),
             before,
             "frames lost or made up"
         );
-        joined.supers as usize
+        r
     })
 }
 
