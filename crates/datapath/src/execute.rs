@@ -147,23 +147,37 @@ enum Supers {
 }
 
 /// Offers `b` to `slot`, counts what was sent, frees and counts as dropped what was not.
-/// Super-packets are cut first, or segments joined first, as `supers` says.
+/// Super-packets are cut first, or segments joined first, as `supers` says; those
+/// encapsulated whole in a UDP tunnel ([`packet::Gso::outer`], as a TAP underlay's kernel
+/// hands them over when no tunnel port terminates them) are cut first unless the port's
+/// kernel cuts them (`tunnel_gso`).
 #[inline]
 fn send_counted(
     slot: &mut TxSlot,
     supers: Supers,
+    tunnel_gso: bool,
     b: &mut Batch,
     cache: &mut PoolCache,
     st: &mut LocalStats,
 ) {
+    let gso = b.as_slice().iter().any(|p| p.is_gso());
     match supers {
-        Supers::Cut if b.as_slice().iter().any(|p| p.is_gso()) => {
+        Supers::Cut if gso => return send_segmenting(slot, b, cache, st),
+        _ if gso && !tunnel_gso && any_tunnelled(b) => {
             return send_segmenting(slot, b, cache, st)
         }
         Supers::Join if b.len() > 1 => join(b, cache, st),
         _ => {}
     }
     send_plain(slot, b, cache, st);
+}
+
+/// Whether `b` holds a super-packet encapsulated whole in a UDP tunnel.
+#[cold]
+fn any_tunnelled(b: &Batch) -> bool {
+    b.as_slice()
+        .iter()
+        .any(|p| p.gso().is_some_and(|g| g.outer != 0))
 }
 
 /// Joins `b`'s runs of TCP segments into super-packets ([`port::coalesce`]), counted.
@@ -927,7 +941,14 @@ impl Executor {
             self.tap
                 .offer(t.ofport, false, t.buf.as_slice(), self.now_ns);
         }
-        send_counted(&mut t.slot, t.supers, &mut t.buf, &mut self.cache, st);
+        send_counted(
+            &mut t.slot,
+            t.supers,
+            t.tunnel_gso,
+            &mut t.buf,
+            &mut self.cache,
+            st,
+        );
     }
 
     /// Sends a whole batch whose packets all go to tx table entry `port` unchanged (a megaflow
@@ -952,7 +973,7 @@ impl Executor {
                 self.tap
                     .offer(t.ofport, false, batch.as_slice(), self.now_ns);
             }
-            send_counted(&mut t.slot, t.supers, batch, &mut self.cache, st);
+            send_counted(&mut t.slot, t.supers, t.tunnel_gso, batch, &mut self.cache, st);
             return;
         }
         for pkt in batch.drain() {

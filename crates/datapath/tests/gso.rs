@@ -38,6 +38,9 @@ impl Port for Vnet {
     fn stats(&self) -> PortStats {
         self.0.stats()
     }
+    fn udp_tunnel_gso(&self) -> bool {
+        self.0.udp_tunnel_gso()
+    }
 }
 
 type Logic = Arc<Mutex<Vec<DpAction>>>;
@@ -71,11 +74,17 @@ fn rig(actions: Vec<DpAction>) -> Rig {
 }
 
 fn rig_with(actions: Vec<DpAction>, cfg: DpConfig) -> Rig {
+    rig_full(actions, cfg, false)
+}
+
+/// [`rig_with`], port 3's kernel cutting UDP-tunnelled super-packets when `tunnel_gso3`.
+fn rig_full(actions: Vec<DpAction>, cfg: DpConfig, tunnel_gso3: bool) -> Rig {
     let pool = Pool::with_frames(4096);
     let mut b = Datapath::builder().pool(pool.clone());
     let mut peers = Vec::new();
     for p in 1..=3u32 {
         let (sw, out) = ring::pair(&format!("gsw{p}"), &format!("gout{p}"), 512, &pool);
+        sw.set_udp_tunnel_gso(p == 3 && tunnel_gso3);
         peers.push((out.open_rx(0).unwrap(), out.open_tx(0).unwrap()));
         b = if p == 2 {
             b.port(p, sw)
@@ -267,5 +276,65 @@ fn segments_for_a_virtio_port_are_joined_unless_gro_is_off() {
             assert_eq!(three, plain);
             assert_eq!((s[Counter::GroSupers], s[Counter::TxPackets]), (0, 21));
         }
+    }
+}
+
+/// `inner` behind outer Ethernet, IPv4 (192.0.2.1 → 192.0.2.2, identification 9, header
+/// checksum left 0: cutting rewrites it), UDP (to 4789, no checksum) and VXLAN (VNI 42): 50
+/// bytes, the lengths those of the whole (as the kernel writes them up to 64 KiB).
+fn vxlan(inner: &[u8]) -> Vec<u8> {
+    let mut f = vec![
+        0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x08, 0x00, // Ethernet
+        0x45, 0, 0, 0, 0, 9, 0x40, 0, 64, 17, 0, 0, 192, 0, 2, 1, 192, 0, 2, 2, // IPv4
+        0xc3, 0x50, 0x12, 0xb5, 0, 0, 0, 0, // UDP
+        0x08, 0, 0, 0, 0, 0, 42, 0, // VXLAN
+    ];
+    f.extend_from_slice(inner);
+    let ip_len = (f.len() - 14) as u16;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f
+}
+
+#[test]
+fn a_tunnelled_super_packet_is_cut_for_a_port_whose_kernel_cannot_cut_it() {
+    // A super-packet encapsulated whole (as a TAP underlay's kernel hands one over when no
+    // tunnel port terminates it), switched to port 2 (plain), then port 3 (virtio-net).
+    let inner = super_frame(5_000);
+    let want_inner = expected_segments(&inner);
+    assert_eq!(want_inner.len(), 4);
+    let frame = vxlan(&inner);
+    let tunnelled = Gso { outer: 50, ..GSO };
+    for tunnel_gso3 in [false, true] {
+        let actions = vec![DpAction::Output(2), DpAction::Output(3)];
+        let mut r = rig_full(actions, DpConfig::default(), tunnel_gso3);
+        let mut p = r.cache.alloc_copy(&frame).unwrap();
+        assert!(p.set_gso(Some(tunnelled)));
+        let mut b = Batch::new();
+        b.push(p).unwrap();
+        assert_eq!(r.peers[0].1.send(&mut b), 1);
+        while r.pmd.poll_once() != 0 {}
+        let mut outs = vec![(2, r.out(2))];
+        let three = r.out(3);
+        if tunnel_gso3 {
+            assert_eq!(three, vec![(frame.clone(), true)], "whole to a port that can");
+        } else {
+            outs.push((3, three));
+        }
+        for (port, got) in outs {
+            assert_eq!(got.len(), 4, "port {port}: four segments");
+            for (i, ((seg, whole), want)) in got.iter().zip(&want_inner).enumerate() {
+                assert!(!whole);
+                assert_eq!(seg[50..], want[..], "port {port}: segment {i}'s inner frame");
+                let be = |at: usize| usize::from(u16::from_be_bytes([seg[at], seg[at + 1]]));
+                assert_eq!(be(16), seg.len() - 14, "IPv4 total length");
+                assert_eq!(be(18), 9 + i, "IPv4 identification");
+                assert_eq!(be(38), seg.len() - 34, "UDP length");
+                assert_eq!(packet::checksum::checksum(&seg[14..34]), 0, "IPv4 checksum");
+            }
+        }
+        let s = r.pmd.stats();
+        assert_eq!(s[Counter::GsoSegmented], if tunnel_gso3 { 1 } else { 2 });
+        assert_eq!(s.drops(), 0);
     }
 }

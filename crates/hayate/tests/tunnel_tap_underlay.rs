@@ -17,11 +17,14 @@
 //! none cut: `gso_segmented` 0) and the kernel received fewer frames from the TAP than the
 //! segments the stream needed (how many fewer depends on the rate: a slow stream's TCP makes
 //! smaller super-packets); with `tunnel_gso=off`, TCP crosses too, every super-packet cut
-//! first, a frame per segment.
+//! first, a frame per segment. Then the other way (`iperf3 -R`): host 2's kernel VXLAN
+//! device encapsulates VM 2's super-packets whole; with `auto` host 1's kernel hands them
+//! to the TAP whole (fewer frames into the TAP than segments) and Hayate terminates them
+//! whole, with `off` it cuts them first.
 
 mod netns;
 
-use netns::tunnel::{ns_ping, TwoHosts, UNDERLAY_V4, VM_MTU, VM_V4, VNI};
+use netns::tunnel::{ns_ping, offloads_on, veths, TwoHosts, UNDERLAY_V4, VM_MTU, VM_V4, VNI};
 use netns::{iperf3, must, pmd_counter, IperfServer, Net};
 
 /// Hayate's VTEP address (behind the TAP) and the TAP's kernel-side address.
@@ -111,6 +114,14 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
     for i in [&vx, &b2, &br] {
         h2run(&["link", "set", i, "up"]);
     }
+    // The underlay and VM 2 with their offloads on, so that super-packets cross whole:
+    // VM 2's TCP makes them, host 2's VXLAN device encapsulates them whole.
+    for (ns, i) in [(&h1, &hosts.u1), (&h2, &hosts.u2), (&h2, &b2)] {
+        offloads_on(ns, i);
+    }
+    for i in veths(&vm2_ns) {
+        offloads_on(&vm2_ns, &i);
+    }
     assert!(ns_ping(&h1, UNDERLAY_V4.two, 2), "underlay ping");
 
     let vm1 = hosts.vm1(&mut net);
@@ -193,6 +204,34 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
             );
         }
         assert_eq!(tap_stat("rx_frame_errors"), 0, "the kernel refused none");
+        // The other way: host 2's kernel VXLAN device encapsulates VM 2's super-packets
+        // whole, host 1's kernel routes them to the TAP, and (auto) hands them over whole:
+        // Hayate terminates each whole and VM 1's port takes the plain super-packet inside.
+        let tx0 = tap_stat("tx_packets");
+        let server = IperfServer::start(&vm2_ns);
+        let v = iperf3(&vm1, &["-c", VM_V4[1], "-t", "2", "-R"]);
+        server.reap();
+        let bytes = v["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
+        let frames = tap_stat("tx_packets") - tx0;
+        eprintln!(
+            "tunnel_gso={mode}: TCP VM 2 -> VM 1 {bytes} bytes in 2 s; the kernel gave the \
+             TAP {frames} frames"
+        );
+        assert!(bytes > 1_000_000, "{mode}: TCP back: {bytes} bytes");
+        let segments = bytes / 1348;
+        if mode == "auto" {
+            assert!(
+                frames < segments,
+                "{frames} frames into the TAP for {segments} segments' worth of data"
+            );
+        } else {
+            assert!(
+                frames >= segments,
+                "{frames} frames into the TAP for {segments} segments"
+            );
+        }
+        let pmd = net.ctl("br0", &["dump-pmd"]);
+        assert_eq!(pmd_counter(&pmd, "drop_malformed"), 0, "{pmd}");
         hayate.stop();
     }
 }

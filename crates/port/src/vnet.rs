@@ -31,6 +31,12 @@ use packet::extract::{ethertype, ipproto};
 use packet::wire::{at, be128, be32, ethernet, get_be16, ipv4, ipv6, tcp};
 use packet::{checksum, Batch, Gso, Packet, PoolCache};
 
+use crate::vnet_tnl::{OuterHeaders, GSO_UDP_TUNNEL_IPV4, GSO_UDP_TUNNEL_IPV6};
+
+/// The `gso_type` bits of a super-packet encapsulated whole in a UDP tunnel
+/// ([`crate::vnet_tnl`]).
+const TUNNEL_BITS: u8 = GSO_UDP_TUNNEL_IPV4 | GSO_UDP_TUNNEL_IPV6;
+
 /// Length of the virtio-net header (`struct virtio_net_hdr`) on the wire.
 pub const VNET_HDR_LEN: usize = 10;
 
@@ -244,7 +250,7 @@ pub fn plan(frame: &[u8], vlan: Option<VlanTag>, hdr: &VnetHdr) -> Result<Offloa
         0
     };
     let needs_csum = hdr.flags & F_NEEDS_CSUM != 0;
-    match hdr.gso_type & !GSO_ECN {
+    match hdr.gso_type & !(GSO_ECN | TUNNEL_BITS) {
         GSO_NONE => {}
         GSO_TCPV4 | GSO_TCPV6 => {
             let seg = TcpSegmenter::new(frame, vlan, hdr)?;
@@ -290,6 +296,9 @@ pub struct TcpSegmenter {
     seq: u32,
     ip_id: u16,
     flags: u16,
+    /// The outer headers of a super-packet encapsulated whole in a UDP tunnel (its inner
+    /// headers are the ones above): each segment gets a copy, its lengths rewritten.
+    outer: Option<OuterHeaders>,
 }
 
 impl std::fmt::Debug for TcpSegmenter {
@@ -299,6 +308,7 @@ impl std::fmt::Debug for TcpSegmenter {
             .field("v4", &self.v4)
             .field("payload_len", &self.payload_len)
             .field("mss", &self.mss)
+            .field("outer", &self.outer)
             .finish()
     }
 }
@@ -373,18 +383,54 @@ impl TcpHeaders {
 }
 
 impl TcpSegmenter {
-    /// Parses the headers of a TCP super-packet `frame` (delivered without `vlan`).
+    /// Parses the headers of a TCP super-packet `frame` (delivered without `vlan`), asked to
+    /// be cut by `hdr`; with a UDP tunnel bit in its `gso_type` ([`GSO_UDP_TUNNEL_IPV4`],
+    /// [`GSO_UDP_TUNNEL_IPV6`]: a TAP with the tunnel header), one encapsulated whole, whose
+    /// outer headers end where its checksum start says ([`OuterHeaders::find`]).
     pub fn new(
         frame: &[u8],
         vlan: Option<VlanTag>,
         hdr: &VnetHdr,
     ) -> Result<TcpSegmenter, VnetError> {
-        let mss = usize::from(hdr.gso_size);
+        let csum_start = (hdr.flags & F_NEEDS_CSUM != 0).then_some(usize::from(hdr.csum_start));
+        let outer = match hdr.gso_type & TUNNEL_BITS {
+            0 => None,
+            bit => {
+                let bad = VnetError::BadHeaders;
+                if vlan.is_some() {
+                    return Err(bad("a tunnelled super-packet with its VLAN tag taken out"));
+                }
+                let start = csum_start.ok_or(bad("a tunnelled super-packet without F_NEEDS_CSUM"))?;
+                Some(OuterHeaders::find(frame, bit, start)?)
+            }
+        };
+        TcpSegmenter::build(frame, vlan, hdr.gso_size, csum_start, outer)
+    }
+
+    /// The segmenter of super-packet `frame` kept whole with request `g` ([`packet::gso`]).
+    pub fn of_super(frame: &[u8], g: Gso) -> Result<TcpSegmenter, VnetError> {
+        let outer = match g.outer {
+            0 => None,
+            n => Some(OuterHeaders::at(frame, usize::from(n))?),
+        };
+        TcpSegmenter::build(frame, None, g.mss, None, outer)
+    }
+
+    fn build(
+        frame: &[u8],
+        vlan: Option<VlanTag>,
+        mss: u16,
+        csum_start: Option<usize>,
+        outer: Option<OuterHeaders>,
+    ) -> Result<TcpSegmenter, VnetError> {
+        let mss = usize::from(mss);
         if mss == 0 {
             return Err(VnetError::ZeroMss);
         }
-        let csum_start = (hdr.flags & F_NEEDS_CSUM != 0).then_some(usize::from(hdr.csum_start));
-        let TcpHeaders { l3, l4, v4, end } = TcpHeaders::parse(frame, csum_start)?;
+        let o = outer.map_or(0, |o| o.len);
+        let inner_start = csum_start.map(|s| s.saturating_sub(o));
+        let h = TcpHeaders::parse(&frame[o..], inner_start)?;
+        let (l3, l4, v4, end) = (h.l3 + o, h.l4 + o, h.v4, h.end + o);
         let shift = if vlan.is_some() { 4 } else { 0 };
         if end + shift > MAX_HEADERS {
             return Err(VnetError::HeadersTooLong);
@@ -415,13 +461,15 @@ impl TcpSegmenter {
                 headers[l4 + tcp::field::FLAGS.start],
                 headers[l4 + tcp::field::FLAGS.start + 1],
             ]) & 0x0fff,
+            outer,
         })
     }
 
     /// Whether the super-packet can be kept whole ([`packet::gso`]): its headers must parse
     /// again without the virtio-net header, so IPv6 extension headers are not allowed.
     pub fn keepable(&self) -> bool {
-        self.v4 || self.l4 == self.l3 + ipv6::field::DST.end
+        let outer_fits = self.outer.is_none_or(|o| o.len <= usize::from(u8::MAX));
+        outer_fits && (self.v4 || self.l4 == self.l3 + ipv6::field::DST.end)
     }
 
     /// The request that keeps this super-packet whole, from its virtio-net header.
@@ -430,7 +478,7 @@ impl TcpSegmenter {
             v6: !self.v4,
             ecn: hdr.gso_type & GSO_ECN != 0,
             mss: hdr.gso_size,
-            outer: 0,
+            outer: self.outer.map_or(0, |o| o.len as u8),
         }
     }
 
@@ -489,6 +537,9 @@ impl TcpSegmenter {
         let pseudo = pseudo_of(out, l3, self.v4, l4_len);
         let c = !checksum::fold(checksum::sum(&out[l4..h + len], pseudo));
         out[at(l4, tcp::field::CHECKSUM)].copy_from_slice(&c.to_be_bytes());
+        if let Some(o) = &self.outer {
+            o.fix(&mut out[..h + len], i);
+        }
         h + len
     }
 }
@@ -715,16 +766,7 @@ pub fn segment_into(
     let Some(g) = pkt.gso() else {
         return Ok((0, 0));
     };
-    if g.outer != 0 {
-        return Err(VnetError::Tunnelled);
-    }
-    let base = if g.v6 { GSO_TCPV6 } else { GSO_TCPV4 };
-    let hdr = VnetHdr {
-        gso_type: if g.ecn { base | GSO_ECN } else { base },
-        gso_size: g.mss,
-        ..VnetHdr::NONE
-    };
-    let seg = TcpSegmenter::new(pkt.data(), None, &hdr)?;
+    let seg = TcpSegmenter::of_super(pkt.data(), g)?;
     if seg.segment_len(0) > cache.max_data() {
         return Err(VnetError::BadHeaders(
             "a segment is longer than a pool frame",

@@ -13,9 +13,15 @@
 //! | 22..24 | `inner_nh_offset`: where the inner IP header starts (little-endian) |
 //!
 //! A TAP whose header size is 24 (`TUNSETVNETHDRSZ`) has the kernel read these fields on
-//! every write. On read it fills the first ten bytes and zeroes the rest: the port clears
-//! `TUN_F_UDP_TUNNEL_GSO` after probing for it, so the kernel never hands over tunnelled
-//! super-packets (it cuts them first).
+//! every write, and fill them on every read: with `TUN_F_UDP_TUNNEL_GSO` and
+//! `TUN_F_UDP_TUNNEL_GSO_CSUM` on, the kernel hands over a UDP-tunnelled super-packet it
+//! routed to the TAP whole (one read instead of one per segment), with or without an outer
+//! UDP checksum (Linux's VXLAN devices sum it over IPv4 by default). Receive keeps it whole
+//! ([`packet::Gso::outer`] says where its inner frame starts, found by [`OuterHeaders::find`]
+//! from the request's checksum start, which points at the inner TCP header); the tunnel's
+//! receive stage decapsulates it whole, or — when no tunnel terminates it — the data path
+//! cuts it in software before a port that cannot take it ([`OuterHeaders::fix`] gives each
+//! segment its outer lengths).
 //!
 //! For a tunnelled super-packet the request is TCP segmentation (`gso_type` TCPv4 or TCPv6,
 //! with [`GSO_UDP_TUNNEL_IPV4`] or [`GSO_UDP_TUNNEL_IPV6`] for the outer family), the inner
@@ -27,11 +33,11 @@
 //!
 //! Per-packet code: nothing here allocates.
 
-use packet::extract::ethertype;
-use packet::wire::get_be16;
-use packet::Packet;
+use packet::extract::{ethertype, ipproto};
+use packet::wire::{at, be128, be16, be32, get_be16, ipv4, ipv6};
+use packet::{checksum, Packet};
 
-use crate::vnet::{tcp_request, VnetError, VNET_HDR_LEN};
+use crate::vnet::{tcp_request, TcpHeaders, VnetError, VNET_HDR_LEN};
 
 /// Length of the header with the tunnel fields on the wire.
 pub const VNET_HDR_TNL_LEN: usize = 24;
@@ -39,9 +45,12 @@ pub const VNET_HDR_TNL_LEN: usize = 24;
 pub const GSO_UDP_TUNNEL_IPV4: u8 = 0x20;
 /// `gso_type` bit: the TCP super-packet is inside a UDP tunnel over IPv6.
 pub const GSO_UDP_TUNNEL_IPV6: u8 = 0x40;
-/// `TUNSETOFFLOAD` bit: the tap can take UDP-tunnelled super-packets (Linux 6.17); only
-/// probed (a kernel without it refuses the bit).
+/// `TUNSETOFFLOAD` bit: the tap can take UDP-tunnelled super-packets (Linux 6.17); a kernel
+/// without it refuses the bit.
 pub const TUN_F_UDP_TUNNEL_GSO: u32 = 0x080;
+/// `TUNSETOFFLOAD` bit: ... and those whose outer UDP checksum is to be filled in per segment
+/// (without it the kernel cuts such super-packets before a read hands them over).
+pub const TUN_F_UDP_TUNNEL_GSO_CSUM: u32 = 0x100;
 
 /// Whether the running kernel is Linux 6.17 or later, whose TUN/TAP takes UDP-tunnelled
 /// super-packets (from `/proc/sys/kernel/osrelease`). A TAP port probes the kernel itself;
@@ -103,26 +112,145 @@ fn outer_udp(d: &[u8], outer: usize) -> Result<(usize, u8), VnetError> {
     if d.len() <= outer {
         return Err(bad("no inner frame after the outer headers"));
     }
+    let (th, bit) = udp_at(d)?;
+    if th + UDP > outer {
+        return Err(bad("outer headers longer than the request says"));
+    }
+    Ok((th, bit))
+}
+
+/// Where the UDP header of `d` (Ethernet, IPv4 with any options or IPv6 without extension
+/// headers, UDP) starts and the `gso_type` bit of its IP family.
+fn udp_at(d: &[u8]) -> Result<(usize, u8), VnetError> {
+    let bad = VnetError::BadHeaders;
     let (th, bit) = match get_be16(d, 12) {
         Some(ethertype::IPV4) => {
-            let ihl = usize::from(d[ETH] & 0x0f) * 4;
-            if ihl < 20 || d[ETH + 9] != 17 {
+            let ihl = usize::from(d.get(ETH).ok_or(bad("no outer IPv4 header"))? & 0x0f) * 4;
+            if ihl < 20 || d.get(ETH + 9) != Some(&ipproto::UDP) {
                 return Err(bad("outer IPv4 header is not UDP"));
             }
             (ETH + ihl, GSO_UDP_TUNNEL_IPV4)
         }
         Some(ethertype::IPV6) => {
-            if d[ETH + 6] != 17 {
+            if d.get(ETH + 6) != Some(&ipproto::UDP) {
                 return Err(bad("outer IPv6 header is not UDP"));
             }
             (ETH + 40, GSO_UDP_TUNNEL_IPV6)
         }
         _ => return Err(bad("outer headers are not IPv4 or IPv6")),
     };
-    if th + UDP > outer {
-        return Err(bad("outer headers longer than the request says"));
+    if th + UDP > d.len() {
+        return Err(bad("outer UDP header cut"));
     }
     Ok((th, bit))
+}
+
+/// The outer headers (Ethernet, IP, UDP, the tunnel header) of a TCP super-packet
+/// encapsulated whole in a UDP tunnel, as software segmentation needs them: where they end,
+/// and what each segment's copy of them needs rewritten ([`OuterHeaders::fix`]). The outer
+/// Ethernet header carries no VLAN tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OuterHeaders {
+    /// Their length: where the inner frame (its Ethernet header) starts.
+    pub len: usize,
+    /// Where the outer UDP header starts (the outer IP header starts after Ethernet).
+    udp: usize,
+    /// The outer IP is IPv4 (else IPv6).
+    v4: bool,
+    /// The outer IPv4 identification of the first segment (each next one adds 1).
+    ip_id: u16,
+    /// The outer UDP checksum is set (each segment gets a full one; else each keeps 0).
+    udp_csum: bool,
+}
+
+impl OuterHeaders {
+    /// The outer headers of `d`, a kept super-packet whose request says they are `len` bytes
+    /// long ([`packet::Gso::outer`]): IP and UDP must fit in them, with at least a tunnel
+    /// header's 8 bytes after UDP, and an inner frame must follow.
+    pub fn at(d: &[u8], len: usize) -> Result<OuterHeaders, VnetError> {
+        let (udp, bit) = udp_at(d)?;
+        if udp + UDP + 8 > len || len >= d.len() {
+            return Err(VnetError::BadHeaders(
+                "outer headers shorter than IP, UDP and a tunnel header, or no inner frame",
+            ));
+        }
+        let v4 = bit == GSO_UDP_TUNNEL_IPV4;
+        Ok(OuterHeaders {
+            len,
+            udp,
+            v4,
+            ip_id: if v4 { be16(d, ETH + 4) } else { 0 },
+            udp_csum: be16(d, udp + 6) != 0,
+        })
+    }
+
+    /// The outer headers of `d`, a received super-packet whose request has the tunnel bit
+    /// `bit` ([`GSO_UDP_TUNNEL_IPV4`] or [`GSO_UDP_TUNNEL_IPV6`]) and its checksum start at
+    /// `csum_start` (the inner TCP header). The tunnel header after UDP is VXLAN's 8 bytes or
+    /// Geneve's 8 and its options; the one after which an inner frame's TCP header starts
+    /// exactly at `csum_start` is it.
+    pub fn find(d: &[u8], bit: u8, csum_start: usize) -> Result<OuterHeaders, VnetError> {
+        let (udp, family) = udp_at(d)?;
+        if family != bit {
+            return Err(VnetError::BadHeaders(
+                "the request's tunnel family differs from the outer IP header",
+            ));
+        }
+        let t = udp + UDP;
+        let geneve = t + 8 + usize::from(d.get(t).copied().unwrap_or(0) & 0x3f) * 4;
+        for inner in [t + 8, geneve] {
+            let (Some(frame), Some(start)) = (d.get(inner..), csum_start.checked_sub(inner))
+            else {
+                continue;
+            };
+            if TcpHeaders::parse(frame, Some(start)).is_ok_and(|h| h.l4 == start) {
+                return OuterHeaders::at(d, inner);
+            }
+        }
+        Err(VnetError::BadHeaders(
+            "no inner TCP header where the request's checksum starts",
+        ))
+    }
+
+    /// Rewrites the outer headers at the start of `seg`, segment `i` of the super-packet
+    /// (its inner frame already written, `seg` exactly its length): the UDP length, the IP
+    /// length (IPv4: the identification, first + `i`, and the header checksum), and, when
+    /// the super-packet had one, a full UDP checksum.
+    pub fn fix(&self, seg: &mut [u8], i: usize) {
+        let total = seg.len();
+        let (l3, udp) = (ETH, self.udp);
+        let udp_len = (total - udp) as u16;
+        seg[udp + 4..udp + 6].copy_from_slice(&udp_len.to_be_bytes());
+        if self.v4 {
+            let tot = (total - l3) as u16;
+            seg[at(l3, ipv4::field::LENGTH)].copy_from_slice(&tot.to_be_bytes());
+            let id = self.ip_id.wrapping_add(i as u16);
+            seg[at(l3, ipv4::field::IDENT)].copy_from_slice(&id.to_be_bytes());
+            seg[at(l3, ipv4::field::CHECKSUM)].fill(0);
+            let c = checksum::checksum(&seg[l3..udp]);
+            seg[at(l3, ipv4::field::CHECKSUM)].copy_from_slice(&c.to_be_bytes());
+        } else {
+            let plen = (total - l3 - ipv6::field::DST.end) as u16;
+            seg[at(l3, ipv6::field::LENGTH)].copy_from_slice(&plen.to_be_bytes());
+        }
+        if !self.udp_csum {
+            return;
+        }
+        let pseudo = if self.v4 {
+            let f = |r: std::ops::Range<usize>| be32(seg, l3 + r.start);
+            checksum::pseudo_v4(f(ipv4::field::SRC), f(ipv4::field::DST), ipproto::UDP, udp_len)
+        } else {
+            let f = |r: std::ops::Range<usize>| be128(seg, l3 + r.start);
+            let (src, dst) = (f(ipv6::field::SRC), f(ipv6::field::DST));
+            checksum::pseudo_v6(src, dst, ipproto::UDP, u32::from(udp_len))
+        };
+        seg[udp + 6..udp + 8].fill(0);
+        let mut c = !checksum::fold(checksum::sum(&seg[udp..], pseudo));
+        if c == 0 {
+            c = 0xffff;
+        }
+        seg[udp + 6..udp + 8].copy_from_slice(&c.to_be_bytes());
+    }
 }
 
 #[cfg(test)]

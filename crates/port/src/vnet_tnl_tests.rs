@@ -1,9 +1,10 @@
 //! Tests of the tunnel virtio-net header: golden bytes for a VXLAN super-packet over IPv4
-//! and over IPv6, the plain cases, refusals, and a property test that no frame makes it
-//! panic.
+//! and over IPv6, the plain cases, refusals, software segmentation of tunnelled
+//! super-packets against the kernel's, receiving them from the kernel, and a property test
+//! that no frame makes it panic.
 
 use super::*;
-use crate::vnet::{self, F_NEEDS_CSUM, GSO_TCPV4};
+use crate::vnet::{self, Delivered, VnetHdr, F_NEEDS_CSUM, GSO_TCPV4};
 use packet::builder::{Ipv4Spec, L3Spec, L4Spec, PacketSpec};
 use packet::{checksum, Gso, Pool};
 use proptest::prelude::*;
@@ -141,15 +142,9 @@ fn plain_frames_and_plain_super_packets_keep_the_short_header_s_meaning() {
 #[test]
 fn tunnelled_super_packets_are_refused_where_they_cannot_be_cut() {
     let f = vxlan_v4(&inner(3000));
-    // The short header and software segmentation cannot cut them.
+    // The short header cannot have them cut (software segmentation can: below).
     let (_pool, mut p) = packet_of(&f, Some(request(50)));
     assert_eq!(vnet::tx_header(&mut p), Err(VnetError::Tunnelled));
-    let mut cache = _pool.cache();
-    let mut out = packet::Batch::new();
-    assert_eq!(
-        vnet::segment_into(&p, 0, &mut cache, &mut out).err(),
-        Some(VnetError::Tunnelled)
-    );
     // An outer UDP checksum, outer headers longer than the frame or not UDP: refused.
     let mut g = f.clone();
     g[40] = 0x12;
@@ -166,6 +161,146 @@ fn tunnelled_super_packets_are_refused_where_they_cannot_be_cut() {
         tx_header(&mut q).is_err(),
         "outer shorter than its UDP header"
     );
+}
+
+/// `frame` (a VXLAN-over-IPv4 packet from [`vxlan_v4`]) as Geneve with 8 bytes of options
+/// (one option, critical bit clear): 58 bytes of outer headers.
+fn geneve_v4(frame: &[u8]) -> Vec<u8> {
+    let mut f = frame[..42].to_vec();
+    f[36..38].copy_from_slice(&6081u16.to_be_bytes());
+    f.extend_from_slice(&[0x02, 0, 0x65, 0x58, 0, 0, 42, 0]); // 2 words of options
+    f.extend_from_slice(&[0x01, 0x02, 0x03, 0x01, 0xde, 0xad, 0xbe, 0xef]);
+    f.extend_from_slice(&frame[50..]);
+    let ip_len = (f.len() - 14) as u16;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f
+}
+
+/// The frames software segmentation cuts super-packet `frame` (request `g`) into.
+fn cut(frame: &[u8], g: Gso) -> Result<Vec<Vec<u8>>, VnetError> {
+    let (pool, p) = packet_of(frame, Some(g));
+    let mut cache = pool.cache();
+    let mut out = packet::Batch::new();
+    let (next, total) = vnet::segment_into(&p, 0, &mut cache, &mut out)?;
+    assert_eq!(next, total, "one batch holds them");
+    let segs = out.as_slice().iter().map(|s| s.data().to_vec()).collect();
+    out.free_into(&mut cache);
+    Ok(segs)
+}
+
+/// Segment `i` of a VXLAN-over-IPv4 super-packet from [`vxlan_v4`] (identification 0, no
+/// header checksum) as the kernel cuts it: plain segment `seg` of the inner super-packet
+/// behind the outer headers, their lengths its own, the identification `i`, the header
+/// checksum right.
+fn vxlan_v4_segment(seg: &[u8], i: usize) -> Vec<u8> {
+    let mut f = vxlan_v4(seg);
+    f[18..20].copy_from_slice(&(i as u16).to_be_bytes());
+    let c = checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+fn mss(outer: u8, mss: u16) -> Gso {
+    Gso {
+        mss,
+        ..request(outer)
+    }
+}
+
+#[test]
+fn software_cuts_a_tunnelled_super_packet_as_the_kernel_does() {
+    let plain = cut(&inner(3000), mss(0, 1000)).expect("the inner super-packet cuts");
+    assert_eq!(plain.len(), 3);
+    let segs = cut(&vxlan_v4(&inner(3000)), mss(50, 1000)).expect("it cuts");
+    assert_eq!(segs.len(), 3);
+    for (i, (s, p)) in segs.iter().zip(&plain).enumerate() {
+        assert_eq!(*s, vxlan_v4_segment(p, i), "segment {i}");
+    }
+    // Geneve with options: the same inner segments behind 58 bytes.
+    let segs = cut(&geneve_v4(&vxlan_v4(&inner(3000))), mss(58, 1000)).expect("it cuts");
+    for (s, p) in segs.iter().zip(&plain) {
+        assert_eq!(s[58..], p[..]);
+        assert_eq!(usize::from(u16::from_be_bytes([s[38], s[39]])), s.len() - 34);
+    }
+}
+
+#[test]
+fn a_set_outer_udp_checksum_is_made_full_in_every_segment() {
+    let plain = cut(&inner(2500), mss(0, 1000)).expect("the inner super-packet cuts");
+    let mut f = vxlan_v6(&inner(2500));
+    f[60..62].copy_from_slice(&[0x12, 0x34]);
+    let segs = cut(&f, mss(70, 1000)).expect("it cuts");
+    assert_eq!(segs.len(), 3);
+    for (s, p) in segs.iter().zip(&plain) {
+        assert_eq!(s[70..], p[..]);
+        let udp_len = s.len() - 54;
+        assert_eq!(usize::from(u16::from_be_bytes([s[18], s[19]])), udp_len, "payload length");
+        assert_eq!(usize::from(u16::from_be_bytes([s[58], s[59]])), udp_len, "UDP length");
+        let a = |i: usize| u128::from_be_bytes(s[i..i + 16].try_into().unwrap());
+        let pseudo = checksum::pseudo_v6(a(22), a(38), 17, udp_len as u32);
+        assert_eq!(checksum::fold(checksum::sum(&s[54..], pseudo)), 0xffff, "UDP checksum");
+    }
+    // Left zero, it stays zero.
+    let segs = cut(&vxlan_v6(&inner(2500)), mss(70, 1000)).expect("it cuts");
+    assert!(segs.iter().all(|s| s[60..62] == [0, 0]));
+}
+
+/// The first ten bytes of the tunnel header the kernel writes before VXLAN-over-IPv4
+/// super-packet with `outer` bytes of outer headers (inner TCP/IPv4 without options).
+fn kernel_request(outer: u16, bit: u8) -> VnetHdr {
+    VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: GSO_TCPV4 | bit,
+        hdr_len: outer + 54,
+        gso_size: 1000,
+        csum_start: outer + 34,
+        csum_offset: 16,
+    }
+}
+
+#[test]
+fn a_tunnelled_super_packet_from_the_kernel_is_kept_whole_or_cut() {
+    let plain = cut(&inner(3000), mss(0, 1000)).expect("the inner super-packet cuts");
+    let pool = Pool::with_frames(16);
+    let mut cache = pool.cache();
+    for (f, outer) in [
+        (vxlan_v4(&inner(3000)), 50u8),
+        (geneve_v4(&vxlan_v4(&inner(3000))), 58),
+    ] {
+        let hdr = kernel_request(u16::from(outer), GSO_UDP_TUNNEL_IPV4);
+        let mut b = packet::Batch::new();
+        let d = vnet::deliver(&f, None, Some(&hdr), 0, true, &mut cache, &mut b);
+        assert_eq!(d, Delivered::Done { packets: 1, bytes: f.len() });
+        assert_eq!(b.as_slice()[0].gso(), Some(mss(outer, 1000)), "kept whole");
+        assert_eq!(b.as_slice()[0].data(), &f[..]);
+        b.free_into(&mut cache);
+        let d = vnet::deliver(&f, None, Some(&hdr), 0, false, &mut cache, &mut b);
+        assert!(matches!(d, Delivered::Done { packets: 3, .. }), "{d:?}");
+        for (s, p) in b.as_slice().iter().zip(&plain) {
+            assert_eq!(s.data()[usize::from(outer)..], p[..], "cut");
+        }
+        b.free_into(&mut cache);
+    }
+    // A checksum start that is no inner TCP header, or a tunnel family that is not the
+    // outer header's: dropped.
+    let f = vxlan_v4(&inner(3000));
+    let mut b = packet::Batch::new();
+    for hdr in [
+        VnetHdr {
+            csum_start: 80,
+            ..kernel_request(50, GSO_UDP_TUNNEL_IPV4)
+        },
+        kernel_request(50, GSO_UDP_TUNNEL_IPV6),
+        VnetHdr {
+            flags: 0,
+            ..kernel_request(50, GSO_UDP_TUNNEL_IPV4)
+        },
+    ] {
+        let d = vnet::deliver(&f, None, Some(&hdr), 0, true, &mut cache, &mut b);
+        assert_eq!(d, Delivered::Dropped, "{hdr:?}");
+    }
+    assert!(b.is_empty());
 }
 
 proptest! {

@@ -1,7 +1,8 @@
 //! The body of the `tunnel_terminate` fuzz target (`fuzz/fuzz_targets/tunnel_terminate.rs`),
 //! here so that a normal test runs it on stable Rust: termination of arbitrary bytes received
 //! on an underlay port. Nothing may panic, and a terminated packet's inner frame and options
-//! lie inside it; the same bytes also go through the path-MTU answer (`pmtud.rs`). Each input is tried twice: as it is, and with its outer IPv4 header
+//! lie inside it; the same bytes also go through the view a super-packet encapsulated whole
+//! is judged on (`rx_whole.rs`) and the path-MTU answer (`pmtud.rs`). Each input is tried twice: as it is, and with its outer IPv4 header
 //! checksum made right and its UDP checksum zeroed, so that mutations reach the VXLAN and
 //! Geneve headers instead of stopping at a checksum.
 
@@ -11,6 +12,7 @@ use packet::checksum;
 
 use crate::decap::{terminate, Locals, Termination};
 use crate::endpoint::TunnelKind;
+use crate::rx_whole::View;
 
 /// Terminates `data` (and its checksum-fixed variant). Panics only if the code under test does.
 pub fn fuzz_terminate(data: &[u8]) {
@@ -22,6 +24,14 @@ pub fn fuzz_terminate(data: &[u8]) {
         ports: vec![(4789, TunnelKind::Vxlan), (6081, TunnelKind::Geneve)],
     };
     check(data, &locals);
+    // The view a super-packet encapsulated whole is judged on (`rx_whole.rs`), for the usual
+    // outer lengths and one the input picks.
+    for outer in [50, 70, usize::from(data.first().copied().unwrap_or(0))] {
+        if let Some(v) = View::of(data, outer) {
+            assert_eq!(v.bytes().len(), outer + 14);
+            check(v.bytes(), &locals);
+        }
+    }
     // The path-MTU answer to the same bytes taken as an oversize inner frame.
     let mut out = [0u8; crate::pmtud::REPLY_MAX];
     let mtu = 68 + (data.len() as u16 & 0x3ff);

@@ -78,6 +78,7 @@ pub mod nexthop;
 pub mod pmtud;
 pub mod rx;
 pub mod rx_fast;
+mod rx_whole;
 pub mod spec;
 
 pub use decap::{terminate, Decapped, DropReason, Locals, Termination};

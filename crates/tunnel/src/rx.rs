@@ -15,11 +15,12 @@
 use std::net::IpAddr;
 
 use packet::key::parsed;
-use packet::{Field, FlowKey, Packet};
+use packet::{Field, FlowKey, Gso, Packet};
 
 use crate::decap::{terminate, Decapped, DropReason, Locals, Termination};
 use crate::endpoint::TunnelKind;
 use crate::rx_fast::{FastV4, INNER_OFF};
+use crate::rx_whole::View;
 use crate::spec::{PerFlow, TunnelSpec};
 
 /// One tunnel port as its receive side sees it.
@@ -214,6 +215,9 @@ impl Terminator {
     /// specialised path (`rx_fast.rs`), the rest the general one.
     #[inline]
     pub fn receive(&self, pkt: &mut Packet) -> RxOutcome {
+        if pkt.is_gso() {
+            return self.receive_whole(pkt);
+        }
         if let Some((meta, end)) = self.fast.terminate(pkt.data()) {
             pkt.truncate(end);
             pkt.pull_front(INNER_OFF);
@@ -224,12 +228,54 @@ impl Terminator {
 
     /// [`Terminator::receive`] through the general path only (the reference).
     fn receive_general(&self, pkt: &mut Packet) -> RxOutcome {
-        let d = match terminate(pkt.data(), &self.locals) {
-            Termination::NotTunnel => return RxOutcome::NotTunnel,
-            Termination::Drop(r) => return RxOutcome::Drop(RxDrop::Header(r)),
+        let (d, meta) = match self.judge(pkt.data()) {
+            Ok(x) => x,
+            Err(out) => return out,
+        };
+        pkt.truncate(d.inner.end);
+        if !pkt.pull_front(d.inner.start) {
+            return RxOutcome::Drop(RxDrop::Header(DropReason::InnerTooShort));
+        }
+        RxOutcome::Tunnel(meta)
+    }
+
+    /// [`Terminator::receive`] for a super-packet ([`packet::gso`]): one encapsulated whole
+    /// (a TAP underlay's kernel hands them over) is judged on a view of its outer headers
+    /// (`rx_whole.rs`) and, terminated, becomes the plain super-packet inside; a plain one is
+    /// not a tunnel packet.
+    #[cold]
+    #[inline(never)]
+    fn receive_whole(&self, pkt: &mut Packet) -> RxOutcome {
+        let Some(g) = pkt.gso().filter(|g| g.outer != 0) else {
+            return RxOutcome::NotTunnel;
+        };
+        let outer = usize::from(g.outer);
+        let Some(view) = View::of(pkt.data(), outer) else {
+            return RxOutcome::NotTunnel;
+        };
+        let (d, meta) = match self.judge(view.bytes()) {
+            Ok(x) => x,
+            Err(out) => return out,
+        };
+        let drop = |r| RxOutcome::Drop(RxDrop::Header(r));
+        if d.inner.start != outer {
+            return drop(DropReason::TunnelHeader);
+        }
+        if !pkt.pull_front(outer) || !pkt.set_gso(Some(Gso { outer: 0, ..g })) {
+            return drop(DropReason::InnerTooShort);
+        }
+        RxOutcome::Tunnel(meta)
+    }
+
+    /// The general path's judgement of `frame`: the tunnel packet it is and the port that
+    /// takes it, or what to do instead.
+    fn judge(&self, frame: &[u8]) -> Result<(Decapped, TunMeta), RxOutcome> {
+        let d = match terminate(frame, &self.locals) {
+            Termination::NotTunnel => return Err(RxOutcome::NotTunnel),
+            Termination::Drop(r) => return Err(RxOutcome::Drop(RxDrop::Header(r))),
             Termination::Decapped(d) => d,
         };
-        let dst_port = self.dst_port_of(pkt.data(), &d);
+        let dst_port = self.dst_port_of(frame, &d);
         let best = self
             .ports
             .iter()
@@ -237,14 +283,10 @@ impl Terminator {
             .filter_map(|(i, p)| p.accepts(&d, dst_port).map(|s| (s, i, p)))
             .max_by_key(|(s, _, _)| *s);
         let Some((_, index, port)) = best else {
-            return RxOutcome::Drop(RxDrop::NoPort);
+            return Err(RxOutcome::Drop(RxDrop::NoPort));
         };
         let meta = TunMeta::of(port.ofport, index, &d);
-        pkt.truncate(d.inner.end);
-        if !pkt.pull_front(d.inner.start) {
-            return RxOutcome::Drop(RxDrop::Header(DropReason::InnerTooShort));
-        }
-        RxOutcome::Tunnel(meta)
+        Ok((d, meta))
     }
 
     /// The outer UDP destination port: the 16 bits just before the tunnel header, which

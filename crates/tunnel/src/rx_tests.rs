@@ -1,7 +1,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use packet::pool::{Pool, PoolCache};
-use packet::{extract_packet, Field, FlowKey};
+use packet::{extract_packet, Field, FlowKey, Gso};
 
 use super::*;
 use crate::encap::EncapTemplate;
@@ -188,6 +188,97 @@ fn geneve_over_ipv6_sets_the_ipv6_endpoints() {
     assert_eq!((key.get(Field::TunnelId), meta.ofport), (9, 7));
     assert_eq!(key.get(Field::Parsed) as u16, parsed::TUN_IPV6);
     pool.free(p);
+}
+
+/// `p` marked as a super-packet encapsulated whole behind `outer` bytes (what a TAP underlay
+/// whose kernel hands over UDP-tunnelled super-packets delivers).
+fn whole(mut p: Packet, outer: u8) -> Packet {
+    let g = Gso {
+        v6: false,
+        ecn: false,
+        mss: 1000,
+        outer,
+    };
+    assert!(p.set_gso(Some(g)));
+    p
+}
+
+#[test]
+fn a_super_packet_encapsulated_whole_is_terminated_into_the_plain_super_packet() {
+    let mut pool = Pool::with_frames(16).cache();
+    let t = Terminator::new(
+        vec![
+            port(5, "vxlan:remote=192.168.0.1,vni=42"),
+            port(7, "geneve:remote=flow,vni=flow"),
+        ],
+        &[v4(LOCAL), IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2))],
+    );
+    let mut plain = tunneled(&mut pool, TunnelKind::Vxlan, 42, v4(REMOTE), v4(LOCAL));
+    let RxOutcome::Tunnel(want) = t.receive(&mut plain) else {
+        panic!("not terminated")
+    };
+    let mss = |p: &Packet| p.gso().map(|g| (g.mss, g.outer));
+    // As sent, and with the outer lengths and IPv4 header checksum meaning nothing (the
+    // kernel writes 0 past 64 KiB; cutting rewrites them): the same port and metadata, the
+    // inner frame left, a plain super-packet.
+    for garble in [false, true] {
+        let mut p = tunneled(&mut pool, TunnelKind::Vxlan, 42, v4(REMOTE), v4(LOCAL));
+        if garble {
+            let d = p.data_mut();
+            d[16..18].fill(0); // IPv4 total length
+            d[24..26].copy_from_slice(&[0xbe, 0xef]); // its header checksum
+            d[38..40].fill(0); // UDP length
+        }
+        let mut p = whole(p, 50);
+        assert_eq!(t.receive(&mut p), RxOutcome::Tunnel(want), "garbled {garble}");
+        assert_eq!(p.data(), &inner()[..]);
+        assert_eq!(mss(&p), Some((1000, 0)), "now a plain super-packet");
+        pool.free(p);
+    }
+    // Geneve over IPv6 (no UDP checksum: 70 bytes of outer headers).
+    let (remote6, local6): (IpAddr, IpAddr) = (
+        Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1).into(),
+        Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2).into(),
+    );
+    let mut p = tunneled(&mut pool, TunnelKind::Geneve, 9, remote6, local6);
+    p.data_mut()[60..62].fill(0);
+    let mut p = whole(p, 70);
+    let RxOutcome::Tunnel(m) = t.receive(&mut p) else {
+        panic!("Geneve over IPv6 not terminated")
+    };
+    assert_eq!((m.ofport, m.vni, m.ipv6), (7, 9, true));
+    assert_eq!(p.data(), &inner()[..]);
+    pool.free(p);
+    // With an outer UDP checksum (the kernel leaves the pseudo-header's sum in a
+    // super-packet's; here any value): terminated the same.
+    let p = tunneled(&mut pool, TunnelKind::Geneve, 9, remote6, local6);
+    assert_ne!(p.data()[60..62], [0, 0], "IPv6 tunnels have UDP checksums");
+    let mut p = whole(p, 70);
+    assert!(matches!(t.receive(&mut p), RxOutcome::Tunnel(m) if m.ofport == 7));
+    assert_eq!(p.data(), &inner()[..]);
+    pool.free(p);
+    // Outer headers that end elsewhere than the request says, an unknown VNI: dropped,
+    // counted by reason. The packet is left as it was.
+    let p = tunneled(&mut pool, TunnelKind::Vxlan, 42, v4(REMOTE), v4(LOCAL));
+    let mut p = whole(p, 58);
+    let r = RxOutcome::Drop(RxDrop::Header(DropReason::TunnelHeader));
+    assert_eq!(t.receive(&mut p), r);
+    assert_eq!(mss(&p), Some((1000, 58)));
+    pool.free(p);
+    let p = tunneled(&mut pool, TunnelKind::Vxlan, 43, v4(REMOTE), v4(LOCAL));
+    let mut p = whole(p, 50);
+    assert_eq!(t.receive(&mut p), RxOutcome::Drop(RxDrop::NoPort));
+    pool.free(p);
+    // Another host's tunnel packet, and a plain super-packet: not terminated, untouched.
+    for (dst, outer) in [(Ipv4Addr::new(192, 168, 0, 9), 50), (LOCAL, 0)] {
+        let p = tunneled(&mut pool, TunnelKind::Vxlan, 42, v4(REMOTE), v4(dst));
+        let before = p.data().to_vec();
+        let mut p = whole(p, outer);
+        assert_eq!(t.receive(&mut p), RxOutcome::NotTunnel);
+        assert_eq!(p.data(), &before[..]);
+        assert_eq!(mss(&p), Some((1000, outer)));
+        pool.free(p);
+    }
 }
 
 /// Terminators the fast path is compared under: fixed and per-flow ports, a fixed local, a

@@ -55,6 +55,26 @@ pub fn no_offloads(ns: &str, ifname: &str) {
     );
 }
 
+/// Turns the offloads [`no_offloads`] turns off back on (the veth's defaults), for tests
+/// of super-packets crossing the underlay whole.
+pub fn offloads_on(ns: &str, ifname: &str) {
+    ns_run(
+        ns,
+        &[
+            "ethtool", "-K", ifname, "tx", "on", "sg", "on", "tso", "on", "gso", "on",
+        ],
+    );
+}
+
+/// The veth interfaces of namespace `ns`, by name.
+pub fn veths(ns: &str) -> Vec<String> {
+    let o = must(&["ip", "-n", ns, "-o", "link", "show", "type", "veth"]);
+    o.lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .collect()
+}
+
 /// Turns IPv6 on for `ifname` in `ns` (the harness turns it off on switch-side interfaces).
 pub fn ipv6_on(ns: &str, ifname: &str) {
     let key = format!("net.ipv6.conf.{ifname}.disable_ipv6=0");

@@ -11,11 +11,12 @@
 //! port is dropped; one that existed (persistent) stays.
 //!
 //! Where the kernel takes UDP-tunnelled super-packets (Linux 6.17: it accepts
-//! `TUN_F_UDP_TUNNEL_GSO`, which the port probes for and then clears, so that reads never
-//! bring them), the port uses the 24-byte header with the tunnel fields ([`crate::vnet_tnl`])
-//! and says so ([`Port::udp_tunnel_gso`]): a VXLAN or Geneve tunnel over this port sends a
-//! VM's super-packets encapsulated whole and the kernel cuts them, each segment with its own
-//! outer headers.
+//! `TUN_F_UDP_TUNNEL_GSO`), the port uses the 24-byte header with the tunnel fields
+//! ([`crate::vnet_tnl`]) and says so ([`Port::udp_tunnel_gso`]): a VXLAN or Geneve tunnel over
+//! this port sends a VM's super-packets encapsulated whole and the kernel cuts them, each
+//! segment with its own outer headers; and the kernel hands over the tunnelled super-packets
+//! it routes to the TAP whole, which the tunnel's receive stage decapsulates whole (or the
+//! data path cuts, for a port that cannot take them).
 //!
 //! The tun API moves one frame per `read(2)` or `writev(2)`, so this backend makes one
 //! system call per packet (not per batch): it is for VMs and containers, not for line rate.
@@ -201,7 +202,15 @@ fn open_queue(
         (&mut sz as *mut libc::c_int).cast(),
     )
     .map_err(|e| ioctl_err(port, "cannot set the virtio-net header size", e))?;
-    // Without the tunnel bit: the kernel cuts tunnelled super-packets before handing them over.
+    // With the tunnel bits, reads bring UDP-tunnelled super-packets whole, with an outer UDP
+    // checksum or without.
+    let offloads = if tunnel {
+        offloads
+            | crate::vnet_tnl::TUN_F_UDP_TUNNEL_GSO
+            | crate::vnet_tnl::TUN_F_UDP_TUNNEL_GSO_CSUM
+    } else {
+        offloads
+    };
     call(
         libc::TUNSETOFFLOAD as _,
         offloads as usize as *mut libc::c_void,
