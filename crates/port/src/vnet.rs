@@ -664,6 +664,20 @@ pub fn deliver(
     }
 }
 
+/// For a frame the kernel wrote straight into super-packet frame `pkt` (its data exactly
+/// the frame, with header `hdr`): when it is a TCP super-packet that can be kept whole,
+/// marks it with its request ([`packet::gso`]) and returns `true`; otherwise `false`, `pkt`
+/// unchanged (it is then delivered from its bytes, [`deliver`]).
+pub fn keep_in_place(pkt: &mut Packet, hdr: &VnetHdr) -> bool {
+    if !matches!(hdr.gso_type & !(GSO_ECN | TUNNEL_BITS), GSO_TCPV4 | GSO_TCPV6) {
+        return false;
+    }
+    match plan(pkt.data(), None, hdr) {
+        Ok(Offload::Tcp(seg)) if seg.keepable() => pkt.set_gso(Some(seg.request(hdr))),
+        _ => false,
+    }
+}
+
 /// Copies TCP super-packet `frame` whole into a super-packet frame (see [`deliver`]);
 /// `None` when it cannot be kept whole (no frame free, too long, IPv6 extension headers),
 /// and it should be segmented instead.

@@ -93,6 +93,12 @@ pub struct TunnelTcpArgs {
     /// and TAP overlays), or not.
     #[arg(long, value_parser = ["on", "off"], default_value = "on")]
     pub gro: String,
+    /// The underlay's transmit offloads (checksum, TSO, GSO; receive offload stays off): off
+    /// (a host's kernel cuts super-packets before they leave on the underlay), or on (a NIC
+    /// that segments VXLAN itself, as a cloud host's does: super-packets the hosts' kernels
+    /// route — linux-vxlan's, hayate-tap's — cross the underlay whole).
+    #[arg(long, value_parser = ["on", "off"], default_value = "off")]
+    pub underlay_offloads: String,
     /// Write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -113,6 +119,15 @@ impl TunnelTcpArgs {
     /// Whether the VMs keep their offloads on (`--offloads on`).
     pub fn offloads_on(&self) -> bool {
         self.offloads == "on"
+    }
+
+    /// The `ethtool -K` settings of the underlay veths (`--underlay-offloads`).
+    fn underlay_ethtool(&self) -> &'static str {
+        if self.underlay_offloads == "on" {
+            "tx on sg on tso on gso on gro off"
+        } else {
+            "tx off tso off gso off gro off"
+        }
     }
 }
 
@@ -268,7 +283,7 @@ pub fn main(args: TunnelTcpArgs) -> Result<()> {
 fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) -> Result<Run> {
     let prefix = format!("ht{}", std::process::id() % 100_000);
     let topo = Topo::up_with(&prefix, 1)?;
-    two_hosts(&topo, args.host_core, args.offloads_on())?;
+    two_hosts(&topo, args)?;
     let _switches = match o {
         Overlay::LinuxVxlan => {
             for s in sides(&topo) {
@@ -336,10 +351,12 @@ fn measure_overlay(o: Overlay, args: &TunnelTcpArgs, hayate: &Path, dir: &Path) 
 }
 
 /// The compare topology made into two hosts (module docs): B's veth end into C's
-/// namespace, the underlay addresses and static neighbours, the VMs' MTU and offloads, and
+/// namespace, the underlay addresses and static neighbours and offloads, the VMs' MTU and
+/// offloads, and
 /// the VMs' receive processing steered to their own core ([`Topo::host_rps`]: every
 /// overlay's VMs do their own receiving).
-fn two_hosts(topo: &Topo, host_core: usize, offloads: bool) -> Result<()> {
+fn two_hosts(topo: &Topo, args: &TunnelTcpArgs) -> Result<()> {
+    let (host_core, offloads) = (args.host_core, args.offloads_on());
     let c = &topo.extra[0];
     topo.sh(
         &topo.ns_s,
@@ -359,10 +376,11 @@ fn two_hosts(topo: &Topo, host_core: usize, offloads: bool) -> Result<()> {
             &format!(
                 "ip addr flush dev {u} && ip addr add {}/24 dev {u} && ip link set {u} up && \
                  ip neigh replace {} lladdr {} dev {u} nud permanent && \
-                 ethtool -K {u} tx off tso off gso off gro off >/dev/null",
+                 ethtool -K {u} {} >/dev/null",
                 UNDERLAY[i],
                 s.remote,
-                macs[1 - i]
+                macs[1 - i],
+                args.underlay_ethtool()
             ),
         )?;
         if !offloads {

@@ -95,6 +95,8 @@ pub struct Report {
     pub offloads: String,
     /// Whether the Hayates joined segments for their VMs' ports (`gro`: on or off).
     pub gro: String,
+    /// The underlay veths' transmit offloads (`on`: routed super-packets cross it whole).
+    pub underlay_offloads: String,
     /// The load average when the run started.
     pub loadavg_at_start: String,
     /// Every stream, in the order run.
@@ -117,6 +119,7 @@ impl Report {
             shared_core: args.shares_cores(),
             offloads: args.offloads.clone(),
             gro: args.gro.clone(),
+            underlay_offloads: args.underlay_offloads.clone(),
             loadavg_at_start: crate::sys::host::loadavg(),
             runs: Vec::new(),
             summary: Vec::new(),
@@ -191,11 +194,12 @@ impl Report {
         let mut out = t.render();
         out += &format!(
             "  one iperf3 TCP stream VM A -> VM B per run, {} s, through VXLAN (VNI 42) between two hosts; \
-             VMs MTU 1450, offloads {}, Hayate's gro {}; hosts' programs and receive processing (RPS) on core {}, switches on cores {:?} ({}); \
+             VMs MTU 1450, offloads {}, Hayate's gro {}, underlay offloads {}; hosts' programs and receive processing (RPS) on core {}, switches on cores {:?} ({}); \
              load average at start {}\n",
             self.seconds,
             self.offloads,
             self.gro,
+            self.underlay_offloads,
             self.host_core,
             self.switch_cores,
             if self.shared_core {
@@ -231,6 +235,7 @@ mod tests {
             switch_cores: vec![1, 1],
             offloads: "off".into(),
             gro: "on".into(),
+            underlay_offloads: "off".into(),
             json: None,
             workdir: None,
         }

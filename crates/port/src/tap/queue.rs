@@ -5,7 +5,7 @@
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use packet::{Batch, PoolCache};
+use packet::{Batch, Packet, PoolCache};
 
 use super::TapQueueState;
 use crate::claim::QueueClaim;
@@ -17,15 +17,35 @@ use crate::{RxQueue, TxQueue};
 /// (longest) virtio-net header.
 const SCRATCH: usize = VNET_HDR_TNL_LEN + 14 + 4 + 65536;
 
+/// Where the last frame read is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Landed {
+    /// In the super-packet frame `big` (its first `len` bytes).
+    Big(usize),
+    /// In `buf`, after the header (`hdr_len..len`).
+    Buf(usize),
+}
+
 /// An open rx queue of a TAP port.
+///
+/// Each read lands in three pieces: the virtio-net header in `buf`, the frame in a 64 KiB
+/// frame of the pool's super-packet sibling (`big`), and anything longer than that frame
+/// holds in `buf` after it. A super-packet that can be kept whole (the common case of a
+/// host's TCP stream, and of tunnelled ones) then becomes the packet as it is, with no copy
+/// beyond the kernel's; anything else is copied out of it (plain frames into pool frames,
+/// super-packets that cannot be kept whole cut into segments), and `big` serves the next
+/// read. Without a super-packet frame free, reads land in `buf`.
 pub(super) struct TapRx {
     q: Arc<TapQueueState>,
     cache: PoolCache,
-    /// The last frame read (header included), allocated once when the queue is opened.
+    /// The virtio-net header of the last read, and the frame when it did not land in `big`
+    /// (allocated once when the queue is opened).
     buf: Box<[u8]>,
-    /// A frame in `buf` whose segments did not all fit the last batch: (length, next
-    /// segment).
-    pending: Option<(usize, usize)>,
+    /// The super-packet frame reads land in, taken when a super-packet is kept whole.
+    big: Option<Packet>,
+    /// A frame whose segments did not all fit the last batch: where it is, and the next
+    /// segment.
+    pending: Option<(Landed, usize)>,
     _claim: QueueClaim,
 }
 
@@ -35,9 +55,64 @@ impl TapRx {
             q,
             cache,
             buf: vec![0u8; SCRATCH].into_boxed_slice(),
+            big: None,
             pending: None,
             _claim: claim,
         }
+    }
+
+    /// Reads one frame; where it landed, or `None` when nothing waits (or the device went
+    /// away, or the read was shorter than the header: `errors` counts that).
+    fn read(&mut self, errors: &mut u64) -> Option<Landed> {
+        let hdr_len = self.q.hdr_len;
+        if self.big.is_none() {
+            self.big = self.cache.alloc_gso();
+        }
+        let cap = self.big.as_mut().map_or(0, |p| {
+            let cap = (p.frame_size() - p.headroom()).min(usize::from(u16::MAX));
+            p.set_len(cap);
+            cap
+        });
+        let (head, rest) = self.buf.split_at_mut(hdr_len);
+        let start = cap.min(rest.len());
+        let tail = &mut rest[start..];
+        let big: &mut [u8] = match self.big.as_mut() {
+            Some(p) => p.data_mut(),
+            None => &mut [],
+        };
+        let iov = [
+            libc::iovec {
+                iov_base: head.as_mut_ptr().cast(),
+                iov_len: head.len(),
+            },
+            libc::iovec {
+                iov_base: big.as_mut_ptr().cast(),
+                iov_len: big.len(),
+            },
+            libc::iovec {
+                iov_base: tail.as_mut_ptr().cast(),
+                iov_len: tail.len(),
+            },
+        ];
+        // SAFETY: the iovecs point at our own buffer and frame, live for the call.
+        let n = unsafe { libc::readv(self.q.fd.as_raw_fd(), iov.as_ptr(), 3) };
+        if n <= 0 {
+            return None; // EAGAIN: nothing waits (or the device went away).
+        }
+        let n = n as usize;
+        if n < hdr_len {
+            *errors += 1;
+            return None;
+        }
+        let len = n - hdr_len;
+        if len <= cap {
+            return Some(Landed::Big(len));
+        }
+        // Longer than the super-packet frame holds: gather it in `buf`.
+        if let Some(p) = self.big.as_ref() {
+            self.buf[hdr_len..hdr_len + cap].copy_from_slice(&p.data()[..cap]);
+        }
+        Some(Landed::Buf(n))
     }
 }
 
@@ -49,32 +124,33 @@ impl RxQueue for TapRx {
             if batch.room() == 0 {
                 break;
             }
-            let (len, first) = match self.pending.take() {
+            let (at, first) = match self.pending.take() {
                 Some(p) => p,
-                None => {
-                    // SAFETY: reading into our own buffer of SCRATCH bytes.
-                    let n = unsafe {
-                        libc::read(
-                            self.q.fd.as_raw_fd(),
-                            self.buf.as_mut_ptr().cast(),
-                            self.buf.len(),
-                        )
-                    };
-                    if n <= 0 {
-                        break; // EAGAIN: nothing waits (or the device went away).
-                    }
-                    (n as usize, 0)
-                }
+                None => match self.read(&mut errors) {
+                    Some(at) => (at, 0),
+                    None => break,
+                },
             };
-            let hdr_len = self.q.hdr_len;
-            if len < hdr_len {
-                errors += 1;
-                continue;
-            }
             let mut h = [0u8; VNET_HDR_LEN];
             h.copy_from_slice(&self.buf[..VNET_HDR_LEN]);
             let hdr = VnetHdr::from_bytes(&h);
-            let frame = &self.buf[hdr_len..len];
+            if let (Landed::Big(len), 0) = (at, first) {
+                if let Some(mut p) = self.big.take() {
+                    p.set_len(len);
+                    if vnet::keep_in_place(&mut p, &hdr) {
+                        packets += 1;
+                        bytes += len;
+                        let _ = batch.push(p);
+                        continue;
+                    }
+                    self.big = Some(p);
+                }
+            }
+            let frame = match (at, self.big.as_ref()) {
+                (Landed::Big(len), Some(p)) => &p.data()[..len],
+                (Landed::Buf(n), _) => &self.buf[self.q.hdr_len..n],
+                (Landed::Big(_), None) => &[][..],
+            };
             match vnet::deliver(frame, None, Some(&hdr), first, true, &mut self.cache, batch) {
                 Delivered::Done {
                     packets: p,
@@ -90,7 +166,7 @@ impl RxQueue for TapRx {
                 } => {
                     packets += p;
                     bytes += b;
-                    self.pending = Some((len, next));
+                    self.pending = Some((at, next));
                     break;
                 }
                 Delivered::Dropped => errors += 1,
@@ -102,6 +178,14 @@ impl RxQueue for TapRx {
 
     fn readiness_fd(&self) -> Option<RawFd> {
         Some(self.q.fd.as_raw_fd())
+    }
+}
+
+impl Drop for TapRx {
+    fn drop(&mut self) {
+        if let Some(p) = self.big.take() {
+            self.cache.free(p);
+        }
     }
 }
 
