@@ -9,7 +9,10 @@
 //! - a [`PoolCache`] per owner (a polling thread, a port queue, a generator) — a plain stack
 //!   with no atomics, touched per packet;
 //! - the pool's shared stack behind a mutex, touched once per [`CACHE_CHUNK`] frames when a
-//!   cache runs empty or full.
+//!   cache runs empty or full ([`GSO_CACHE_CHUNK`] for the 64 KiB frames of a super-packet
+//!   sibling: a frame freed by the thread that sent its super-packet is soon the one a port's
+//!   queue reads the next into, still in cache, instead of one of a hundred 64 KiB frames
+//!   gone cold).
 //!
 //! A [`Packet`] is move-only and owns its frame exclusively until it is given back with
 //! [`PoolCache::free`] (or a whole batch with [`crate::Batch::free_into`]). A packet that is
@@ -46,6 +49,8 @@ const INDEX_MASK: u32 = GSO_FLAG - 1;
 pub const HEADROOM: usize = 128;
 /// Frames moved at once between a [`PoolCache`] and the pool's shared stack.
 pub const CACHE_CHUNK: usize = 64;
+/// [`CACHE_CHUNK`] of a pool's super-packet sibling ([`Pool::gso_pool`]).
+pub const GSO_CACHE_CHUNK: usize = 2;
 
 /// How to build a [`Pool`].
 #[derive(Debug, Clone)]
@@ -115,6 +120,9 @@ struct PoolInner {
     gso: OnceLock<Option<Pool>>,
     /// Whether this is a super-packet sibling (which has none of its own).
     is_gso: bool,
+    /// Frames moved at once between a cache and the shared stack ([`CACHE_CHUNK`], or
+    /// [`GSO_CACHE_CHUNK`] for a sibling).
+    chunk: usize,
 }
 
 // SAFETY: the region is plain memory; access to any frame is exclusive to the single
@@ -247,6 +255,7 @@ impl Pool {
                 foreign_frees: AtomicU64::new(0),
                 gso: OnceLock::new(),
                 is_gso,
+                chunk: if is_gso { GSO_CACHE_CHUNK } else { CACHE_CHUNK },
             }),
         })
     }
@@ -319,7 +328,7 @@ impl Pool {
     pub fn cache(&self) -> PoolCache {
         PoolCache {
             pool: self.inner.clone(),
-            local: Vec::with_capacity(2 * CACHE_CHUNK),
+            local: Vec::with_capacity(2 * self.inner.chunk),
             gso: None,
         }
     }
@@ -377,7 +386,7 @@ impl PoolCache {
     #[cold]
     fn refill(&mut self) {
         let mut shared = self.pool.free.lock().unwrap_or_else(|e| e.into_inner());
-        let n = shared.len().min(CACHE_CHUNK);
+        let n = shared.len().min(self.pool.chunk);
         let at = shared.len() - n;
         self.local.extend_from_slice(&shared[at..]);
         shared.truncate(at);
@@ -386,7 +395,7 @@ impl PoolCache {
     #[cold]
     fn spill(&mut self) {
         let mut shared = self.pool.free.lock().unwrap_or_else(|e| e.into_inner());
-        let at = self.local.len() - CACHE_CHUNK;
+        let at = self.local.len() - self.pool.chunk;
         shared.extend_from_slice(&self.local[at..]);
         self.local.truncate(at);
     }
@@ -395,7 +404,7 @@ impl PoolCache {
     #[inline]
     pub fn put_frame(&mut self, frame: u32) {
         debug_assert!(frame < self.pool.frames);
-        if self.local.len() >= 2 * CACHE_CHUNK {
+        if self.local.len() >= 2 * self.pool.chunk {
             self.spill();
         }
         self.local.push(frame);
@@ -706,6 +715,22 @@ impl Packet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn super_packet_frames_go_round_a_few_warm_frames() {
+        // A port's queue takes super-packet frames, the thread that sends them frees them
+        // into its own cache: the frames in use stay a handful (with the small pools' chunk
+        // of 64 they would be hundreds, 64 KiB each, cold when their turn comes).
+        let pool = Pool::with_frames(8);
+        let (mut rx, mut tx) = (pool.cache(), pool.cache());
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let p = rx.alloc_gso().expect("a super-packet frame");
+            seen.insert(p.frame());
+            tx.free(p);
+        }
+        assert!(seen.len() <= 8, "{} frames", seen.len());
+    }
 
     #[test]
     fn alloc_free_roundtrip_keeps_every_frame() {

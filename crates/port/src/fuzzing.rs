@@ -164,12 +164,22 @@ fn check_and_send(batch: &mut Batch, cache: &mut PoolCache) {
             }
             let mut pkt = pkt;
             let _ = vnet::tx_header(&mut pkt);
-            encapsulate_whole(&mut pkt);
+            encapsulate_whole(&mut pkt, cache);
             cache.free(pkt);
         } else {
             cache.free(pkt);
         }
     }
+}
+
+/// The bytes of the segments of super-packet `pkt` that one batch holds (the first ones),
+/// or software segmentation's error.
+fn first_segments(pkt: &packet::Packet, cache: &mut PoolCache) -> Result<Vec<Vec<u8>>, vnet::VnetError> {
+    let mut out = Batch::new();
+    let r = vnet::segment_into(pkt, 0, cache, &mut out);
+    let segs = out.as_slice().iter().map(|s| s.data().to_vec()).collect();
+    out.free_into(cache);
+    r.map(|_| segs)
 }
 
 /// Outer Ethernet, IPv4 (no options, UDP), UDP (port 4789, no checksum) and VXLAN headers
@@ -181,17 +191,37 @@ const OUTER: [u8; 50] = [
 
 /// Encapsulates super-packet `pkt` whole as a tunnel does for a TAP underlay
 /// ([`crate::vnet_tnl`]): the outer headers pushed, the request marking their length. The
-/// tunnel header must then answer or refuse, and the short header and software segmentation
-/// must refuse.
-fn encapsulate_whole(pkt: &mut packet::Packet) {
+/// tunnel header must then answer or refuse, and the short header must refuse. Software
+/// segmentation must cut it as it cuts the plain super-packet, each segment behind the
+/// outer headers with its own lengths, identification and header checksum.
+fn encapsulate_whole(pkt: &mut packet::Packet, cache: &mut PoolCache) {
     let Some(g) = pkt.gso() else {
         return;
     };
+    let plain = first_segments(pkt, cache);
     let Some(front) = pkt.push_front(OUTER.len()) else {
         return;
     };
     front.copy_from_slice(&OUTER);
     pkt.set_gso(Some(packet::Gso { outer: 50, ..g }));
+    let tunnelled = first_segments(pkt, cache);
+    match (&plain, &tunnelled) {
+        (Ok(p), Ok(t)) => {
+            assert_eq!(p.len(), t.len(), "as many segments");
+            for (i, (p, t)) in p.iter().zip(t).enumerate() {
+                assert_eq!(t[50..], p[..], "segment {i} behind the outer headers");
+                let be = |at: usize| usize::from(u16::from_be_bytes([t[at], t[at + 1]]));
+                assert_eq!(be(16), t.len() - 14, "outer IPv4 total length");
+                assert_eq!(be(18), i % 65536, "outer IPv4 identification");
+                assert_eq!(be(38), t.len() - 34, "outer UDP length");
+                assert_eq!(packet::checksum::checksum(&t[14..34]), 0, "outer header checksum");
+            }
+        }
+        (Err(_), Err(_)) => {}
+        // 50 bytes more than a pool frame holds: refused, as it must be.
+        (Ok(p), Err(_)) if p.first().is_some_and(|s| s.len() + 50 > cache.max_data()) => {}
+        _ => panic!("plain {plain:?} and tunnelled {tunnelled:?} disagree"),
+    }
     if let Ok(b) = crate::vnet_tnl::tx_header(pkt) {
         let len = pkt.len();
         assert!(
