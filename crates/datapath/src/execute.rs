@@ -746,13 +746,13 @@ impl Executor {
 
     /// The outer headers' length when super-packet `pkt` can be encapsulated whole for
     /// `out`'s underlay `port` to have its kernel cut: the port's kernel cuts tunnelled
-    /// super-packets ([`TxPort::cutting_tunnelled`]), the tunnel has no outer UDP checksum,
+    /// super-packets ([`TxPort::cutting_tunnelled`], with or without an outer UDP checksum)
     /// and each segment will fit the underlay's MTU. `None` otherwise (it is cut first).
     fn whole_outer(&self, pkt: &Packet, out: &TunnelOutput, port: u16) -> Option<u8> {
         let t = &out.template;
         let g = pkt.gso()?;
         let takes = self.tx.get(usize::from(port)).is_some_and(|p| p.tunnel_gso);
-        if !takes || t.udp_csum() || g.outer != 0 {
+        if !takes || g.outer != 0 {
             return None;
         }
         // A segment: the inner headers (through TCP's, by its data offset) and one MSS.
@@ -783,7 +783,7 @@ impl Executor {
         let (Some(outer), Some(g)) = (self.whole_outer(pkt, out, port), pkt.gso()) else {
             return false;
         };
-        if out.template.push(pkt, hash, 0).is_err() {
+        if out.template.push_whole(pkt, hash, 0).is_err() {
             return false;
         }
         pkt.set_gso(Some(packet::Gso { outer, ..g }));

@@ -17,14 +17,18 @@
 //! none cut: `gso_segmented` 0) and the kernel received fewer frames from the TAP than the
 //! segments the stream needed (how many fewer depends on the rate: a slow stream's TCP makes
 //! smaller super-packets); with `tunnel_gso=off`, TCP crosses too, every super-packet cut
-//! first, a frame per segment. Then the other way (`iperf3 -R`): host 2's kernel VXLAN
+//! first, a frame per segment. With `auto` again and the tunnel's UDP checksums on (`csum=on`),
+//! whole as well: host 2's kernel checks each segment's checksum, which host 1's kernel
+//! completed. Then the other way (`iperf3 -R`): host 2's kernel VXLAN
 //! device encapsulates VM 2's super-packets whole; with `auto` host 1's kernel hands them
 //! to the TAP whole (fewer frames into the TAP than segments) and Hayate terminates them
 //! whole, with `off` it cuts them first.
 
 mod netns;
 
-use netns::tunnel::{ns_ping, offloads_on, veths, TwoHosts, UNDERLAY_V4, VM_MTU, VM_V4, VNI};
+use netns::tunnel::{
+    no_offloads, ns_ping, offloads_on, udp_stat, veths, TwoHosts, UNDERLAY_V4, VM_MTU, VM_V4, VNI,
+};
 use netns::{iperf3, must, pmd_counter, IperfServer, Net};
 
 /// Hayate's VTEP address (behind the TAP) and the TAP's kernel-side address.
@@ -135,12 +139,24 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
         o.trim().parse().unwrap_or(0)
     };
     let mut configured = false;
-    for mode in ["auto", "off"] {
-        let ports = [
-            vm1.spec(),
-            format!("tap:{tap},tunnel_gso={mode}"),
-            tunnel.clone(),
-        ];
+    // With Hayate's tunnel summing its UDP datagrams too (`csum=on`): host 2's kernel checks
+    // every segment's checksum, which its kernel completed.
+    for (mode, csum) in [("auto", false), ("auto", true), ("off", false)] {
+        let tunnel = if csum {
+            format!("{tunnel},csum=on")
+        } else {
+            tunnel.clone()
+        };
+        let ports = [vm1.spec(), format!("tap:{tap},tunnel_gso={mode}"), tunnel];
+        let mode = if csum { "auto (csum=on)" } else { mode };
+        // With checksums, host 1's kernel cuts at the underlay (its offloads off), so that
+        // host 2's kernel receives real segments and checks each one's UDP checksum.
+        if csum {
+            no_offloads(&h1, &hosts.u1);
+        } else {
+            offloads_on(&h1, &hosts.u1);
+        }
+        let csum_errors = udp_stat(&h2, "InCsumErrors");
         let hayate = net.hayate(
             &h1,
             &ports,
@@ -188,7 +204,7 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
         // carries at least two (a busy machine's slower stream makes smaller super-packets,
         // so no larger factor is asserted).
         let segments = bytes / 1348;
-        if mode == "auto" {
+        if mode != "off" {
             assert!(whole > 0, "super-packets encapsulated whole: {pmd}");
             assert_eq!(cut, 0, "none cut in software: {pmd}");
             assert!(
@@ -219,7 +235,7 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
         );
         assert!(bytes > 1_000_000, "{mode}: TCP back: {bytes} bytes");
         let segments = bytes / 1348;
-        if mode == "auto" {
+        if mode != "off" {
             assert!(
                 frames < segments,
                 "{frames} frames into the TAP for {segments} segments' worth of data"
@@ -232,6 +248,11 @@ fn a_vm_s_super_packets_cross_a_tap_underlay_encapsulated_whole() {
         }
         let pmd = net.ctl("br0", &["dump-pmd"]);
         assert_eq!(pmd_counter(&pmd, "drop_malformed"), 0, "{pmd}");
+        assert_eq!(
+            udp_stat(&h2, "InCsumErrors"),
+            csum_errors,
+            "{mode}: host 2's kernel found no bad UDP checksum"
+        );
         hayate.stop();
     }
 }

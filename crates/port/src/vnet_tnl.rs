@@ -24,12 +24,13 @@
 //! segment its outer lengths).
 //!
 //! For a tunnelled super-packet the request is TCP segmentation (`gso_type` TCPv4 or TCPv6,
-//! with [`GSO_UDP_TUNNEL_IPV4`] or [`GSO_UDP_TUNNEL_IPV6`] for the outer family), the inner
-//! TCP checksum partial (from the inner TCP header, the pseudo-header sum in its field, as
-//! for a plain super-packet), and no outer UDP checksum: the kernel gives each segment its
-//! outer IP length (IPv4: identification and header checksum too) and UDP length, and the
-//! inner headers as plain TSO does. Tunnels with outer UDP checksums are not encapsulated
-//! whole (the datapath cuts their super-packets first).
+//! with [`GSO_UDP_TUNNEL_IPV4`] or [`GSO_UDP_TUNNEL_IPV6`] for the outer family) and the
+//! inner TCP checksum partial (from the inner TCP header, the pseudo-header sum in its field,
+//! as for a plain super-packet): the kernel gives each segment its outer IP length (IPv4:
+//! identification and header checksum too) and UDP length, and the inner headers as plain
+//! TSO does. A tunnel with outer UDP checksums (the default over IPv6) has
+//! [`F_UDP_TUNNEL_CSUM`] asked too, the outer pseudo-header's sum left in the field, and the
+//! kernel completes each segment's.
 //!
 //! Per-packet code: nothing here allocates.
 
@@ -45,6 +46,9 @@ pub const VNET_HDR_TNL_LEN: usize = 24;
 pub const GSO_UDP_TUNNEL_IPV4: u8 = 0x20;
 /// `gso_type` bit: the TCP super-packet is inside a UDP tunnel over IPv6.
 pub const GSO_UDP_TUNNEL_IPV6: u8 = 0x40;
+/// `flags` bit: the outer UDP checksum of each segment is to be completed (the field holds
+/// the pseudo-header's sum).
+pub const F_UDP_TUNNEL_CSUM: u8 = 8;
 /// `TUNSETOFFLOAD` bit: the tap can take UDP-tunnelled super-packets (Linux 6.17); a kernel
 /// without it refuses the bit.
 pub const TUN_F_UDP_TUNNEL_GSO: u32 = 0x080;
@@ -87,12 +91,24 @@ pub fn tx_header(pkt: &mut Packet) -> Result<[u8; VNET_HDR_TNL_LEN], VnetError> 
     }
     let (th, tunnel_bit) = outer_udp(d, outer)?;
     let csum = get_be16(d, th + 6).ok_or(VnetError::BadHeaders("outer UDP header cut"))?;
-    if csum != 0 {
-        return Err(VnetError::BadHeaders(
-            "outer UDP checksum set: not offloadable",
-        ));
-    }
     let (mut h, l3) = tcp_request(&mut d[outer..], g)?;
+    if csum != 0 {
+        // The kernel completes the outer UDP checksum of each segment from the
+        // pseudo-header's sum (over the whole datagram's length) left in the field.
+        let udp_len = u16::try_from(d.len() - th)
+            .map_err(|_| VnetError::BadHeaders("outer UDP datagram longer than 64 KiB"))?;
+        d[th + 4..th + 6].copy_from_slice(&udp_len.to_be_bytes());
+        let pseudo = if tunnel_bit == GSO_UDP_TUNNEL_IPV4 {
+            let f = |r: std::ops::Range<usize>| be32(d, ETH + r.start);
+            checksum::pseudo_v4(f(ipv4::field::SRC), f(ipv4::field::DST), ipproto::UDP, udp_len)
+        } else {
+            let f = |r: std::ops::Range<usize>| be128(d, ETH + r.start);
+            let (src, dst) = (f(ipv6::field::SRC), f(ipv6::field::DST));
+            checksum::pseudo_v6(src, dst, ipproto::UDP, u32::from(udp_len))
+        };
+        d[th + 6..th + 8].copy_from_slice(&checksum::fold(pseudo).to_be_bytes());
+        h.flags |= F_UDP_TUNNEL_CSUM;
+    }
     h.gso_type |= tunnel_bit;
     h.hdr_len += u16::from(g.outer);
     h.csum_start += u16::from(g.outer);

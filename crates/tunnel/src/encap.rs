@@ -191,6 +191,24 @@ impl EncapTemplate {
     /// keeps one path); `ident` is the outer IPv4 identification.
     #[inline]
     pub fn push(&self, pkt: &mut Packet, hash: u32, ident: u16) -> Result<(), EncapError> {
+        self.push_as::<false>(pkt, hash, ident)
+    }
+
+    /// [`EncapTemplate::push`] for a TCP super-packet encapsulated whole for a kernel that
+    /// cuts it ([`packet::Gso::outer`]): an outer UDP checksum, when the tunnel has one, is
+    /// left partial — the pseudo-header's sum, which the kernel completes for each segment —
+    /// instead of summed over 64 KiB that will be cut.
+    pub fn push_whole(&self, pkt: &mut Packet, hash: u32, ident: u16) -> Result<(), EncapError> {
+        self.push_as::<true>(pkt, hash, ident)
+    }
+
+    #[inline(always)]
+    fn push_as<const PARTIAL: bool>(
+        &self,
+        pkt: &mut Packet,
+        hash: u32,
+        ident: u16,
+    ) -> Result<(), EncapError> {
         let len = self.len as usize;
         let total = pkt.len() + len;
         let l3_len = if self.ipv6 {
@@ -224,7 +242,12 @@ impl EncapTemplate {
         dgram.set_src_port(sport);
         dgram.set_len(udp_len as u16);
         if self.udp_csum {
-            dgram.fill_checksum(checksum::add(self.pseudo, udp_len as u64));
+            let pseudo = checksum::add(self.pseudo, udp_len as u64);
+            if PARTIAL {
+                dgram.set_checksum(checksum::fold(pseudo));
+            } else {
+                dgram.fill_checksum(pseudo);
+            }
         }
         Ok(())
     }

@@ -75,6 +75,33 @@ fn ipv6_geneve_matches_scapy() {
 }
 
 #[test]
+fn a_whole_super_packet_s_udp_checksum_is_left_partial() {
+    // The same packet pushed whole: every byte as scapy's but the UDP checksum, which holds
+    // the pseudo-header's sum; summing the datagram over it gives scapy's checksum.
+    let mut e = Encap::new(TunnelKind::Geneve, 42, true);
+    e.options = hex("010283021122334455667788");
+    let t = EncapTemplate::new(&e, &v6()).unwrap();
+    let mut pool = Pool::with_frames(4).cache();
+    let mut p = pool.alloc_from(&hex(INNER)).unwrap();
+    t.push_whole(&mut p, HASH, 0).unwrap();
+    let got = p.data().to_vec();
+    pool.free(p);
+    let mut want = hex(V6_GENEVE);
+    want.extend(hex(INNER));
+    let csum = 14 + 40 + 6;
+    assert_eq!(got[..csum], want[..csum]);
+    assert_eq!(got[csum + 2..], want[csum + 2..]);
+    let completed = !packet::checksum::fold(packet::checksum::sum(&got[54..], 0));
+    assert_eq!(completed.to_be_bytes(), want[csum..csum + 2]);
+    // Without a UDP checksum, push_whole is push.
+    let t4 = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, 42, false), &v4()).unwrap();
+    let mut p = pool.alloc_from(&hex(INNER)).unwrap();
+    t4.push_whole(&mut p, HASH, 7).unwrap();
+    assert_eq!(p.data(), &encapsulated(&t4, &hex(INNER), HASH, 7)[..]);
+    pool.free(p);
+}
+
+#[test]
 fn bad_configurations_are_refused() {
     let mixed = addrs(v4().src, v6().dst);
     let e = Encap::new(TunnelKind::Vxlan, 1, false);

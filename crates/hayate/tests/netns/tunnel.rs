@@ -305,24 +305,32 @@ impl TwoHosts {
 
     /// Host 1's kernel's count of UDP datagrams to a port without a socket (IPv4 and IPv6).
     pub fn udp_no_ports(&self) -> u64 {
-        let field = |file: &str, name: &str| -> u64 {
-            let o = ns_run(&self.h1, &["cat", file]);
-            let text = String::from_utf8_lossy(&o.stdout).to_string();
-            if file.ends_with('6') {
-                return text
-                    .lines()
-                    .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-                    .unwrap_or(0);
-            }
-            // /proc/net/snmp: a header line of names, then a line of values, per protocol.
-            let mut lines = text.lines().filter(|l| l.starts_with("Udp: "));
-            let (names, values) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
-            names
-                .split_whitespace()
-                .zip(values.split_whitespace())
-                .find_map(|(n, v)| (n == name).then(|| v.parse().ok())?)
-                .unwrap_or(0)
-        };
-        field("/proc/net/snmp", "NoPorts") + field("/proc/net/snmp6", "Udp6NoPorts")
+        udp_stat(&self.h1, "NoPorts") + udp_stat(&self.h1, "Udp6NoPorts")
     }
+}
+
+/// A UDP counter of the kernel of namespace `ns`: `name` from /proc/net/snmp's `Udp:` lines
+/// (`NoPorts`, `InCsumErrors`), or from /proc/net/snmp6 when it starts with `Udp6`.
+pub fn udp_stat(ns: &str, name: &str) -> u64 {
+    let file = if name.starts_with("Udp6") {
+        "/proc/net/snmp6"
+    } else {
+        "/proc/net/snmp"
+    };
+    let o = ns_run(ns, &["cat", file]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    if file.ends_with('6') {
+        return text
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or(0);
+    }
+    // /proc/net/snmp: a header line of names, then a line of values, per protocol.
+    let mut lines = text.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find_map(|(n, v)| (n == name).then(|| v.parse().ok())?)
+        .unwrap_or(0)
 }

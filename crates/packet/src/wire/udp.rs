@@ -102,6 +102,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Udp<T> {
         put(self.buf.as_mut(), field::LENGTH.start, &l.to_be_bytes());
     }
 
+    /// Sets the checksum field (a partial sum a kernel completes, say).
+    pub fn set_checksum(&mut self, c: u16) {
+        put(self.buf.as_mut(), field::CHECKSUM.start, &c.to_be_bytes());
+    }
+
     /// Computes and stores the checksum over the datagram with the pseudo-header sum (a
     /// result of 0 is stored as 0xffff).
     pub fn fill_checksum(&mut self, pseudo: u64) {
