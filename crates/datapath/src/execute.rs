@@ -163,9 +163,7 @@ fn send_counted(
     let gso = b.as_slice().iter().any(|p| p.is_gso());
     match supers {
         Supers::Cut if gso => return send_segmenting(slot, b, cache, st),
-        _ if gso && !tunnel_gso && any_tunnelled(b) => {
-            return send_segmenting(slot, b, cache, st)
-        }
+        _ if gso && !tunnel_gso && any_tunnelled(b) => return send_segmenting(slot, b, cache, st),
         Supers::Join if b.len() > 1 => join(b, cache, st),
         _ => {}
     }
@@ -973,7 +971,14 @@ impl Executor {
                 self.tap
                     .offer(t.ofport, false, batch.as_slice(), self.now_ns);
             }
-            send_counted(&mut t.slot, t.supers, t.tunnel_gso, batch, &mut self.cache, st);
+            send_counted(
+                &mut t.slot,
+                t.supers,
+                t.tunnel_gso,
+                batch,
+                &mut self.cache,
+                st,
+            );
             return;
         }
         for pkt in batch.drain() {

@@ -317,7 +317,11 @@ fn a_tunnelled_super_packet_is_cut_for_a_port_whose_kernel_cannot_cut_it() {
         let mut outs = vec![(2, r.out(2))];
         let three = r.out(3);
         if tunnel_gso3 {
-            assert_eq!(three, vec![(frame.clone(), true)], "whole to a port that can");
+            assert_eq!(
+                three,
+                vec![(frame.clone(), true)],
+                "whole to a port that can"
+            );
         } else {
             outs.push((3, three));
         }
@@ -325,7 +329,11 @@ fn a_tunnelled_super_packet_is_cut_for_a_port_whose_kernel_cannot_cut_it() {
             assert_eq!(got.len(), 4, "port {port}: four segments");
             for (i, ((seg, whole), want)) in got.iter().zip(&want_inner).enumerate() {
                 assert!(!whole);
-                assert_eq!(seg[50..], want[..], "port {port}: segment {i}'s inner frame");
+                assert_eq!(
+                    seg[50..],
+                    want[..],
+                    "port {port}: segment {i}'s inner frame"
+                );
                 let be = |at: usize| usize::from(u16::from_be_bytes([seg[at], seg[at + 1]]));
                 assert_eq!(be(16), seg.len() - 14, "IPv4 total length");
                 assert_eq!(be(18), 9 + i, "IPv4 identification");

@@ -174,7 +174,10 @@ fn check_and_send(batch: &mut Batch, cache: &mut PoolCache) {
 
 /// The bytes of the segments of super-packet `pkt` that one batch holds (the first ones),
 /// or software segmentation's error.
-fn first_segments(pkt: &packet::Packet, cache: &mut PoolCache) -> Result<Vec<Vec<u8>>, vnet::VnetError> {
+fn first_segments(
+    pkt: &packet::Packet,
+    cache: &mut PoolCache,
+) -> Result<Vec<Vec<u8>>, vnet::VnetError> {
     let mut out = Batch::new();
     let r = vnet::segment_into(pkt, 0, cache, &mut out);
     let segs = out.as_slice().iter().map(|s| s.data().to_vec()).collect();
@@ -214,7 +217,11 @@ fn encapsulate_whole(pkt: &mut packet::Packet, cache: &mut PoolCache) {
                 assert_eq!(be(16), t.len() - 14, "outer IPv4 total length");
                 assert_eq!(be(18), i % 65536, "outer IPv4 identification");
                 assert_eq!(be(38), t.len() - 34, "outer UDP length");
-                assert_eq!(packet::checksum::checksum(&t[14..34]), 0, "outer header checksum");
+                assert_eq!(
+                    packet::checksum::checksum(&t[14..34]),
+                    0,
+                    "outer header checksum"
+                );
             }
         }
         (Err(_), Err(_)) => {}

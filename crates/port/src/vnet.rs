@@ -400,7 +400,8 @@ impl TcpSegmenter {
                 if vlan.is_some() {
                     return Err(bad("a tunnelled super-packet with its VLAN tag taken out"));
                 }
-                let start = csum_start.ok_or(bad("a tunnelled super-packet without F_NEEDS_CSUM"))?;
+                let start =
+                    csum_start.ok_or(bad("a tunnelled super-packet without F_NEEDS_CSUM"))?;
                 Some(OuterHeaders::find(frame, bit, start)?)
             }
         };
@@ -669,7 +670,10 @@ pub fn deliver(
 /// marks it with its request ([`packet::gso`]) and returns `true`; otherwise `false`, `pkt`
 /// unchanged (it is then delivered from its bytes, [`deliver`]).
 pub fn keep_in_place(pkt: &mut Packet, hdr: &VnetHdr) -> bool {
-    if !matches!(hdr.gso_type & !(GSO_ECN | TUNNEL_BITS), GSO_TCPV4 | GSO_TCPV6) {
+    if !matches!(
+        hdr.gso_type & !(GSO_ECN | TUNNEL_BITS),
+        GSO_TCPV4 | GSO_TCPV6
+    ) {
         return false;
     }
     match plan(pkt.data(), None, hdr) {

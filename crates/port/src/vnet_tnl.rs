@@ -100,7 +100,12 @@ pub fn tx_header(pkt: &mut Packet) -> Result<[u8; VNET_HDR_TNL_LEN], VnetError> 
         d[th + 4..th + 6].copy_from_slice(&udp_len.to_be_bytes());
         let pseudo = if tunnel_bit == GSO_UDP_TUNNEL_IPV4 {
             let f = |r: std::ops::Range<usize>| be32(d, ETH + r.start);
-            checksum::pseudo_v4(f(ipv4::field::SRC), f(ipv4::field::DST), ipproto::UDP, udp_len)
+            checksum::pseudo_v4(
+                f(ipv4::field::SRC),
+                f(ipv4::field::DST),
+                ipproto::UDP,
+                udp_len,
+            )
         } else {
             let f = |r: std::ops::Range<usize>| be128(d, ETH + r.start);
             let (src, dst) = (f(ipv6::field::SRC), f(ipv6::field::DST));
@@ -215,8 +220,7 @@ impl OuterHeaders {
         let t = udp + UDP;
         let geneve = t + 8 + usize::from(d.get(t).copied().unwrap_or(0) & 0x3f) * 4;
         for inner in [t + 8, geneve] {
-            let (Some(frame), Some(start)) = (d.get(inner..), csum_start.checked_sub(inner))
-            else {
+            let (Some(frame), Some(start)) = (d.get(inner..), csum_start.checked_sub(inner)) else {
                 continue;
             };
             if TcpHeaders::parse(frame, Some(start)).is_ok_and(|h| h.l4 == start) {
@@ -254,7 +258,12 @@ impl OuterHeaders {
         }
         let pseudo = if self.v4 {
             let f = |r: std::ops::Range<usize>| be32(seg, l3 + r.start);
-            checksum::pseudo_v4(f(ipv4::field::SRC), f(ipv4::field::DST), ipproto::UDP, udp_len)
+            checksum::pseudo_v4(
+                f(ipv4::field::SRC),
+                f(ipv4::field::DST),
+                ipproto::UDP,
+                udp_len,
+            )
         } else {
             let f = |r: std::ops::Range<usize>| be128(seg, l3 + r.start);
             let (src, dst) = (f(ipv6::field::SRC), f(ipv6::field::DST));

@@ -138,7 +138,11 @@ fn an_outer_udp_checksum_is_left_for_the_kernel_to_complete() {
     assert_eq!(usize::from(u16::from_be_bytes([d[58], d[59]])), udp_len);
     let a = |i: usize| u128::from_be_bytes(d[i..i + 16].try_into().unwrap());
     let pseudo = checksum::pseudo_v6(a(22), a(38), 17, udp_len as u32);
-    assert_eq!(d[60..62], checksum::fold(pseudo).to_be_bytes(), "the pseudo-header's sum");
+    assert_eq!(
+        d[60..62],
+        checksum::fold(pseudo).to_be_bytes(),
+        "the pseudo-header's sum"
+    );
     // Without one, none is asked for and the field stays 0.
     let (_pool, mut q) = packet_of(&vxlan_v6(&inner(3000)), Some(request(70)));
     let b = tx_header(&mut q).expect("a request");
@@ -238,7 +242,10 @@ fn software_cuts_a_tunnelled_super_packet_as_the_kernel_does() {
     let segs = cut(&geneve_v4(&vxlan_v4(&inner(3000))), mss(58, 1000)).expect("it cuts");
     for (s, p) in segs.iter().zip(&plain) {
         assert_eq!(s[58..], p[..]);
-        assert_eq!(usize::from(u16::from_be_bytes([s[38], s[39]])), s.len() - 34);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([s[38], s[39]])),
+            s.len() - 34
+        );
     }
 }
 
@@ -252,11 +259,23 @@ fn a_set_outer_udp_checksum_is_made_full_in_every_segment() {
     for (s, p) in segs.iter().zip(&plain) {
         assert_eq!(s[70..], p[..]);
         let udp_len = s.len() - 54;
-        assert_eq!(usize::from(u16::from_be_bytes([s[18], s[19]])), udp_len, "payload length");
-        assert_eq!(usize::from(u16::from_be_bytes([s[58], s[59]])), udp_len, "UDP length");
+        assert_eq!(
+            usize::from(u16::from_be_bytes([s[18], s[19]])),
+            udp_len,
+            "payload length"
+        );
+        assert_eq!(
+            usize::from(u16::from_be_bytes([s[58], s[59]])),
+            udp_len,
+            "UDP length"
+        );
         let a = |i: usize| u128::from_be_bytes(s[i..i + 16].try_into().unwrap());
         let pseudo = checksum::pseudo_v6(a(22), a(38), 17, udp_len as u32);
-        assert_eq!(checksum::fold(checksum::sum(&s[54..], pseudo)), 0xffff, "UDP checksum");
+        assert_eq!(
+            checksum::fold(checksum::sum(&s[54..], pseudo)),
+            0xffff,
+            "UDP checksum"
+        );
     }
     // Left zero, it stays zero.
     let segs = cut(&vxlan_v6(&inner(2500)), mss(70, 1000)).expect("it cuts");
@@ -288,7 +307,13 @@ fn a_tunnelled_super_packet_from_the_kernel_is_kept_whole_or_cut() {
         let hdr = kernel_request(u16::from(outer), GSO_UDP_TUNNEL_IPV4);
         let mut b = packet::Batch::new();
         let d = vnet::deliver(&f, None, Some(&hdr), 0, true, &mut cache, &mut b);
-        assert_eq!(d, Delivered::Done { packets: 1, bytes: f.len() });
+        assert_eq!(
+            d,
+            Delivered::Done {
+                packets: 1,
+                bytes: f.len()
+            }
+        );
         assert_eq!(b.as_slice()[0].gso(), Some(mss(outer, 1000)), "kept whole");
         assert_eq!(b.as_slice()[0].data(), &f[..]);
         b.free_into(&mut cache);

@@ -211,7 +211,10 @@ fn a_super_packet_encapsulated_whole_is_terminated_into_the_plain_super_packet()
             port(5, "vxlan:remote=192.168.0.1,vni=42"),
             port(7, "geneve:remote=flow,vni=flow"),
         ],
-        &[v4(LOCAL), IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2))],
+        &[
+            v4(LOCAL),
+            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)),
+        ],
     );
     let mut plain = tunneled(&mut pool, TunnelKind::Vxlan, 42, v4(REMOTE), v4(LOCAL));
     let RxOutcome::Tunnel(want) = t.receive(&mut plain) else {
@@ -230,7 +233,11 @@ fn a_super_packet_encapsulated_whole_is_terminated_into_the_plain_super_packet()
             d[38..40].fill(0); // UDP length
         }
         let mut p = whole(p, 50);
-        assert_eq!(t.receive(&mut p), RxOutcome::Tunnel(want), "garbled {garble}");
+        assert_eq!(
+            t.receive(&mut p),
+            RxOutcome::Tunnel(want),
+            "garbled {garble}"
+        );
         assert_eq!(p.data(), &inner()[..]);
         assert_eq!(mss(&p), Some((1000, 0)), "now a plain super-packet");
         pool.free(p);

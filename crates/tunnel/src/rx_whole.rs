@@ -47,7 +47,10 @@ impl View {
         }
         let mut buf = [0u8; MAX_OUTER + ETH_LEN];
         buf[..len].copy_from_slice(&frame[..len]);
-        let (ty, l3) = Ethernet::new_checked(&buf[..len]).ok()?.inner_ethertype().ok()?;
+        let (ty, l3) = Ethernet::new_checked(&buf[..len])
+            .ok()?
+            .inner_ethertype()
+            .ok()?;
         let udp = match ty {
             ethertype::IPV4 => {
                 let ihl = usize::from(*buf.get(l3)? & 0x0f) * 4;
