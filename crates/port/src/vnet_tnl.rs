@@ -98,19 +98,7 @@ pub fn tx_header(pkt: &mut Packet) -> Result<[u8; VNET_HDR_TNL_LEN], VnetError> 
         let udp_len = u16::try_from(d.len() - th)
             .map_err(|_| VnetError::BadHeaders("outer UDP datagram longer than 64 KiB"))?;
         d[th + 4..th + 6].copy_from_slice(&udp_len.to_be_bytes());
-        let pseudo = if tunnel_bit == GSO_UDP_TUNNEL_IPV4 {
-            let f = |r: std::ops::Range<usize>| be32(d, ETH + r.start);
-            checksum::pseudo_v4(
-                f(ipv4::field::SRC),
-                f(ipv4::field::DST),
-                ipproto::UDP,
-                udp_len,
-            )
-        } else {
-            let f = |r: std::ops::Range<usize>| be128(d, ETH + r.start);
-            let (src, dst) = (f(ipv6::field::SRC), f(ipv6::field::DST));
-            checksum::pseudo_v6(src, dst, ipproto::UDP, u32::from(udp_len))
-        };
+        let pseudo = udp_pseudo(d, tunnel_bit == GSO_UDP_TUNNEL_IPV4, udp_len);
         d[th + 6..th + 8].copy_from_slice(&checksum::fold(pseudo).to_be_bytes());
         h.flags |= F_UDP_TUNNEL_CSUM;
     }
@@ -164,6 +152,24 @@ fn udp_at(d: &[u8]) -> Result<(usize, u8), VnetError> {
         return Err(bad("outer UDP header cut"));
     }
     Ok((th, bit))
+}
+
+/// The pseudo-header sum of the outer UDP datagram of `d` (its IP header after Ethernet:
+/// IPv4 when `v4`, else IPv6) for a datagram of `udp_len` bytes.
+fn udp_pseudo(d: &[u8], v4: bool, udp_len: u16) -> u64 {
+    if v4 {
+        let f = |r: std::ops::Range<usize>| be32(d, ETH + r.start);
+        checksum::pseudo_v4(
+            f(ipv4::field::SRC),
+            f(ipv4::field::DST),
+            ipproto::UDP,
+            udp_len,
+        )
+    } else {
+        let f = |r: std::ops::Range<usize>| be128(d, ETH + r.start);
+        let (src, dst) = (f(ipv6::field::SRC), f(ipv6::field::DST));
+        checksum::pseudo_v6(src, dst, ipproto::UDP, u32::from(udp_len))
+    }
 }
 
 /// The outer headers (Ethernet, IP, UDP, the tunnel header) of a TCP super-packet
@@ -256,19 +262,7 @@ impl OuterHeaders {
         if !self.udp_csum {
             return;
         }
-        let pseudo = if self.v4 {
-            let f = |r: std::ops::Range<usize>| be32(seg, l3 + r.start);
-            checksum::pseudo_v4(
-                f(ipv4::field::SRC),
-                f(ipv4::field::DST),
-                ipproto::UDP,
-                udp_len,
-            )
-        } else {
-            let f = |r: std::ops::Range<usize>| be128(seg, l3 + r.start);
-            let (src, dst) = (f(ipv6::field::SRC), f(ipv6::field::DST));
-            checksum::pseudo_v6(src, dst, ipproto::UDP, u32::from(udp_len))
-        };
+        let pseudo = udp_pseudo(seg, self.v4, udp_len);
         seg[udp + 6..udp + 8].fill(0);
         let mut c = !checksum::fold(checksum::sum(&seg[udp..], pseudo));
         if c == 0 {
