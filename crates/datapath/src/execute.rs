@@ -616,11 +616,13 @@ impl Executor {
     /// leave the batch (bit `i` for `pkts[i]`: dropped, with their drop counters added, or sent
     /// otherwise — a super-packet's encapsulated segments, an encapsulated copy); the caller
     /// removes and frees them. Per port, copies and packet-ins keep the packets' order.
+    /// Bit `i` of `same` says `pkts[i]`'s flow key is `pkts[i - 1]`'s (bit 0 means nothing).
     #[inline]
     pub fn run_in_place(
         &mut self,
         pkts: &mut [Packet],
         actions: &Actions,
+        same: u32,
         st: &mut LocalStats,
     ) -> u32 {
         let n = pkts.len().min(32);
@@ -653,13 +655,19 @@ impl Executor {
                 // It also asks for the headroom's cache lines, which the outer headers will
                 // be written into and which nothing has touched since the frame was last
                 // used (the copy into the headroom otherwise waits for them).
+                // A packet whose flow key is its predecessor's (a train: bit i of `same`)
+                // has its hash too.
                 let mut hashes = [0u32; 32];
                 let overhead = out.template.overhead();
-                for (h, pkt) in hashes.iter_mut().zip(pkts.iter()).take(n) {
+                for (i, pkt) in pkts.iter().enumerate().take(n) {
                     let data = pkt.data().as_ptr();
                     prefetch(data.wrapping_sub(overhead));
                     prefetch(data.wrapping_sub(1));
-                    *h = tunnel_hash(pkt);
+                    hashes[i] = if i > 0 && same & (1 << i) != 0 {
+                        hashes[i - 1]
+                    } else {
+                        tunnel_hash(pkt)
+                    };
                 }
                 for (i, pkt) in pkts.iter_mut().enumerate().take(n) {
                     if dropped & (1 << i) == 0

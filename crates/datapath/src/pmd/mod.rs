@@ -1107,6 +1107,7 @@ impl Pmd {
             batch,
             targets,
             uncached,
+            same,
             ..
         } = &mut *self.s;
         let mut dropped = 0u32;
@@ -1122,9 +1123,10 @@ impl Pmd {
                 }
                 match Pmd::actions_of(&self.arena, uncached, target.get()) {
                     Some(a) => {
+                        let run = &mut pkts[start..j];
                         let d = self
                             .exec
-                            .run_in_place(&mut pkts[start..j], a, &mut self.local);
+                            .run_in_place(run, a, *same >> start, &mut self.local);
                         dropped |= d << start;
                     }
                     None => {
