@@ -124,6 +124,15 @@ impl TxSlot {
         }
     }
 
+    /// Whether super-packets sent now leave whole ([`TxQueue::takes_supers`]).
+    fn takes_supers(&self) -> bool {
+        match self {
+            TxSlot::Own(q) => q.takes_supers(),
+            TxSlot::Shared(q) => q.lock().unwrap_or_else(|e| e.into_inner()).takes_supers(),
+            TxSlot::Closed => false,
+        }
+    }
+
     /// Tells the queue that `n` packets it did not take were dropped (its port counts them).
     #[cold]
     fn dropped(&mut self, n: u64) {
@@ -142,7 +151,9 @@ enum Supers {
     Cut,
     /// It can, and they are passed as they are.
     Take,
-    /// It can, and TCP segments bound for it are joined into them ([`port::coalesce`]).
+    /// It can, and TCP segments bound for it are joined into them ([`port::coalesce`])
+    /// while its queue takes them whole ([`TxQueue::takes_supers`]: a vhost-user guest
+    /// without TSO does not).
     Join,
 }
 
@@ -164,7 +175,7 @@ fn send_counted(
     match supers {
         Supers::Cut if gso => return send_segmenting(slot, b, cache, st),
         _ if gso && !tunnel_gso && any_tunnelled(b) => return send_segmenting(slot, b, cache, st),
-        Supers::Join if b.len() > 1 => join(b, cache, st),
+        Supers::Join if b.len() > 1 && slot.takes_supers() => join(b, cache, st),
         _ => {}
     }
     send_plain(slot, b, cache, st);

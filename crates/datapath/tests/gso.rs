@@ -33,7 +33,12 @@ impl Port for Vnet {
         self.0.open_rx(q)
     }
     fn open_tx(&self, q: u16) -> Result<Box<dyn TxQueue>, PortError> {
-        self.0.open_tx(q)
+        let tx = self.0.open_tx(q)?;
+        Ok(if self.0.name().ends_with("-nosupers") {
+            Box::new(NoSupers(tx))
+        } else {
+            tx
+        })
     }
     fn stats(&self) -> PortStats {
         self.0.stats()
@@ -68,6 +73,19 @@ struct Rig {
     dp: Datapath,
 }
 
+/// A transmit queue whose receiver takes no super-packet now (a vhost-user guest without
+/// TSO): [`TxQueue::takes_supers`] false.
+struct NoSupers(Box<dyn TxQueue>);
+
+impl TxQueue for NoSupers {
+    fn send(&mut self, batch: &mut Batch) -> usize {
+        self.0.send(batch)
+    }
+    fn takes_supers(&self) -> bool {
+        false
+    }
+}
+
 /// Port 1 (virtio-net) in; port 2 plain ring; port 3 virtio-net.
 fn rig(actions: Vec<DpAction>) -> Rig {
     rig_with(actions, DpConfig::default())
@@ -79,11 +97,21 @@ fn rig_with(actions: Vec<DpAction>, cfg: DpConfig) -> Rig {
 
 /// [`rig_with`], port 3's kernel cutting UDP-tunnelled super-packets when `tunnel_gso3`.
 fn rig_full(actions: Vec<DpAction>, cfg: DpConfig, tunnel_gso3: bool) -> Rig {
+    rig_ports(actions, cfg, tunnel_gso3, false)
+}
+
+/// [`rig_full`], port 3's queue taking no super-packet now when `nosupers3`.
+fn rig_ports(actions: Vec<DpAction>, cfg: DpConfig, tunnel_gso3: bool, nosupers3: bool) -> Rig {
     let pool = Pool::with_frames(4096);
     let mut b = Datapath::builder().pool(pool.clone());
     let mut peers = Vec::new();
     for p in 1..=3u32 {
-        let (sw, out) = ring::pair(&format!("gsw{p}"), &format!("gout{p}"), 512, &pool);
+        let name = if p == 3 && nosupers3 {
+            "gsw3-nosupers".to_string()
+        } else {
+            format!("gsw{p}")
+        };
+        let (sw, out) = ring::pair(&name, &format!("gout{p}"), 512, &pool);
         sw.set_udp_tunnel_gso(p == 3 && tunnel_gso3);
         peers.push((out.open_rx(0).unwrap(), out.open_tx(0).unwrap()));
         b = if p == 2 {
@@ -239,16 +267,18 @@ fn a_super_packet_reaches_the_controller_as_segments() {
 
 #[test]
 fn segments_for_a_virtio_port_are_joined_unless_gro_is_off() {
-    // 21 segments of a stream, from the plain port in one batch, to port 3.
+    // 21 segments of a stream, from the plain port in one batch, to port 3; with gro on but
+    // port 3's queue taking no super-packet now (a guest without TSO), as with gro off.
     let frame = super_frame(20 * 1448 + 100);
     let segs = expected_segments(&frame);
     assert_eq!(segs.len(), 21);
-    for gro in [true, false] {
+    for (gro, nosupers) in [(true, false), (false, false), (true, true)] {
         let cfg = DpConfig {
             gro,
             ..DpConfig::default()
         };
-        let mut r = rig_with(vec![DpAction::Output(3)], cfg);
+        let mut r = rig_ports(vec![DpAction::Output(3)], cfg, false, nosupers);
+        let gro = gro && !nosupers;
         let mut b = Batch::new();
         for s in &segs {
             b.push(r.cache.alloc_copy(s).unwrap()).unwrap();

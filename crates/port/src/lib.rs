@@ -178,6 +178,15 @@ pub trait TxQueue: Send {
     fn dropped(&mut self, n: u64) {
         let _ = n;
     }
+
+    /// Whether TCP super-packets ([`packet::gso`]) sent now leave whole, on a port whose
+    /// capabilities say it takes them ([`Capabilities::vnet_hdr`]): a vhost-user guest that
+    /// negotiated no TSO takes segments, which the queue cuts. The data path joins segments
+    /// into super-packets for a queue only while this holds (asked once per batch). Default:
+    /// true.
+    fn takes_supers(&self) -> bool {
+        true
+    }
 }
 
 /// A port: a source and sink of packets, split into queues.

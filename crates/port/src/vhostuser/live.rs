@@ -243,6 +243,16 @@ impl VringSlot {
         let _ = unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
+    /// Whether the published ring's guest takes TCP super-packets whole (TSO for IPv4 and
+    /// for IPv6, as Linux guests negotiate); false with no ring. A hint, as
+    /// [`VringSlot::has_ring`].
+    pub fn guest_tso(&self) -> bool {
+        self.live
+            .load()
+            .as_ref()
+            .is_some_and(|l| l.net.guest_tso4 && l.net.guest_tso6)
+    }
+
     /// Whether a ring is published (a hint: it may stop the next moment).
     #[inline]
     pub fn has_ring(&self) -> bool {

@@ -339,6 +339,7 @@ fn a_super_packet_goes_whole_to_a_guest_with_tso_and_cut_to_one_without() {
     for _ in 0..4 {
         g.post_rx(4096);
     }
+    assert!(r.tx.takes_supers(), "the guest negotiated TSO");
     let mut b = Batch::new();
     b.push(super_packet(&r, 5000)).unwrap();
     assert_eq!(r.tx.send(&mut b), 1);
@@ -354,6 +355,7 @@ fn a_super_packet_goes_whole_to_a_guest_with_tso_and_cut_to_one_without() {
     // The same to a guest without TSO: five segments of at most 1000 payload bytes.
     let mut g = FakeGuest::new(64, 1 << 17);
     let mut r2 = rig();
+    assert!(!r2.tx.takes_supers(), "no ring yet");
     r2.guest_rx(
         &g,
         NetFeatures {
@@ -365,6 +367,10 @@ fn a_super_packet_goes_whole_to_a_guest_with_tso_and_cut_to_one_without() {
     for _ in 0..8 {
         g.post_rx(2048);
     }
+    assert!(
+        !r2.tx.takes_supers(),
+        "a guest without TSO: the data path joins nothing"
+    );
     let mut b = Batch::new();
     b.push(super_packet(&r2, 5000)).unwrap();
     assert_eq!(r2.tx.send(&mut b), 1);

@@ -274,6 +274,13 @@ impl TxQueue for VhostTx {
         self.shared.tx[self.queue].add_dropped(n);
     }
 
+    fn takes_supers(&self) -> bool {
+        self.users
+            .iter()
+            .find(|u| u.slot().has_ring())
+            .is_some_and(|u| u.slot().guest_tso())
+    }
+
     fn send(&mut self, batch: &mut Batch) -> usize {
         let (bufs, heads, segs, cache) = (
             &mut self.bufs,
