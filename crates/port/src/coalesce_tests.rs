@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::vnet::{TcpSegmenter, VnetHdr, GSO_TCPV4, GSO_TCPV6};
-use packet::builder::{Ipv4Spec, Ipv6Spec, L3Spec, L4Spec, PacketSpec};
+use packet::builder::{L4Spec, PacketSpec};
 use packet::Pool;
 use proptest::prelude::*;
 
@@ -17,17 +17,7 @@ fn super_packet(v6: bool, sport: u16, psh: bool, payload: usize) -> Vec<u8> {
 
 /// [`super_packet`], in VLAN 5 with `vlan`.
 fn tagged_super_packet(v6: bool, sport: u16, psh: bool, payload: usize, vlan: bool) -> Vec<u8> {
-    let l3 = if v6 {
-        L3Spec::Ipv6(Ipv6Spec::new(
-            "fd00::1".parse().unwrap(),
-            "fd00::2".parse().unwrap(),
-        ))
-    } else {
-        let mut ip = Ipv4Spec::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
-        ip.ident = 0xfffe;
-        ip.frag = 0x4000;
-        L3Spec::Ipv4(ip)
-    };
+    let l3 = crate::vnet::tests::l3_spec(v6);
     let flags = if psh { ACK | PSH } else { ACK };
     let l3_off = if vlan { 18 } else { 14 };
     let l4 = l3_off + if v6 { 40 } else { 20 };

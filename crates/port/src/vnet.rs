@@ -826,4 +826,4 @@ pub(crate) fn pseudo_of(d: &[u8], l3: usize, v4: bool, l4_len: usize) -> u64 {
 
 #[cfg(test)]
 #[path = "vnet_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -12,10 +12,10 @@ const PSH: u16 = 0x008;
 const FIN: u16 = 0x001;
 const CWR: u16 = 0x080;
 
-/// A TCP super-packet as a host with TSO hands it over: headers of one segment, `payload`
-/// bytes, the TCP checksum field holding only the pseudo-header sum.
-fn super_packet(v6: bool, flags: u16, payload: &[u8]) -> Vec<u8> {
-    let l3 = if v6 {
+/// The IP header of the test streams: 10.0.0.1 → 10.0.0.2 (identification 0xfffe, DF), or
+/// fd00::1 → fd00::2 with `v6`.
+pub(crate) fn l3_spec(v6: bool) -> L3Spec {
+    if v6 {
         L3Spec::Ipv6(Ipv6Spec::new(
             "fd00::1".parse().unwrap(),
             "fd00::2".parse().unwrap(),
@@ -25,7 +25,13 @@ fn super_packet(v6: bool, flags: u16, payload: &[u8]) -> Vec<u8> {
         ip.ident = 0xfffe;
         ip.frag = 0x4000;
         L3Spec::Ipv4(ip)
-    };
+    }
+}
+
+/// A TCP super-packet as a host with TSO hands it over: headers of one segment, `payload`
+/// bytes, the TCP checksum field holding only the pseudo-header sum.
+fn super_packet(v6: bool, flags: u16, payload: &[u8]) -> Vec<u8> {
+    let l3 = l3_spec(v6);
     let hdrs = 14 + if v6 { 40 } else { 20 } + 20;
     let spec = PacketSpec {
         l3,
