@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use packet::Packet;
-use tunnel::{EncapTemplate, RxOutcome, Terminator};
+use tunnel::{EncapTemplate, RxOutcome, Terminator, Train};
 
 use crate::tunnel_counts::{CountBook, TunnelCounts, TunnelPortCounts};
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
@@ -81,6 +81,7 @@ impl RxTable {
         let entry = self.0.iter().find(|e| e.port == in_port)?;
         Some(BatchRx {
             entry,
+            train: Train::new(),
             index: 0,
             packets: 0,
             bytes: 0,
@@ -97,6 +98,8 @@ impl RxTable {
 /// among the terminator's ports, which indexes their counts.
 pub(crate) struct BatchRx<'a> {
     entry: &'a Terminating,
+    /// The batch's train of frames from one remote ([`tunnel::rx_train`]).
+    train: Train,
     /// The tunnel port of the current run (its index), its frames and (inner) bytes.
     index: u32,
     packets: u64,
@@ -109,7 +112,7 @@ impl BatchRx<'_> {
     /// caller takes the frame out of the batch).
     #[inline(always)]
     pub(crate) fn receive(&mut self, thread: usize, pkt: &mut Packet) -> RxOutcome {
-        let out = self.entry.terminator.receive(pkt);
+        let out = self.entry.terminator.receive_in(pkt, &mut self.train);
         match out {
             RxOutcome::Tunnel(m) => {
                 if m.index != self.index {

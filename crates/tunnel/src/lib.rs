@@ -78,6 +78,7 @@ pub mod nexthop;
 pub mod pmtud;
 pub mod rx;
 pub mod rx_fast;
+pub mod rx_train;
 mod rx_whole;
 pub mod spec;
 
@@ -86,4 +87,5 @@ pub use encap::{EncapError, EncapTemplate};
 pub use endpoint::{Encap, OuterAddrs, TunnelKind};
 pub use nexthop::{NextHop, Resolver, Unreachable};
 pub use rx::{RxDrop, RxOutcome, Terminator, TunMeta, TunnelPort};
+pub use rx_train::Train;
 pub use spec::{PerFlow, SpecError, TunnelSpec};

@@ -20,6 +20,7 @@ use packet::{Field, FlowKey, Gso, Packet};
 use crate::decap::{terminate, Decapped, DropReason, Locals, Termination};
 use crate::endpoint::TunnelKind;
 use crate::rx_fast::{FastV4, INNER_OFF};
+use crate::rx_train::Train;
 use crate::rx_whole::View;
 use crate::spec::{PerFlow, TunnelSpec};
 
@@ -219,6 +220,28 @@ impl Terminator {
             return self.receive_whole(pkt);
         }
         if let Some((meta, end)) = self.fast.terminate(pkt.data()) {
+            pkt.truncate(end);
+            pkt.pull_front(INNER_OFF);
+            return RxOutcome::Tunnel(meta);
+        }
+        self.receive_general(pkt)
+    }
+
+    /// [`Terminator::receive`] for one of a batch's frames in order: a frame in the train of
+    /// the last one the fast path took in `train` ([`crate::rx_train`]) gets its verdict
+    /// with two checks; any other goes through [`Terminator::receive`], and a frame the fast
+    /// path takes starts a train. Same answer as [`Terminator::receive`], frame by frame.
+    #[inline(always)]
+    pub fn receive_in(&self, pkt: &mut Packet, train: &mut Train) -> RxOutcome {
+        if pkt.is_gso() {
+            return self.receive_whole(pkt);
+        }
+        let hit = train.follows(pkt.data()).or_else(|| {
+            let v = self.fast.terminate(pkt.data())?;
+            train.take(pkt.data(), v);
+            Some(v)
+        });
+        if let Some((meta, end)) = hit {
             pkt.truncate(end);
             pkt.pull_front(INNER_OFF);
             return RxOutcome::Tunnel(meta);
