@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use packet::Packet;
-use tunnel::{EncapTemplate, RxOutcome, Terminator, Train};
+use tunnel::{EncapTemplate, RxKind, Terminator, Train, TunMeta};
 
 use crate::tunnel_counts::{CountBook, TunnelCounts, TunnelPortCounts};
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
@@ -107,24 +107,31 @@ pub(crate) struct BatchRx<'a> {
 }
 
 impl BatchRx<'_> {
-    /// What `pkt` is ([`Terminator::receive`]): a tunnel packet now holds its inner frame
-    /// and is counted on its tunnel port; a drop is counted on the underlay port (the
-    /// caller takes the frame out of the batch).
+    /// What `pkt` is ([`Terminator::receive_in`]): a tunnel packet now holds its inner frame
+    /// and is counted on its tunnel port, its metadata [`BatchRx::last`]; a drop is counted
+    /// on the underlay port (the caller takes the frame out of the batch).
     #[inline(always)]
-    pub(crate) fn receive(&mut self, thread: usize, pkt: &mut Packet) -> RxOutcome {
+    pub(crate) fn receive(&mut self, thread: usize, pkt: &mut Packet) -> RxKind {
         let out = self.entry.terminator.receive_in(pkt, &mut self.train);
         match out {
-            RxOutcome::Tunnel(m) => {
-                if m.index != self.index {
-                    self.next_run(thread, m.index);
+            RxKind::Tunnel => {
+                let index = self.train.last().index;
+                if index != self.index {
+                    self.next_run(thread, index);
                 }
                 self.packets += 1;
                 self.bytes += pkt.len() as u64;
             }
-            RxOutcome::Drop(d) => self.entry.drops.rx(d),
-            RxOutcome::NotTunnel => {}
+            RxKind::Drop(d) => self.entry.drops.rx(d),
+            RxKind::NotTunnel => {}
         }
         out
+    }
+
+    /// The metadata of the last frame [`BatchRx::receive`] called a tunnel packet.
+    #[inline(always)]
+    pub(crate) fn last(&self) -> &TunMeta {
+        self.train.last()
     }
 
     /// Adds the current run's counts and starts one for the tunnel port at `index`, whose
@@ -451,11 +458,14 @@ mod tests {
         let table = tunnels.rx_table();
         assert!(table.port(2).is_none(), "another port terminates nothing");
         let mut rx = table.port(1).unwrap();
-        let outcomes: Vec<_> = frames.iter_mut().map(|p| rx.receive(0, p)).collect();
-        assert_eq!(outcomes[0], RxOutcome::NotTunnel);
-        assert!(matches!(outcomes[2], RxOutcome::Drop(_)), "{outcomes:?}");
+        let outcomes: Vec<_> = frames
+            .iter_mut()
+            .map(|p| (rx.receive(0, p), *rx.last()))
+            .collect();
+        assert_eq!(outcomes[0].0, RxKind::NotTunnel);
+        assert!(matches!(outcomes[2].0, RxKind::Drop(_)), "{outcomes:?}");
         for i in [1, 3] {
-            let RxOutcome::Tunnel(m) = outcomes[i] else {
+            let (RxKind::Tunnel, m) = outcomes[i] else {
                 panic!("{outcomes:?}")
             };
             assert_eq!((m.ofport, m.vni), (9, 42));

@@ -166,6 +166,18 @@ pub enum RxOutcome {
     Drop(RxDrop),
 }
 
+/// [`RxOutcome`] without the metadata, which [`Terminator::receive_in`] leaves in its
+/// [`Train`] ([`Train::last`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxKind {
+    /// Not for a local tunnel endpoint.
+    NotTunnel,
+    /// A tunnel packet, now holding the inner frame only.
+    Tunnel,
+    /// Count and drop.
+    Drop(RxDrop),
+}
+
 /// The tunnel ports of one underlay port and the local endpoints they terminate.
 #[derive(Debug, Clone, Default)]
 pub struct Terminator {
@@ -230,23 +242,24 @@ impl Terminator {
     /// [`Terminator::receive`] for one of a batch's frames in order: a frame in the train of
     /// the last one the fast path took in `train` ([`crate::rx_train`]) gets its verdict
     /// with two checks; any other goes through [`Terminator::receive`], and a frame the fast
-    /// path takes starts a train. Same answer as [`Terminator::receive`], frame by frame.
+    /// path takes starts a train. Same answer as [`Terminator::receive`], frame by frame;
+    /// a tunnel packet's metadata is [`Train::last`] (lent, not copied: this runs inside the
+    /// thread's extraction loop).
     #[inline(always)]
-    pub fn receive_in(&self, pkt: &mut Packet, train: &mut Train) -> RxOutcome {
+    pub fn receive_in(&self, pkt: &mut Packet, train: &mut Train) -> RxKind {
         if pkt.is_gso() {
-            return self.receive_whole(pkt);
+            return train.hold(self.receive_whole(pkt));
         }
-        let hit = train.follows(pkt.data()).or_else(|| {
-            let v = self.fast.terminate(pkt.data())?;
-            train.take(pkt.data(), v);
-            Some(v)
-        });
-        if let Some((meta, end)) = hit {
-            pkt.truncate(end);
-            pkt.pull_front(INNER_OFF);
-            return RxOutcome::Tunnel(meta);
-        }
-        self.receive_general(pkt)
+        let end = match train.follows(pkt.data()) {
+            Some(end) => end,
+            None => match self.fast.terminate(pkt.data()) {
+                Some(v) => train.take(pkt.data(), v),
+                None => return train.hold(self.receive_general(pkt)),
+            },
+        };
+        pkt.truncate(end);
+        pkt.pull_front(INNER_OFF);
+        RxKind::Tunnel
     }
 
     /// [`Terminator::receive`] through the general path only (the reference).

@@ -21,7 +21,7 @@
 //! Size and owner: a few words, owned by the caller for one batch of one underlay port
 //! ([`crate::Terminator::receive_in`]); no allocation.
 
-use crate::rx::TunMeta;
+use crate::rx::{RxKind, RxOutcome, TunMeta};
 
 /// Bytes compared, as five native 64-bit loads: 12..44 and 42..50 (the last overlaps).
 const AT: [usize; 5] = [12, 20, 28, 36, 42];
@@ -49,7 +49,8 @@ const MASK: [u64; 5] = {
 const MIN: usize = 50;
 
 /// The last frame the fast path took in this batch: its masked outer headers, the
-/// identification + checksum of its IPv4 header, and its verdict.
+/// identification + checksum of its IPv4 header, and its verdict; and the metadata of the
+/// last tunnel packet, which the general path may have decided instead.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Train {
     /// Whether it holds a frame.
@@ -59,8 +60,13 @@ pub struct Train {
     id_sum: u32,
     /// Its IPv4 total length + 14: the frame must hold that much.
     needs: usize,
+    /// Its verdict: the metadata and where the inner frame ends.
     meta: TunMeta,
     end: usize,
+    /// The metadata of the last tunnel packet the general path decided, and whether the
+    /// last tunnel packet was that one (else it was `meta`'s).
+    held: TunMeta,
+    held_last: bool,
 }
 
 impl Train {
@@ -69,9 +75,10 @@ impl Train {
         Train::default()
     }
 
-    /// The verdict of the last frame, when `d` is in its train; `None`: ask the fast path.
+    /// Where the inner frame ends, when `d` is in the train (its metadata is then the
+    /// train's, [`Train::last`]); `None`: ask the fast path.
     #[inline(always)]
-    pub fn follows(&self, d: &[u8]) -> Option<(TunMeta, usize)> {
+    pub fn follows(&mut self, d: &[u8]) -> Option<usize> {
         if !self.on || d.len() < MIN {
             return None;
         }
@@ -84,22 +91,51 @@ impl Train {
         if diff != 0 || (gap != 0 && gap != 0xffff) || self.needs > d.len() {
             return None;
         }
-        Some((self.meta, self.end))
+        self.held_last = false;
+        Some(self.end)
     }
 
-    /// Makes `d`, which the fast path took with `verdict`, the train's last frame.
+    /// Makes `d`, which the fast path took with `verdict`, the train's last frame; where its
+    /// inner frame ends.
     #[inline(always)]
-    pub fn take(&mut self, d: &[u8], verdict: (TunMeta, usize)) {
-        if d.len() < MIN {
-            return;
-        }
-        for (i, at) in AT.iter().enumerate() {
-            self.words[i] = n64(d, *at) & MASK[i];
-        }
-        self.id_sum = id_sum(d);
-        self.needs = 14 + usize::from(u16::from_be_bytes([d[16], d[17]]));
+    pub fn take(&mut self, d: &[u8], verdict: (TunMeta, usize)) -> usize {
         (self.meta, self.end) = verdict;
-        self.on = true;
+        self.held_last = false;
+        if d.len() >= MIN {
+            for (i, at) in AT.iter().enumerate() {
+                self.words[i] = n64(d, *at) & MASK[i];
+            }
+            self.id_sum = id_sum(d);
+            self.needs = 14 + usize::from(u16::from_be_bytes([d[16], d[17]]));
+            self.on = true;
+        }
+        self.end
+    }
+
+    /// `out` (the general path's answer) as a [`RxKind`], its metadata kept for
+    /// [`Train::last`]. The train is left as it was.
+    #[inline]
+    pub fn hold(&mut self, out: RxOutcome) -> RxKind {
+        match out {
+            RxOutcome::NotTunnel => RxKind::NotTunnel,
+            RxOutcome::Drop(d) => RxKind::Drop(d),
+            RxOutcome::Tunnel(m) => {
+                self.held = m;
+                self.held_last = true;
+                RxKind::Tunnel
+            }
+        }
+    }
+
+    /// The metadata of the last frame [`crate::Terminator::receive_in`] called a tunnel
+    /// packet.
+    #[inline(always)]
+    pub fn last(&self) -> &TunMeta {
+        if self.held_last {
+            &self.held
+        } else {
+            &self.meta
+        }
     }
 }
 

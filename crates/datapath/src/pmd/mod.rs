@@ -72,7 +72,7 @@ use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
 use crate::tunnels::Tunnels;
 use crate::upcall::{Policer, Upcall};
-use tunnel::RxOutcome;
+use tunnel::RxKind;
 
 use budget::Budget;
 use lane::LaneWindow;
@@ -637,17 +637,21 @@ impl Pmd {
             p.meta.user = 0;
             p.meta.in_port = in_port;
             let tun = match &mut term {
-                None => RxOutcome::NotTunnel,
+                None => RxKind::NotTunnel,
                 Some(t) => t.receive(thread, p),
             };
             match tun {
-                RxOutcome::NotTunnel => extract_packet(p, &mut s.keys[i]),
-                RxOutcome::Tunnel(m) => {
-                    p.meta.in_port = m.ofport;
-                    extract_packet(p, &mut s.keys[i]);
-                    m.write(&mut s.keys[i]);
+                RxKind::NotTunnel => extract_packet(p, &mut s.keys[i]),
+                RxKind::Tunnel => {
+                    // Some: only a terminator says Tunnel.
+                    if let Some(t) = &term {
+                        let m = t.last();
+                        p.meta.in_port = m.ofport;
+                        extract_packet(p, &mut s.keys[i]);
+                        m.write(&mut s.keys[i]);
+                    }
                 }
-                RxOutcome::Drop(_) => {
+                RxKind::Drop(_) => {
                     s.keys[i] = FlowKey::ZERO;
                     s.tun_dropped |= 1 << i;
                     s.malformed |= 1 << i;
