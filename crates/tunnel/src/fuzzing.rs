@@ -4,7 +4,9 @@
 //! lie inside it; the same bytes also go through the view a super-packet encapsulated whole
 //! is judged on (`rx_whole.rs`) and the path-MTU answer (`pmtud.rs`). Each input is tried twice: as it is, and with its outer IPv4 header
 //! checksum made right and its UDP checksum zeroed, so that mutations reach the VXLAN and
-//! Geneve headers instead of stopping at a checksum.
+//! Geneve headers instead of stopping at a checksum. The checksum-fixed variant and the frames
+//! that would follow it in a train also go through a terminator's batch receive, which must
+//! answer as its plain receive does.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -46,7 +48,60 @@ pub fn fuzz_terminate(data: &[u8]) {
         d[24..26].copy_from_slice(&c.to_be_bytes());
         d[40..42].fill(0);
         check(&d, &locals);
+        // The frames a train would see next: the next identification with the checksum made
+        // right again, and left wrong.
+        let mut next = d.clone();
+        next[19] = next[19].wrapping_add(1);
+        let mut wrong = next.clone();
+        next[24..26].fill(0);
+        let c = checksum::checksum(&next[14..34]);
+        next[24..26].copy_from_slice(&c.to_be_bytes());
+        wrong[24] ^= 0x10;
+        trains(&[d, next, wrong, data.to_vec()]);
     }
+}
+
+/// Runs `frames` in order through a terminator's batch receive with a train
+/// ([`crate::Terminator::receive_in`], `rx_train.rs`) and through its plain receive: the
+/// same answer and the same packet for each.
+fn trains(frames: &[Vec<u8>]) {
+    use crate::rx::{RxKind, RxOutcome, Terminator, TunnelPort};
+    use crate::spec::TunnelSpec;
+    thread_local! {
+        static POOL: std::cell::RefCell<packet::PoolCache> =
+            std::cell::RefCell::new(packet::pool::Pool::with_frames(4).cache());
+        static TERM: Terminator = Terminator::new(
+            ["remote=192.168.0.1,vni=flow", "remote=flow,vni=42"]
+                .iter()
+                .enumerate()
+                .filter_map(|(i, o)| {
+                    let spec = TunnelSpec::parse(TunnelKind::Vxlan, o).ok()?;
+                    Some(TunnelPort::from_spec(5 + i as u32, &spec))
+                })
+                .collect(),
+            &[IpAddr::V4(Ipv4Addr::new(192, 168, 0, 2))],
+        );
+    }
+    POOL.with_borrow_mut(|pool| {
+        TERM.with(|t| {
+            let mut train = crate::Train::new();
+            for f in frames {
+                let (Some(mut a), Some(mut b)) = (pool.alloc_from(f), pool.alloc_from(f)) else {
+                    return;
+                };
+                let ra = match t.receive_in(&mut a, &mut train) {
+                    RxKind::NotTunnel => RxOutcome::NotTunnel,
+                    RxKind::Tunnel => RxOutcome::Tunnel(*train.last()),
+                    RxKind::Drop(d) => RxOutcome::Drop(d),
+                };
+                let rb = t.receive(&mut b);
+                assert_eq!(ra, rb);
+                assert_eq!(a.data(), b.data());
+                pool.free(a);
+                pool.free(b);
+            }
+        })
+    });
 }
 
 fn check(data: &[u8], locals: &Locals) {
