@@ -38,8 +38,12 @@ const GSO_CLASS: u32 = 5;
 /// Frame size of a pool's super-packet sibling: holds a 64 KiB TCP super-packet after the
 /// headroom (the kernel makes them at most 65,535 bytes of IP).
 pub const GSO_FRAME_SIZE: usize = FRAME_SIZE << GSO_CLASS;
-/// Frames in a pool's super-packet sibling (64 MiB of address space, touched only when used).
-pub const GSO_POOL_FRAMES: u32 = 1024;
+/// Frames in a pool's super-packet sibling: 1 GiB of address space, reserved lazily (no huge
+/// pages, `MAP_NORESERVE`), so only frames that have held a super-packet take memory. Every
+/// AF_PACKET queue with virtio-net headers keeps one ready per message of its batch (32) and
+/// every TAP queue one for its next read, besides its cache's few: 16,384 serves some 500 such
+/// queues (1,024 served 31).
+pub const GSO_POOL_FRAMES: u32 = 16384;
 /// The bits of a packet's frame word that name its frame's size class.
 const CLASS_MASK: u32 = !0 << CLASS_SHIFT;
 /// The frame index bits of a packet's frame word (bit 28 is the super-packet flag).
@@ -224,6 +228,10 @@ impl Pool {
             if cfg.populate {
                 flags |= libc::MAP_POPULATE;
             }
+            if is_gso {
+                // Address space only: memory is taken frame by frame as they are written.
+                flags |= libc::MAP_NORESERVE;
+            }
             // SAFETY: anonymous private mapping, checked below.
             ptr = unsafe {
                 libc::mmap(
@@ -261,7 +269,8 @@ impl Pool {
     }
 
     /// The sibling pool of [`GSO_FRAME_SIZE`] frames that holds TCP super-packets kept whole
-    /// (see [`crate::gso`]), mapped on first call (on huge pages when this pool is).
+    /// (see [`crate::gso`]), mapped on first call ([`GSO_POOL_FRAMES`]: normal pages, taken
+    /// as they are written).
     /// `None` for a sibling itself or when it cannot be mapped. Packets of either pool may be
     /// freed into a cache of this one ([`PoolCache::free`] sends them home).
     pub fn gso_pool(&self) -> Option<Pool> {
@@ -273,7 +282,8 @@ impl Pool {
             .get_or_init(|| {
                 let cfg = PoolConfig {
                     frames: GSO_POOL_FRAMES,
-                    hugepages: self.inner.huge,
+                    // On huge pages it would reserve them all at once (512 for 1 GiB).
+                    hugepages: false,
                     populate: false,
                     frame_size: GSO_FRAME_SIZE,
                 };
@@ -730,6 +740,54 @@ mod tests {
             tx.free(p);
         }
         assert!(seen.len() <= 8, "{} frames", seen.len());
+    }
+
+    /// Resident memory of this process, in KiB.
+    fn rss_kib() -> u64 {
+        let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        s.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_super_packet_sibling_stocks_hundreds_of_queues_and_takes_memory_only_as_written() {
+        // What 500 AF_PACKET queues with virtio-net headers keep ready (a frame for each of
+        // the 32 messages of a batch) fits; the frames take no memory until written, and a
+        // frame written takes its own pages only.
+        let pool = Pool::with_frames(8);
+        let before = rss_kib();
+        let mut queues: Vec<(PoolCache, Vec<Packet>)> = Vec::new();
+        for _ in 0..500 {
+            let mut c = pool.cache();
+            let stock: Vec<Packet> = (0..32).filter_map(|_| c.alloc_gso()).collect();
+            assert_eq!(
+                stock.len(),
+                32,
+                "queue {} found the sibling empty",
+                queues.len()
+            );
+            queues.push((c, stock));
+        }
+        let stocked = rss_kib().saturating_sub(before);
+        // 500 × 32 frames of 64 KiB would be 1,000 MiB resident if stocking touched them.
+        assert!(stocked < 100 * 1024, "stocking took {stocked} KiB");
+        let p = &mut queues[0].1[0];
+        let room = p.tailroom();
+        assert!(p.set_len(room));
+        let unwritten = rss_kib();
+        p.data_mut().fill(7);
+        let written = rss_kib();
+        assert!(
+            written >= unwritten + 60,
+            "a written frame is resident: {unwritten} → {written} KiB"
+        );
+        for (mut c, stock) in queues {
+            for p in stock {
+                c.free(p);
+            }
+        }
     }
 
     #[test]
