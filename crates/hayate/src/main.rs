@@ -18,6 +18,7 @@ mod nudge;
 mod openflow_side;
 mod ovsdb;
 mod plug;
+mod pool_watch;
 mod run;
 mod switch;
 mod tunnel_flows;

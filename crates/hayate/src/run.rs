@@ -274,6 +274,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         frame_size: args.frame_size,
     })
     .map_err(|e| anyhow!("--pool-frames/--frame-size: {e}"))?;
+    crate::pool_watch::spawn(pool.clone(), &STOP_FLAG);
     if let Some(target) = &args.ovsdb {
         let metrics = metrics
             .map(|l| crate::metrics::serve(&rt, l, metric_sources.clone()))

@@ -119,6 +119,8 @@ struct PoolInner {
     huge: bool,
     free: Mutex<Vec<u32>>,
     foreign_frees: AtomicU64,
+    /// Times a cache found the shared stack empty when it needed frames.
+    exhausted: AtomicU64,
     /// The sibling pool of 64 KiB frames for TCP super-packets, made on first use (`None`
     /// inside when it could not be mapped, or for a sibling itself).
     gso: OnceLock<Option<Pool>>,
@@ -261,6 +263,7 @@ impl Pool {
                 huge,
                 free: Mutex::new(free),
                 foreign_frees: AtomicU64::new(0),
+                exhausted: AtomicU64::new(0),
                 gso: OnceLock::new(),
                 is_gso,
                 chunk: if is_gso { GSO_CACHE_CHUNK } else { CACHE_CHUNK },
@@ -292,6 +295,11 @@ impl Pool {
             .clone()
     }
 
+    /// The super-packet sibling if it has been mapped ([`Pool::gso_pool`] maps it).
+    pub fn gso_mapped(&self) -> Option<Pool> {
+        self.inner.gso.get().cloned().flatten()
+    }
+
     /// A pool with `frames` frames on normal pages, for tests and tools.
     pub fn with_frames(frames: u32) -> Pool {
         Pool::new(&PoolConfig {
@@ -314,6 +322,13 @@ impl Pool {
     /// The most bytes one packet of this pool holds (`frame_size - HEADROOM`).
     pub fn max_data(&self) -> usize {
         self.inner.frame_size - HEADROOM
+    }
+
+    /// Times a cache needed frames and found none left in the shared stack: the pool is too
+    /// small for what its owners keep cached (or packets are being leaked). The control side
+    /// watches it; it grows only while the pool is exhausted.
+    pub fn exhaustions(&self) -> u64 {
+        self.inner.exhausted.load(Ordering::Relaxed)
     }
 
     /// Whether the region is backed by huge pages.
@@ -397,6 +412,9 @@ impl PoolCache {
     fn refill(&mut self) {
         let mut shared = self.pool.free.lock().unwrap_or_else(|e| e.into_inner());
         let n = shared.len().min(self.pool.chunk);
+        if n == 0 {
+            self.pool.exhausted.fetch_add(1, Ordering::Relaxed);
+        }
         let at = shared.len() - n;
         self.local.extend_from_slice(&shared[at..]);
         shared.truncate(at);
@@ -788,6 +806,24 @@ mod tests {
                 c.free(p);
             }
         }
+    }
+
+    #[test]
+    fn a_cache_that_finds_the_pool_empty_is_counted() {
+        let pool = Pool::with_frames(8);
+        let mut c = pool.cache();
+        let pkts: Vec<Packet> = (0..8).filter_map(|_| c.alloc()).collect();
+        assert_eq!((pkts.len(), pool.exhaustions()), (8, 0));
+        assert!(c.alloc().is_none());
+        assert!(c.alloc().is_none());
+        assert_eq!(pool.exhaustions(), 2);
+        for p in pkts {
+            c.free(p);
+        }
+        drop(c);
+        assert_eq!(pool.shared_free(), 8);
+        assert!(pool.cache().alloc().is_some());
+        assert_eq!(pool.exhaustions(), 2, "no more once frames are back");
     }
 
     #[test]

@@ -314,6 +314,8 @@ pub struct Net {
     pub dir: tempfile::TempDir,
     /// Extra arguments for every `hayate run` this net starts (e.g. `--frame-size 16384`).
     pub run_args: Vec<String>,
+    /// `--pool-frames` of every `hayate run` this net starts (16384 unless a test says).
+    pub pool_frames: u32,
     /// A command every `hayate run` of this net is started under, inside the switch
     /// namespace (e.g. `prlimit --nofile=1024:1024`).
     pub run_under: Vec<String>,
@@ -329,6 +331,7 @@ impl Net {
             namespaces: Vec::new(),
             dir: tempfile::tempdir().expect("temp dir"),
             run_args: Vec::new(),
+            pool_frames: 16384,
             run_under: Vec::new(),
         }
     }
@@ -548,7 +551,7 @@ impl Net {
             .args(&self.run_under)
             .args([&bin, "run", "--stats-interval", "0"])
             .arg("--pool-frames")
-            .arg("16384")
+            .arg(self.pool_frames.to_string())
             .arg("--config")
             .arg(&cfg)
             .arg("--stats-json")
