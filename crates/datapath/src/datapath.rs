@@ -479,6 +479,7 @@ impl Datapath {
             taps,
             threads,
             packet_ins: self.packet_ins.clone(),
+            pool: self.pool.clone(),
             injector: self.injector.clone(),
             packet_in_wake: self.packet_in_wake.clone(),
             tunnels: self.tunnels.clone(),
@@ -517,6 +518,8 @@ pub struct Running {
     /// Index, core and whether it is the priority lane, per thread (as `stats`).
     threads: Vec<(usize, Option<usize>, bool)>,
     packet_ins: Arc<PacketInQueue>,
+    /// The buffer pool its ports' queues take frames from.
+    pool: Pool,
     injector: Injector,
     packet_in_wake: Arc<Wake>,
     /// The underlay ports' tunnel termination, as the datapath's.
@@ -546,6 +549,11 @@ impl std::fmt::Debug for Running {
 }
 
 impl Running {
+    /// The buffer pool its ports' queues take frames from (for its gauges).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     /// Counters summed over the threads.
     pub fn stats(&self) -> Snapshot {
         self.stats.iter().map(|s| s.snapshot()).sum()

@@ -52,6 +52,11 @@ fn metrics_endpoint_answers_the_exposition_and_refuses_the_rest() {
     }
     let sink = r#"hayate_port_tx_packets_total{bridge="br0",ofport="2",port="null:sink"}"#;
     assert!(value(&body, sink).is_some(), "{body}");
+    // The packet pool: its size as `--pool-frames` gave it, none of it exhausted.
+    let frames = r#"hayate_pool_frames{bridge="br0",pool="packet"}"#;
+    let dry = r#"hayate_pool_exhaustions_total{bridge="br0",pool="packet"}"#;
+    assert!(value(&body, frames).is_some_and(|v| v > 0.0), "{body}");
+    assert_eq!(value(&body, dry), Some(0.0), "{body}");
     assert_eq!(get(&addr, "GET", "/").0, "HTTP/1.1 404 Not Found");
     assert_eq!(
         get(&addr, "POST", "/metrics").0,

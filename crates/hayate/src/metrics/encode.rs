@@ -16,6 +16,7 @@
 //! | `hayate_table_flows`, `hayate_table_{lookups,matched}_total` | bridge, table | `dump-tables` |
 //! | `hayate_bridge_fail_open`, `hayate_controller_connections` | bridge | the agent |
 //! | `hayate_controller_{rx_messages,async_queued,packet_ins_rate_limited,async_queue_full,probes}_total` | bridge, target, peer, role | the agent's connections |
+//! | `hayate_pool_frames`, `hayate_pool_shared_free_frames`, `hayate_pool_exhaustions_total` | bridge, pool (`packet`, `super`) | the packet pool and its super-packet sibling (`pool_watch.rs` warns on exhaustions) |
 
 use std::fmt;
 
@@ -54,7 +55,8 @@ impl Collector for Scrape {
         self.ports(&mut enc)?;
         self.threads(&mut enc)?;
         self.tables(&mut enc)?;
-        self.controllers(&mut enc)
+        self.controllers(&mut enc)?;
+        self.pools(&mut enc)
     }
 }
 
@@ -343,6 +345,39 @@ impl Scrape {
             counters(enc, &format!("hayate_controller_{name}"), help, series)?;
         }
         Ok(())
+    }
+}
+
+impl Scrape {
+    fn pools(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
+        let series = || {
+            self.0.iter().flat_map(|b| {
+                b.pools.iter().map(move |p| {
+                    let labels: Labels =
+                        vec![("bridge", b.bridge.clone()), ("pool", p.pool.to_string())];
+                    (labels, p)
+                })
+            })
+        };
+        gauges(
+            enc,
+            "hayate_pool_frames",
+            "Frames in the pool (packet: --pool-frames of 2 KiB or --frame-size; super: 64 KiB \
+             frames for TCP super-packets).",
+            series().map(|(l, p)| (l, i64::from(p.frames))),
+        )?;
+        gauges(
+            enc,
+            "hayate_pool_shared_free_frames",
+            "Frames in the pool's shared stack: in no queue's cache and in no packet.",
+            series().map(|(l, p)| (l, p.shared_free as i64)),
+        )?;
+        counters(
+            enc,
+            "hayate_pool_exhaustions",
+            "Times a queue needed frames and found the pool empty (raise --pool-frames).",
+            series().map(|(l, p)| (l, p.exhaustions)),
+        )
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::metrics::sample::PoolSample;
 use datapath::{Snapshot, ThreadStats};
 
 fn bridge() -> BridgeSample {
@@ -57,6 +58,12 @@ fn bridge() -> BridgeSample {
             rate_limited: 1,
             queue_full: 0,
             probes: 2,
+        }],
+        pools: vec![PoolSample {
+            pool: "packet",
+            frames: 65536,
+            shared_free: 60000,
+            exhaustions: 3,
         }],
     }
 }

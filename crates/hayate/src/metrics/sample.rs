@@ -103,6 +103,31 @@ pub struct ControllerSample {
     pub probes: u64,
 }
 
+/// A packet pool as a scrape saw it: the bridge's, and its super-packet sibling once mapped
+/// (every bridge of a process shares them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSample {
+    /// `packet` or `super` (the `pool` label).
+    pub pool: &'static str,
+    /// Its frames.
+    pub frames: u32,
+    /// Frames in its shared stack: in no queue's cache and in no packet.
+    pub shared_free: usize,
+    /// Times a queue needed frames and found none ([`packet::Pool::exhaustions`]).
+    pub exhaustions: u64,
+}
+
+impl PoolSample {
+    fn of(pool: &'static str, p: &packet::Pool) -> PoolSample {
+        PoolSample {
+            pool,
+            frames: p.frames(),
+            shared_free: p.shared_free(),
+            exhaustions: p.exhaustions(),
+        }
+    }
+}
+
 /// Everything one scrape reads of one bridge.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BridgeSample {
@@ -123,6 +148,8 @@ pub struct BridgeSample {
     pub tables: Vec<TableStatsView>,
     /// Its controller connections (not the management socket's).
     pub controllers: Vec<ControllerSample>,
+    /// Its packet pools (empty once the datapath stopped).
+    pub pools: Vec<PoolSample>,
 }
 
 impl BridgeSource {
@@ -189,6 +216,15 @@ impl BridgeSource {
                 probes: c.probes,
             })
             .collect();
+        let pools = dp
+            .as_ref()
+            .map(|d| {
+                let p = d.pool();
+                std::iter::once(PoolSample::of("packet", p))
+                    .chain(p.gso_mapped().map(|g| PoolSample::of("super", &g)))
+                    .collect()
+            })
+            .unwrap_or_default();
         BridgeSample {
             bridge: self.name.clone(),
             fail_open: self.bridge.fail_open_active(),
@@ -198,6 +234,7 @@ impl BridgeSource {
             rx_queues,
             tables,
             controllers,
+            pools,
         }
     }
 }
