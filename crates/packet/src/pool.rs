@@ -760,22 +760,26 @@ mod tests {
         assert!(seen.len() <= 8, "{} frames", seen.len());
     }
 
-    /// Resident memory of this process, in KiB.
-    fn rss_kib() -> u64 {
-        let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        s.lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
+    /// Pages of `p`'s room (its data and tailroom) resident in memory, and pages in all.
+    fn resident(p: &mut Packet) -> (usize, usize) {
+        let room = p.len() + p.tailroom();
+        let start = p.data_mut().as_mut_ptr() as usize;
+        let page = 4096;
+        let (lo, hi) = (start / page * page, (start + room).div_ceil(page) * page);
+        let mut vec = vec![0u8; (hi - lo) / page];
+        // SAFETY: [lo, hi) lies inside the pool's mapping (the frame is the packet's); `vec`
+        // has a byte per page.
+        let rc = unsafe { libc::mincore(lo as *mut libc::c_void, hi - lo, vec.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        (vec.iter().filter(|b| **b & 1 != 0).count(), vec.len())
     }
 
     #[test]
     fn the_super_packet_sibling_stocks_hundreds_of_queues_and_takes_memory_only_as_written() {
         // What 500 AF_PACKET queues with virtio-net headers keep ready (a frame for each of
         // the 32 messages of a batch) fits; the frames take no memory until written, and a
-        // frame written takes its own pages only.
+        // frame written takes its own pages.
         let pool = Pool::with_frames(8);
-        let before = rss_kib();
         let mut queues: Vec<(PoolCache, Vec<Packet>)> = Vec::new();
         for _ in 0..500 {
             let mut c = pool.cache();
@@ -788,19 +792,19 @@ mod tests {
             );
             queues.push((c, stock));
         }
-        let stocked = rss_kib().saturating_sub(before);
-        // 500 × 32 frames of 64 KiB would be 1,000 MiB resident if stocking touched them.
-        assert!(stocked < 100 * 1024, "stocking took {stocked} KiB");
+        let stocked: usize = queues
+            .iter_mut()
+            .flat_map(|(_, s)| s.iter_mut())
+            .map(|p| resident(p).0)
+            .sum();
+        assert_eq!(stocked, 0, "stocking made pages resident");
         let p = &mut queues[0].1[0];
         let room = p.tailroom();
         assert!(p.set_len(room));
-        let unwritten = rss_kib();
         p.data_mut().fill(7);
-        let written = rss_kib();
-        assert!(
-            written >= unwritten + 60,
-            "a written frame is resident: {unwritten} → {written} KiB"
-        );
+        let (written, pages) = resident(p);
+        assert_eq!(written, pages, "a written frame is resident");
+        assert!(pages >= 16);
         for (mut c, stock) in queues {
             for p in stock {
                 c.free(p);
