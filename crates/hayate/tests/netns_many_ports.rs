@@ -1,7 +1,8 @@
 //! Many ports on one switch, as a host with many VMs or containers has: every AF_PACKET port
 //! with virtio-net headers keeps a 64 KiB super-packet frame ready for each message of its
-//! receive batch (`port::afpacket::mmsg`), and so does every TAP port for its next read. With
-//! 48 such ports besides the two a TCP stream crosses (opened after them), the stream's
+//! receive batch (`port::afpacket::mmsg`; its priority socket, which never receives one,
+//! none), and so does every TAP port for its next read. With 48 such ports besides the two a
+//! TCP stream crosses (opened after them), the stream's
 //! super-packets must still land whole: the sender's TSO on, its port counts no receive
 //! error (a super-packet with no frame to land in is cut short and counted there), and the
 //! stream crosses; the switch has no warning about its pools.
@@ -35,7 +36,7 @@ fn a_tcp_stream_through_the_last_of_fifty_afpacket_ports_lands_whole() {
     let b = net.link(PortKind::AfPacket, "b", &sw, &["10.9.0.2/24"]);
     specs.push(a.spec());
     specs.push(b.spec());
-    // Port numbers follow the specs: the fillers are 1..=48, A and B 49 and 50.
+    // Port numbers follow the specs: the fillers first, then A and B.
     let (pa, pb) = (FILLERS + 1, FILLERS + 2);
     let flows = [
         format!("table=0,priority=10,in_port={pa},actions=output:{pb}"),

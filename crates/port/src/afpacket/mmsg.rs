@@ -55,6 +55,9 @@ pub(super) struct AfPacketMmsgRx {
     sock: Arc<RxSocket>,
     cache: PoolCache,
     vnet_hdr: bool,
+    /// Whether messages get a super-packet frame to spill into (with virtio-net headers,
+    /// except on a priority socket, whose control frames are never super-packets).
+    supers: bool,
     v: Box<Vectors>,
     /// The pool frame each message reads into.
     small: Vec<Option<Packet>>,
@@ -72,10 +75,15 @@ pub(super) struct AfPacketMmsgRx {
 unsafe impl Send for AfPacketMmsgRx {}
 
 impl AfPacketMmsgRx {
+    /// A queue reading `sock` into frames of `cache`; `priority`: the socket is a priority
+    /// socket (`steer.rs`: ARP, ICMP, bare SYNs — never a TCP super-packet), whose messages
+    /// get no super-packet frame (each would hold one of the sibling pool's 64 KiB frames
+    /// for nothing).
     pub(super) fn new(
         sock: Arc<RxSocket>,
         cache: PoolCache,
         vnet_hdr: bool,
+        priority: bool,
         claim: Option<QueueClaim>,
     ) -> AfPacketMmsgRx {
         // SAFETY: mmsghdr and iovec are plain data; all-zero is valid (null pointers, 0
@@ -85,6 +93,7 @@ impl AfPacketMmsgRx {
             sock,
             cache,
             vnet_hdr,
+            supers: vnet_hdr && !priority,
             v,
             small: (0..BATCH_SIZE).map(|_| None).collect(),
             spill: (0..BATCH_SIZE).map(|_| None).collect(),
@@ -103,7 +112,7 @@ impl AfPacketMmsgRx {
                     None => return i,
                 }
             }
-            if self.vnet_hdr && self.spill[i].is_none() {
+            if self.supers && self.spill[i].is_none() {
                 // Without one, a super-packet in this message is cut short and counted.
                 self.spill[i] = self.cache.alloc_gso();
             }

@@ -213,7 +213,13 @@ impl Port for AfPacketPort {
         Ok(if sock.ring.is_some() {
             Box::new(AfPacketRx::new(sock, cache, vnet_hdr, claim))
         } else {
-            Box::new(AfPacketMmsgRx::new(sock, cache, vnet_hdr, Some(claim)))
+            Box::new(AfPacketMmsgRx::new(
+                sock,
+                cache,
+                vnet_hdr,
+                false,
+                Some(claim),
+            ))
         })
     }
 
@@ -228,6 +234,7 @@ impl Port for AfPacketPort {
             self.prio[q].clone(),
             self.pool.cache(),
             self.cfg.vnet_hdr,
+            true,
             Some(claim),
         )))
     }

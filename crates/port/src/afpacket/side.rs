@@ -69,6 +69,7 @@ impl SidePath {
             self.rx.clone(),
             self.pool.cache(),
             true,
+            true,
             Some(claim),
         )))
     }

@@ -501,6 +501,32 @@ fn control_frames_go_to_the_priority_queue() {
 }
 
 #[test]
+fn only_the_bulk_queue_keeps_super_packet_frames_ready() {
+    // The bulk queue stocks a 64 KiB frame per message of its batch for super-packets; the
+    // priority queue, whose control frames never are one, stocks none.
+    if !root_or_skip("only_the_bulk_queue_keeps_super_packet_frames_ready") {
+        return;
+    }
+    let v = Veth::new("s");
+    let pool = Pool::with_frames(1024);
+    let b = prio_port(&v.b, 1, &pool);
+    let sibling = pool.gso_pool().expect("the super-packet pool");
+    let free0 = sibling.shared_free();
+    let mut bulk_rx = b.open_rx(0).unwrap();
+    bulk_rx.recv(&mut Batch::new());
+    let free1 = sibling.shared_free();
+    let mut prio_rx = b.open_priority_rx(0).unwrap();
+    prio_rx.recv(&mut Batch::new());
+    let free2 = sibling.shared_free();
+    assert!(
+        (32..=34).contains(&(free0 - free1)),
+        "the bulk queue took {} (32 stocked, its cache's chunk besides)",
+        free0 - free1
+    );
+    assert_eq!(free1, free2, "the priority queue took super-packet frames");
+}
+
+#[test]
 fn several_priority_queues_keep_each_flow_on_one_queue() {
     if !root_or_skip("several_priority_queues_keep_each_flow_on_one_queue") {
         return;
