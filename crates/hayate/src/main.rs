@@ -80,6 +80,9 @@ fn main() -> ExitCode {
         Command::OvsdbInit(args) => ovsdb::init::main(args),
         Command::Check { config } => run::check(&config),
     };
+    // Sockets of ports dropped on the way out close on port::close's threads, several at
+    // once; the kernel would close what is left at exit one after another.
+    port::close::drain();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

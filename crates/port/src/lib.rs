@@ -23,6 +23,7 @@ pub mod afpacket;
 pub mod afxdp;
 mod bpf_test_run;
 mod claim;
+pub mod close;
 pub mod coalesce;
 pub mod dp_options;
 pub mod egress;

@@ -57,6 +57,7 @@ use std::sync::Arc;
 use packet::Pool;
 
 use crate::claim::{claim_queue, QueueSlot};
+use crate::close::ClosingFd;
 use crate::{Capabilities, Port, PortError, PortStats, QueueCounters, RxQueue, TxQueue};
 
 use mmsg::AfPacketMmsgRx;
@@ -165,7 +166,7 @@ impl AfPacketPort {
         }
         for _ in 0..cfg.queues + u16::from(cfg.prio) {
             tx.push(Arc::new(TxSocket {
-                fd: socket::open_tx_socket(name, ifindex, cfg.vnet_hdr)?,
+                fd: ClosingFd::new(socket::open_tx_socket(name, ifindex, cfg.vnet_hdr)?),
                 counters: QueueCounters::default(),
             }));
         }
@@ -280,7 +281,7 @@ impl Port for AfPacketPort {
 fn open_rx(name: &str, opts: &RxOptions) -> Result<Arc<RxSocket>, PortError> {
     let (fd, ring) = socket::open_rx_socket(name, opts)?;
     Ok(Arc::new(RxSocket {
-        fd,
+        fd: ClosingFd::new(fd),
         ring,
         next_block: AtomicUsize::new(0),
         counters: QueueCounters::default(),

@@ -12,7 +12,7 @@
 //! the status load is `Acquire`, so the frames are visible after it. Giving the block back is
 //! a `Release` store, so the copies out of it are done before the kernel may refill it.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -20,12 +20,14 @@ use packet::{Batch, PoolCache};
 
 use super::socket::*;
 use crate::claim::QueueClaim;
+use crate::close::ClosingFd;
 use crate::vnet::{self, Delivered, VlanTag, VnetHdr, VNET_HDR_LEN};
 use crate::{QueueCounters, RxQueue};
 
 /// One receive socket and its ring, shared by the port and its open rx queue.
 pub(super) struct RxSocket {
-    pub fd: OwnedFd,
+    /// Closed off the dropping thread ([`crate::close`]: a release waits for the kernel).
+    pub fd: ClosingFd,
     /// The TPACKET_V3 ring (`None` for a socket read with `recvmmsg`, see `mmsg.rs`).
     pub ring: Option<Ring>,
     /// The block the next reader starts at (kept across re-opens of the queue).

@@ -19,6 +19,7 @@ use super::rx::RxSocket;
 use super::socket::{self, RxOptions};
 use super::tx::{AfPacketTx, TxSocket};
 use crate::claim::QueueSlot;
+use crate::close::ClosingFd;
 use crate::{PortError, QueueCounters, RxQueue, TxQueue};
 
 /// The priority sockets of one interface.
@@ -47,14 +48,14 @@ impl SidePath {
             name: name.to_string(),
             pool: pool.clone(),
             rx: Arc::new(RxSocket {
-                fd,
+                fd: ClosingFd::new(fd),
                 ring,
                 next_block: AtomicUsize::new(0),
                 counters: QueueCounters::default(),
                 ring_drops: AtomicU64::new(0),
             }),
             tx: Arc::new(TxSocket {
-                fd: socket::open_tx_socket(name, ifindex, true)?,
+                fd: ClosingFd::new(socket::open_tx_socket(name, ifindex, true)?),
                 counters: QueueCounters::default(),
             }),
             rx_slot: QueueSlot::default(),

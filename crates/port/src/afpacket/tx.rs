@@ -12,18 +12,20 @@
 //! whole ([`packet::gso`]), where it asks the kernel to cut it ([`crate::vnet::tx_header`]):
 //! a veth or a TSO-capable NIC then carries it as one packet.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use packet::{Batch, PoolCache, BATCH_SIZE};
 
 use crate::claim::QueueClaim;
+use crate::close::ClosingFd;
 use crate::vnet::{self, VNET_HDR_LEN};
 use crate::{QueueCounters, TxQueue};
 
 /// One transmit socket, shared by the port and its open tx queue.
 pub(super) struct TxSocket {
-    pub fd: OwnedFd,
+    /// Closed off the dropping thread ([`crate::close`]).
+    pub fd: ClosingFd,
     pub counters: QueueCounters,
 }
 
