@@ -14,7 +14,7 @@
 //! a poll thread's, even when a poll thread drops the first socket); nothing per packet. If
 //! the threads cannot be started, sockets are closed where they are dropped, as before.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
@@ -35,16 +35,6 @@ impl ClosingFd {
 impl AsRawFd for ClosingFd {
     fn as_raw_fd(&self) -> RawFd {
         self.0.as_ref().map_or(-1, |f| f.as_raw_fd())
-    }
-}
-
-impl AsFd for ClosingFd {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        match &self.0 {
-            Some(f) => f.as_fd(),
-            // Only `drop` takes the descriptor out.
-            None => unreachable!("a ClosingFd is used after drop"),
-        }
     }
 }
 
