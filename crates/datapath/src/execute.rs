@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use packet::{mpls, Batch, Field, Packet, PoolCache};
 use pipeline::PacketInReason;
 use port::TxQueue;
+use tunnel::encap_train::EncapTrain;
 
 use crate::megaflow::{Actions, Op, Plan, PortMap};
 use crate::stats::{Counter, LocalStats};
@@ -466,7 +467,8 @@ impl Executor {
     /// starts with the whole headroom, is); see [`Executor::tunnel_in_place`].
     fn tunnel_move(&mut self, mut pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
         let hash = tunnel_hash(&pkt);
-        if self.tunnel_in_place(&mut pkt, hash, out, port, st) {
+        let mut train = EncapTrain::new(&out.template);
+        if self.tunnel_in_place(&mut pkt, hash, out, port, &mut train, st) {
             let inner = pkt.len() - out.template.overhead();
             out.counts.tx(self.thread, 1, inner as u64);
             self.enqueue(port, pkt, st);
@@ -680,9 +682,12 @@ impl Executor {
                         tunnel_hash(pkt)
                     };
                 }
+                // Packets of one flow and length get the same outer headers: a train
+                // builds them once.
+                let mut train = EncapTrain::new(&out.template);
                 for (i, pkt) in pkts.iter_mut().enumerate().take(n) {
                     if dropped & (1 << i) == 0
-                        && !self.tunnel_in_place(pkt, hashes[i], out, *port, st)
+                        && !self.tunnel_in_place(pkt, hashes[i], out, *port, &mut train, st)
                     {
                         dropped |= 1 << i;
                     }
@@ -729,12 +734,13 @@ impl Executor {
         hash: u32,
         out: &TunnelOutput,
         port: u16,
+        train: &mut EncapTrain,
         st: &mut LocalStats,
     ) -> bool {
         if pkt.is_gso() || !fits_underlay(pkt, out) || pkt.headroom() < out.template.overhead() {
             return self.tunnel_rare(pkt, hash, out, port, st);
         }
-        if out.template.push(pkt, hash, 0).is_err() {
+        if train.push(pkt, hash).is_err() {
             st.add(Counter::DropRewrite, 1);
             return false;
         }

@@ -210,18 +210,52 @@ impl EncapTemplate {
         ident: u16,
     ) -> Result<(), EncapError> {
         let len = self.len as usize;
-        let total = pkt.len() + len;
-        let l3_len = if self.ipv6 {
+        let (ip_len, udp_len) = self.lengths(pkt.len())?;
+        let front = pkt.push_front(len).ok_or(EncapError::NoHeadroom)?;
+        copy_header(front, &self.hdr[..len]);
+        self.fill(front, ip_len, udp_len, hash, ident);
+        if self.udp_csum {
+            let pseudo = checksum::add(self.pseudo, u64::from(udp_len));
+            let data = pkt.data_mut();
+            let mut dgram = udp::Udp::new_unchecked(&mut data[self.udp_at()..]);
+            if PARTIAL {
+                dgram.set_checksum(checksum::fold(pseudo));
+            } else {
+                dgram.fill_checksum(pseudo);
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the outer UDP header starts.
+    #[inline(always)]
+    fn udp_at(&self) -> usize {
+        ETH + if self.ipv6 {
             ipv6::Ipv6::<&[u8]>::LEN
         } else {
             ipv4::Ipv4::<&[u8]>::MIN_LEN
-        };
-        let udp_len = total - ETH - l3_len;
+        }
+    }
+
+    /// The outer IP length field (IPv4 total length, IPv6 payload length) and UDP length for
+    /// an inner frame of `inner` bytes.
+    #[inline(always)]
+    pub(crate) fn lengths(&self, inner: usize) -> Result<(u16, u16), EncapError> {
+        let total = inner + self.len as usize;
+        let udp_len = total - self.udp_at();
         let ip_len = if self.ipv6 { udp_len } else { total - ETH };
         let ip_len = u16::try_from(ip_len).map_err(|_| EncapError::TooLong)?;
-        let front = pkt.push_front(len).ok_or(EncapError::NoHeadroom)?;
-        copy_header(front, &self.hdr[..len]);
-        let l3 = &mut front[ETH..ETH + l3_len];
+        // The UDP length is never longer than the IP length.
+        Ok((ip_len, udp_len as u16))
+    }
+
+    /// Writes the per-packet fields into `hdr`, a copy of the template's headers: the IP
+    /// length, the IPv6 flow label or the IPv4 identification and header checksum, the UDP
+    /// source port and length. Not the UDP checksum, which covers the payload.
+    #[inline(always)]
+    pub(crate) fn fill(&self, hdr: &mut [u8], ip_len: u16, udp_len: u16, hash: u32, ident: u16) {
+        let u = self.udp_at();
+        let l3 = &mut hdr[ETH..u];
         if self.ipv6 {
             let vtf = u32::from_be_bytes(self.hdr[ETH..ETH + 4].try_into().unwrap());
             let vtf = vtf | (hash & 0x000f_ffff);
@@ -234,22 +268,11 @@ impl EncapTemplate {
             let sum = self.ip_sum16 + u32::from(ip_len) + u32::from(ident);
             l3[ipv4::field::CHECKSUM].copy_from_slice(&(!checksum::fold32(sum)).to_be_bytes());
         }
-        let u = ETH + l3_len;
         let span = u64::from(SRC_PORT_RANGE.end - SRC_PORT_RANGE.start);
         let sport = SRC_PORT_RANGE.start + ((u64::from(hash) * span) >> 32) as u16;
-        let data = pkt.data_mut();
-        let mut dgram = udp::Udp::new_unchecked(&mut data[u..]);
+        let mut dgram = udp::Udp::new_unchecked(&mut hdr[u..]);
         dgram.set_src_port(sport);
-        dgram.set_len(udp_len as u16);
-        if self.udp_csum {
-            let pseudo = checksum::add(self.pseudo, udp_len as u64);
-            if PARTIAL {
-                dgram.set_checksum(checksum::fold(pseudo));
-            } else {
-                dgram.fill_checksum(pseudo);
-            }
-        }
-        Ok(())
+        dgram.set_len(udp_len);
     }
 }
 
@@ -292,7 +315,7 @@ pub fn inner_flow_hash(pkt: &Packet) -> u32 {
 /// blocks (32 to 64: VXLAN and Geneve without options over IPv4 are 50, over IPv6 70 falls
 /// into the next), or four (64 to 128).
 #[inline(always)]
-fn copy_header(dst: &mut [u8], src: &[u8]) {
+pub(crate) fn copy_header(dst: &mut [u8], src: &[u8]) {
     #[inline(always)]
     fn block<const N: usize>(dst: &mut [u8], src: &[u8], at: usize) {
         let b: [u8; N] = src[at..at + N].try_into().unwrap_or([0; N]);

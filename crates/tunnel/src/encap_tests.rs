@@ -211,3 +211,53 @@ fn the_inner_flow_hash_is_the_flows_and_spreads_flows() {
     assert_eq!(a, hash_of(&mut pool, &frame(1000, 2)), "one flow, one hash");
     assert_ne!(a, hash_of(&mut pool, &frame(1001, 1)), "another flow");
 }
+
+/// One packet of a train test: its inner length and hash are picked from a few, so that
+/// runs of equal ones (trains) and changes both occur; `room` takes headroom away.
+fn train_packet() -> impl Strategy<Value = (usize, u32, bool)> {
+    (
+        prop_oneof![Just(60usize), Just(64), Just(1400), 14usize..1900],
+        prop_oneof![Just(HASH), Just(7u32), any::<u32>()],
+        proptest::bool::weighted(0.1),
+    )
+}
+
+proptest! {
+    /// A train writes, packet by packet, what the template's push with identification 0
+    /// writes, and refuses what it refuses, leaving the packet as it was.
+    #[test]
+    fn a_train_writes_what_push_writes(
+        pkts in proptest::collection::vec(train_packet(), 1..16),
+        ipv6 in any::<bool>(), geneve in any::<bool>(), csum in any::<bool>(),
+        words in 0usize..4, seed in any::<u8>(),
+    ) {
+        let kind = if geneve { TunnelKind::Geneve } else { TunnelKind::Vxlan };
+        let mut e = Encap::new(kind, 42, ipv6);
+        e.udp_csum = csum;
+        if geneve && words > 0 {
+            e.options = [vec![0xff, 0xff, 0x80, words as u8 - 1], vec![7; (words - 1) * 4]].concat();
+        }
+        let t = EncapTemplate::new(&e, &if ipv6 { v6() } else { v4() }).unwrap();
+        let mut train = crate::encap_train::EncapTrain::new(&t);
+        let mut pool = Pool::with_frames(8).cache();
+        for (k, &(len, hash, short)) in pkts.iter().enumerate() {
+            let inner: Vec<u8> = (0..len).map(|i| (i as u8) ^ seed ^ k as u8).collect();
+            let mut a = pool.alloc_from(&inner).unwrap();
+            let mut b = pool.alloc_from(&inner).unwrap();
+            if short {
+                // Leave less headroom than the outer headers need.
+                for p in [&mut a, &mut b] {
+                    let take = p.headroom() - (t.overhead() - 1);
+                    p.push_front(take).unwrap();
+                }
+            }
+            let ra = train.push(&mut a, hash);
+            let rb = t.push(&mut b, hash, 0);
+            prop_assert_eq!(ra, rb);
+            prop_assert_eq!(a.data(), b.data());
+            prop_assert_eq!(ra.is_err(), short);
+            pool.free(a);
+            pool.free(b);
+        }
+    }
+}

@@ -72,6 +72,7 @@
 
 pub mod decap;
 pub mod encap;
+pub mod encap_train;
 pub mod endpoint;
 pub mod fuzzing;
 pub mod nexthop;
