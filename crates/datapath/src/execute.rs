@@ -19,7 +19,7 @@
 //! port with fewer tx queues than there are threads: its queues are shared behind a mutex,
 //! taken once per tx batch (not per packet), as Open vSwitch does with its tx locks.
 
-use crate::bits::{bit_iter, prefetch};
+use crate::bits::prefetch;
 use crate::capture::Tap;
 use crate::egress::{shape_batch, Backlog, PortShaper, Shapers};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -685,40 +685,28 @@ impl Executor {
                 // Packets of one flow and length get the same outer headers: a train
                 // builds them once.
                 let mut train = EncapTrain::new(&out.template);
-                for (i, pkt) in pkts.iter_mut().enumerate().take(n) {
-                    if dropped & (1 << i) == 0
-                        && !self.tunnel_in_place(pkt, hashes[i], out, *port, &mut train, st)
-                    {
+                // What stays in the batch is counted here, once for the batch (inner bytes:
+                // less the outer headers); what leaves it is counted where it is sent
+                // ([`Executor::tunnel_send`]).
+                let (mut kept, mut bytes) = (0u64, 0u64);
+                for i in 0..n {
+                    if dropped & (1 << i) != 0 {
+                        continue;
+                    }
+                    let pkt = &mut pkts[i];
+                    if self.tunnel_in_place(pkt, hashes[i], out, *port, &mut train, st) {
+                        kept += 1;
+                        bytes += (pkt.len() - overhead) as u64;
+                    } else {
                         dropped |= 1 << i;
                     }
                 }
-                self.count_in_place(&pkts[..n], all & !dropped, out);
+                if kept > 0 {
+                    out.counts.tx(self.thread, kept, bytes);
+                }
             }
         }
         dropped
-    }
-
-    /// Counts the packets of `pkts` that bit mask `kept` says stay in the batch encapsulated
-    /// for `out`, once for the batch (inner bytes: less the outer headers). What leaves the
-    /// batch is counted where it is sent ([`Executor::tunnel_send`]). Once per batch, out of
-    /// line: it keeps the batch's path (inlined into the thread's loop) as it was.
-    #[inline(never)]
-    fn count_in_place(&self, pkts: &[Packet], kept: u32, out: &TunnelOutput) {
-        if kept == 0 {
-            return;
-        }
-        let every = match pkts.len() {
-            32.. => u32::MAX,
-            n => (1u32 << n) - 1,
-        };
-        let bytes: u64 = if kept == every {
-            pkts.iter().map(|p| p.len() as u64).sum()
-        } else {
-            bit_iter(kept).map(|i| pkts[i].len() as u64).sum()
-        };
-        let n = u64::from(kept.count_ones());
-        let overhead = out.template.overhead() as u64;
-        out.counts.tx(self.thread, n, bytes - n * overhead);
     }
 
     /// The moving output of `pkt` to a tunnel, where the packet stays in its batch: the outer
@@ -737,6 +725,10 @@ impl Executor {
         train: &mut EncapTrain,
         st: &mut LocalStats,
     ) -> bool {
+        // A packet that continues the batch's train was checked as its first one was.
+        if train.push_next(pkt, hash) {
+            return true;
+        }
         if pkt.is_gso() || !fits_underlay(pkt, out) || pkt.headroom() < out.template.overhead() {
             return self.tunnel_rare(pkt, hash, out, port, st);
         }

@@ -40,6 +40,26 @@ impl<'t> EncapTrain<'t> {
         }
     }
 
+    /// Encapsulates `pkt` when it continues the train — the inner length and hash of the
+    /// packet [`EncapTrain::push`] last built the headers for, not a super-packet, headroom
+    /// enough — and says so; otherwise changes nothing and returns `false`. What that push's
+    /// caller checked of the first packet of the train (its fit in the underlay's MTU, say)
+    /// holds for the rest.
+    #[inline(always)]
+    pub fn push_next(&mut self, pkt: &mut Packet, hash: u32) -> bool {
+        if pkt.len() != self.inner || hash != self.hash || pkt.is_gso() {
+            return false;
+        }
+        let len = self.template.overhead();
+        match pkt.push_front(len) {
+            Some(front) => {
+                copy_header(front, &self.hdr[..len]);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Encapsulates `pkt` in place as [`EncapTemplate::push`] with identification 0 does:
     /// the same bytes, an error in the same cases (and then `pkt` unchanged).
     #[inline(always)]
