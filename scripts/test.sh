@@ -25,7 +25,7 @@ names = {r["scenario"] for r in rows}
 bad = [r for r in rows if not r["packets"] > 0]
 assert not bad, f"scenarios that forwarded nothing: {bad}"
 # The tunnel scenarios (issue 18) run beside p2p-1flow and report their share of its rate.
-for t in ("vxlan-encap", "vxlan-decap", "vxlan-decap-500"):
+for t in ("vxlan-encap", "vxlan-encap-1k", "vxlan-decap", "vxlan-decap-500"):
     got = [r for r in rows if r["scenario"] == t]
     assert got and all(r["vs_baseline"] for r in got), f"{t}: missing or without its share of p2p-1flow: {got}"
 print(f"bench smoke: {len(rows)} runs over {len(names)} scenarios forwarded packets")

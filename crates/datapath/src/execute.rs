@@ -468,7 +468,7 @@ impl Executor {
     fn tunnel_move(&mut self, mut pkt: Packet, out: &TunnelOutput, port: u16, st: &mut LocalStats) {
         let hash = tunnel_hash(&pkt);
         let mut train = EncapTrain::new(&out.template);
-        if self.tunnel_in_place(&mut pkt, hash, out, port, &mut train, st) {
+        if self.tunnel_in_place::<false>(&mut pkt, hash, out, port, &mut train, st) {
             let inner = pkt.len() - out.template.overhead();
             out.counts.tx(self.thread, 1, inner as u64);
             self.enqueue(port, pkt, st);
@@ -682,31 +682,56 @@ impl Executor {
                         tunnel_hash(pkt)
                     };
                 }
-                // Packets of one flow and length get the same outer headers: a train
-                // builds them once.
-                let mut train = EncapTrain::new(&out.template);
-                // What stays in the batch is counted here, once for the batch (inner bytes:
-                // less the outer headers); what leaves it is counted where it is sent
-                // ([`Executor::tunnel_send`]).
-                let (mut kept, mut bytes) = (0u64, 0u64);
-                for i in 0..n {
-                    if dropped & (1 << i) != 0 {
-                        continue;
-                    }
-                    let pkt = &mut pkts[i];
-                    if self.tunnel_in_place(pkt, hashes[i], out, *port, &mut train, st) {
-                        kept += 1;
-                        bytes += (pkt.len() - overhead) as u64;
-                    } else {
-                        dropped |= 1 << i;
-                    }
-                }
-                if kept > 0 {
-                    out.counts.tx(self.thread, kept, bytes);
+                // Packets of one flow and length get the same outer headers: where most of
+                // the batch continues its predecessor's flow, a train builds them once and
+                // copies them; otherwise (flows interleaved) each packet's come from the
+                // template, which the train's checks would only slow.
+                let trains = 2 * (same & all & !1).count_ones() >= n as u32;
+                if trains {
+                    self.encap_in_place::<true>(pkts, n, &hashes, out, *port, &mut dropped, st);
+                } else {
+                    self.encap_in_place::<false>(pkts, n, &hashes, out, *port, &mut dropped, st);
                 }
             }
         }
         dropped
+    }
+
+    /// Encapsulates the first `n` packets of `pkts` where they are, but those `dropped`
+    /// says are gone (and adds the packets that leave to it), through a train of outer
+    /// headers when `TRAIN` ([`EncapTrain`]). What stays in the batch is counted here, once
+    /// for the batch (inner bytes: less the outer headers); what leaves it is counted where it
+    /// is sent ([`Executor::tunnel_send`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn encap_in_place<const TRAIN: bool>(
+        &mut self,
+        pkts: &mut [Packet],
+        n: usize,
+        hashes: &[u32; 32],
+        out: &TunnelOutput,
+        port: u16,
+        dropped: &mut u32,
+        st: &mut LocalStats,
+    ) {
+        let overhead = out.template.overhead();
+        let mut train = EncapTrain::new(&out.template);
+        let (mut kept, mut bytes) = (0u64, 0u64);
+        for i in 0..n.min(pkts.len()) {
+            if *dropped & (1 << i) != 0 {
+                continue;
+            }
+            let pkt = &mut pkts[i];
+            if self.tunnel_in_place::<TRAIN>(pkt, hashes[i], out, port, &mut train, st) {
+                kept += 1;
+                bytes += (pkt.len() - overhead) as u64;
+            } else {
+                *dropped |= 1 << i;
+            }
+        }
+        if kept > 0 {
+            out.counts.tx(self.thread, kept, bytes);
+        }
     }
 
     /// The moving output of `pkt` to a tunnel, where the packet stays in its batch: the outer
@@ -716,7 +741,7 @@ impl Executor {
     /// encapsulated segments are queued on `port`), too little headroom (an encapsulated copy
     /// is queued), or headers that do not fit (counted).
     #[inline(always)]
-    fn tunnel_in_place(
+    fn tunnel_in_place<const TRAIN: bool>(
         &mut self,
         pkt: &mut Packet,
         hash: u32,
@@ -726,13 +751,18 @@ impl Executor {
         st: &mut LocalStats,
     ) -> bool {
         // A packet that continues the batch's train was checked as its first one was.
-        if train.push_next(pkt, hash) {
+        if TRAIN && train.push_next(pkt, hash) {
             return true;
         }
         if pkt.is_gso() || !fits_underlay(pkt, out) || pkt.headroom() < out.template.overhead() {
             return self.tunnel_rare(pkt, hash, out, port, st);
         }
-        if train.push(pkt, hash).is_err() {
+        let pushed = if TRAIN {
+            train.push(pkt, hash)
+        } else {
+            out.template.push(pkt, hash, 0)
+        };
+        if pushed.is_err() {
             st.add(Counter::DropRewrite, 1);
             return false;
         }

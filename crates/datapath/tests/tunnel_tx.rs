@@ -5,7 +5,8 @@
 //! headers and the megaflows compiled again. Also: a TCP super-packet into a tunnel leaves as
 //! encapsulated segments with valid checksums, and a packet-out to a tunnel port is
 //! encapsulated like a flow's output, and `tun_ipv6_dst` gives IPv6 outer headers; a fixed
-//! remote that cannot be reached counts its outputs (`tunnel_unreachable`).
+//! remote that cannot be reached counts its outputs (`tunnel_unreachable`); a batch of trains
+//! is encapsulated packet by packet, each with its own lengths.
 
 mod common;
 
@@ -668,4 +669,80 @@ fn a_batch_into_a_tunnel_is_encapsulated_in_place_and_a_too_big_frame_leaves_it(
     assert_eq!(got, want, "every frame that fits, encapsulated, in order");
     assert_eq!(f.collect(2).len(), 1, "the too-big frame is answered");
     assert_eq!(drop_count(&t, "tunnel_too_big"), 1);
+}
+
+/// A batch that is mostly trains (packets whose flow key is their predecessor's) takes the
+/// encapsulation train: every packet still leaves with its own lengths and checksum — a
+/// longer frame of the same flow in the middle of a train included — in order, counted.
+#[test]
+fn a_batch_of_trains_is_encapsulated_packet_by_packet() {
+    let mut f = fixture(
+        2,
+        DpConfig::default(),
+        Box::new(|_, out| {
+            out.mask = mask_of(&[Field::InPort]);
+            out.actions.extend(to(REMOTE, 42, FLOW));
+        }),
+    );
+    let t = f.dp.tunnels().clone();
+    per_flow(&t);
+    t.set_flow_outputs(vec![(
+        dest(FLOW, REMOTE, 42),
+        (UNDERLAY, headers(REMOTE, 42), 1500),
+    )]);
+    let one = udp(1000, [10, 0, 0, 2]);
+    // The same flow in a longer frame (Ethernet padding after the IP packet): the same key,
+    // so the same train, but other outer lengths.
+    let longer = [one.clone(), vec![0; 10]].concat();
+    let other = udp(2000, [10, 0, 0, 2]);
+    let frames = vec![
+        one.clone(),
+        one.clone(),
+        one.clone(),
+        longer.clone(),
+        longer.clone(),
+        one.clone(),
+        other,
+        one.clone(),
+    ];
+    let before = t.port_counts(FLOW).unwrap_or_default();
+    f.inject(2, &frames);
+    f.poll();
+    let sent = f.collect(UNDERLAY);
+    let got = received(&sent);
+    let want: Vec<_> = frames
+        .iter()
+        .map(|i| (REMOTE.into(), 42, [2, 0, 0, 0, 0, 1], i.clone()))
+        .collect();
+    assert_eq!(
+        got, want,
+        "each inner frame whole, in order, behind valid outer headers"
+    );
+    // One flow, one UDP source port; the outer lengths are each frame's own.
+    let sport = |f: &Vec<u8>| u16::from_be_bytes([f[34], f[35]]);
+    let firsts: Vec<u16> = [0, 1, 2, 3, 4, 5, 7]
+        .iter()
+        .map(|&i| sport(&sent[i]))
+        .collect();
+    assert!(firsts.iter().all(|&p| p == firsts[0]), "{firsts:?}");
+    for (s, inner) in sent.iter().zip(&frames) {
+        assert_eq!(s.len(), inner.len() + 50);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([s[16], s[17]])),
+            inner.len() + 36
+        );
+        assert_eq!(
+            usize::from(u16::from_be_bytes([s[38], s[39]])),
+            inner.len() + 16
+        );
+    }
+    let after = t.port_counts(FLOW).unwrap_or_default();
+    let inner_bytes: usize = frames.iter().map(Vec::len).sum();
+    assert_eq!(
+        (
+            after.tx_packets - before.tx_packets,
+            after.tx_bytes - before.tx_bytes
+        ),
+        (frames.len() as u64, inner_bytes as u64)
+    );
 }

@@ -30,6 +30,10 @@ pub enum Traffic {
     VxlanRemotes(u32),
 }
 
+/// Distinct flows of the `vxlan-encap-1k` scenario, and its name's suffix.
+const ENCAP_FLOWS: u32 = 1000;
+const ENCAP_FLOWS_LABEL: &str = "1k";
+
 /// The first of the remotes [`Traffic::VxlanRemotes`] sends from: 10.1.0.0.
 pub const TUN_REMOTES_BASE: u32 = 0x0a01_0000;
 
@@ -250,6 +254,19 @@ pub fn all() -> Vec<Scenario> {
     encap.tunnels = vec![vxlan_spec("null2")];
     encap.baseline = Some("p2p-1flow");
     v.push(encap);
+    // Many flows into the VXLAN port: consecutive packets differ in flow, so no train
+    // forms (each packet's outer headers are built from the template).
+    let mut encap_flows = sc(
+        &format!("vxlan-encap-{}", ENCAP_FLOWS_LABEL),
+        &format!(
+            "vxlan-encap with {ENCAP_FLOWS} distinct 5-tuples, each packet another: in_port=1 → output:3"
+        ),
+        vec![Some(Traffic::Flows(ENCAP_FLOWS)), None],
+        vec!["table=0,priority=10,in_port=1,actions=output:3".into()],
+    );
+    encap_flows.tunnels = vec![vxlan_spec("null2")];
+    encap_flows.baseline = Some("p2p-1flow");
+    v.push(encap_flows);
     let mut decap = sc(
         "vxlan-decap",
         "VXLAN frames in on underlay port 1, terminated: in_port=3,tun_id=42 → output:2",
@@ -472,7 +489,12 @@ mod tests {
 
     #[test]
     fn tunnel_scenarios_make_valid_tunnel_ports() {
-        for name in ["vxlan-encap", "vxlan-decap", "vxlan-decap-500"] {
+        for name in [
+            "vxlan-encap",
+            "vxlan-encap-1k",
+            "vxlan-decap",
+            "vxlan-decap-500",
+        ] {
             let s = &select(&[name.into()]).unwrap()[0];
             assert_eq!(s.baseline, Some("p2p-1flow"));
             let t = crate::tunnels::conf(3, "tun1", &s.tunnels[0])
