@@ -73,7 +73,7 @@ impl<'t> EncapTrain<'t> {
         if inner != self.inner || hash != self.hash {
             let (ip_len, udp_len) = t.lengths(inner)?;
             let hdr = &mut self.hdr[..len];
-            hdr.copy_from_slice(t.header());
+            copy_header(hdr, t.header());
             t.fill(hdr, ip_len, udp_len, hash, 0);
             self.inner = inner;
             self.hash = hash;
