@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use packet::Packet;
-use tunnel::{EncapTemplate, RxKind, Terminator, Train, TunMeta};
+use tunnel::{EncapTemplate, RxKind, Terminator, Train, TunMeta, Via};
 
 use crate::tunnel_counts::{CountBook, TunnelCounts, TunnelPortCounts};
 use crate::tunnel_drops::{DropBook, SendCounter, SendDrop, Side, TunnelDrops};
@@ -92,10 +92,11 @@ impl RxTable {
 /// Termination of one batch's frames on one underlay port, frame by frame inside the
 /// thread's extraction loop (one pass over the batch): each frame is judged, a tunnel
 /// packet loses its outer headers, a drop is counted by reason. The tunnel ports' rx counts
-/// are kept as a run (port, frames, bytes) and added when the port changes and at
-/// [`BatchRx::finish`]: once per batch when its frames went to one port, and with no search
-/// when they alternate (a host with a port per remote VTEP): the run's port is its index
-/// among the terminator's ports, which indexes their counts.
+/// of the fast path's frames are kept as a run (port, frames, bytes) and added when the
+/// train's port changes and at [`BatchRx::finish`]: once per batch when its frames went to
+/// one port, and with no search when they alternate (a host with a port per remote VTEP):
+/// the run's port is its index among the terminator's ports, which indexes their counts.
+/// A frame the general path decides is counted at once.
 pub(crate) struct BatchRx<'a> {
     entry: &'a Terminating,
     /// The batch's train of frames from one remote ([`tunnel::rx_train`]).
@@ -106,32 +107,50 @@ pub(crate) struct BatchRx<'a> {
     bytes: u64,
 }
 
+/// What one frame of a batch is, as [`BatchRx::receive`] judged it.
+pub(crate) enum Rx<'a> {
+    /// Not for a local tunnel endpoint: switched as it is.
+    NotTunnel,
+    /// A tunnel packet, now holding its inner frame, with the outer headers' metadata.
+    Tunnel(&'a TunMeta),
+    /// Dropped by termination (counted on the underlay port): take it out of the batch.
+    Drop,
+}
+
 impl BatchRx<'_> {
     /// What `pkt` is ([`Terminator::receive_in`]): a tunnel packet now holds its inner frame
-    /// and is counted on its tunnel port, its metadata [`BatchRx::last`]; a drop is counted
-    /// on the underlay port (the caller takes the frame out of the batch).
+    /// and is counted on its tunnel port; a drop is counted on the underlay port (the caller
+    /// takes the frame out of the batch). A frame in the train counts on the run with no
+    /// check: only the fast path changes the train's port, and only it starts a run (the
+    /// general path's rare packets are counted apart).
     #[inline(always)]
-    pub(crate) fn receive(&mut self, thread: usize, pkt: &mut Packet) -> RxKind {
-        let out = self.entry.terminator.receive_in(pkt, &mut self.train);
-        match out {
-            RxKind::Tunnel => {
-                let index = self.train.last().index;
+    pub(crate) fn receive(&mut self, thread: usize, pkt: &mut Packet) -> Rx<'_> {
+        match self.entry.terminator.receive_in(pkt, &mut self.train) {
+            RxKind::Tunnel(Via::Train) => {
+                self.packets += 1;
+                self.bytes += pkt.len() as u64;
+                Rx::Tunnel(self.train.meta())
+            }
+            RxKind::Tunnel(Via::Fast) => {
+                let index = self.train.meta().index;
                 if index != self.index {
                     self.next_run(thread, index);
                 }
                 self.packets += 1;
                 self.bytes += pkt.len() as u64;
+                Rx::Tunnel(self.train.meta())
             }
-            RxKind::Drop(d) => self.entry.drops.rx(d),
-            RxKind::NotTunnel => {}
+            RxKind::Tunnel(Via::General) => {
+                let m = self.train.meta_of(Via::General);
+                self.entry.add_rx(m.index, thread, 1, pkt.len() as u64);
+                Rx::Tunnel(m)
+            }
+            RxKind::Drop(d) => {
+                self.entry.drops.rx(d);
+                Rx::Drop
+            }
+            RxKind::NotTunnel => Rx::NotTunnel,
         }
-        out
-    }
-
-    /// The metadata of the last frame [`BatchRx::receive`] called a tunnel packet.
-    #[inline(always)]
-    pub(crate) fn last(&self) -> &TunMeta {
-        self.train.last()
     }
 
     /// Adds the current run's counts and starts one for the tunnel port at `index`, whose
@@ -418,23 +437,25 @@ mod tests {
 
     const LOCAL: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 
-    fn vxlan(cache: &mut PoolCache, vni: u32, inner: &[u8]) -> packet::Packet {
+    /// `inner` in VXLAN with `vni`, from 192.168.0.1 to [`LOCAL`]; with a UDP checksum when
+    /// `csum` (which only the general path takes).
+    fn vxlan(cache: &mut PoolCache, vni: u32, csum: bool, inner: &[u8]) -> packet::Packet {
         let a = OuterAddrs {
             src_mac: [2, 0, 0, 0, 0, 1],
             dst_mac: [2, 0, 0, 0, 0, 2],
             src: Ipv4Addr::new(192, 168, 0, 1).into(),
             dst: LOCAL.into(),
         };
-        let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, false), &a).unwrap();
+        let t = EncapTemplate::new(&Encap::new(TunnelKind::Vxlan, vni, csum), &a).unwrap();
         let mut p = cache.alloc_from(inner).unwrap();
         t.push(&mut p, 1, 1).unwrap();
         p
     }
 
-    /// A batch of plain, tunneled, unknown-VNI and tunneled frames, frame by frame: the
-    /// tunnel frames lose their outer headers, the unknown one is counted on the underlay
-    /// port, and the two terminated frames are counted on their tunnel port once, at the
-    /// end of the batch.
+    /// A batch of plain, tunneled, unknown-VNI and tunneled frames (the last with a UDP
+    /// checksum), frame by frame: the tunnel frames lose their outer headers, the unknown one
+    /// is counted on the underlay port, and the terminated frames are counted on their
+    /// tunnel port: the fast path's once, at the end of the batch.
     #[test]
     fn a_batch_is_terminated_and_counted() {
         let mut cache = Pool::with_frames(16).cache();
@@ -448,27 +469,30 @@ mod tests {
             local: None,
         };
         tunnels.set(1, Some(Terminator::new(vec![port], &[IpAddr::V4(LOCAL)])));
-        let inner: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 60]).collect();
+        let inner: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 60]).collect();
         let mut frames = [
             cache.alloc_from(&inner[0]).unwrap(),
-            vxlan(&mut cache, 42, &inner[1]),
-            vxlan(&mut cache, 7, &inner[2]),
-            vxlan(&mut cache, 42, &inner[3]),
+            vxlan(&mut cache, 42, false, &inner[1]),
+            vxlan(&mut cache, 7, false, &inner[2]),
+            vxlan(&mut cache, 42, false, &inner[3]),
+            vxlan(&mut cache, 42, true, &inner[4]),
         ];
         let table = tunnels.rx_table();
         assert!(table.port(2).is_none(), "another port terminates nothing");
         let mut rx = table.port(1).unwrap();
         let outcomes: Vec<_> = frames
             .iter_mut()
-            .map(|p| (rx.receive(0, p), *rx.last()))
+            .map(|p| match rx.receive(0, p) {
+                Rx::NotTunnel => "plain",
+                Rx::Drop => "drop",
+                Rx::Tunnel(m) => {
+                    assert_eq!((m.ofport, m.vni), (9, 42));
+                    "tunnel"
+                }
+            })
             .collect();
-        assert_eq!(outcomes[0].0, RxKind::NotTunnel);
-        assert!(matches!(outcomes[2].0, RxKind::Drop(_)), "{outcomes:?}");
-        for i in [1, 3] {
-            let (RxKind::Tunnel, m) = outcomes[i] else {
-                panic!("{outcomes:?}")
-            };
-            assert_eq!((m.ofport, m.vni), (9, 42));
+        assert_eq!(outcomes, ["plain", "tunnel", "drop", "tunnel", "tunnel"]);
+        for i in [1, 3, 4] {
             assert_eq!(frames[i].data(), &inner[i][..]);
         }
         assert_eq!(
@@ -476,11 +500,13 @@ mod tests {
             &inner[0][..],
             "a plain frame is left alone"
         );
-        // Counted when the batch ends, as their inner frames.
-        assert_eq!(tunnels.port_counts(9).unwrap().rx_packets, 0);
+        // Counted as their inner frames: the general path's (the UDP checksum) at once, the
+        // fast path's run when the batch ends.
+        let counts = tunnels.port_counts(9).unwrap();
+        assert_eq!((counts.rx_packets, counts.rx_bytes), (1, 60));
         rx.finish(0);
         let counts = tunnels.port_counts(9).unwrap();
-        assert_eq!((counts.rx_packets, counts.rx_bytes), (2, 120));
+        assert_eq!((counts.rx_packets, counts.rx_bytes), (3, 180));
         assert_eq!((counts.tx_packets, counts.tx_bytes), (0, 0));
         let drops = tunnels.drops();
         assert!(drops.contains(&("tunnel_no_port", 1)), "{drops:?}");

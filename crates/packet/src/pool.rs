@@ -701,6 +701,19 @@ impl Packet {
         }
     }
 
+    /// Keeps only bytes `start..end` of the packet (a tunnel packet's inner frame: the outer
+    /// headers before it and any padding after it go). Returns `false`, leaving the packet
+    /// as it was, when that is not a range of its bytes.
+    #[inline(always)]
+    pub fn keep(&mut self, start: usize, end: usize) -> bool {
+        if end > self.len as usize || start > end {
+            return false;
+        }
+        self.data_off += start as u16;
+        self.len = (end - start) as u16;
+        true
+    }
+
     /// Moves the start `n` bytes earlier (into the headroom) and returns the new front bytes.
     /// `None` when the headroom is too small.
     #[inline]
@@ -862,6 +875,26 @@ mod tests {
         assert_eq!(p.data(), &[2, 3, 4]);
         assert!(!p.pull_front(4));
         assert!(p.push_front(HEADROOM + 10).is_none());
+        cache.free(p);
+    }
+
+    #[test]
+    fn keep_takes_a_range_or_nothing() {
+        let pool = Pool::with_frames(4);
+        let mut cache = pool.cache();
+        let mut p = cache.alloc_from(&[1, 2, 3, 4, 5, 6]).unwrap();
+        assert!(!p.keep(2, 7), "past the end");
+        assert!(!p.keep(4, 3), "backwards");
+        assert_eq!(
+            p.data(),
+            &[1, 2, 3, 4, 5, 6],
+            "a refused range changes nothing"
+        );
+        assert!(p.keep(1, 5));
+        assert_eq!(p.data(), &[2, 3, 4, 5]);
+        assert_eq!(p.headroom(), HEADROOM + 1);
+        assert!(p.keep(4, 4));
+        assert!(p.is_empty());
         cache.free(p);
     }
 

@@ -91,7 +91,7 @@ fn trains(frames: &[Vec<u8>]) {
                 };
                 let ra = match t.receive_in(&mut a, &mut train) {
                     RxKind::NotTunnel => RxOutcome::NotTunnel,
-                    RxKind::Tunnel => RxOutcome::Tunnel(*train.last()),
+                    RxKind::Tunnel(v) => RxOutcome::Tunnel(*train.meta_of(v)),
                     RxKind::Drop(d) => RxOutcome::Drop(d),
                 };
                 let rb = t.receive(&mut b);

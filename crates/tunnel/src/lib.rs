@@ -87,6 +87,6 @@ pub use decap::{terminate, Decapped, DropReason, Locals, Termination};
 pub use encap::{EncapError, EncapTemplate};
 pub use endpoint::{Encap, OuterAddrs, TunnelKind};
 pub use nexthop::{NextHop, Resolver, Unreachable};
-pub use rx::{RxDrop, RxKind, RxOutcome, Terminator, TunMeta, TunnelPort};
+pub use rx::{RxDrop, RxKind, RxOutcome, Terminator, TunMeta, TunnelPort, Via};
 pub use rx_train::Train;
 pub use spec::{PerFlow, SpecError, TunnelSpec};

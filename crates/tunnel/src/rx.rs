@@ -116,11 +116,8 @@ impl TunMeta {
         key.set(Field::TunnelId, self.vni as u128);
         key.set(Field::TunIpv6Src, self.src);
         key.set(Field::TunIpv6Dst, self.dst);
-        let bit = if self.ipv6 {
-            parsed::TUN_IPV6
-        } else {
-            parsed::TUN_IPV4
-        };
+        const _: () = assert!(parsed::TUN_IPV6 == parsed::TUN_IPV4 << 1);
+        let bit = parsed::TUN_IPV4 << u16::from(self.ipv6);
         key.or(Field::Parsed, u64::from(bit));
     }
 }
@@ -167,15 +164,30 @@ pub enum RxOutcome {
 }
 
 /// [`RxOutcome`] without the metadata, which [`Terminator::receive_in`] leaves in its
-/// [`Train`] ([`Train::last`]).
+/// [`Train`] ([`Train::meta_of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RxKind {
     /// Not for a local tunnel endpoint.
     NotTunnel,
-    /// A tunnel packet, now holding the inner frame only.
-    Tunnel,
+    /// A tunnel packet, now holding the inner frame only, decided as the [`Via`] says.
+    Tunnel(Via),
     /// Count and drop.
     Drop(RxDrop),
+}
+
+/// How [`Terminator::receive_in`] decided a tunnel packet, which says where its metadata is
+/// and whether it is the previous train packet's: a caller that keeps state per tunnel port
+/// (counts) looks the port up only when it may have changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// In the train: the metadata is the train's ([`Train::meta`]), as for the last packet
+    /// that came [`Via::Train`] or [`Via::Fast`].
+    Train,
+    /// By the fast path, which made it the train's last frame: the train's metadata is now
+    /// its own.
+    Fast,
+    /// By the general path: its metadata is held beside the train's, which is unchanged.
+    General,
 }
 
 /// The tunnel ports of one underlay port and the local endpoints they terminate.
@@ -243,23 +255,24 @@ impl Terminator {
     /// the last one the fast path took in `train` ([`crate::rx_train`]) gets its verdict
     /// with two checks; any other goes through [`Terminator::receive`], and a frame the fast
     /// path takes starts a train. Same answer as [`Terminator::receive`], frame by frame;
-    /// a tunnel packet's metadata is [`Train::last`] (lent, not copied: this runs inside the
-    /// thread's extraction loop).
+    /// a tunnel packet's metadata is [`Train::meta_of`] (lent, not copied: this runs inside
+    /// the thread's extraction loop).
     #[inline(always)]
     pub fn receive_in(&self, pkt: &mut Packet, train: &mut Train) -> RxKind {
         if pkt.is_gso() {
             return train.hold(self.receive_whole(pkt));
         }
-        let end = match train.follows(pkt.data()) {
-            Some(end) => end,
+        let (end, via) = match train.follows(pkt.data()) {
+            Some(end) => (end, Via::Train),
             None => match self.fast.terminate(pkt.data()) {
-                Some(v) => train.take(pkt.data(), v),
+                Some(v) => (train.take(pkt.data(), v), Via::Fast),
                 None => return train.hold(self.receive_general(pkt)),
             },
         };
-        pkt.truncate(end);
-        pkt.pull_front(INNER_OFF);
-        RxKind::Tunnel
+        // The fast path checked that the frame holds `INNER_OFF..end`.
+        let kept = pkt.keep(INNER_OFF, end);
+        debug_assert!(kept);
+        RxKind::Tunnel(via)
     }
 
     /// [`Terminator::receive`] through the general path only (the reference).

@@ -445,10 +445,13 @@ fn train_agrees(t: &Terminator, pool: &mut PoolCache, frames: &[Vec<u8>]) -> usi
     for f in frames {
         let mut a = pool.alloc_from(f).unwrap();
         let mut b = pool.alloc_from(f).unwrap();
-        hits += train.clone().follows(f).is_some() as usize;
-        let ra = match t.receive_in(&mut a, &mut train) {
+        let hit = train.clone().follows(f).is_some();
+        hits += hit as usize;
+        let kind = t.receive_in(&mut a, &mut train);
+        assert_eq!(hit, kind == RxKind::Tunnel(Via::Train), "{kind:?}");
+        let ra = match kind {
             RxKind::NotTunnel => RxOutcome::NotTunnel,
-            RxKind::Tunnel => RxOutcome::Tunnel(*train.last()),
+            RxKind::Tunnel(v) => RxOutcome::Tunnel(*train.meta_of(v)),
             RxKind::Drop(d) => RxOutcome::Drop(d),
         };
         let rb = t.receive(&mut b);

@@ -70,9 +70,8 @@ use crate::revalidate::Revalidator;
 use crate::rx_drops::{RxDrops, RxSlot};
 use crate::stats::{cycles, Counter, LocalStats, PmdStats, Snapshot};
 use crate::target::{Packed, Target};
-use crate::tunnels::Tunnels;
+use crate::tunnels::{Rx, Tunnels};
 use crate::upcall::{Policer, Upcall};
-use tunnel::RxKind;
 
 use budget::Budget;
 use lane::LaneWindow;
@@ -618,7 +617,7 @@ impl Pmd {
     /// later for the packets that need one ([`Pmd::ensure_hashes`], EMC inserts).
     fn extract(&mut self, in_port: u32, hash: bool) -> usize {
         let table = self.tunnels.as_deref().map(Tunnels::rx_table);
-        let mut term = table.as_ref().and_then(|t| t.port(in_port));
+        let term = table.as_ref().and_then(|t| t.port(in_port));
         let thread = self.index;
         let s = &mut *self.s;
         let pkts = s.batch.as_mut_slice();
@@ -626,45 +625,58 @@ impl Pmd {
         s.same = 0;
         s.malformed = 0;
         s.tun_dropped = 0;
-        let mut bytes = 0u64;
-        // Stage 1: parse every packet (prefetching the next one's bytes).
-        for i in 0..n {
-            if let Some(next) = pkts.get(i + 1) {
-                prefetch(next.data().as_ptr());
-            }
-            let p = &mut pkts[i];
-            // Queue 0 until a `set_queue` says otherwise (`crate::egress`).
-            p.meta.user = 0;
-            p.meta.in_port = in_port;
-            let tun = match &mut term {
-                None => RxKind::NotTunnel,
-                Some(t) => t.receive(thread, p),
-            };
-            match tun {
-                RxKind::NotTunnel => extract_packet(p, &mut s.keys[i]),
-                RxKind::Tunnel => {
-                    // Some: only a terminator says Tunnel.
-                    if let Some(t) = &term {
-                        let m = t.last();
-                        p.meta.in_port = m.ofport;
-                        extract_packet(p, &mut s.keys[i]);
-                        m.write(&mut s.keys[i]);
+        s.targets[..n].fill(Packed::NONE);
+        // Stage 1: parse every packet (prefetching the next one's bytes); a loop of its own
+        // for an underlay port, so that a plain port's packets pay nothing for tunnels.
+        let bytes = match term {
+            None => {
+                let mut bytes = 0u64;
+                for i in 0..n {
+                    if let Some(next) = pkts.get(i + 1) {
+                        prefetch(next.data().as_ptr());
                     }
+                    let p = &mut pkts[i];
+                    // Queue 0 until a `set_queue` says otherwise (`crate::egress`).
+                    p.meta.user = 0;
+                    p.meta.in_port = in_port;
+                    extract_packet(p, &mut s.keys[i]);
+                    s.malformed |= bad_frame(&s.keys[i]) << i;
+                    bytes += p.len() as u64;
                 }
-                RxKind::Drop(_) => {
-                    s.keys[i] = FlowKey::ZERO;
-                    s.tun_dropped |= 1 << i;
-                    s.malformed |= 1 << i;
-                }
+                bytes
             }
-            let parsed = s.keys[i].get(Field::Parsed) as u16;
-            s.malformed |= (((parsed & BAD_FRAME) != 0) as u32) << i;
-            s.targets[i] = Packed::NONE;
-            bytes += p.len() as u64;
-        }
-        if let Some(t) = term {
-            t.finish(thread);
-        }
+            Some(mut t) => {
+                let mut bytes = 0u64;
+                for i in 0..n {
+                    if let Some(next) = pkts.get(i + 1) {
+                        prefetch(next.data().as_ptr());
+                    }
+                    let p = &mut pkts[i];
+                    p.meta.user = 0;
+                    match t.receive(thread, p) {
+                        Rx::Tunnel(m) => {
+                            p.meta.in_port = m.ofport;
+                            extract_packet(p, &mut s.keys[i]);
+                            m.write(&mut s.keys[i]);
+                        }
+                        Rx::NotTunnel => {
+                            p.meta.in_port = in_port;
+                            extract_packet(p, &mut s.keys[i]);
+                        }
+                        Rx::Drop => {
+                            p.meta.in_port = in_port;
+                            s.keys[i] = FlowKey::ZERO;
+                            s.tun_dropped |= 1 << i;
+                            s.malformed |= 1 << i;
+                        }
+                    }
+                    s.malformed |= bad_frame(&s.keys[i]) << i;
+                    bytes += p.len() as u64;
+                }
+                t.finish(thread);
+                bytes
+            }
+        };
         // Stage 2: hash, reading the keys with wide loads only now that the narrow stores of
         // stage 1 are done (a wide load right after them cannot be forwarded and stalls).
         // Look for trains only while they occur (and in one batch in TRAIN_RECHECK after a
@@ -1174,6 +1186,12 @@ fn push_uncached(
     let (i, mf) = pool.push_from(key, tr, now_ms);
     mf.actions.compile(&tr.actions, ports, meter);
     Target::Uncached(i as u8)
+}
+
+/// 1 when extraction found `key`'s frame truncated or malformed, else 0.
+#[inline(always)]
+fn bad_frame(key: &FlowKey) -> u32 {
+    ((key.get(Field::Parsed) as u16 & BAD_FRAME) != 0) as u32
 }
 
 #[inline(always)]
