@@ -717,16 +717,26 @@ impl Executor {
         let overhead = out.template.overhead();
         let mut train = EncapTrain::new(&out.template);
         let (mut kept, mut bytes) = (0u64, 0u64);
-        for i in 0..n.min(pkts.len()) {
-            if *dropped & (1 << i) != 0 {
-                continue;
+        let n = n.min(pkts.len());
+        let pkts = &mut pkts[..n];
+        let mut i = 0;
+        while i < pkts.len() {
+            if *dropped & (1 << i) == 0 {
+                let pkt = &mut pkts[i];
+                if self.tunnel_in_place::<TRAIN>(pkt, hashes[i], out, port, &mut train, st) {
+                    kept += 1;
+                    bytes += (pkt.len() - overhead) as u64;
+                } else {
+                    *dropped |= 1 << i;
+                }
             }
-            let pkt = &mut pkts[i];
-            if self.tunnel_in_place::<TRAIN>(pkt, hashes[i], out, port, &mut train, st) {
-                kept += 1;
-                bytes += (pkt.len() - overhead) as u64;
-            } else {
-                *dropped |= 1 << i;
+            i += 1;
+            if TRAIN {
+                // The packets after it that continue its train, in a loop of their own.
+                let (stop, pushed) = train.extend(pkts, hashes, i, *dropped);
+                kept += pushed as u64;
+                bytes += (pushed * train.inner()) as u64;
+                i = stop;
             }
         }
         if kept > 0 {
@@ -750,10 +760,6 @@ impl Executor {
         train: &mut EncapTrain,
         st: &mut LocalStats,
     ) -> bool {
-        // A packet that continues the batch's train was checked as its first one was.
-        if TRAIN && train.push_next(pkt, hash) {
-            return true;
-        }
         if pkt.is_gso() || !fits_underlay(pkt, out) || pkt.headroom() < out.template.overhead() {
             return self.tunnel_rare(pkt, hash, out, port, st);
         }

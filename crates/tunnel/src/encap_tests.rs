@@ -1,5 +1,6 @@
 use super::*;
 use crate::decap::{terminate, Locals, Termination};
+use crate::encap_train::EncapTrain;
 use packet::pool::Pool;
 use packet::wire::{Ipv4, Udp};
 use proptest::prelude::*;
@@ -223,12 +224,14 @@ fn train_packet() -> impl Strategy<Value = (usize, u32, bool)> {
 }
 
 proptest! {
-    /// A train (its next packet, else a push) writes, packet by packet, what the template's
-    /// push with identification 0 writes, and refuses what it refuses, leaving the packet as
-    /// it was.
+    /// A train writes, packet by packet, what the template's push with identification 0
+    /// writes, and refuses what it refuses, leaving the packet as it was — driven as the
+    /// datapath drives it: a push, then [`EncapTrain::extend`] over the packets after it
+    /// until one does not continue the train, passing over packets marked gone.
     #[test]
     fn a_train_writes_what_push_writes(
         pkts in proptest::collection::vec(train_packet(), 1..16),
+        gone in any::<u16>(),
         ipv6 in any::<bool>(), geneve in any::<bool>(), csum in any::<bool>(),
         words in 0usize..4, seed in any::<u8>(),
     ) {
@@ -239,27 +242,55 @@ proptest! {
             e.options = [vec![0xff, 0xff, 0x80, words as u8 - 1], vec![7; (words - 1) * 4]].concat();
         }
         let t = EncapTemplate::new(&e, &if ipv6 { v6() } else { v4() }).unwrap();
-        let mut train = crate::encap_train::EncapTrain::new(&t);
-        let mut pool = Pool::with_frames(8).cache();
-        for (k, &(len, hash, short)) in pkts.iter().enumerate() {
+        let mut train = EncapTrain::new(&t);
+        let mut pool = Pool::with_frames(40).cache();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (k, &(len, _, short)) in pkts.iter().enumerate() {
             let inner: Vec<u8> = (0..len).map(|i| (i as u8) ^ seed ^ k as u8).collect();
-            let mut a = pool.alloc_from(&inner).unwrap();
-            let mut b = pool.alloc_from(&inner).unwrap();
+            let mut x = pool.alloc_from(&inner).unwrap();
+            let mut y = pool.alloc_from(&inner).unwrap();
             if short {
                 // Leave less headroom than the outer headers need.
-                for p in [&mut a, &mut b] {
+                for p in [&mut x, &mut y] {
                     let take = p.headroom() - (t.overhead() - 1);
                     p.push_front(take).unwrap();
                 }
             }
-            // As the datapath does: the train's next packet, else a push.
-            let ra = if train.push_next(&mut a, hash) { Ok(()) } else { train.push(&mut a, hash) };
-            let rb = t.push(&mut b, hash, 0);
-            prop_assert_eq!(ra, rb);
-            prop_assert_eq!(a.data(), b.data());
-            prop_assert_eq!(ra.is_err(), short);
-            pool.free(a);
-            pool.free(b);
+            a.push(x);
+            b.push(y);
+        }
+        let hashes: Vec<u32> = pkts.iter().map(|p| p.1).collect();
+        let skip = u32::from(gone);
+        // As the datapath does: a push, then the packets that continue its train.
+        let mut done = vec![None; a.len()];
+        let mut i = 0;
+        while i < a.len() {
+            if skip & (1 << i) == 0 {
+                done[i] = Some(train.push(&mut a[i], hashes[i]));
+            }
+            let (stop, pushed) = train.extend(&mut a, &hashes, i + 1, skip);
+            prop_assert!(stop > i && stop <= a.len());
+            let continued: Vec<usize> = (i + 1..stop).filter(|j| skip & (1 << j) == 0).collect();
+            prop_assert_eq!(continued.len(), pushed);
+            for j in continued {
+                prop_assert_eq!(a[j].len() - t.overhead(), train.inner());
+                done[j] = Some(Ok(()));
+            }
+            i = stop;
+        }
+        for (k, (x, y)) in a.iter().zip(b.iter_mut()).enumerate() {
+            if skip & (1 << k) != 0 {
+                prop_assert!(done[k].is_none(), "a packet marked gone is left alone");
+                prop_assert_eq!(x.data(), y.data());
+                continue;
+            }
+            let rb = t.push(y, hashes[k], 0);
+            prop_assert_eq!(done[k], Some(rb));
+            prop_assert_eq!(x.data(), y.data());
+            prop_assert_eq!(rb.is_err(), pkts[k].2);
+        }
+        for p in a.into_iter().chain(b) {
+            pool.free(p);
         }
     }
 }

@@ -40,6 +40,82 @@ impl<'t> EncapTrain<'t> {
         }
     }
 
+    /// Encapsulates the packets of `pkts` from `from` on while they continue the train
+    /// ([`EncapTrain::push_next`]), passing over those whose bit is set in `skip`: a loop of
+    /// nothing else, so that a batch of one flow costs a compare and a copy per packet.
+    /// Returns where it stopped (the first packet that does not continue, or the end of
+    /// `pkts`, at most 32) and how many it encapsulated, each of [`EncapTrain::inner`] bytes.
+    #[inline(always)]
+    pub fn extend(
+        &mut self,
+        pkts: &mut [Packet],
+        hashes: &[u32],
+        from: usize,
+        skip: u32,
+    ) -> (usize, usize) {
+        let end = pkts.len().min(hashes.len()).min(32);
+        // The loop for the headers' size: two copies of one block size, the blocks held in
+        // registers for the whole loop.
+        match self.template.overhead() {
+            16..=32 => self.extend_by::<16>(pkts, hashes, from, end, skip),
+            33..=64 => self.extend_by::<32>(pkts, hashes, from, end, skip),
+            65..=HEADROOM => self.extend_by::<64>(pkts, hashes, from, end, skip),
+            // Headers no headroom can take: no train.
+            _ => (from, 0),
+        }
+    }
+
+    /// [`EncapTrain::extend`] for headers of `B..=2 * B` bytes, up to packet `end`.
+    #[inline(always)]
+    fn extend_by<const B: usize>(
+        &mut self,
+        pkts: &mut [Packet],
+        hashes: &[u32],
+        from: usize,
+        end: usize,
+        skip: u32,
+    ) -> (usize, usize) {
+        let (inner, hash) = (self.inner, self.hash);
+        let len = self.template.overhead();
+        if !(B..=2 * B).contains(&len) {
+            return (from, 0);
+        }
+        let (Some(head), Some(tail)) = (
+            self.hdr.first_chunk::<B>().copied(),
+            self.hdr[..len].last_chunk::<B>().copied(),
+        ) else {
+            return (from, 0);
+        };
+        let mut pushed = 0;
+        for i in from..end {
+            if skip & (1 << i) != 0 {
+                continue;
+            }
+            let p = &mut pkts[i];
+            if p.len() != inner || hashes[i] != hash || p.is_gso() {
+                return (i, pushed);
+            }
+            let Some(front) = p.push_front(len) else {
+                return (i, pushed);
+            };
+            // `front` is `len` bytes, `B..=2 * B`: the two blocks cover it.
+            if let Some(f) = front.first_chunk_mut::<B>() {
+                *f = head;
+            }
+            if let Some(t) = front.last_chunk_mut::<B>() {
+                *t = tail;
+            }
+            pushed += 1;
+        }
+        (end.max(from), pushed)
+    }
+
+    /// The inner length of the packets in the train (`usize::MAX` before the first).
+    #[inline(always)]
+    pub fn inner(&self) -> usize {
+        self.inner
+    }
+
     /// Encapsulates `pkt` when it continues the train — the inner length and hash of the
     /// packet [`EncapTrain::push`] last built the headers for, not a super-packet, headroom
     /// enough — and says so; otherwise changes nothing and returns `false`. What that push's
