@@ -663,34 +663,55 @@ impl Executor {
         }
         if let Plan::General { move_at: Some(k) } = actions.plan {
             if let Some(Op::Tunnel { out, port }) = actions.ops.get(k) {
-                // The flow hashes first, in a loop of their own: each is a short chain of
-                // dependent steps, and a loop of nothing else runs many packets' at once.
-                // It also asks for the headroom's cache lines, which the outer headers will
-                // be written into and which nothing has touched since the frame was last
-                // used (the copy into the headroom otherwise waits for them).
-                // A packet whose flow key is its predecessor's (a train: bit i of `same`)
-                // has its hash too.
+                // Packets of one flow and length get the same outer headers: where most of
+                // the batch continues its predecessor's flow, a train builds them once and
+                // copies them, following the batch's same-key bits; otherwise (flows
+                // interleaved) each packet's come from the template, which the train's
+                // checks would only slow.
+                let trains = 2 * (same & all & !1).count_ones() >= n as u32;
+                // First, in a loop of their own, ask for the headroom's cache lines, which
+                // the outer headers will be written into and which nothing has touched
+                // since the frame was last used (the copy into the headroom otherwise waits
+                // for them); without a train, also the flow hashes: each is a short chain of
+                // dependent steps, and a loop of nothing else runs many packets' at once. A
+                // packet whose flow key is its predecessor's (bit i of `same`) has its hash
+                // too. A train hashes only the packets that start one.
                 let mut hashes = [0u32; 32];
                 let overhead = out.template.overhead();
                 for (i, pkt) in pkts.iter().enumerate().take(n) {
                     let data = pkt.data().as_ptr();
                     prefetch(data.wrapping_sub(overhead));
                     prefetch(data.wrapping_sub(1));
-                    hashes[i] = if i > 0 && same & (1 << i) != 0 {
-                        hashes[i - 1]
-                    } else {
-                        tunnel_hash(pkt)
-                    };
+                    if !trains {
+                        hashes[i] = if i > 0 && same & (1 << i) != 0 {
+                            hashes[i - 1]
+                        } else {
+                            tunnel_hash(pkt)
+                        };
+                    }
                 }
-                // Packets of one flow and length get the same outer headers: where most of
-                // the batch continues its predecessor's flow, a train builds them once and
-                // copies them; otherwise (flows interleaved) each packet's come from the
-                // template, which the train's checks would only slow.
-                let trains = 2 * (same & all & !1).count_ones() >= n as u32;
                 if trains {
-                    self.encap_in_place::<true>(pkts, n, &hashes, out, *port, &mut dropped, st);
+                    self.encap_in_place::<true>(
+                        pkts,
+                        n,
+                        &hashes,
+                        same,
+                        out,
+                        *port,
+                        &mut dropped,
+                        st,
+                    );
                 } else {
-                    self.encap_in_place::<false>(pkts, n, &hashes, out, *port, &mut dropped, st);
+                    self.encap_in_place::<false>(
+                        pkts,
+                        n,
+                        &hashes,
+                        same,
+                        out,
+                        *port,
+                        &mut dropped,
+                        st,
+                    );
                 }
             }
         }
@@ -699,9 +720,10 @@ impl Executor {
 
     /// Encapsulates the first `n` packets of `pkts` where they are, but those `dropped`
     /// says are gone (and adds the packets that leave to it), through a train of outer
-    /// headers when `TRAIN` ([`EncapTrain`]). What stays in the batch is counted here, once
-    /// for the batch (inner bytes: less the outer headers); what leaves it is counted where it
-    /// is sent ([`Executor::tunnel_send`]).
+    /// headers when `TRAIN` ([`EncapTrain`]: a push, then the packets after it with its flow
+    /// key, bit `i` of `same`, and length), else with the flow `hashes`. What stays in the
+    /// batch is counted here, once for the batch (inner bytes: less the outer headers); what
+    /// leaves it is counted where it is sent ([`Executor::tunnel_send`]).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn encap_in_place<const TRAIN: bool>(
@@ -709,6 +731,7 @@ impl Executor {
         pkts: &mut [Packet],
         n: usize,
         hashes: &[u32; 32],
+        same: u32,
         out: &TunnelOutput,
         port: u16,
         dropped: &mut u32,
@@ -723,7 +746,8 @@ impl Executor {
         while i < pkts.len() {
             if *dropped & (1 << i) == 0 {
                 let pkt = &mut pkts[i];
-                if self.tunnel_in_place::<TRAIN>(pkt, hashes[i], out, port, &mut train, st) {
+                let hash = if TRAIN { tunnel_hash(pkt) } else { hashes[i] };
+                if self.tunnel_in_place::<TRAIN>(pkt, hash, out, port, &mut train, st) {
                     kept += 1;
                     bytes += (pkt.len() - overhead) as u64;
                 } else {
@@ -733,7 +757,7 @@ impl Executor {
             i += 1;
             if TRAIN {
                 // The packets after it that continue its train, in a loop of their own.
-                let (stop, pushed) = train.extend(pkts, hashes, i, *dropped);
+                let (stop, pushed) = train.extend(pkts, same, i, *dropped);
                 kept += pushed as u64;
                 bytes += (pushed * train.inner()) as u64;
                 i = stop;

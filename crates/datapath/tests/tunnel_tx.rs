@@ -725,6 +725,13 @@ fn a_batch_of_trains_is_encapsulated_packet_by_packet() {
         .map(|&i| sport(&sent[i]))
         .collect();
     assert!(firsts.iter().all(|&p| p == firsts[0]), "{firsts:?}");
+    // The other flow, as long as the train's frames right before it, gets its own headers
+    // (its hash's source port), not the train's.
+    assert_ne!(
+        sport(&sent[6]),
+        firsts[0],
+        "another flow, another source port"
+    );
     for (s, inner) in sent.iter().zip(&frames) {
         assert_eq!(s.len(), inner.len() + 50);
         assert_eq!(
