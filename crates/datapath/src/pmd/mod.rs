@@ -49,7 +49,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
 use packet::key::parsed;
-use packet::{extract_packet, Batch, Field, FlowKey, PoolCache, BATCH_SIZE};
+use packet::{extract_packet, Batch, Field, FlowKey, Packet, PoolCache, BATCH_SIZE};
 use pipeline::Translation;
 use port::{Policing, RxQueue};
 
@@ -632,12 +632,7 @@ impl Pmd {
             None => {
                 let mut bytes = 0u64;
                 for i in 0..n {
-                    if let Some(next) = pkts.get(i + 1) {
-                        prefetch(next.data().as_ptr());
-                    }
-                    let p = &mut pkts[i];
-                    // Queue 0 until a `set_queue` says otherwise (`crate::egress`).
-                    p.meta.user = 0;
+                    let p = parse_next(pkts, i);
                     p.meta.in_port = in_port;
                     extract_packet(p, &mut s.keys[i]);
                     s.malformed |= bad_frame(&s.keys[i]) << i;
@@ -648,11 +643,7 @@ impl Pmd {
             Some(mut t) => {
                 let mut bytes = 0u64;
                 for i in 0..n {
-                    if let Some(next) = pkts.get(i + 1) {
-                        prefetch(next.data().as_ptr());
-                    }
-                    let p = &mut pkts[i];
-                    p.meta.user = 0;
+                    let p = parse_next(pkts, i);
                     match t.receive(thread, p) {
                         Rx::Tunnel(m) => {
                             p.meta.in_port = m.ofport;
@@ -1186,6 +1177,18 @@ fn push_uncached(
     let (i, mf) = pool.push_from(key, tr, now_ms);
     mf.actions.compile(&tr.actions, ports, meter);
     Target::Uncached(i as u8)
+}
+
+/// Packet `i` of a batch about to be parsed, with the next one's bytes asked for and its
+/// queue reset (queue 0 until a `set_queue` says otherwise: `crate::egress`).
+#[inline(always)]
+fn parse_next(pkts: &mut [Packet], i: usize) -> &mut Packet {
+    if let Some(next) = pkts.get(i + 1) {
+        prefetch(next.data().as_ptr());
+    }
+    let p = &mut pkts[i];
+    p.meta.user = 0;
+    p
 }
 
 /// 1 when extraction found `key`'s frame truncated or malformed, else 0.
