@@ -20,8 +20,7 @@
 //!
 //! Comparing more than the fast path reads only makes fewer frames follow, never another
 //! verdict: the compared words reach back into the source MAC address so that none needs a
-//! mask. Whether a frame follows takes two branches on its data: its length against the
-//! train's, then the five words and the checksum folded into one test.
+//! mask. A train with no frame yet needs a length no frame has, so no flag is tested either.
 //!
 //! `rx_tests.rs` checks, over sequences of mutated frames, that a terminator with a train
 //! answers what one without does, frame by frame.
