@@ -10,6 +10,18 @@ use crate::pool::{Packet, PoolCache};
 /// The most packets in one batch.
 pub const BATCH_SIZE: usize = 32;
 
+/// The mask of a batch's first `n` packets (bit `i` for packet `i`; all 32 from `n` = 32
+/// on): the batch masks the datapath's stages pass along (same-key, drop, miss) are `u32`.
+#[inline(always)]
+pub fn low_bits(n: usize) -> u32 {
+    const _: () = assert!(BATCH_SIZE == 32);
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
+    }
+}
+
 /// Up to [`BATCH_SIZE`] packets.
 #[derive(Debug, Default)]
 pub struct Batch {

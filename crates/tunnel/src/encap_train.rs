@@ -21,6 +21,7 @@
 //! Size and owner: the headers (one headroom's worth of bytes) and three words, owned by the
 //! caller for one batch through one template; no allocation.
 
+use packet::batch::low_bits;
 use packet::pool::{Packet, HEADROOM};
 
 use crate::encap::{copy_header, EncapError, EncapTemplate};
@@ -56,9 +57,10 @@ impl<'t> EncapTrain<'t> {
     /// only packets marked in `skip` lie between): each has that packet's flow key — bit `i`
     /// of `same` says packet `i`'s key is packet `i - 1`'s, so its flow hash is too — and
     /// inner length, is not a super-packet, and has headroom for the headers. Packets marked
-    /// in `skip` are passed over (their `same` bit still carries the key along). A loop of
-    /// nothing else, so that a batch of one flow costs a bit test, a compare and a copy per
-    /// packet. Returns where it stopped (the first packet that does not continue, or the end
+    /// in `skip` are passed over (their `same` bit still carries the key along). The run of
+    /// `same` bits is found once; a loop of nothing else then visits the packets to push bit
+    /// by bit, so that a batch of one flow costs a length compare, the headroom push and a
+    /// copy per packet. Returns where it stopped (the first packet that does not continue, or the end
     /// of `pkts`, at most 32) and how many it encapsulated, each of [`EncapTrain::inner`]
     /// bytes; after a stop, nothing continues until the next push.
     #[inline(always)]
@@ -73,8 +75,7 @@ impl<'t> EncapTrain<'t> {
         if !self.armed {
             return (from.min(end), 0);
         }
-        // The loop for the headers' size: two copies of one block size, the blocks held in
-        // registers for the whole loop.
+        // The loop for the headers' size: two copies of one block size.
         let (stop, pushed) = match self.template.overhead() {
             16..=32 => self.extend_by::<16>(pkts, same, from, end, skip),
             33..=64 => self.extend_by::<32>(pkts, same, from, end, skip),
@@ -88,8 +89,10 @@ impl<'t> EncapTrain<'t> {
         (stop.max(from.min(end)), pushed)
     }
 
-    /// [`EncapTrain::extend`] for headers of `B..=2 * B` bytes, up to packet `end`.
-    #[inline(always)]
+    /// [`EncapTrain::extend`] for headers of `B..=2 * B` bytes, up to packet `end`. Not
+    /// inlined: a call per train, and the loop has the registers to itself (inlined into the
+    /// batch's execution it reloads spilled values every packet).
+    #[inline(never)]
     fn extend_by<const B: usize>(
         &mut self,
         pkts: &mut [Packet],
@@ -103,24 +106,28 @@ impl<'t> EncapTrain<'t> {
         if !(B..=2 * B).contains(&len) {
             return (from, 0);
         }
+        if from >= end {
+            return (from, 0);
+        }
         let (Some(head), Some(tail)) = (
             self.hdr.first_chunk::<B>().copied(),
             self.hdr[..len].last_chunk::<B>().copied(),
         ) else {
             return (from, 0);
         };
+        // The packets that continue the key: the run of set `same` bits from `from` on (up
+        // to `end`); of those, the ones to push are the ones not skipped, visited bit by bit.
+        let run = (!(same >> from)).trailing_zeros() as usize;
+        let stop = (from + run).min(end);
+        let span = low_bits(stop) & !low_bits(from);
+        let mut todo = span & !skip;
         let mut pushed = 0;
-        // An index loop: the iterator form costs about nine instructions a packet more here
-        // (callgrind).
-        #[allow(clippy::needless_range_loop)]
-        for i in from..end {
-            if same & (1 << i) == 0 {
+        while todo != 0 {
+            let i = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            let Some(p) = pkts.get_mut(i) else {
                 return (i, pushed);
-            }
-            if skip & (1 << i) != 0 {
-                continue;
-            }
-            let p = &mut pkts[i];
+            };
             if p.len() != inner || p.is_gso() {
                 return (i, pushed);
             }
@@ -136,7 +143,7 @@ impl<'t> EncapTrain<'t> {
             }
             pushed += 1;
         }
-        (end, pushed)
+        (stop, pushed)
     }
 
     /// The inner length of the packets in the train (`usize::MAX` before the first).

@@ -48,6 +48,7 @@ pub use time::now_ns;
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
+use packet::batch::low_bits;
 use packet::key::parsed;
 use packet::{extract_packet, Batch, Field, FlowKey, Packet, PoolCache, BATCH_SIZE};
 use pipeline::Translation;
@@ -1195,15 +1196,6 @@ fn parse_next(pkts: &mut [Packet], i: usize) -> &mut Packet {
 #[inline(always)]
 fn bad_frame(key: &FlowKey) -> u32 {
     ((key.get(Field::Parsed) as u16 & BAD_FRAME) != 0) as u32
-}
-
-#[inline(always)]
-fn low_bits(n: usize) -> u32 {
-    if n >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << n) - 1
-    }
 }
 
 #[cfg(test)]
