@@ -81,7 +81,6 @@ impl RxTable {
         let entry = self.0.iter().find(|e| e.port == in_port)?;
         Some(BatchRx {
             entry,
-            terminator: &entry.terminator,
             train: Train::new(),
             index: 0,
             packets: 0,
@@ -100,8 +99,6 @@ impl RxTable {
 /// A frame the general path decides is counted at once.
 pub(crate) struct BatchRx<'a> {
     entry: &'a Terminating,
-    /// The entry's terminator, reached once per batch (not through its `Arc` per frame).
-    terminator: &'a Terminator,
     /// The batch's train of frames from one remote ([`tunnel::rx_train`]).
     train: Train,
     /// The tunnel port of the current run (its index), its frames and (inner) bytes.
@@ -128,7 +125,7 @@ impl BatchRx<'_> {
     /// general path's rare packets are counted apart).
     #[inline(always)]
     pub(crate) fn receive(&mut self, thread: usize, pkt: &mut Packet) -> Rx<'_> {
-        match self.terminator.receive_in(pkt, &mut self.train) {
+        match self.entry.terminator.receive_in(pkt, &mut self.train) {
             RxKind::Tunnel(Via::Train) => {
                 self.packets += 1;
                 self.bytes += pkt.len() as u64;

@@ -74,8 +74,7 @@ fn fixed<T>(p: PerFlow<T>) -> Option<T> {
     }
 }
 
-/// What the outer headers of a terminated packet put into its flow key, held as the key's
-/// words so that writing it is a few whole-word stores.
+/// What the outer headers of a terminated packet put into its flow key.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TunMeta {
     /// The tunnel port it arrived on.
@@ -84,84 +83,42 @@ pub struct TunMeta {
     pub index: u32,
     /// The VNI (`tun_id`).
     pub vni: u32,
+    /// Outer source (`tun_src`, or `tun_ipv6_src` when `ipv6`).
+    pub src: u128,
+    /// Outer destination.
+    pub dst: u128,
     /// The underlay is IPv6.
     pub ipv6: bool,
-    /// The key's tunnel endpoint words: `tun_ipv6_src` then `tun_ipv6_dst` (an IPv4
-    /// endpoint in the low 32 bits, as `tun_src` and `tun_dst` read it).
-    ends: [u64; 4],
-    /// The underlay's `parsed` bit (`tun_ipv4` or `tun_ipv6`), in place in its key word.
-    parsed: u64,
 }
 
-/// The first key word of the tunnel endpoints, which [`TunMeta::write`] stores whole.
-const ENDS: usize = Field::TunIpv6Src.spec().word as usize;
-const _: () = {
-    let (s, d) = (Field::TunIpv6Src.spec(), Field::TunIpv6Dst.spec());
-    assert!(s.bits == 128 && d.bits == 128 && d.word as usize == ENDS + 2);
-    assert!(Field::TunnelId.spec().bits == 64 && Field::TunnelId.spec().shift == 0);
-};
-
 impl TunMeta {
-    /// The metadata of a packet from `src` to `dst` (IPv4 endpoints as their 32 bits, IPv6
-    /// as their 128) with `vni`, for the tunnel port `ofport` at `index` of the terminator's
-    /// ports.
-    pub fn new(ofport: u32, index: u32, vni: u32, src: u128, dst: u128, ipv6: bool) -> Self {
-        TunMeta {
-            ofport,
-            index,
-            vni,
-            ipv6,
-            ends: [
-                (src >> 64) as u64,
-                src as u64,
-                (dst >> 64) as u64,
-                dst as u64,
-            ],
-            parsed: u64::from(if ipv6 {
-                parsed::TUN_IPV6
-            } else {
-                parsed::TUN_IPV4
-            }) << Field::Parsed.spec().shift,
-        }
-    }
-
     fn of(ofport: u32, index: usize, d: &Decapped) -> TunMeta {
         let wide = |a: IpAddr| match a {
             IpAddr::V4(a) => u32::from(a) as u128,
             IpAddr::V6(a) => u128::from(a),
         };
-        TunMeta::new(
+        TunMeta {
             ofport,
-            index as u32,
-            d.vni,
-            wide(d.src),
-            wide(d.dst),
-            d.src.is_ipv6(),
-        )
-    }
-
-    /// Outer source (`tun_src`, or `tun_ipv6_src` when [`TunMeta::ipv6`]).
-    pub fn src(&self) -> u128 {
-        (u128::from(self.ends[0]) << 64) | u128::from(self.ends[1])
-    }
-
-    /// Outer destination.
-    pub fn dst(&self) -> u128 {
-        (u128::from(self.ends[2]) << 64) | u128::from(self.ends[3])
+            index: index as u32,
+            vni: d.vni,
+            src: wide(d.src),
+            dst: wide(d.dst),
+            ipv6: d.src.is_ipv6(),
+        }
     }
 
     /// Writes `tun_id`, the endpoints and the underlay's `parsed` bit into a key that
     /// extraction just filled from the inner frame, with [`TunMeta::ofport`] as the
     /// packet's `in_port` (the caller sets `pkt.meta.in_port` before extracting: writing it
-    /// here again would reload the word extraction just stored). Whole words: the tunnel id
-    /// has its word to itself, the endpoints four words in a row.
+    /// here again would reload the word extraction just stored).
     #[inline]
     pub fn write(&self, key: &mut FlowKey) {
-        key.w[Field::TunnelId.spec().word as usize] = u64::from(self.vni);
-        if let Some(w) = key.w.get_mut(ENDS..ENDS + 4) {
-            w.copy_from_slice(&self.ends);
-        }
-        key.w[Field::Parsed.spec().word as usize] |= self.parsed;
+        key.set(Field::TunnelId, self.vni as u128);
+        key.set(Field::TunIpv6Src, self.src);
+        key.set(Field::TunIpv6Dst, self.dst);
+        const _: () = assert!(parsed::TUN_IPV6 == parsed::TUN_IPV4 << 1);
+        let bit = parsed::TUN_IPV4 << u16::from(self.ipv6);
+        key.or(Field::Parsed, u64::from(bit));
     }
 }
 

@@ -352,14 +352,14 @@ impl FastV4 {
             }
         }
         let port = best?;
-        let meta = TunMeta::new(
-            port.ofport,
-            port.order,
+        let meta = TunMeta {
+            ofport: port.ofport,
+            index: port.order,
             vni,
-            u32::from_be(src) as u128,
-            u32::from_be(dst) as u128,
-            false,
-        );
+            src: u32::from_be(src) as u128,
+            dst: u32::from_be(dst) as u128,
+            ipv6: false,
+        };
         Some((meta, 34 + udp_len))
     }
 }
