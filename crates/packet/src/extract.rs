@@ -356,7 +356,17 @@ fn extract_general(data: &[u8], in_port: u32, key: &mut FlowKey) -> Layers {
 /// [`extract`] on a packet: uses `pkt.meta.in_port` and stores the offsets in `pkt.meta`.
 #[inline]
 pub fn extract_packet(pkt: &mut Packet, key: &mut FlowKey) {
-    let l = extract(pkt.data(), pkt.meta.in_port, key);
+    extract_packet_on(pkt, pkt.meta.in_port, key);
+}
+
+/// [`extract_packet`] for a packet that arrived on `in_port`, which goes into its metadata
+/// too. For a receive loop: the parse takes the port, and the packet's bytes, from the
+/// caller's registers, not back from the metadata just written (a load that waits for the
+/// store before it).
+#[inline(always)]
+pub fn extract_packet_on(pkt: &mut Packet, in_port: u32, key: &mut FlowKey) {
+    pkt.meta.in_port = in_port;
+    let l = extract(pkt.data(), in_port, key);
     pkt.meta.l3_off = l.l3_off;
     pkt.meta.l4_off = l.l4_off;
 }

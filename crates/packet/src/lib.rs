@@ -38,7 +38,7 @@ pub mod vary;
 pub mod wire;
 
 pub use batch::{Batch, BATCH_SIZE};
-pub use extract::{extract, extract_packet, Layers};
+pub use extract::{extract, extract_packet, extract_packet_on, Layers};
 pub use gso::Gso;
 pub use key::{Field, FlowKey, KEY_WORDS};
 pub use pool::{

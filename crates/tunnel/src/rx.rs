@@ -253,26 +253,34 @@ impl Terminator {
 
     /// [`Terminator::receive`] for one of a batch's frames in order: a frame in the train of
     /// the last one the fast path took in `train` ([`crate::rx_train`]) gets its verdict
-    /// with two checks; any other goes through [`Terminator::receive`], and a frame the fast
-    /// path takes starts a train. Same answer as [`Terminator::receive`], frame by frame;
-    /// a tunnel packet's metadata is [`Train::meta_of`] (lent, not copied: this runs inside
-    /// the thread's extraction loop).
+    /// with two checks ([`Train::carries`]); any other goes through
+    /// [`Terminator::receive_off_train`]. Same answer as [`Terminator::receive`], frame by
+    /// frame; a tunnel packet's metadata is [`Train::meta_of`] (lent, not copied: this runs
+    /// inside the thread's extraction loop).
     #[inline(always)]
     pub fn receive_in(&self, pkt: &mut Packet, train: &mut Train) -> RxKind {
+        if train.carries(pkt) {
+            return RxKind::Tunnel(Via::Train);
+        }
+        self.receive_off_train(pkt, train)
+    }
+
+    /// [`Terminator::receive_in`] for a frame [`Train::carries`] did not take: through
+    /// [`Terminator::receive`]'s paths, a frame the fast path takes starting a train. Never
+    /// answers [`Via::Train`].
+    #[inline(always)]
+    pub fn receive_off_train(&self, pkt: &mut Packet, train: &mut Train) -> RxKind {
         if pkt.is_gso() {
             return train.hold(self.receive_whole(pkt));
         }
-        let (end, via) = match train.follows(pkt.data()) {
-            Some(end) => (end, Via::Train),
-            None => match self.fast.terminate(pkt.data()) {
-                Some(v) => (train.take(pkt.data(), v), Via::Fast),
-                None => return train.hold(self.receive_general(pkt)),
-            },
+        let Some(v) = self.fast.terminate(pkt.data()) else {
+            return train.hold(self.receive_general(pkt));
         };
+        let end = train.take(pkt.data(), v);
         // The fast path checked that the frame holds `INNER_OFF..end`.
         let kept = pkt.keep(INNER_OFF, end);
         debug_assert!(kept);
-        RxKind::Tunnel(via)
+        RxKind::Tunnel(Via::Fast)
     }
 
     /// [`Terminator::receive`] through the general path only (the reference).

@@ -28,7 +28,10 @@
 //! Size and owner: a few words, owned by the caller for one batch of one underlay port
 //! ([`crate::Terminator::receive_in`]); no allocation.
 
+use packet::Packet;
+
 use crate::rx::{RxKind, RxOutcome, TunMeta, Via};
+use crate::rx_fast::INNER_OFF;
 
 /// Where a frame is compared, as native loads: 10..18 (8 bytes), 20..24 (4), 26..34, 36..44
 /// and 42..50 (8 each; the last overlaps) — every byte of 12..50 but the identification
@@ -106,6 +109,22 @@ impl Train {
             return None;
         }
         Some(self.end)
+    }
+
+    /// Whether `pkt` is in the train ([`Train::follows`]; a super-packet never is); if so it
+    /// now holds its inner frame, and its metadata is [`Train::meta`]. The first step of
+    /// [`crate::Terminator::receive_in`], apart so that a receive loop can take a train's
+    /// frames on a path of their own.
+    #[inline(always)]
+    pub fn carries(&self, pkt: &mut Packet) -> bool {
+        if pkt.is_gso() {
+            return false;
+        }
+        let Some(end) = self.follows(pkt.data()) else {
+            return false;
+        };
+        // The train's frame held `INNER_OFF..end`, and this one holds as much.
+        pkt.keep(INNER_OFF, end)
     }
 
     /// Makes `d`, which the fast path took with `verdict`, the train's last frame; where its
