@@ -60,9 +60,9 @@ impl<'t> EncapTrain<'t> {
     /// in `skip` are passed over (their `same` bit still carries the key along). The run of
     /// `same` bits is found once; a loop of nothing else then visits the packets to push bit
     /// by bit, so that a batch of one flow costs a length compare, the headroom push and a
-    /// copy per packet. Returns where it stopped (the first packet that does not continue, or the end
-    /// of `pkts`, at most 32) and how many it encapsulated, each of [`EncapTrain::inner`]
-    /// bytes; after a stop, nothing continues until the next push.
+    /// copy per packet. Returns where it stopped (the first packet that does not continue,
+    /// or the end of `pkts`, at most 32) and how many it encapsulated, each of
+    /// [`EncapTrain::inner`] bytes; after a stop, nothing continues until the next push.
     #[inline(always)]
     pub fn extend(
         &mut self,

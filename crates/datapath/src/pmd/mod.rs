@@ -644,28 +644,20 @@ impl Pmd {
                 let mut bytes = 0u64;
                 for i in 0..n {
                     let p = parse_next(pkts, i);
-                    // A frame of the batch's train, on a path of nothing else: its inner
-                    // frame's bytes go to the parse straight from the train's check.
+                    // A frame of the batch's train first, on a path of nothing else: its
+                    // inner frame's bytes go to the parse straight from the train's check.
                     if let Some(m) = t.follow(p) {
-                        extract_packet_on(p, m.ofport, &mut s.keys[i]);
-                        m.write(&mut s.keys[i]);
-                        s.malformed |= bad_frame(&s.keys[i]) << i;
-                        bytes += p.len() as u64;
-                        continue;
-                    }
-                    match t.receive(thread, p) {
-                        Rx::Tunnel(m) => {
-                            extract_packet_on(p, m.ofport, &mut s.keys[i]);
-                            m.write(&mut s.keys[i]);
-                        }
-                        Rx::NotTunnel => {
-                            extract_packet_on(p, in_port, &mut s.keys[i]);
-                        }
-                        Rx::Drop => {
-                            p.meta.in_port = in_port;
-                            s.keys[i] = FlowKey::ZERO;
-                            s.tun_dropped |= 1 << i;
-                            s.malformed |= 1 << i;
+                        extract_tunneled(p, m, &mut s.keys[i]);
+                    } else {
+                        match t.receive(thread, p) {
+                            Rx::Tunnel(m) => extract_tunneled(p, m, &mut s.keys[i]),
+                            Rx::NotTunnel => extract_packet_on(p, in_port, &mut s.keys[i]),
+                            Rx::Drop => {
+                                p.meta.in_port = in_port;
+                                s.keys[i] = FlowKey::ZERO;
+                                s.tun_dropped |= 1 << i;
+                                s.malformed |= 1 << i;
+                            }
                         }
                     }
                     s.malformed |= bad_frame(&s.keys[i]) << i;
@@ -1196,6 +1188,14 @@ fn parse_next(pkts: &mut [Packet], i: usize) -> &mut Packet {
     let p = &mut pkts[i];
     p.meta.user = 0;
     p
+}
+
+/// Extracts the key of `p`, a terminated tunnel packet now holding its inner frame, with its
+/// tunnel port as `in_port` and the outer headers' fields from `m`.
+#[inline(always)]
+fn extract_tunneled(p: &mut Packet, m: &tunnel::TunMeta, key: &mut FlowKey) {
+    extract_packet_on(p, m.ofport, key);
+    m.write(key);
 }
 
 /// 1 when extraction found `key`'s frame truncated or malformed, else 0.
