@@ -690,29 +690,12 @@ impl Executor {
                         };
                     }
                 }
-                if trains {
-                    self.encap_in_place::<true>(
-                        pkts,
-                        n,
-                        &hashes,
-                        same,
-                        out,
-                        *port,
-                        &mut dropped,
-                        st,
-                    );
+                let encap = if trains {
+                    Self::encap_in_place::<true>
                 } else {
-                    self.encap_in_place::<false>(
-                        pkts,
-                        n,
-                        &hashes,
-                        same,
-                        out,
-                        *port,
-                        &mut dropped,
-                        st,
-                    );
-                }
+                    Self::encap_in_place::<false>
+                };
+                encap(self, pkts, n, &hashes, same, out, *port, &mut dropped, st);
             }
         }
         dropped
