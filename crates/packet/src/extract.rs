@@ -45,6 +45,9 @@ pub struct Layers {
     pub l3_off: u16,
     /// Offset of the TCP, UDP, SCTP, ICMP or ICMPv6 header (set when it was read completely).
     pub l4_off: u16,
+    /// The `parsed` bits the parse set in the key ([`crate::key::parsed`]), for a caller that
+    /// tests them at once: from the parse's registers, not loaded back from the key.
+    pub parsed: u16,
 }
 
 /// Ethernet types.
@@ -340,6 +343,7 @@ fn extract_fast(data: &[u8], in_port: u32, key: &mut FlowKey) -> Option<Layers> 
     Some(Layers {
         l3_off: L3 as u16,
         l4_off: L4 as u16,
+        parsed: flags,
     })
 }
 
@@ -350,6 +354,7 @@ fn extract_general(data: &[u8], in_port: u32, key: &mut FlowKey) -> Layers {
     let mut layers = Layers::default();
     let flags = parse(data, key, &mut layers);
     key.w[0] |= ((flags as u64) << 48) | in_port as u64;
+    layers.parsed = flags;
     layers
 }
 
@@ -360,15 +365,17 @@ pub fn extract_packet(pkt: &mut Packet, key: &mut FlowKey) {
 }
 
 /// [`extract_packet`] for a packet that arrived on `in_port`, which goes into its metadata
-/// too. For a receive loop: the parse takes the port, and the packet's bytes, from the
-/// caller's registers, not back from the metadata just written (a load that waits for the
-/// store before it).
+/// too; returns the `parsed` bits of the key ([`Layers::parsed`]). For a receive loop: the
+/// parse takes the port, and the packet's bytes, from the caller's registers, and the
+/// caller tests the bits it returns, not values loaded back from what was just written (a
+/// load that waits for the store before it).
 #[inline(always)]
-pub fn extract_packet_on(pkt: &mut Packet, in_port: u32, key: &mut FlowKey) {
+pub fn extract_packet_on(pkt: &mut Packet, in_port: u32, key: &mut FlowKey) -> u16 {
     pkt.meta.in_port = in_port;
     let l = extract(pkt.data(), in_port, key);
     pkt.meta.l3_off = l.l3_off;
     pkt.meta.l4_off = l.l4_off;
+    l.parsed
 }
 
 /// Parses everything; returns the `parsed` bits. Writes key words other than word 0's

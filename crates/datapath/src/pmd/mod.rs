@@ -50,7 +50,7 @@ use std::sync::Arc;
 
 use packet::batch::low_bits;
 use packet::key::parsed;
-use packet::{extract_packet_on, Batch, Field, FlowKey, Packet, PoolCache, BATCH_SIZE};
+use packet::{extract_packet_on, Batch, FlowKey, Packet, PoolCache, BATCH_SIZE};
 use pipeline::Translation;
 use port::{Policing, RxQueue};
 
@@ -634,8 +634,8 @@ impl Pmd {
                 let mut bytes = 0u64;
                 for i in 0..n {
                     let p = parse_next::<1>(pkts, i);
-                    extract_packet_on(p, in_port, &mut s.keys[i]);
-                    s.malformed |= bad_frame(&s.keys[i]) << i;
+                    let parsed = extract_packet_on(p, in_port, &mut s.keys[i]);
+                    s.malformed |= bad_frame(parsed) << i;
                     bytes += p.len() as u64;
                 }
                 bytes
@@ -646,8 +646,8 @@ impl Pmd {
                     let p = parse_next::<2>(pkts, i);
                     // A frame of the batch's train first, on a path of nothing else: its
                     // inner frame's bytes go to the parse straight from the train's check.
-                    if let Some(m) = t.follow(p) {
-                        extract_tunneled(p, m, &mut s.keys[i]);
+                    let parsed = if let Some(m) = t.follow(p) {
+                        extract_tunneled(p, m, &mut s.keys[i])
                     } else {
                         match t.receive(thread, p) {
                             Rx::Tunnel(m) => extract_tunneled(p, m, &mut s.keys[i]),
@@ -656,11 +656,11 @@ impl Pmd {
                                 p.meta.in_port = in_port;
                                 s.keys[i] = FlowKey::ZERO;
                                 s.tun_dropped |= 1 << i;
-                                s.malformed |= 1 << i;
+                                parsed::MALFORMED
                             }
                         }
-                    }
-                    s.malformed |= bad_frame(&s.keys[i]) << i;
+                    };
+                    s.malformed |= bad_frame(parsed) << i;
                     bytes += p.len() as u64;
                 }
                 t.finish(thread);
@@ -1197,17 +1197,19 @@ fn parse_next<const LINES: usize>(pkts: &mut [Packet], i: usize) -> &mut Packet 
 }
 
 /// Extracts the key of `p`, a terminated tunnel packet now holding its inner frame, with its
-/// tunnel port as `in_port` and the outer headers' fields from `m`.
+/// tunnel port as `in_port` and the outer headers' fields from `m`; the inner frame's
+/// `parsed` bits.
 #[inline(always)]
-fn extract_tunneled(p: &mut Packet, m: &tunnel::TunMeta, key: &mut FlowKey) {
-    extract_packet_on(p, m.ofport, key);
+fn extract_tunneled(p: &mut Packet, m: &tunnel::TunMeta, key: &mut FlowKey) -> u16 {
+    let parsed = extract_packet_on(p, m.ofport, key);
     m.write(key);
+    parsed
 }
 
-/// 1 when extraction found `key`'s frame truncated or malformed, else 0.
+/// 1 when extraction found the frame truncated or malformed (its `parsed` bits), else 0.
 #[inline(always)]
-fn bad_frame(key: &FlowKey) -> u32 {
-    ((key.get(Field::Parsed) as u16 & BAD_FRAME) != 0) as u32
+fn bad_frame(parsed: u16) -> u32 {
+    ((parsed & BAD_FRAME) != 0) as u32
 }
 
 #[cfg(test)]

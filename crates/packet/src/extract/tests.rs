@@ -13,7 +13,8 @@ fn eth_ipv4_udp_golden_key() {
         l,
         Layers {
             l3_off: 14,
-            l4_off: 34
+            l4_off: 34,
+            parsed: parsed::ETH | parsed::L3 | parsed::L4,
         }
     );
     assert_eq!(k.w[0], 0x0019_0800_0000_0005); // parsed ETH|L3|L4, IPv4, port 5
@@ -83,7 +84,8 @@ fn neighbour_solicitation_golden() {
         l,
         Layers {
             l3_off: 14,
-            l4_off: 54
+            l4_off: 54,
+            parsed: k.get(Field::Parsed) as u16,
         }
     );
     assert_eq!(k.get(Field::IpProto), 58);
@@ -108,7 +110,8 @@ fn truncated_and_malformed_headers_are_flagged() {
         l,
         Layers {
             l3_off: 14,
-            l4_off: 0
+            l4_off: 0,
+            parsed: f,
         }
     );
     assert!(f & parsed::TRUNCATED != 0 && f & parsed::L3 != 0 && f & parsed::L4 == 0);
