@@ -627,6 +627,11 @@ impl Pmd {
         s.malformed = 0;
         s.tun_dropped = 0;
         s.targets[..n].fill(Packed::NONE);
+        // The first two frames' lines, which the parse loop does not ask for (`parse_next`).
+        for p in pkts.iter().take(2) {
+            prefetch(p.data().as_ptr());
+            prefetch(p.data().as_ptr().wrapping_add(64));
+        }
         // Stage 1: parse every packet (prefetching the next one's bytes); a loop of its own
         // for an underlay port, so that a plain port's packets pay nothing for tunnels.
         let bytes = match term {
@@ -1178,14 +1183,17 @@ fn push_uncached(
     Target::Uncached(i as u8)
 }
 
-/// Packet `i` of a batch about to be parsed, with the next one's bytes asked for and its
-/// queue reset (queue 0 until a `set_queue` says otherwise: `crate::egress`). `LINES`: how
-/// many cache lines of the next frame to ask for: 1 on a plain port (the headers of a
-/// common frame fit in its first line), 2 on an underlay port, where a tunnel packet's
-/// inner headers start 50 bytes in.
+/// Packet `i` of a batch about to be parsed, with the bytes of the one two places on asked
+/// for (the first two are asked for before the loop) and its queue reset (queue 0 until a
+/// `set_queue` says otherwise: `crate::egress`). `LINES`: how many cache lines of that
+/// frame to ask for: 1 on a plain port (the headers of a common frame fit in its first
+/// line), 2 on an underlay port, where a tunnel packet's inner headers start 50 bytes in.
+/// Two places on, not one: a frame's lines, written by the port a moment ago, are often
+/// out of L1 already (frames 2 KiB apart share few of its sets), and one packet's parse is
+/// too short a wait for them.
 #[inline(always)]
 fn parse_next<const LINES: usize>(pkts: &mut [Packet], i: usize) -> &mut Packet {
-    if let Some(next) = pkts.get(i + 1) {
+    if let Some(next) = pkts.get(i + 2) {
         let d = next.data().as_ptr();
         for line in 0..LINES {
             prefetch(d.wrapping_add(line * 64));
