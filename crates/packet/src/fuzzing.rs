@@ -21,6 +21,7 @@ pub fn fuzz_extract_and_rewrite(data: &[u8]) {
     let layers = extract(data, 7, &mut key);
     assert!(layers.l3_off as usize <= data.len());
     assert!(layers.l4_off as usize <= data.len());
+    assert_eq!(layers.parsed, key.get(Field::Parsed) as u16);
     if data.len() > FRAME_SIZE - HEADROOM {
         return;
     }

@@ -1189,8 +1189,7 @@ fn push_uncached(
 /// frame to ask for: 1 on a plain port (the headers of a common frame fit in its first
 /// line), 2 on an underlay port, where a tunnel packet's inner headers start 50 bytes in.
 /// Two places on, not one: a frame's lines, written by the port a moment ago, are often
-/// out of L1 already (frames 2 KiB apart share few of its sets), and one packet's parse is
-/// too short a wait for them.
+/// out of L1 already, and one packet's parse is too short a wait for them.
 #[inline(always)]
 fn parse_next<const LINES: usize>(pkts: &mut [Packet], i: usize) -> &mut Packet {
     if let Some(next) = pkts.get(i + 2) {

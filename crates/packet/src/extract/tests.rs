@@ -180,6 +180,7 @@ proptest! {
         prop_assert_eq!(k, want, "spec {:?}", s);
         prop_assert_eq!(l.l3_off != 0, k.get(Field::Parsed) as u16 & parsed::L3 != 0);
         prop_assert_eq!(l.l4_off != 0, k.get(Field::Parsed) as u16 & parsed::L4 != 0);
+        prop_assert_eq!(l.parsed, k.get(Field::Parsed) as u16, "the bits returned are the key's");
     }
 
     /// The fast path gives exactly the general parser's key and layers wherever it applies,
