@@ -228,11 +228,25 @@ fn three_hosts(test: &str, layout: Layout) {
         .iter()
         .any(|h| !controller_log().contains(&format!("switch {h:016x} connected")))
     {
-        assert!(
-            Instant::now() < deadline,
-            "not every switch connected: {}",
-            controller_log()
-        );
+        if Instant::now() >= deadline {
+            // What the switches that did not connect said, so that a failure here explains
+            // itself.
+            let log = controller_log();
+            let silent: Vec<String> = HOSTS
+                .iter()
+                .zip(&hosts)
+                .filter(|(h, _)| !log.contains(&format!("switch {h:016x} connected")))
+                .map(|(h, host)| {
+                    let text = host
+                        .hayate
+                        .as_ref()
+                        .map(Hayate::log_text)
+                        .unwrap_or_default();
+                    format!("host {h}'s Hayate:\n{text}")
+                })
+                .collect();
+            panic!("not every switch connected: {log}\n{}", silent.join("\n"));
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 
