@@ -627,16 +627,13 @@ impl Pmd {
         s.malformed = 0;
         s.tun_dropped = 0;
         s.targets[..n].fill(Packed::NONE);
-        // The first two frames' lines, which the parse loop does not ask for (`parse_next`).
-        for p in pkts.iter().take(2) {
-            prefetch(p.data().as_ptr());
-            prefetch(p.data().as_ptr().wrapping_add(64));
-        }
-        // Stage 1: parse every packet (prefetching the next one's bytes); a loop of its own
-        // for an underlay port, so that a plain port's packets pay nothing for tunnels.
+        // Stage 1: parse every packet (asking for the bytes of the one two places on:
+        // `parse_next`); a loop of its own for an underlay port, so that a plain port's
+        // packets pay nothing for tunnels.
         let bytes = match term {
             None => {
                 let mut bytes = 0u64;
+                ask_for_first::<1>(pkts);
                 for i in 0..n {
                     let p = parse_next::<1>(pkts, i);
                     let parsed = extract_packet_on(p, in_port, &mut s.keys[i]);
@@ -647,6 +644,7 @@ impl Pmd {
             }
             Some(mut t) => {
                 let mut bytes = 0u64;
+                ask_for_first::<2>(pkts);
                 for i in 0..n {
                     let p = parse_next::<2>(pkts, i);
                     // A frame of the batch's train first, on a path of nothing else: its
@@ -1183,20 +1181,31 @@ fn push_uncached(
     Target::Uncached(i as u8)
 }
 
+/// Asks for the first `LINES` cache lines of the frame of `pkt`: 1 on a plain port (the
+/// headers of a common frame fit in its first line), 2 on an underlay port, where a tunnel
+/// packet's inner headers start 50 bytes in.
+#[inline(always)]
+fn ask_for<const LINES: usize>(pkt: &Packet) {
+    let d = pkt.data().as_ptr();
+    for line in 0..LINES {
+        prefetch(d.wrapping_add(line * 64));
+    }
+}
+
+/// [`ask_for`] the first two packets of a batch, which [`parse_next`] does not.
+#[inline(always)]
+fn ask_for_first<const LINES: usize>(pkts: &[Packet]) {
+    pkts.iter().take(2).for_each(ask_for::<LINES>);
+}
+
 /// Packet `i` of a batch about to be parsed, with the bytes of the one two places on asked
-/// for (the first two are asked for before the loop) and its queue reset (queue 0 until a
-/// `set_queue` says otherwise: `crate::egress`). `LINES`: how many cache lines of that
-/// frame to ask for: 1 on a plain port (the headers of a common frame fit in its first
-/// line), 2 on an underlay port, where a tunnel packet's inner headers start 50 bytes in.
-/// Two places on, not one: a frame's lines, written by the port a moment ago, are often
-/// out of L1 already, and one packet's parse is too short a wait for them.
+/// for ([`ask_for`]) and its queue reset (queue 0 until a `set_queue` says otherwise:
+/// `crate::egress`). Two places on, not one: a frame's lines, written by the port a moment
+/// ago, are often out of L1 already, and one packet's parse is too short a wait for them.
 #[inline(always)]
 fn parse_next<const LINES: usize>(pkts: &mut [Packet], i: usize) -> &mut Packet {
     if let Some(next) = pkts.get(i + 2) {
-        let d = next.data().as_ptr();
-        for line in 0..LINES {
-            prefetch(d.wrapping_add(line * 64));
-        }
+        ask_for::<LINES>(next);
     }
     let p = &mut pkts[i];
     p.meta.user = 0;
